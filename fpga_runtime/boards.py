@@ -1,0 +1,63 @@
+"""Board catalog: fabric resources, default clock, DDR bandwidth the fabric sees, and the host CPU.
+
+Fabric figures are the device totals from the public AMD/Xilinx product tables: DS190 (Zynq-7000 family
+overview), DS891 (Zynq UltraScale+ MPSoC overview), DS987 (Kria K26 SOM) and DS962 (Alveo U200/U250).
+DDR bandwidth is the peak of the board's memory interface (bus width x transfer rate, from the board's user
+guide). Host CPU throughput is our own rough figure for float32 onnxruntime on that CPU, used only by the
+cost model to decide what is worth offloading; it is marked as an estimate in every report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Board:
+    name: str
+    part: str
+    family: str              # "zynq7" (DSP48E1), "zynqmp" or "alveo" (DSP48E2)
+    dsp: int
+    bram36: int
+    uram: int
+    lut: int
+    ff: int
+    clock_mhz: float         # default fabric clock for the engine
+    ddr_gbps: float          # peak DDR bandwidth seen by the fabric, GB/s
+    cpu: str
+    cpu_gmacs: float         # estimate: float32 GMAC/s of onnxruntime on the host CPU
+    cpu_gbps: float          # estimate: host memory throughput for element-wise work, GB/s
+
+    @property
+    def int8_macs_per_dsp(self) -> int:
+        """DSP48E2 (UltraScale+) packs two int8 products sharing one operand; DSP48E1 does one."""
+        return 1 if self.family == "zynq7" else 2
+
+
+BOARDS: dict[str, Board] = {b.name: b for b in [
+    # XC7Z020-1CLG400C; DDR3 16-bit at 1050 MT/s (PYNQ-Z2 reference manual)
+    Board("pynq-z2", "xc7z020clg400-1", "zynq7", dsp=220, bram36=140, uram=0, lut=53_200, ff=106_400,
+          clock_mhz=100, ddr_gbps=2.1, cpu="2x Cortex-A9 650 MHz", cpu_gmacs=0.6, cpu_gbps=0.8),
+    # XCZU3EG-SBVA484-1; LPDDR4 32-bit at 2133 MT/s (Ultra96-V2 hardware user guide)
+    Board("ultra96v2", "xczu3eg-sbva484-1-i", "zynqmp", dsp=360, bram36=216, uram=0, lut=70_560, ff=141_120,
+          clock_mhz=200, ddr_gbps=8.5, cpu="4x Cortex-A53 1.5 GHz", cpu_gmacs=4.0, cpu_gbps=2.5),
+    # Kria K26 (XCK26-SFVC784-2LV-C); DDR4 64-bit at 2400 MT/s (DS987)
+    Board("kv260", "xck26-sfvc784-2LV-c", "zynqmp", dsp=1_248, bram36=144, uram=64, lut=117_120, ff=234_240,
+          clock_mhz=250, ddr_gbps=19.2, cpu="4x Cortex-A53 1.33 GHz", cpu_gmacs=3.5, cpu_gbps=3.0),
+    # XCZU7EV-2FFVC1156; PS DDR4 64-bit at 2666 MT/s (UG1267)
+    Board("zcu104", "xczu7ev-ffvc1156-2-e", "zynqmp", dsp=1_728, bram36=312, uram=96, lut=230_400, ff=460_800,
+          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0),
+    # XCZU9EG-2FFVB1156; PS DDR4 64-bit at 2666 MT/s (UG1182)
+    Board("zcu102", "xczu9eg-ffvb1156-2-e", "zynqmp", dsp=2_520, bram36=912, uram=0, lut=274_080, ff=548_160,
+          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0),
+    # XCU250-FIGD2104-2L-E; 4x DDR4 64-bit at 2400 MT/s (DS962); host is a PCIe x86 server
+    Board("alveo-u250", "xcu250-figd2104-2L-e", "alveo", dsp=12_288, bram36=2_688, uram=1_280, lut=1_728_000,
+          ff=3_456_000, clock_mhz=300, ddr_gbps=77.0, cpu="x86-64 server, 16 cores", cpu_gmacs=200.0,
+          cpu_gbps=20.0),
+]}
+
+
+def board(name: str) -> Board:
+    try:
+        return BOARDS[name]
+    except KeyError:
+        raise KeyError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}") from None

@@ -1,0 +1,131 @@
+"""The partition plan (`plan.json`): schema, reader and writer. See docs/plan-format.md.
+
+The runtime reads only this file and the ONNX files it names, so a board needs nothing from `partitioner`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+PLAN_VERSION = 1
+PLAN_FILE = "plan.json"
+
+
+class PlanError(Exception):
+    """A plan that cannot be used: wrong version, missing file, inconsistent references."""
+
+
+@dataclass
+class TensorSpec:
+    name: str                         # the tensor's name in the ONNX files (the user's original name)
+    shape: list[int | str | None] | None
+    dtype: str
+
+
+@dataclass
+class Layer:
+    """One fused node of an FPGA subgraph: what the engine runs as one layer descriptor."""
+    name: str                         # safe identifier, used in generated code
+    kind: str                         # FusedConv, MaxPool, Add, Resize, Concat
+    describe: str
+    covers: list[str]                 # original ONNX node names
+    macs: int
+
+
+@dataclass
+class SubgraphSpec:
+    name: str
+    device: str                       # "cpu" | "fpga"
+    role: str                         # "pre" | "compute" | "post"
+    nodes: list[str]                  # original ONNX node names covered
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    depends_on: list[str]
+    parallel_group: int | None
+    onnx: str                         # relative to the plan's folder
+    estimate: dict[str, Any] | None
+    concurrent_with: list[str] = field(default_factory=list)
+    layers: list[Layer] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    version: int
+    target: str
+    board: str
+    model: dict[str, Any]
+    inputs: list[TensorSpec]
+    outputs: list[TensorSpec]
+    subgraphs: list[SubgraphSpec]
+    folded: list[str] = field(default_factory=list)      # ONNX nodes evaluated at import time
+    fallbacks: list[dict[str, str]] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    root: Path = Path(".")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("root")
+        return d
+
+    def write(self, folder: str | Path) -> Path:
+        path = Path(folder) / PLAN_FILE
+        path.write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        return path
+
+    def subgraph(self, name: str) -> SubgraphSpec:
+        for s in self.subgraphs:
+            if s.name == name:
+                return s
+        raise PlanError(f"no subgraph named {name!r}")
+
+    def onnx_path(self, sg: SubgraphSpec) -> Path:
+        return self.root / sg.onnx
+
+
+def _tensors(items: list[dict]) -> list[TensorSpec]:
+    return [TensorSpec(**t) for t in items]
+
+
+def read_plan(folder_or_file: str | Path) -> Plan:
+    path = Path(folder_or_file)
+    if path.is_dir():
+        path = path / PLAN_FILE
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise PlanError(f"{path}: no plan here (run `partition` first)") from None
+    except json.JSONDecodeError as exc:
+        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+    if raw.get("version") != PLAN_VERSION:
+        raise PlanError(f"{path}: plan version {raw.get('version')!r}, this runtime reads version {PLAN_VERSION}")
+    subgraphs = []
+    for s in raw["subgraphs"]:
+        s = dict(s)
+        s["inputs"], s["outputs"] = _tensors(s["inputs"]), _tensors(s["outputs"])
+        s["layers"] = [Layer(**layer) for layer in s.get("layers", [])]
+        subgraphs.append(SubgraphSpec(**s))
+    plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
+                _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
+                raw.get("decisions", []), raw.get("steps", []), root=path.parent)
+    _check_order(plan)
+    return plan
+
+
+def _check_order(plan: Plan) -> None:
+    available = {t.name for t in plan.inputs}
+    seen: set[str] = set()
+    for sg in plan.subgraphs:
+        missing = [d for d in sg.depends_on if d not in seen]
+        if missing:
+            raise PlanError(f"subgraph {sg.name!r} depends on {missing}, which do not run before it")
+        absent = [t.name for t in sg.inputs if t.name not in available]
+        if absent:
+            raise PlanError(f"subgraph {sg.name!r} reads {absent}, which nothing before it produces")
+        available.update(t.name for t in sg.outputs)
+        seen.add(sg.name)
+    missing_out = [t.name for t in plan.outputs if t.name not in available]
+    if missing_out:
+        raise PlanError(f"model outputs {missing_out} are produced by no subgraph")

@@ -1,0 +1,1 @@
+"""Kernel templates (Vitis HLS C++, Verilog) and overlay build scripts; files, not Python strings."""

@@ -1,0 +1,113 @@
+"""`partition` as a list of named steps, each timed and reported, each result inspectable."""
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.plan import Plan
+
+from .cost import CostModel
+from .drawing import draw
+from .errors import ModelError
+from .importer import ImportResult, import_model
+from .lower import to_model
+from .partition import Partition, partition
+from .pipeline import run_fusion
+from .plan_writer import write_build
+from .report import write_report
+from .targets import cpu as cpu_target
+from .targets import fpga as fpga_target
+from .verify import DEFAULT_TOLERANCE, OutputCheck, verify
+
+
+class TargetName(str, enum.Enum):
+    FPGA = "fpga"
+    CPU = "cpu"
+
+
+TARGETS = {TargetName.FPGA: fpga_target, TargetName.CPU: cpu_target}
+
+
+@dataclass
+class PartitionConfig:
+    model: Path
+    out_dir: Path
+    target: TargetName = TargetName.FPGA
+    board: str = "zcu104"
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    verify: bool = False
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    tolerance: float = DEFAULT_TOLERANCE
+    save_steps: bool = False
+    picture: bool = True
+    offload_everything: bool = False
+    seed: int = 0
+
+
+@dataclass
+class BuildResult:
+    plan: Plan
+    partition: Partition
+    warnings: list[str]
+    checks: list[OutputCheck] | None
+    timings: list[tuple[str, float]]
+
+    @property
+    def verified(self) -> bool:
+        return self.checks is not None and all(c.ok for c in self.checks)
+
+
+def _save_graph(graph, path: Path) -> None:
+    import onnx
+    model = to_model(graph, list(graph.nodes), graph.inputs, graph.outputs, graph.name, graph.opset_imports,
+                     path.with_suffix(".weights"))
+    onnx.save(model, str(path))
+
+
+def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:
+    try:
+        board = board_by_name(cfg.board)
+    except KeyError as exc:
+        raise ModelError(str(exc.args[0])) from None
+    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    timings: list[tuple[str, float]] = []
+    names = ["import", "fuse", "partition", "write", "report"] + (["verify"] if cfg.verify else [])
+
+    def step(name: str, fn: Callable):
+        i = names.index(name) + 1
+        t0 = time.perf_counter()
+        result = fn()
+        dt = time.perf_counter() - t0
+        timings.append((name, dt))
+        echo(f"[{i}/{len(names)}] {name:9s} {dt:7.3f} s")
+        return result
+
+    imported: ImportResult = step("import", lambda: import_model(cfg.model, cfg.input_shapes))
+    graph = imported.graph
+    steps_dir = cfg.out_dir / "steps"
+    if cfg.save_steps:
+        steps_dir.mkdir(exist_ok=True)
+        _save_graph(graph, steps_dir / "00_imported.onnx")
+
+    def fuse():
+        saver = (lambda i, name, g: _save_graph(g, steps_dir / f"{i:02d}_{name}.onnx")) if cfg.save_steps else None
+        return run_fusion(graph, saver)
+
+    graph = step("fuse", fuse)
+    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board), cfg.offload_everything))
+    plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
+                                                    imported.folded))
+    picture = step("report", lambda: draw(part, cfg.out_dir) if cfg.picture else None)
+    checks = None
+    if cfg.verify:
+        checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
+    plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
+    plan.write(cfg.out_dir)
+    write_report(plan, cfg.out_dir, picture, imported.warnings, checks)
+    return BuildResult(plan, part, imported.warnings, checks, timings)

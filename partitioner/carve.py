@@ -1,0 +1,121 @@
+"""Target-neutral carving: merge neighbouring nodes of one label into convex clusters, and split a cluster
+into the branches that may run in parallel.
+
+Convexity is kept by construction: two clusters joined by an edge merge only if no other path links them,
+so the graph of clusters stays acyclic after every merge.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Hashable
+
+import networkx as nx
+
+
+def _reaches_around(c: nx.DiGraph, a: Hashable, b: Hashable) -> bool:
+    """Is there a path a -> x -> ... -> b with x neither a nor b?"""
+    seen = set()
+    queue = deque(s for s in c.successors(a) if s != b)
+    while queue:
+        x = queue.popleft()
+        if x == b:
+            return True
+        if x in seen:
+            continue
+        seen.add(x)
+        queue.extend(c.successors(x))
+    return False
+
+
+def carve(dag: nx.DiGraph, label: dict[str, Hashable], order: dict[str, int]) -> list[set[str]]:
+    """Clusters of equal-label nodes, each convex, in order of their first node."""
+    rep = {n: n for n in dag}
+    members = {n: {n} for n in dag}
+    c = nx.DiGraph()
+    c.add_nodes_from(dag)
+    c.add_edges_from(dag.edges)
+    for u, v in sorted(dag.edges, key=lambda e: (order[e[0]], order[e[1]])):
+        a, b = rep[u], rep[v]
+        if a == b or label[u] != label[v] or _reaches_around(c, a, b):
+            continue
+        for p in list(c.predecessors(b)):
+            if p != a:
+                c.add_edge(p, a)
+        for s in list(c.successors(b)):
+            if s != a:
+                c.add_edge(a, s)
+        c.remove_node(b)
+        for n in members[b]:
+            rep[n] = a
+        members[a] |= members.pop(b)
+    return sorted(members.values(), key=lambda m: min(order[n] for n in m))
+
+
+def cluster_graph(dag: nx.DiGraph, clusters: list[set[str]]) -> nx.DiGraph:
+    owner = {n: i for i, m in enumerate(clusters) for n in m}
+    g = nx.DiGraph()
+    g.add_nodes_from(range(len(clusters)))
+    g.add_edges_from((owner[u], owner[v]) for u, v in dag.edges if owner[u] != owner[v])
+    return g
+
+
+class _Groups:
+    def __init__(self) -> None:
+        self.next = 0
+
+    def new(self) -> int:
+        self.next += 1
+        return self.next
+
+
+def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
+                   groups: _Groups | None = None, group: int | None = None) -> list[tuple[set[str], int | None]]:
+    """Cut a convex cluster where it forks into branches with no path between them.
+
+    A node comparable with every other node of the cluster is *sequential*; between two sequential nodes the
+    rest falls into weakly connected components. Two or more components are parallel branches: each becomes
+    its own part (recursively split) sharing a fresh group id. Everything else stays in sequential parts.
+    """
+    groups = groups or _Groups()
+    sub = dag.subgraph(members)
+    topo = sorted(members, key=order.__getitem__)
+    desc = {n: nx.descendants(sub, n) for n in topo}
+    anc: dict[str, set[str]] = {n: set() for n in topo}
+    for n in topo:
+        for d in desc[n]:
+            anc[d].add(n)
+    sequential = [n for n in topo if len(desc[n]) + len(anc[n]) == len(members) - 1]
+    rest = members.difference(sequential)
+    sections: dict[int, list[set[str]]] = {}
+    seq_set = set(sequential)
+    for comp in nx.weakly_connected_components(sub.subgraph(rest)):
+        probe = next(iter(comp))
+        sections.setdefault(len(anc[probe] & seq_set), []).append(comp)
+
+    parts: list[tuple[set[str], int | None]] = []
+    current: set[str] = set()
+
+    def flush() -> None:
+        nonlocal current
+        if current:
+            parts.append((current, group))
+            current = set()
+
+    for k in range(len(sequential) + 1):
+        comps = sorted(sections.get(k, []), key=lambda m: min(order[n] for n in m))
+        if len(comps) >= 2:
+            flush()
+            g = groups.new()
+            for comp in comps:
+                parts.extend(split_parallel(dag, comp, order, groups, g))
+        elif comps:
+            inner = split_parallel(dag, comps[0], order, groups, group)
+            if len(inner) == 1:
+                current |= inner[0][0]
+            else:
+                flush()
+                parts.extend(inner)
+        if k < len(sequential):
+            current.add(sequential[k])
+    flush()
+    return parts

@@ -1,0 +1,92 @@
+"""The `partition` command."""
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import click
+import numpy as np
+
+from fpga_runtime.boards import BOARDS
+
+from .build import PartitionConfig, TargetName, run_partition
+from .errors import ModelError
+from .report import console_table
+from .verify import DEFAULT_TOLERANCE
+
+
+def _shape(value: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = value.rpartition("=")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        shape = ()
+    if not sep or not name or not shape or any(d <= 0 for d in shape):
+        raise click.BadParameter(f"{value!r}: expected NAME=1x3x416x416")
+    return name, shape
+
+
+def _npy(value: str) -> tuple[str, np.ndarray]:
+    name, sep, path = value.partition("=")
+    if not sep or not name:
+        raise click.BadParameter(f"{value!r}: expected NAME=FILE.npy")
+    try:
+        return name, np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})") from None
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--target", type=click.Choice([t.value for t in TargetName]), default="fpga", show_default=True)
+@click.option("--board", type=click.Choice(list(BOARDS)), default="zcu104", show_default=True)
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="build folder [default: build/<model name>]")
+@click.option("--input-shape", "shapes", multiple=True, help="pin a dynamic input: NAME=1x3x416x416")
+@click.option("--verify", is_flag=True, help="run the partitioned and the original model and compare outputs")
+@click.option("--input", "inputs", multiple=True, help="input for --verify: NAME=FILE.npy (default: seeded random)")
+@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
+              help="--verify: largest allowed max|a-b| / max|b| per float output")
+@click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
+@click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
+@click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
+@click.option("--debug", is_flag=True, help="show tracebacks")
+def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
+         inputs: tuple[str, ...], tolerance: float, save_steps: bool, no_picture: bool, offload_all: bool,
+         debug: bool) -> None:
+    """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
+    cfg = PartitionConfig(
+        model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
+        input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
+        tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all)
+    click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
+    try:
+        result = run_partition(cfg, click.echo)
+    except ModelError as exc:
+        if debug:
+            traceback.print_exc()
+        click.echo(f"error: {exc.message()}", err=True)
+        sys.exit(2)
+    except Exception as exc:  # a bug of ours: one line unless --debug
+        if debug:
+            raise
+        click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+        sys.exit(3)
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo("")
+    click.echo(console_table(result.plan))
+    click.echo(f"\nplan: {cfg.out_dir / 'plan.json'}   report: {cfg.out_dir / 'report.md'}")
+    if result.checks is not None:
+        for c in result.checks:
+            status = "ok" if c.ok else "FAIL"
+            click.echo(f"verify {c.name}: max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g} -> {status}")
+        if not result.verified:
+            click.echo(f"error: the partitioned model differs from the original beyond tolerance {tolerance}",
+                       err=True)
+            sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Reading the meaning of individual ONNX nodes: the facts that fusion passes and targets both need."""
+from __future__ import annotations
+
+import numpy as np
+
+from .ir import Graph, Node, OpKind, Pool
+
+# (coordinate_transformation_mode, nearest_mode) pairs under which integer x2 nearest resize is plain replication
+_REPLICATING = {("asymmetric", "floor"), ("asymmetric", "round_prefer_floor"),
+                ("half_pixel", "round_prefer_floor"), ("half_pixel", "round_prefer_ceil"),
+                ("pytorch_half_pixel", "round_prefer_floor"), ("pytorch_half_pixel", "round_prefer_ceil")}
+
+
+def _text(v) -> str:
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def upsample_factor(node: Node, graph: Graph) -> int | None:
+    """2 if `node` is a nearest-neighbour x2 spatial upsample of an NCHW tensor, else None."""
+    if node.kind is not OpKind.RESIZE:
+        return None
+    mode = _text(node.attr("mode", b"nearest"))
+    coord = _text(node.attr("coordinate_transformation_mode", b"half_pixel"))
+    nearest = _text(node.attr("nearest_mode", b"round_prefer_floor"))
+    if mode != "nearest" or (coord, nearest) not in _REPLICATING:
+        return None
+    src = graph.tensors[node.inputs[0]]
+    dst = graph.tensors[node.outputs[0]]
+    if not (src.is_static and dst.is_static and len(src.shape) == 4):
+        return None
+    n, c, h, w = src.shape
+    return 2 if dst.shape == (n, c, 2 * h, 2 * w) else None
+
+
+def pool_of(node: Node) -> Pool | None:
+    """The 2-D max pooling a MaxPool node performs, if it is one the engine's pooling unit can do."""
+    if node.kind is not OpKind.MAXPOOL or len([o for o in node.outputs if o]) != 1:
+        return None
+    kernel = tuple(node.attr("kernel_shape", []))
+    if len(kernel) != 2 or any(d != 1 for d in node.attr("dilations", [1, 1])):
+        return None
+    if _text(node.attr("auto_pad", b"NOTSET")) != "NOTSET" or node.attr("storage_order", 0):
+        return None
+    pads = tuple(node.attr("pads", [0, 0, 0, 0]))
+    strides = tuple(node.attr("strides", [1, 1]))
+    return Pool(kernel, strides, (pads[0], pads[1], pads[2], pads[3]), bool(node.attr("ceil_mode", 0)))
+
+
+def clip_bounds(node: Node, graph: Graph) -> tuple[float | None, float | None] | None:
+    """Constant (min, max) of a Clip node, None where a bound is absent; None if a bound is not constant."""
+    bounds: list[float | None] = []
+    for i in (1, 2):
+        name = node.inputs[i] if len(node.inputs) > i else ""
+        if not name:
+            bounds.append(None)
+            continue
+        value = graph.const(name)
+        if value is None or np.asarray(value).size != 1:
+            return None
+        bounds.append(float(np.asarray(value).reshape(())))
+    return bounds[0], bounds[1]
+
+
+def conv_pads(node: Node, graph: Graph) -> tuple[int, int, int, int] | None:
+    """Explicit (top, left, bottom, right) padding of a Conv, resolving auto_pad from static shapes."""
+    auto = _text(node.attr("auto_pad", b"NOTSET"))
+    if auto == "NOTSET":
+        p = node.attr("pads", [0, 0, 0, 0])
+        return (p[0], p[1], p[2], p[3]) if len(p) == 4 else None
+    if auto == "VALID":
+        return (0, 0, 0, 0)
+    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
+    if not (x.is_static and y.is_static):
+        return None
+    w = graph.const(node.inputs[1])
+    k = w.shape[2:]
+    strides = node.attr("strides", [1, 1])
+    dil = node.attr("dilations", [1, 1])
+    total = [max(0, (y.shape[2 + i] - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - x.shape[2 + i]) for i in range(2)]
+    small = [t // 2 for t in total]
+    big = [t - s for t, s in zip(total, small)]
+    if auto == "SAME_UPPER":
+        return (small[0], small[1], big[0], big[1])
+    return (big[0], big[1], small[0], small[1])

@@ -1,0 +1,170 @@
+"""Place every node on a device and cut the graph into convex subgraphs in a valid execution order."""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from types import ModuleType
+
+import networkx as nx
+
+from .carve import carve, cluster_graph, split_parallel
+from .cost import CostModel, RegionEstimate
+from .ir import Graph
+from .roles import Role, assign_roles
+from .targets import cpu as cpu_target
+
+
+class Device(enum.Enum):
+    CPU = "cpu"
+    FPGA = "fpga"
+
+
+@dataclass
+class Subgraph:
+    name: str
+    device: Device
+    role: Role
+    nodes: list[str]                     # IR node names, in topological order
+    inputs: list[str] = field(default_factory=list)     # IR tensor names
+    outputs: list[str] = field(default_factory=list)
+    depends_on: list[str] = field(default_factory=list)
+    parallel_group: int | None = None
+    concurrent_with: list[str] = field(default_factory=list)
+    estimate: RegionEstimate | None = None
+
+
+@dataclass
+class Decision:
+    nodes: list[str]
+    accepted: bool
+    estimate: RegionEstimate
+
+
+@dataclass
+class Partition:
+    graph: Graph
+    subgraphs: list[Subgraph]
+    fallbacks: dict[str, str]            # node -> why it is not on the FPGA (compute nodes only)
+    roles: dict[str, Role]
+    decisions: list[Decision]
+
+
+def _place(graph: Graph, target: ModuleType, roles: dict[str, Role], demoted: dict[str, str]
+           ) -> tuple[dict[str, bool], dict[str, str]]:
+    on_fpga: dict[str, bool] = {}
+    reasons: dict[str, str] = {}
+    for name, node in graph.nodes.items():
+        if roles[name] is not Role.COMPUTE:
+            on_fpga[name] = False
+            continue
+        if name in demoted:
+            on_fpga[name], reasons[name] = False, demoted[name]
+            continue
+        verdict = target.check(node, graph, on_fpga)
+        on_fpga[name] = verdict.ok
+        if not verdict.ok:
+            reasons[name] = verdict.reason
+    return on_fpga, reasons
+
+
+def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -> int:
+    """Elements of the tensors this part exchanges with the CPU (graph inputs and outputs included)."""
+    total = 0
+    for name in part:
+        node = graph.nodes[name]
+        for t in node.all_inputs:
+            p = graph.producer(t)
+            if graph.const(t) is None and (p is None or not on_fpga[p.name]):
+                total += graph.tensors[t].numel()
+        for t in node.outputs:
+            if t in graph.outputs or any(not on_fpga[c.name] for c in graph.consumers(t)):
+                total += graph.tensors[t].numel()
+    return total
+
+
+def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False) -> Partition:
+    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node)."""
+    dag = graph.dag()
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    if target is cpu_target:
+        return _finish(graph, dag, order, [(set(graph.nodes), Device.CPU, Role.COMPUTE, None, None)], {},
+                       {n: Role.COMPUTE for n in graph.nodes}, [])
+    roles = assign_roles(graph, dag)
+    demoted: dict[str, str] = {}
+    decisions: list[Decision] = []
+    while True:
+        on_fpga, reasons = _place(graph, target, roles, demoted)
+        labels = {n: (Device.FPGA, Role.COMPUTE) if on_fpga[n] else (Device.CPU, roles[n]) for n in graph.nodes}
+        parts: list[tuple[set[str], Device, Role, int | None, RegionEstimate | None]] = []
+        rejected: list[Decision] = []
+        for cluster in carve(dag, labels, order):
+            device, role = labels[next(iter(cluster))]
+            if device is Device.CPU:
+                parts.append((cluster, device, role, None, None))
+                continue
+            for part, group in split_parallel(dag, cluster, order):
+                nodes = sorted(part, key=order.__getitem__)
+                est = cost.region([graph.nodes[n] for n in nodes], graph, _boundary_elements(graph, part, on_fpga))
+                if offload_everything or est.worth_offloading:
+                    parts.append((part, device, role, group, est))
+                else:
+                    rejected.append(Decision(nodes, False, est))
+        decisions.extend(rejected)
+        if not rejected:
+            break
+        for d in rejected:
+            why = (f"not worth offloading: FPGA {d.estimate.fpga_s * 1e3:.3f} ms (incl. transfers) vs "
+                   f"CPU {d.estimate.cpu_s * 1e3:.3f} ms")
+            demoted.update({n: why for n in d.nodes})
+    decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts if p[4])
+    return _finish(graph, dag, order, parts, reasons, roles, decisions)
+
+
+def _tensor_io(graph: Graph, nodes: list[str]) -> tuple[list[str], list[str]]:
+    inside = set(nodes)
+    produced = {t for n in nodes for t in graph.nodes[n].outputs if t}
+    inputs: list[str] = []
+    for n in nodes:
+        for t in graph.nodes[n].all_inputs:
+            if t not in produced and graph.const(t) is None and t not in inputs:
+                inputs.append(t)
+    outputs = [t for n in nodes for t in graph.nodes[n].outputs if t and
+               (t in graph.outputs or any(c.name not in inside for c in graph.consumers(t)))]
+    return inputs, outputs
+
+
+def _finish(graph: Graph, dag: nx.DiGraph, order: dict[str, int], parts: list, reasons: dict[str, str],
+            roles: dict[str, Role], decisions: list[Decision]) -> Partition:
+    clusters = [p[0] for p in parts]
+    cg = cluster_graph(dag, clusters)
+    if not nx.is_directed_acyclic_graph(cg):
+        raise RuntimeError("internal error: the subgraph graph has a cycle (please report this model)")
+    seq = list(nx.lexicographical_topological_sort(cg, key=lambda i: min(order[n] for n in clusters[i])))
+    counters: dict[str, int] = {}
+    names: dict[int, str] = {}
+    group_ids: dict[int, int] = {}
+    fpga_in_group: dict[int, int] = {}
+    for i in seq:
+        if parts[i][3] is not None:
+            fpga_in_group[parts[i][3]] = fpga_in_group.get(parts[i][3], 0) + 1
+    subgraphs: list[Subgraph] = []
+    for i in seq:
+        members, device, role, group, est = parts[i]
+        stem = "fpga" if device is Device.FPGA else f"cpu_{role.value}"
+        k = counters.get(stem, 0)
+        counters[stem] = k + 1
+        names[i] = f"{stem}_{k}"
+        if group is not None and fpga_in_group[group] > 1:
+            group = group_ids.setdefault(group, len(group_ids))
+        else:
+            group = None
+        nodes = sorted(members, key=order.__getitem__)
+        ins, outs = _tensor_io(graph, nodes)
+        subgraphs.append(Subgraph(names[i], device, role, nodes, ins, outs,
+                                  [names[p] for p in seq if cg.has_edge(p, i)], group,
+                                  estimate=est))
+    closure = nx.transitive_closure_dag(cg)
+    for i, sg in zip(seq, subgraphs):
+        sg.concurrent_with = [names[j] for j in seq if j != i and not closure.has_edge(i, j)
+                              and not closure.has_edge(j, i)]
+    return Partition(graph, subgraphs, reasons, roles, decisions)

@@ -1,0 +1,1 @@
+"""Fusion passes. Each is a plain function `Graph -> Graph`; `pipeline.FUSION` lists them in order."""

@@ -1,0 +1,151 @@
+"""Passes that grow a FusedConv's epilogue: activation, residual add, max pooling; and the x2 upsample read mode.
+
+Each only fuses a consumer that reads the conv's output alone, so no other node loses a tensor it needs.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from ..op_facts import clip_bounds, pool_of, upsample_factor
+
+
+def _absorb(graph: Graph, conv: Node, eaten: list[Node], spec, output: str, extra_inputs: list[str] = ()) -> None:
+    fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", conv.inputs + list(extra_inputs), [output],
+                 conv.origin + [o for n in eaten for o in n.origin], conv=spec)
+    graph.replace([conv.name] + [n.name for n in eaten], fused)
+
+
+def _hard_sigmoid_is_hardswish_gate(node: Node) -> bool:
+    return abs(node.attr("alpha", 0.2) - 1 / 6) < 1e-6 and abs(node.attr("beta", 0.5) - 0.5) < 1e-6
+
+
+def _gated_mul(graph: Graph, gate: Node, x: str) -> Node | None:
+    """The Mul computing x * gate(x), when gate's output feeds only that Mul."""
+    mul = graph.sole_consumer(gate.outputs[0])
+    if mul is None or mul.kind is not OpKind.MUL or sorted(mul.inputs) != sorted([x, gate.outputs[0]]):
+        return None
+    return mul
+
+
+def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]] | None:
+    y = conv.outputs[0]
+    users = graph.consumers(y)
+    if y in graph.outputs or not users:
+        return None
+    if len(users) == 1:
+        act = users[0]
+        if act.kind is OpKind.RELU:
+            return Activation(ActKind.RELU), [act]
+        if act.kind is OpKind.LEAKY_RELU:
+            return Activation(ActKind.LEAKY_RELU, alpha=float(act.attr("alpha", 0.01))), [act]
+        if act.kind is OpKind.HARD_SWISH:
+            return Activation(ActKind.HARD_SWISH), [act]
+        if act.kind is OpKind.CLIP:
+            bounds = clip_bounds(act, graph)
+            if bounds is None:
+                return None
+            if bounds == (0.0, 6.0):
+                return Activation(ActKind.RELU6), [act]
+            if bounds == (0.0, None):
+                return Activation(ActKind.RELU), [act]
+            return Activation(ActKind.CLIP, lo=bounds[0], hi=bounds[1]), [act]
+        if act.kind is OpKind.SIGMOID:
+            return Activation(ActKind.SIGMOID), [act]
+    if len(users) == 2:
+        gates = [u for u in users if u.kind in (OpKind.SIGMOID, OpKind.HARD_SIGMOID)]
+        if len(gates) == 1:
+            gate = gates[0]
+            mul = _gated_mul(graph, gate, y)
+            if mul is not None and mul in users:
+                if gate.kind is OpKind.SIGMOID:
+                    return Activation(ActKind.SILU), [gate, mul]
+                if _hard_sigmoid_is_hardswish_gate(gate):
+                    return Activation(ActKind.HARD_SWISH), [gate, mul]
+    return None
+
+
+def fuse_activation(graph: Graph) -> Graph:
+    for conv in list(graph.nodes.values()):
+        if conv.name not in graph.nodes or conv.kind is not OpKind.FUSED_CONV:
+            continue
+        steps = conv.conv.epilogue
+        if steps and not isinstance(steps[-1], ResidualAdd):
+            continue
+        found = _activation_after(graph, conv)
+        if found:
+            act, eaten = found
+            _absorb(graph, conv, eaten, conv.conv.with_step(act), eaten[-1].outputs[0])
+    graph.prune_tensors()
+    return graph
+
+
+def fuse_residual_add(graph: Graph) -> Graph:
+    for add in list(graph.nodes.values()):
+        if add.kind is not OpKind.ADD or len(add.inputs) != 2:
+            continue
+        out_shape = graph.tensors[add.outputs[0]].shape
+        order = list(graph.nodes)
+        candidates = []
+        for i, name in enumerate(add.inputs):
+            other = add.inputs[1 - i]
+            conv = graph.producer(name)
+            if (conv is None or conv.kind is not OpKind.FUSED_CONV or graph.sole_consumer(name) is not add
+                    or other == name or graph.const(other) is not None
+                    or graph.tensors[other].shape != out_shape or graph.tensors[name].shape != out_shape
+                    or any(isinstance(s, (ResidualAdd, Pool)) for s in conv.conv.epilogue)):
+                continue
+            candidates.append((order.index(conv.name), conv, other))
+        if candidates:
+            _, conv, other = max(candidates, key=lambda c: c[0])
+            _absorb(graph, conv, [add], conv.conv.with_step(ResidualAdd(other)), add.outputs[0], [other])
+    graph.prune_tensors()
+    return graph
+
+
+def fuse_maxpool(graph: Graph) -> Graph:
+    for pool_node in list(graph.nodes.values()):
+        pool = pool_of(pool_node)
+        if pool is None:
+            continue
+        conv = graph.producer(pool_node.inputs[0])
+        if (conv is None or conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV
+                or graph.sole_consumer(pool_node.inputs[0]) is not pool_node
+                or any(isinstance(s, Pool) for s in conv.conv.epilogue)):
+            continue
+        _absorb(graph, conv, [pool_node], conv.conv.with_step(pool), pool_node.outputs[0])
+    graph.prune_tensors()
+    return graph
+
+
+def fuse_upsample_input(graph: Graph) -> Graph:
+    """A x2 nearest upsample read by one conv only becomes that conv's input read mode: no buffer, no copy."""
+    for resize in list(graph.nodes.values()):
+        if upsample_factor(resize, graph) != 2:
+            continue
+        conv = graph.sole_consumer(resize.outputs[0])
+        if (conv is None or conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV
+                or conv.conv.upsample != 1 or conv.inputs[0] != resize.outputs[0]
+                or resize.outputs[0] in conv.inputs[1:]):
+            continue
+        fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", [resize.inputs[0]] + conv.inputs[1:],
+                     list(conv.outputs), resize.origin + conv.origin, conv=replace(conv.conv, upsample=2))
+        graph.replace([resize.name, conv.name], fused)
+    graph.prune_tensors()
+    return graph
+
+
+def mark_concat_writes(graph: Graph) -> Graph:
+    """Channel concats of static NCHW tensors get their write offsets; whether they run free is the target's call."""
+    for node in graph.nodes.values():
+        if node.kind is not OpKind.CONCAT:
+            continue
+        shapes = [graph.tensors[t].shape for t in node.inputs]
+        static = all(graph.tensors[t].is_static for t in node.inputs)
+        if not static or any(len(s) != 4 for s in shapes) or node.attr("axis") not in (1, -3):
+            continue
+        channels = [s[1] for s in shapes]
+        node.concat = ConcatWrite(tuple(int(x) for x in np.cumsum([0] + channels[:-1])), int(sum(channels)))
+    return graph

@@ -1,0 +1,31 @@
+"""The visible pipelines: the fusion passes in order, and the named steps of `partition`."""
+from __future__ import annotations
+
+from typing import Callable
+
+from .ir import Graph
+from .passes.batchnorm import fold_batchnorm
+from .passes.conv_form import form_convolutions
+from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
+                              mark_concat_writes)
+
+Pass = Callable[[Graph], Graph]
+
+FUSION: list[Pass] = [
+    form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
+    fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
+    fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish
+    fuse_residual_add,      # + residual Add
+    fuse_activation,        # + activation after the add (ResNet style)
+    fuse_maxpool,           # + MaxPool
+    fuse_upsample_input,    # nearest x2 Resize -> conv input read mode
+    mark_concat_writes,     # channel Concat -> writes at channel offsets
+]
+
+
+def run_fusion(graph: Graph, on_step: Callable[[int, str, Graph], None] | None = None) -> Graph:
+    for i, p in enumerate(FUSION, 1):
+        graph = p(graph)
+        if on_step:
+            on_step(i, p.__name__, graph)
+    return graph

@@ -1,0 +1,65 @@
+"""Partition -> build folder: one ONNX file per subgraph and plan.json."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import onnx
+
+from fpga_runtime.boards import Board
+from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec
+
+from .cost import node_cost
+from .ir import Graph
+from .lower import to_model
+from .partition import Device, Partition
+
+SUBGRAPH_DIR = "subgraphs"
+
+
+def _spec(graph: Graph, tensor: str) -> TensorSpec:
+    t = graph.tensors[tensor]
+    return TensorSpec(t.onnx_name, None if t.shape is None else list(t.shape), t.dtype_name)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, board: Board,
+                folded: list[str]) -> Plan:
+    graph = part.graph
+    (out_dir / SUBGRAPH_DIR).mkdir(parents=True, exist_ok=True)
+    for stale in (out_dir / SUBGRAPH_DIR).glob("*"):
+        stale.unlink()
+    specs = []
+    for sg in part.subgraphs:
+        rel = f"{SUBGRAPH_DIR}/{sg.name}.onnx"
+        model = to_model(graph, sg.nodes, sg.inputs, sg.outputs, sg.name, graph.opset_imports,
+                         out_dir / SUBGRAPH_DIR / f"{sg.name}.weights")
+        onnx.save(model, str(out_dir / rel))
+        layers = []
+        if sg.device is Device.FPGA:
+            layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
+                            node_cost(graph.nodes[n], graph).macs) for n in sg.nodes]
+        specs.append(SubgraphSpec(
+            name=sg.name, device=sg.device.value, role=sg.role.value,
+            nodes=[o for n in sg.nodes for o in graph.nodes[n].origin],
+            inputs=[_spec(graph, t) for t in sg.inputs], outputs=[_spec(graph, t) for t in sg.outputs],
+            depends_on=list(sg.depends_on), parallel_group=sg.parallel_group, onnx=rel,
+            estimate=sg.estimate.as_dict() if sg.estimate else None, concurrent_with=list(sg.concurrent_with),
+            layers=layers))
+    fallbacks = [{"node": ", ".join(graph.nodes[n].origin), "op": graph.nodes[n].describe(), "reason": why}
+                 for n, why in part.fallbacks.items()]
+    decisions = [{"nodes": [o for n in d.nodes for o in graph.nodes[n].origin], "accepted": d.accepted,
+                  "estimate": d.estimate.as_dict()} for d in part.decisions]
+    model_info = {"path": str(model_path), "sha256": _sha256(model_path), "name": graph.name,
+                  "opset": graph.opset}
+    plan = Plan(PLAN_VERSION, target, board.name, model_info, [_spec(graph, t) for t in graph.inputs],
+                [_spec(graph, t) for t in graph.outputs], specs, list(folded), fallbacks, decisions, root=out_dir)
+    plan.write(out_dir)
+    return plan

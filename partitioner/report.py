@@ -1,0 +1,85 @@
+"""report.md for a person, and the short table printed on the console."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fpga_runtime.plan import Plan
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.3f}"
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return out
+
+
+def subgraph_rows(plan: Plan) -> list[list]:
+    rows = []
+    for sg in plan.subgraphs:
+        est = sg.estimate or {}
+        rows.append([sg.name, sg.device, sg.role, len(sg.nodes), len(sg.layers) or "",
+                     f"{est.get('macs', 0) / 1e6:.1f}" if est else "", _ms(est.get("fpga_s")), _ms(est.get("cpu_s")),
+                     "" if sg.parallel_group is None else sg.parallel_group, ", ".join(sg.depends_on)])
+    return rows
+
+
+SUBGRAPH_HEADER = ["subgraph", "device", "role", "ONNX nodes", "layers", "MMAC", "FPGA est. ms", "CPU est. ms",
+                   "parallel group", "depends on"]
+
+
+def console_table(plan: Plan) -> str:
+    rows = [[str(c) for c in r] for r in subgraph_rows(plan)]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(SUBGRAPH_HEADER)]
+    fmt = "  ".join(f"{{:{w}}}" for w in widths)
+    lines = [fmt.format(*SUBGRAPH_HEADER), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*r) for r in rows]
+    return "\n".join(lines)
+
+
+def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
+                 verification: list | None = None) -> Path:
+    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
+    macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
+    total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
+    lines = [f"# Partition report: {plan.model['name']}", "",
+             f"- model: `{plan.model['path']}` (sha256 `{plan.model['sha256'][:16]}…`, opset {plan.model['opset']})",
+             f"- target: **{plan.target}**, board: **{plan.board}**",
+             f"- {total_nodes} ONNX nodes in {len(plan.subgraphs)} subgraphs, {len(fpga)} on the FPGA "
+             f"({sum(len(s.nodes) for s in fpga)} ONNX nodes fused into {sum(len(s.layers) for s in fpga)} layers, "
+             f"{macs_fpga / 1e9:.3f} GMAC)",
+             f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like)",
+             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements", ""]
+    if warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    lines += ["## Subgraphs (execution order)", ""] + _table(SUBGRAPH_HEADER, subgraph_rows(plan)) + [""]
+    if picture is not None:
+        lines += ["## Picture", "", f"![partitioned graph]({picture.name})", "",
+                  "Orange: FPGA; blue: CPU pre-processing; grey: CPU compute; green: CPU post-processing.", ""]
+    if verification:
+        lines += ["## Verification (partitioned vs original, onnxruntime)", ""]
+        lines += _table(["output", "max abs error", "max rel error", "ok"],
+                        [[c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", "yes" if c.ok else "**NO**"]
+                         for c in verification]) + [""]
+    if fpga:
+        lines += ["## Fused FPGA layers", ""]
+        rows = [[s.name, l.name, l.describe, f"{l.macs / 1e6:.1f}", ", ".join(l.covers)] for s in fpga for l in s.layers]
+        lines += _table(["subgraph", "layer", "operation", "MMAC", "original ONNX nodes"], rows) + [""]
+    if plan.fallbacks:
+        lines += ["## Compute nodes kept on the CPU", ""]
+        lines += _table(["node", "op", "reason"], [[f["node"], f["op"], f["reason"]] for f in plan.fallbacks]) + [""]
+    if plan.decisions:
+        lines += ["## Offload decisions (cost model)", ""]
+        rows = [[", ".join(d["nodes"][:3]) + (f" (+{len(d['nodes']) - 3})" if len(d["nodes"]) > 3 else ""),
+                 "offload" if d["accepted"] else "keep on CPU", f"{d['estimate']['macs'] / 1e6:.1f}",
+                 _ms(d["estimate"]["fpga_layers_s"]), _ms(d["estimate"]["transfer_s"]), _ms(d["estimate"]["invoke_s"]),
+                 _ms(d["estimate"]["fpga_s"]), _ms(d["estimate"]["cpu_s"])] for d in plan.decisions]
+        lines += _table(["region", "decision", "MMAC", "FPGA layers ms", "transfer ms", "invoke ms", "FPGA total ms",
+                         "CPU ms"], rows) + [""]
+    if plan.steps:
+        lines += ["## Steps", ""] + _table(["step", "seconds"], [[s["name"], f"{s['seconds']:.3f}"] for s in plan.steps])
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,145 @@
+"""The FPGA engine target: which fused nodes the engine runs, as limits (data) plus one predicate per op kind.
+
+`check` is asked once per node in topological order; `on_fpga` says where each earlier node was placed,
+which a channel concat needs (it is free only when every input is written by the engine).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from onnx import TensorProto
+
+from ..ir import Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from ..op_facts import pool_of, upsample_factor
+from . import YES, Verdict, no
+
+NAME = "fpga"
+
+
+@dataclass(frozen=True)
+class FpgaLimits:
+    max_kernel: int = 7
+    strides: frozenset[int] = frozenset({1, 2})
+    max_dilation: int = 8
+    max_channels: int = 4096
+    max_dense_inputs: int = 65536
+    max_spatial: int = 2048
+    pool_kernels: frozenset[int] = frozenset({2, 3})
+    pool_strides: frozenset[int] = frozenset({1, 2})
+    dtypes: frozenset[int] = frozenset({TensorProto.FLOAT})
+
+
+LIMITS = FpgaLimits()
+
+
+def _tensors_ok(node: Node, graph: Graph) -> Verdict:
+    for name in node.inputs[:1] + node.outputs:
+        t = graph.tensors[name]
+        if not t.is_static:
+            return no(f"dynamic dimension in {t.onnx_name!r} {t.shape}: pin it with --input-shape")
+        if t.elem_type not in LIMITS.dtypes:
+            return no(f"tensor {t.onnx_name!r} is {t.dtype_name}; the engine takes float32 models (quantised to int8)")
+    return YES
+
+
+def _epilogue_ok(steps: tuple) -> Verdict:
+    """Order the engine applies: activation?, residual add?, activation?, max pool?"""
+    kinds = "".join("a" if isinstance(s, Activation) else "r" if isinstance(s, ResidualAdd) else "p"
+                    for s in steps)
+    allowed = {"", "a", "r", "ar", "ra", "ara", "p", "ap", "rp", "arp", "rap", "arap"}
+    return YES if kinds in allowed else no(f"epilogue order {kinds!r} is not one the engine applies")
+
+
+def _pool_ok(pool: Pool) -> Verdict:
+    if pool.kernel[0] != pool.kernel[1] or pool.kernel[0] not in LIMITS.pool_kernels:
+        return no(f"max pool kernel {pool.kernel} not in {sorted(LIMITS.pool_kernels)}")
+    if pool.strides[0] != pool.strides[1] or pool.strides[0] not in LIMITS.pool_strides:
+        return no(f"max pool stride {pool.strides} not in {sorted(LIMITS.pool_strides)}")
+    return YES
+
+
+def _fused_conv(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    spec = node.conv
+    x = graph.tensors[node.inputs[0]].shape
+    y = graph.tensors[node.outputs[0]].shape
+    if spec.form is ConvForm.DENSE:
+        if x[1] > LIMITS.max_dense_inputs or y[1] > LIMITS.max_channels:
+            return no(f"dense layer {x[1]}->{y[1]} exceeds {LIMITS.max_dense_inputs}->{LIMITS.max_channels}")
+        return _epilogue_ok(spec.epilogue)
+    if max(spec.kernel) > LIMITS.max_kernel:
+        return no(f"kernel {spec.kernel} larger than {LIMITS.max_kernel}x{LIMITS.max_kernel}")
+    if spec.strides[0] != spec.strides[1] or spec.strides[0] not in LIMITS.strides:
+        return no(f"stride {spec.strides} not in {sorted(LIMITS.strides)}")
+    if spec.dilations[0] != spec.dilations[1] or spec.dilations[0] > LIMITS.max_dilation:
+        return no(f"dilation {spec.dilations} beyond {LIMITS.max_dilation}")
+    cin, cout = x[1], y[1]
+    if spec.group != 1 and not (spec.group == cin == cout):
+        return no(f"grouped conv (group={spec.group}, {cin}->{cout}) is neither standard nor depthwise")
+    if max(cin, cout) > LIMITS.max_channels:
+        return no(f"{max(cin, cout)} channels exceed {LIMITS.max_channels}")
+    if max(x[2] * spec.upsample, x[3] * spec.upsample) > LIMITS.max_spatial:
+        return no(f"spatial size {x[2:]} exceeds {LIMITS.max_spatial}")
+    if any(p >= (k - 1) * d + 1 for p, k, d in zip(spec.pads, spec.kernel * 2, spec.dilations * 2)):
+        return no(f"padding {spec.pads} not smaller than the kernel's reach")
+    for step in spec.epilogue:
+        if isinstance(step, Pool) and not (v := _pool_ok(step)).ok:
+            return v
+    return _epilogue_ok(spec.epilogue)
+
+
+def _maxpool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    pool = pool_of(node)
+    if pool is None or len(graph.tensors[node.inputs[0]].shape) != 4:
+        return no("only 2-D max pooling without dilation, auto_pad or indices output")
+    return _pool_ok(pool)
+
+
+def _add(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    shapes = [graph.tensors[t].shape for t in node.inputs]
+    if any(graph.const(t) is not None for t in node.inputs) or len(set(shapes)) != 1 or len(shapes[0]) != 4:
+        return no("only an element-wise add of two NCHW activations of one shape (no broadcast, no constant)")
+    return YES
+
+
+def _resize(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    return YES if upsample_factor(node, graph) == 2 else no("only nearest-neighbour x2 upsampling")
+
+
+def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    if node.concat is None:
+        return no("only a channel concat of static NCHW tensors")
+    for t in node.inputs:
+        p = graph.producer(t)
+        if p is None or not on_fpga.get(p.name, False):
+            return no(f"input {graph.tensors[t].onnx_name!r} is not written by the engine, so the concat is not free")
+    return YES
+
+
+RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
+    OpKind.FUSED_CONV: _fused_conv,
+    OpKind.MAXPOOL: _maxpool,
+    OpKind.ADD: _add,
+    OpKind.RESIZE: _resize,
+    OpKind.CONCAT: _concat,
+}
+
+_WHY_NOT = {
+    OpKind.CONV: "convolution with non-constant weights",
+    OpKind.BATCHNORM: "BatchNormalization not after a conv (nothing to fold it into)",
+    OpKind.GEMM: "Gemm whose weights are not constant or whose input is not 2-D",
+    OpKind.MATMUL: "MatMul whose weights are not constant or whose input is not 2-D",
+}
+
+
+def check(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    rule = RULES.get(node.kind)
+    if rule is None:
+        return no(_WHY_NOT.get(node.kind, f"{node.op_type} is not an engine op"
+                               + (" (only fused into a conv)" if node.kind in _ACTIVATIONS else "")))
+    v = _tensors_ok(node, graph)
+    return rule(node, graph, on_fpga) if v.ok else v
+
+
+_ACTIVATIONS = {OpKind.RELU, OpKind.LEAKY_RELU, OpKind.CLIP, OpKind.SIGMOID, OpKind.HARD_SIGMOID,
+                OpKind.HARD_SWISH, OpKind.MUL}

@@ -1,0 +1,81 @@
+"""`--verify`: the partitioned model, chained through onnxruntime, against the original model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
+from fpga_runtime.plan import Plan
+
+# BN folding and re-association change float rounding: errors are relative to the output's magnitude.
+DEFAULT_TOLERANCE = 1e-4
+# Integer outputs computed from float comparisons (NMS selections) may flip on exact ties between scores
+# that differ by rounding only: their rows are compared as sets, and this much disagreement is allowed.
+INDEX_AGREEMENT = 0.99
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    max_abs: float
+    max_rel: float          # max |a - b| / max |b|; for integer outputs, 1 - row-set agreement
+    exact: bool             # bit-identical
+    ok: bool
+
+
+def make_inputs(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = dict(given or {})
+    for t in plan.inputs:
+        if t.name in feeds:
+            continue
+        if any(not isinstance(d, int) for d in t.shape or [None]):
+            raise ValueError(f"input {t.name!r} has dynamic shape {t.shape}: pin it with --input-shape")
+        dtype = np.dtype(t.dtype)
+        if dtype == np.uint8:
+            feeds[t.name] = rng.integers(0, 256, t.shape, dtype=np.uint8)
+        elif dtype.kind in "iu":
+            feeds[t.name] = rng.integers(0, 4, t.shape).astype(dtype)
+        else:
+            feeds[t.name] = rng.standard_normal(t.shape).astype(dtype)
+    return feeds
+
+
+def _compare_indices(name: str, ref: np.ndarray, out: np.ndarray) -> OutputCheck:
+    if ref.shape == out.shape and np.array_equal(ref, out):
+        return OutputCheck(name, 0.0, 0.0, True, True)
+    a = {tuple(r) for r in ref.reshape(len(ref), -1).tolist()} if ref.ndim else {ref.item()}
+    b = {tuple(r) for r in out.reshape(len(out), -1).tolist()} if out.ndim else {out.item()}
+    agreement = len(a & b) / max(len(a | b), 1)
+    return OutputCheck(name, float("nan"), 1.0 - agreement, False, agreement >= INDEX_AGREEMENT)
+
+
+def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolerance: float) -> list[OutputCheck]:
+    checks = []
+    for name, ref in reference.items():
+        out = got[name]
+        if ref.dtype.kind in "iub":
+            checks.append(_compare_indices(name, ref, out))
+            continue
+        if ref.shape != out.shape:
+            checks.append(OutputCheck(name, float("inf"), float("inf"), False, False))
+            continue
+        diff = float(np.max(np.abs(out.astype(np.float64) - ref))) if ref.size else 0.0
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        rel = diff / scale if scale else diff
+        checks.append(OutputCheck(name, diff, rel, False, rel <= tolerance))
+    return checks
+
+
+def verify(plan: Plan, model_path: Path, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0,
+           given: dict[str, np.ndarray] | None = None) -> list[OutputCheck]:
+    feeds = make_inputs(plan, seed, given)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    original = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in original.get_outputs()]
+    reference = dict(zip(names, original.run(names, feeds)))
+    return compare(reference, run_plan_on_onnxruntime(plan, feeds), tolerance)

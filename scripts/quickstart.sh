@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs everything (Debian packages, a virtualenv in .venv with the project), builds the default model
+# (YOLOv3-tiny at 416x416) and partitions it for the ZCU104, checking the result against onnxruntime.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends graphviz python3-venv python3-dev build-essential >/dev/null
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade "pip>=23" "setuptools>=68,<81" wheel
+.venv/bin/python -m pip install -q -e ".[test]"
+mkdir -p build/models
+.venv/bin/python -m models build yolov3-tiny -o build/models/yolov3-tiny.onnx
+.venv/bin/partition build/models/yolov3-tiny.onnx --target fpga --board zcu104 -o build/yolov3-tiny --verify

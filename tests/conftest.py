@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+import models  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory):
+    """Build zoo models once per session: zoo(name, size) -> path."""
+    folder = tmp_path_factory.mktemp("zoo")
+    cache: dict[tuple[str, int | None], Path] = {}
+
+    def get(name: str, size: int | None = None) -> Path:
+        key = (name, size)
+        if key not in cache:
+            path = folder / f"{name}-{size or 'default'}.onnx"
+            models.build_to_file(name, path, size)
+            cache[key] = path
+        return cache[key]
+
+    return get

@@ -1,0 +1,179 @@
+"""Partitioner on hand-built graphs: subgraphs as sets of original node names, and the same outputs."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from fpga_runtime.boards import board
+from fpga_runtime.plan import read_plan
+from graphs import Net
+from ir_helpers import ir_of
+from partitioner.build import PartitionConfig, TargetName, run_partition
+from partitioner.cost import CostModel
+from partitioner.partition import partition
+from partitioner.pipeline import run_fusion
+from partitioner.roles import Role
+from partitioner.targets import fpga
+
+
+def _parts(model, offload_everything=True, board_name="zcu104"):
+    g = run_fusion(ir_of(model))
+    p = partition(g, fpga, CostModel(board(board_name)), offload_everything)
+    return p, [(s.device.value, {o for n in s.nodes for o in g.nodes[n].origin}) for s in p.subgraphs]
+
+
+def _build(tmp_path, model, **kw):
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    cfg = PartitionConfig(model=path, out_dir=tmp_path / "out", verify=True, picture=False,
+                          offload_everything=kw.pop("offload_everything", True), **kw)
+    result = run_partition(cfg)
+    assert result.verified, result.checks
+    return result
+
+
+def test_diamond_with_fused_join_is_one_subgraph(tmp_path):
+    n = Net()
+    a = n.conv("x", "a")
+    b = n.conv(a, "b")
+    c = n.conv(a, "c")
+    model = n.model([n.node("Add", [b, c], "join")])
+    p, sets = _parts(model)
+    assert sets == [("fpga", {"a", "b", "c", "join"})]
+    _build(tmp_path, model)
+
+
+def test_independent_branches_become_parallel_subgraphs(tmp_path):
+    n = Net()
+    a = n.conv("x", "a")
+    b2 = n.conv(n.conv(a, "b1"), "b2")
+    c1 = n.conv(a, "c1")
+    model = n.model([b2, c1])
+    p, sets = _parts(model)
+    assert sets == [("fpga", {"a"}), ("fpga", {"b1", "b2"}), ("fpga", {"c1"})]
+    groups = [s.parallel_group for s in p.subgraphs]
+    assert groups[0] is None and groups[1] == groups[2] is not None
+    assert p.subgraphs[1].concurrent_with == [p.subgraphs[2].name]
+    assert p.subgraphs[1].depends_on == [p.subgraphs[0].name]
+    _build(tmp_path, model)
+
+
+def test_branches_that_rejoin_split_and_join(tmp_path):
+    n = Net()
+    a = n.conv("x", "a")
+    left = n.conv(n.conv(a, "l1"), "l2")
+    right = n.conv(n.conv(a, "r1"), "r2")
+    cat = n.node("Concat", [left, right], "cat", axis=1)
+    out = n.conv(cat, "tail", cin=8)
+    model = n.model([out])
+    p, sets = _parts(model)
+    assert sets == [("fpga", {"a"}), ("fpga", {"l1", "l2"}), ("fpga", {"r1", "r2"}), ("fpga", {"cat", "tail"})]
+    assert p.subgraphs[3].depends_on == [p.subgraphs[1].name, p.subgraphs[2].name]
+    _build(tmp_path, model)
+
+
+def test_placement_that_would_create_a_cycle_is_split(tmp_path):
+    """a (FPGA) -> abs (CPU) -> add (FPGA) and a -> add: a and add cannot share a subgraph."""
+    n = Net()
+    a = n.conv("x", "a")
+    ab = n.node("Abs", [a], "abs")
+    add = n.node("Add", [a, ab], "add")
+    model = n.model([n.conv(add, "e")])
+    p, sets = _parts(model)
+    assert sets == [("fpga", {"a"}), ("cpu", {"abs"}), ("fpga", {"add", "e"})]
+    assert p.fallbacks == {"abs": "Abs is not an engine op"}
+    _build(tmp_path, model)
+
+
+def test_residual_chain_stays_one_subgraph(tmp_path):
+    n = Net()
+    x = n.conv("x", "stem")
+    for i in range(3):
+        y = n.conv(n.node("Relu", [n.conv(x, f"c{i}a")], f"r{i}"), f"c{i}b")
+        x = n.node("Add", [x, y], f"add{i}")
+    model = n.model([x])
+    p, sets = _parts(model)
+    assert len(sets) == 1 and sets[0][0] == "fpga" and len(sets[0][1]) == 1 + 3 * 4
+    _build(tmp_path, model)
+
+
+def test_pre_and_post_processing_stay_on_cpu(tmp_path):
+    n = Net()
+    pre = n.node("Transpose", [n.node("Mul", ["x", n._w("scale", (1,), 1.0)], "norm")], "tr", perm=[0, 1, 3, 2])
+    body = n.conv(n.conv(pre, "c1"), "c2")
+    post = n.node("Softmax", [n.node("Flatten", [body], "flat")], "soft")
+    model = n.model([post])
+    p, sets = _parts(model)
+    assert sets == [("cpu", {"norm", "tr"}), ("fpga", {"c1", "c2"}), ("cpu", {"flat", "soft"})]
+    assert [s.role for s in p.subgraphs] == [Role.PRE, Role.COMPUTE, Role.POST]
+    _build(tmp_path, model)
+
+
+def test_concat_with_a_cpu_input_is_not_free(tmp_path):
+    n = Net()
+    a = n.conv("x", "a")
+    t = n.node("Tanh", ["x"], "tanh")
+    out = n.conv(n.node("Concat", [a, t], "cat", axis=1), "tail", cin=8)
+    model = n.model([out])
+    p, sets = _parts(model)
+    assert ("cpu", {"cat"}) in sets or any(d == "cpu" and "cat" in s for d, s in sets)
+    assert "not written by the engine" in p.fallbacks["cat"]
+    _build(tmp_path, model)
+
+
+def test_cost_model_keeps_tiny_regions_on_cpu(tmp_path):
+    n = Net(channels=2, size=2)
+    model = n.model([n.conv("x", "tiny", k=1)])
+    p, sets = _parts(model, offload_everything=False)
+    assert sets == [("cpu", {"tiny"})]
+    assert "not worth offloading" in p.fallbacks["tiny"]
+    assert [d.accepted for d in p.decisions] == [False]
+    result = _build(tmp_path, model, offload_everything=False)
+    assert result.plan.decisions[0]["accepted"] is False
+
+
+def test_cost_model_offloads_heavy_regions():
+    n = Net(channels=64, size=56)
+    model = n.model([n.conv(n.conv("x", "c1"), "c2")])
+    p, sets = _parts(model, offload_everything=False, board_name="zcu104")
+    assert sets == [("fpga", {"c1", "c2"})]
+    est = p.subgraphs[0].estimate
+    assert est.macs == 2 * 64 * 64 * 9 * 56 * 56
+    assert est.fpga_s < est.cpu_s
+
+
+def test_cpu_target_gives_one_subgraph(tmp_path, zoo):
+    result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=tmp_path / "cpu",
+                                           target=TargetName.CPU, verify=True, picture=False))
+    assert result.verified
+    plan = read_plan(tmp_path / "cpu")
+    assert [(s.device, s.role) for s in plan.subgraphs] == [("cpu", "compute")]
+    model = onnx.load(str(zoo("yolov3-tiny", 96)))
+    assert plan.folded and not set(plan.folded) & set(plan.subgraphs[0].nodes)
+    assert sorted(plan.subgraphs[0].nodes + plan.folded) == sorted(n.name for n in model.graph.node)
+
+
+def test_control_flow_node_reads_outer_scope(tmp_path):
+    """An If whose branches read an outer tensor: the dependency is seen and the model still runs."""
+    n = Net()
+    a = n.conv("x", "a")
+    then = helper.make_graph([helper.make_node("Relu", [a], ["t_out"], name="then_relu")], "then", [],
+                             [helper.make_tensor_value_info("t_out", 1, None)])
+    other = helper.make_graph([helper.make_node("Neg", [a], ["e_out"], name="else_neg")], "else", [],
+                              [helper.make_tensor_value_info("e_out", 1, None)])
+    n.inits.append(numpy_helper.from_array(np.array(True), "cond"))
+    n.nodes.append(helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then, else_branch=other))
+    model = n.model(["branch"])
+    p, sets = _parts(model)
+    assert sets == [("fpga", {"a"}), ("cpu", {"if"})]
+    _build(tmp_path, model)
+
+
+@pytest.mark.parametrize("name", ["two-branch", "resblock", "classifier"])
+def test_small_zoo_models_partition_and_verify(tmp_path, zoo, name):
+    result = run_partition(PartitionConfig(model=zoo(name), out_dir=tmp_path / name, verify=True, picture=False,
+                                           offload_everything=True))
+    assert result.verified
+    assert any(s.device == "fpga" for s in result.plan.subgraphs)

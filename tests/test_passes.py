@@ -1,0 +1,195 @@
+"""Fusion passes: the graph before and after each pass against the expected graph, and the numbers unchanged."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper, numpy_helper
+
+from graphs import Net
+from ir_helpers import ir_of, random_feeds, run_graph, run_model
+from partitioner.ir import ActKind, Activation, OpKind, Pool, ResidualAdd
+from partitioner.passes.batchnorm import fold_batchnorm
+from partitioner.passes.conv_form import form_convolutions
+from partitioner.passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
+                                         mark_concat_writes)
+from partitioner.pipeline import run_fusion
+
+
+def _same_numbers(model, graph, atol=1e-5):
+    feeds = random_feeds(graph)
+    for want, got in zip(run_model(model, feeds), run_graph(graph, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
+
+
+def test_conv_bn_fold_expected_graph():
+    n = Net()
+    n.node("Relu", [n.bn(n.conv("x", "c"), "bn")], "r")
+    model = n.model(["r"])
+    g = ir_of(model)
+    assert g.signature() == [("CONV", "Conv", ("x", "c_w", "c_b"), ("c",)),
+                             ("BATCHNORM", "BatchNormalization", ("c", "bn_scale", "bn_bias", "bn_mean", "bn_var"),
+                              ("bn",)),
+                             ("RELU", "Relu", ("bn",), ("r",))]
+    g = fold_batchnorm(form_convolutions(g))
+    assert g.signature() == [("FUSED_CONV", "conv 3x3", ("x", "c_weight_bn", "c_bias_bn"), ("bn",)),
+                             ("RELU", "Relu", ("bn",), ("r",))]
+    assert g.nodes["c"].origin == ["c", "bn"]
+    assert "c_w" not in g.tensors and "bn_mean" not in g.tensors
+    _same_numbers(model, g)
+
+
+def test_bn_not_folded_when_conv_output_is_shared():
+    n = Net()
+    c = n.conv("x", "c")
+    n.bn(c, "bn")
+    model = n.model(["bn", "c"])
+    g = fold_batchnorm(form_convolutions(ir_of(model)))
+    assert [node.kind for node in g.nodes.values()] == [OpKind.FUSED_CONV, OpKind.BATCHNORM]
+    _same_numbers(model, g)
+
+
+def _act_net(kind: str):
+    n = Net()
+    c = n.conv("x", "c")
+    if kind == "relu":
+        out = n.node("Relu", [c], "a")
+    elif kind == "leaky":
+        out = n.node("LeakyRelu", [c], "a", alpha=0.1)
+    elif kind in ("relu6", "relu_clip", "clip"):
+        lo, hi = {"relu6": (0.0, 6.0), "relu_clip": (0.0, None), "clip": (-1.0, 1.0)}[kind]
+        names = []
+        for i, v in enumerate((lo, hi)):
+            if v is None:
+                names.append("")
+            else:
+                n.inits.append(numpy_helper.from_array(np.array(v, np.float32), f"b{i}"))
+                names.append(f"b{i}")
+        out = n.node("Clip", [c] + names, "a")
+    elif kind == "sigmoid":
+        out = n.node("Sigmoid", [c], "a")
+    elif kind == "silu":
+        out = n.node("Mul", [c, n.node("Sigmoid", [c], "s")], "a")
+    elif kind == "hardswish_op":
+        out = n.node("HardSwish", [c], "a")
+    elif kind == "hardswish_pair":
+        out = n.node("Mul", [n.node("HardSigmoid", [c], "s", alpha=1 / 6, beta=0.5), c], "a")
+    elif kind == "hardsigmoid_other":
+        out = n.node("Mul", [n.node("HardSigmoid", [c], "s", alpha=0.2, beta=0.5), c], "a")
+    return n.model([out])
+
+
+@pytest.mark.parametrize("kind,expected", [
+    ("relu", Activation(ActKind.RELU)), ("leaky", Activation(ActKind.LEAKY_RELU, alpha=pytest.approx(0.1))),
+    ("relu6", Activation(ActKind.RELU6)), ("relu_clip", Activation(ActKind.RELU)),
+    ("clip", Activation(ActKind.CLIP, lo=-1.0, hi=1.0)), ("sigmoid", Activation(ActKind.SIGMOID)),
+    ("silu", Activation(ActKind.SILU)), ("hardswish_op", Activation(ActKind.HARD_SWISH)),
+    ("hardswish_pair", Activation(ActKind.HARD_SWISH)), ("hardsigmoid_other", None)])
+def test_activation_fusion(kind, expected):
+    model = _act_net(kind)
+    g = fuse_activation(form_convolutions(ir_of(model)))
+    conv = g.nodes["c"]
+    if expected is None:
+        assert conv.conv.epilogue == ()
+        assert len(g.nodes) == 3
+    else:
+        assert len(g.nodes) == 1
+        assert conv.conv.epilogue == (expected,)
+        assert conv.outputs == ["a"]
+    _same_numbers(model, g)
+
+
+def test_residual_add_fused_into_later_conv_then_activation():
+    n = Net()
+    a = n.conv("x", "a")
+    b = n.conv(n.node("Relu", [a], "ra"), "b")
+    out = n.node("Relu", [n.node("Add", [b, "ra"], "add")], "out")
+    model = n.model([out])
+    g = run_fusion(ir_of(model))
+    assert g.signature() == [("FUSED_CONV", "conv 3x3 relu", ("x", "a_w", "a_b"), ("ra",)),
+                             ("FUSED_CONV", "conv 3x3 +res relu", ("ra", "b_w", "b_b", "ra"), ("out",))]
+    assert g.nodes["b"].conv.epilogue == (ResidualAdd("ra"), Activation(ActKind.RELU))
+    assert g.nodes["b"].origin == ["b", "add", "out"]
+    _same_numbers(model, g)
+
+
+def test_add_not_fused_when_conv_output_has_other_readers():
+    n = Net()
+    a = n.conv("x", "a")
+    b = n.conv("x", "b")
+    add = n.node("Add", [a, b], "add")
+    model = n.model([add, b])
+    g = fuse_residual_add(form_convolutions(ir_of(model)))
+    assert g.nodes["a"].conv.epilogue == (ResidualAdd("b"),)
+    assert "b" in g.nodes and "add" not in g.nodes
+    _same_numbers(model, g)
+
+
+def test_maxpool_fusion_and_shared_output_left_alone():
+    n = Net()
+    p1 = n.node("MaxPool", [n.conv("x", "a")], "p1", kernel_shape=[2, 2], strides=[2, 2])
+    b = n.conv("x", "b")
+    p2 = n.node("MaxPool", [b], "p2", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    model = n.model([p1, p2, b])
+    g = fuse_maxpool(form_convolutions(ir_of(model)))
+    assert g.nodes["a"].conv.epilogue == (Pool((2, 2), (2, 2), (0, 0, 0, 0)),)
+    assert g.nodes["b"].conv.epilogue == () and "p2" in g.nodes
+    _same_numbers(model, g)
+
+
+def _resize(n: Net, x: str, name: str, coord: str = "asymmetric", nearest: str = "floor") -> str:
+    n.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), f"{name}.scales"))
+    return n.node("Resize", [x, "", f"{name}.scales"], name, mode="nearest",
+                  coordinate_transformation_mode=coord, nearest_mode=nearest)
+
+
+def test_upsample_becomes_conv_read_mode_only_for_a_sole_conv_reader():
+    n = Net()
+    up = _resize(n, "x", "up")
+    c = n.conv(up, "c")
+    up2 = _resize(n, c, "up2")
+    cat = n.node("Concat", [up2, n.conv(up2, "d")], "cat", axis=1)
+    model = n.model([cat])
+    g = fuse_upsample_input(form_convolutions(ir_of(model)))
+    assert g.signature()[0] == ("FUSED_CONV", "up2 conv 3x3", ("x", "c_w", "c_b"), ("c",))
+    assert g.nodes["c"].origin == ["up", "c"]
+    assert "up2" in g.nodes
+    _same_numbers(model, g)
+
+
+def test_concat_offsets():
+    n = Net()
+    a = n.conv("x", "a")
+    b = n.conv("x", "b", cout=6)
+    cat = n.node("Concat", [a, b, a], "cat", axis=1)
+    g = mark_concat_writes(form_convolutions(ir_of(n.model([cat]))))
+    assert g.nodes["cat"].concat.offsets == (0, 4, 10)
+    assert g.nodes["cat"].concat.channels == 14
+
+
+@pytest.mark.parametrize("trans_b,alpha,beta", [(1, 1.0, 1.0), (0, 0.5, 2.0)])
+def test_gemm_becomes_dense_fused_conv(trans_b, alpha, beta):
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((8, 5) if trans_b else (5, 8)).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], name="fc", transB=trans_b, alpha=alpha, beta=beta),
+             helper.make_node("Relu", ["y"], ["z"], name="r")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [3, 5])],
+                          [helper.make_tensor_value_info("z", 1, None)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(rng.standard_normal(8)
+                                                                                   .astype(np.float32), "b")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    graph = run_fusion(ir_of(model))
+    assert [n.describe() for n in graph.nodes.values()] == ["dense 1x1 relu"]
+    _same_numbers(model, graph)
+
+
+def test_pipeline_on_resblock_expected_graph(zoo):
+    import onnx
+    model = onnx.load(str(zoo("resblock")))
+    g = run_fusion(ir_of(model))
+    assert [(n.kind.name, n.describe()) for n in g.nodes.values()] == [
+        ("MUL", "Mul"), ("FUSED_CONV", "conv 3x3 relu"), ("FUSED_CONV", "conv 3x3 relu"),
+        ("FUSED_CONV", "conv 3x3 +res relu"), ("FUSED_CONV", "conv 3x3 s2 silu"), ("OTHER", "GlobalAveragePool")]
+    assert sorted(g.origin_names()) == sorted(n.name for n in model.graph.node)
+    feeds = random_feeds(g)
+    for want, got in zip(run_model(model, feeds), run_graph(g, feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
