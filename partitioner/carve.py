@@ -86,6 +86,8 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
             anc[d].add(n)
     sequential = [n for n in topo if len(desc[n]) + len(anc[n]) == len(members) - 1]
     rest = members.difference(sequential)
+    if not sequential and nx.is_weakly_connected(sub):
+        return [(set(members), group)]     # entangled (e.g. an N shape): no clean fork to cut at
     sections: dict[int, list[set[str]]] = {}
     seq_set = set(sequential)
     for comp in nx.weakly_connected_components(sub.subgraph(rest)):

@@ -1,0 +1,81 @@
+"""`partition` end to end on the zoo's detection models: pre/post on the CPU, parallel heads, --verify passes."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import onnx
+import pytest
+from click.testing import CliRunner
+
+from partitioner.cli import main
+
+
+def _partition(model, out, *extra):
+    result = CliRunner().invoke(main, [str(model), "-o", str(out), "--verify", *extra])
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result.stdout, json.loads((out / "plan.json").read_text())
+
+
+def _check_detection_plan(plan, out, head_count):
+    subgraphs = plan["subgraphs"]
+    assert subgraphs[0]["device"] == "cpu" and subgraphs[0]["role"] == "pre"
+    assert {"to_float", "nhwc_to_nchw", "normalise"} <= set(subgraphs[0]["nodes"])
+    assert subgraphs[-1]["device"] == "cpu" and subgraphs[-1]["role"] == "post"
+    assert "selected_indices" in subgraphs[-1]["nodes"]
+    fpga = [s for s in subgraphs if s["device"] == "fpga"]
+    assert all(s["role"] == "compute" for s in fpga)
+    groups: dict[int, list[str]] = {}
+    for s in fpga:
+        if s["parallel_group"] is not None:
+            groups.setdefault(s["parallel_group"], []).append(s["name"])
+    assert groups and all(len(v) >= 2 for v in groups.values())
+    heads = {s["name"] for s in fpga for n in s["nodes"] if n.startswith(("detect", "loc", "conf"))}
+    assert len(heads) >= head_count
+    for s in subgraphs:
+        onnx.checker.check_model(str(out / s["onnx"]))
+        for key in ("name", "device", "role", "nodes", "inputs", "outputs", "depends_on", "parallel_group",
+                    "onnx", "estimate"):
+            assert key in s
+    assert (out / "report.md").exists() and (out / "partition.svg").exists()
+    svg = (out / "partition.svg").read_text()
+    assert "fpga_0" in svg and "cpu_post_0" in svg
+
+
+def test_yolov3_tiny_reduced(tmp_path, zoo):
+    stdout, plan = _partition(zoo("yolov3-tiny", 128), tmp_path / "b")
+    _check_detection_plan(plan, tmp_path / "b", head_count=2)
+    assert "verify selected_indices" in stdout and "FAIL" not in stdout
+    assert "subgraph" in stdout and "fpga_0" in stdout
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert "## Fused FPGA layers" in report and "conv 3x3 leaky_relu maxpool2" in report
+
+
+def test_ssd_mobilenet_reduced(tmp_path, zoo):
+    _, plan = _partition(zoo("ssd-mobilenet-v1", 128), tmp_path / "b")
+    _check_detection_plan(plan, tmp_path / "b", head_count=3)
+    layers = [layer["describe"] for s in plan["subgraphs"] for layer in s["layers"]]
+    assert sum(" g" in d for d in layers) == 13          # every depthwise conv runs on the engine
+
+
+def test_save_steps_writes_every_fusion_step(tmp_path, zoo):
+    _partition(zoo("resblock"), tmp_path / "b", "--save-steps", "--no-picture")
+    steps = sorted(p.name for p in (tmp_path / "b" / "steps").glob("*.onnx"))
+    assert steps[0] == "00_imported.onnx" and steps[-1] == "08_mark_concat_writes.onnx"
+    assert "03_fuse_activation.onnx" in steps and len(steps) == 9
+
+
+def test_console_entry_point_runs_as_a_process(tmp_path, zoo):
+    proc = subprocess.run([sys.executable, "-m", "partitioner", str(zoo("two-branch")), "-o", str(tmp_path / "b"),
+                           "--target", "cpu", "--verify", "--no-picture"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "verify" in proc.stdout and "cpu_compute_0" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,heads", [("yolov3", 3), ("yolov3-tiny", 2), ("ssd300-vgg16", 6),
+                                        ("ssd-mobilenet-v1", 4)])
+def test_full_size(tmp_path, zoo, name, heads):
+    _, plan = _partition(zoo(name), tmp_path / "b")
+    _check_detection_plan(plan, tmp_path / "b", head_count=heads)

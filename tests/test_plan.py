@@ -1,0 +1,54 @@
+"""plan.json: fixed keys, reader checks, and the ONNX files it names are enough to run the model."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
+from fpga_runtime.plan import PlanError, read_plan
+from partitioner.build import PartitionConfig, run_partition
+
+
+@pytest.fixture()
+def build(tmp_path, zoo):
+    run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=tmp_path / "b", picture=False,
+                                  offload_everything=True))
+    return tmp_path / "b"
+
+
+def test_fixed_keys(build):
+    raw = json.loads((build / "plan.json").read_text())
+    assert raw["version"] == 1 and isinstance(raw["subgraphs"], list)
+    for s in raw["subgraphs"]:
+        assert set(s) >= {"name", "device", "role", "nodes", "inputs", "outputs", "depends_on", "parallel_group",
+                          "onnx", "estimate"}
+        assert s["device"] in ("cpu", "fpga") and s["role"] in ("pre", "compute", "post")
+        for t in s["inputs"] + s["outputs"]:
+            assert set(t) == {"name", "shape", "dtype"}
+
+
+def test_plan_alone_runs_the_model(build, tmp_path):
+    plan = read_plan(build)
+    x = np.random.default_rng(0).standard_normal(plan.inputs[0].shape).astype(np.float32)
+    out = run_plan_on_onnxruntime(plan, {"x": x})
+    assert set(out) == {t.name for t in plan.outputs}
+    with pytest.raises(PlanError, match="missing model inputs"):
+        run_plan_on_onnxruntime(plan, {})
+
+
+def test_reader_rejects_wrong_version_and_bad_order(build):
+    raw = json.loads((build / "plan.json").read_text())
+    (build / "plan.json").write_text(json.dumps({**raw, "version": 99}))
+    with pytest.raises(PlanError, match="version 99"):
+        read_plan(build)
+    raw["subgraphs"].reverse()
+    (build / "plan.json").write_text(json.dumps(raw))
+    with pytest.raises(PlanError, match="do not run before it|nothing before it produces"):
+        read_plan(build)
+
+
+def test_reader_reports_missing_plan(tmp_path):
+    with pytest.raises(PlanError, match="run `partition` first"):
+        read_plan(tmp_path)

@@ -1,0 +1,63 @@
+"""FPGA target predicates and the cost model's per-node numbers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import numpy_helper
+
+from fpga_runtime.boards import BOARDS, board
+from graphs import Net
+from ir_helpers import ir_of
+from partitioner.cost import CostModel, node_cost
+from partitioner.pipeline import run_fusion
+from partitioner.targets import fpga
+
+
+def _conv_graph(k=3, stride=1, dilation=1, group=1, cin=4, cout=4, size=8, pool=None):
+    n = Net(channels=cin, size=size)
+    n.inits.append(numpy_helper.from_array(np.ones((cout, cin // group, k, k), np.float32), "w"))
+    pad = dilation * (k // 2)
+    out = n.node("Conv", ["x", "w"], "c", kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                 dilations=[dilation, dilation], group=group)
+    if pool:
+        out = n.node("MaxPool", [out], "p", kernel_shape=[pool, pool], strides=[pool, pool])
+    return run_fusion(ir_of(n.model([out])))
+
+
+@pytest.mark.parametrize("kw,ok,reason", [
+    ({}, True, ""), ({"k": 7}, True, ""), ({"k": 9}, False, "kernel (9, 9) larger than 7x7"),
+    ({"stride": 2}, True, ""), ({"stride": 3}, False, "stride (3, 3) not in [1, 2]"),
+    ({"dilation": 6, "size": 16}, True, ""), ({"group": 4}, True, ""),
+    ({"group": 2}, False, "neither standard nor depthwise"),
+    ({"pool": 2}, True, ""), ({"pool": 4, "size": 8}, False, "max pool kernel (4, 4) not in [2, 3]"),
+])
+def test_conv_support(kw, ok, reason):
+    g = _conv_graph(**kw)
+    node = g.nodes["c"]
+    verdict = fpga.check(node, g, {})
+    assert verdict.ok is ok
+    assert reason in verdict.reason
+
+
+def test_board_catalog_is_complete():
+    assert set(BOARDS) == {"pynq-z2", "ultra96v2", "kv260", "zcu104", "zcu102", "alveo-u250"}
+    z = board("zcu104")
+    assert (z.dsp, z.bram36, z.uram) == (1728, 312, 96)
+    assert board("pynq-z2").int8_macs_per_dsp == 1 and z.int8_macs_per_dsp == 2
+    with pytest.raises(KeyError, match="known boards"):
+        board("nope")
+
+
+def test_node_cost_counts_macs_before_pooling():
+    g = _conv_graph(cin=8, cout=16, size=8, pool=2)
+    cost = node_cost(g.nodes["c"], g)
+    assert cost.macs == 16 * 8 * 8 * 8 * 9
+    assert cost.act_bytes == 8 * 64 + 16 * 16          # int8 input and pooled output
+    assert cost.weight_bytes == 16 * 8 * 9
+
+
+def test_bigger_boards_are_faster():
+    g = _conv_graph(cin=64, cout=64, size=32)
+    nodes = list(g.nodes.values())
+    times = {b: CostModel(board(b)).region(nodes, g, 0).fpga_layers_s for b in ("pynq-z2", "zcu104", "alveo-u250")}
+    assert times["pynq-z2"] > times["zcu104"] > times["alveo-u250"]
