@@ -63,6 +63,7 @@ class Plan:
     fallbacks: list[dict[str, str]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
+    engine: str | None = None                            # compiled FPGA programs and memory image
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +110,7 @@ def read_plan(folder_or_file: str | Path) -> Plan:
         subgraphs.append(SubgraphSpec(**s))
     plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                 _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
-                raw.get("decisions", []), raw.get("steps", []), root=path.parent)
+                raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), root=path.parent)
     _check_order(plan)
     return plan
 

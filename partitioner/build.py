@@ -9,7 +9,9 @@ from typing import Callable
 
 import numpy as np
 
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.plan import Plan
 
 from .cost import CostModel
@@ -17,13 +19,14 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
-from .partition import Partition, partition
+from .engine.compile import compile_engine
+from .partition import Device, Partition, partition
 from .pipeline import run_fusion
 from .plan_writer import write_build
 from .report import write_report
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
-from .verify import DEFAULT_TOLERANCE, OutputCheck, verify
+from .verify import DEFAULT_TOLERANCE, OutputCheck, make_inputs, verify
 
 
 class TargetName(str, enum.Enum):
@@ -48,6 +51,9 @@ class PartitionConfig:
     picture: bool = True
     offload_everything: bool = False
     seed: int = 0
+    calibration: list[dict[str, np.ndarray]] = field(default_factory=list)   # empty: seeded random frames
+    calibration_frames: int = 4
+    engine: EngineConfig = field(default_factory=EngineConfig)
 
 
 @dataclass
@@ -77,7 +83,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         raise ModelError(str(exc.args[0])) from None
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     timings: list[tuple[str, float]] = []
-    names = ["import", "fuse", "partition", "write", "report"] + (["verify"] if cfg.verify else [])
+    names = ["import", "fuse", "partition", "write", "compile", "report"] + (["verify"] if cfg.verify else [])
 
     def step(name: str, fn: Callable):
         i = names.index(name) + 1
@@ -103,11 +109,23 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
     part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board), cfg.offload_everything))
     plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
                                                     imported.folded))
+    warnings = list(imported.warnings)
+    if any(sg.device is Device.FPGA for sg in part.subgraphs):
+        frames = cfg.calibration
+        if not frames:
+            warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
+                            "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
+            frames = [make_inputs(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
+        _, more = step("compile", lambda: compile_engine(part, plan, cfg.engine, frames, cfg.out_dir))
+        warnings += more
+        plan.engine = f"{ENGINE_DIR}/engine.json"
+    else:
+        names.remove("compile")
     picture = step("report", lambda: draw(part, cfg.out_dir) if cfg.picture else None)
     checks = None
     if cfg.verify:
         checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(cfg.out_dir)
-    write_report(plan, cfg.out_dir, picture, imported.warnings, checks)
-    return BuildResult(plan, part, imported.warnings, checks, timings)
+    write_report(plan, cfg.out_dir, picture, warnings, checks)
+    return BuildResult(plan, part, warnings, checks, timings)

@@ -20,14 +20,10 @@ class _Emitter:
         self.nodes: list[onnx.NodeProto] = []
         self.consts: dict[str, np.ndarray] = {}
         self.label = node.origin[-1]
-        self.count = 0
 
     def onnx(self, tensor: str) -> str:
         return self.graph.tensors[tensor].onnx_name if tensor else ""
 
-    def temp(self, step: str) -> str:
-        self.count += 1
-        return f"{self.onnx(self.node.outputs[0])}__{self.count}_{step}"
 
     def const(self, step: str, value: np.ndarray) -> str:
         name = f"{self.label}__{step}"
@@ -46,10 +42,20 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
     if act.kind is ActKind.LEAKY_RELU:
         return e.emit("LeakyRelu", [x], out, alpha=act.alpha)
     if act.kind is ActKind.SILU:
-        return e.emit("Mul", [x, e.emit("Sigmoid", [x], e.temp("sigmoid"))], out)
+        return e.emit("Mul", [x, e.emit("Sigmoid", [x], f"{out}__sigmoid")], out)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
     bounds = [e.const(f"clip_{i}", np.array(v, np.float32)) if v is not None else "" for i, v in enumerate((lo, hi))]
     return e.emit("Clip", [x] + bounds, out)
+
+
+def stage_names(graph: Graph, node: Node) -> list[str]:
+    """ONNX names of a fused conv's stages in its lowered form: the conv output, then one per epilogue step
+    (the last is the node's output). Calibration reads their ranges; the engine compiler quantises them."""
+    final = graph.tensors[node.outputs[0]].onnx_name
+    steps = node.conv.epilogue
+    names = [f"{final}__conv"] + [f"{final}__s{i}" for i in range(len(steps))]
+    names[-1] = final
+    return names
 
 
 def _fused_conv(e: _Emitter) -> None:
@@ -57,11 +63,11 @@ def _fused_conv(e: _Emitter) -> None:
     x = e.onnx(node.inputs[0])
     if spec.upsample != 1:
         scales = e.const("up_scales", np.array([1, 1, spec.upsample, spec.upsample], np.float32))
-        x = e.emit("Resize", [x, "", scales], e.temp("up"), mode="nearest",
+        x = e.emit("Resize", [x, "", scales], f"{e.onnx(node.outputs[0])}__up", mode="nearest",
                    coordinate_transformation_mode="asymmetric", nearest_mode="floor")
-    final = e.onnx(node.outputs[0])
+    stages = stage_names(e.graph, node)
     steps = spec.epilogue
-    out = final if not steps else e.temp("conv")
+    out = stages[0]
     wb = [e.onnx(spec.weight)] + ([e.onnx(spec.bias)] if spec.bias else [])
     if spec.form is ConvForm.CONV:
         e.emit("Conv", [x] + wb, out, kernel_shape=list(spec.kernel), strides=list(spec.strides),
@@ -69,7 +75,7 @@ def _fused_conv(e: _Emitter) -> None:
     else:
         e.emit("Gemm", [x] + wb, out, transB=1)
     for i, step in enumerate(steps):
-        x, out = out, final if i == len(steps) - 1 else e.temp(f"step{i}")
+        x, out = out, stages[i + 1]
         if isinstance(step, Activation):
             _activation(e, step, x, out)
         elif isinstance(step, ResidualAdd):

@@ -1,0 +1,212 @@
+"""The kernel ABI, version 1, in code: engine parameters, the layer descriptor, the program header, the
+register map and the integer arithmetic every implementation must reproduce bit for bit.
+
+docs/kernel-abi.md is the prose version; the two must agree (tests check the offsets).
+"""
+from __future__ import annotations
+
+import enum
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+ABI_VERSION = 1
+ALIGN = 64                     # every buffer starts on a 64-byte boundary (one 512-bit AXI beat)
+PROGRAM_MAGIC = 0x41475046     # "FPGA" little-endian
+DESCRIPTOR_SIZE = 128
+HEADER_SIZE = 16
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Build-time parameters of the engine, read by the cost model, the code generator and every backend."""
+
+    vec: int = 16              # input-channel lanes (PE columns); activations pad channels to `granule`
+    pe_rows: int = 16          # output channels computed in parallel
+    compute_units: int = 1
+    clock_mhz: float = 300.0
+    weight_buffer_kib: int = 256
+    line_buffer_kib: int = 128
+    max_kernel: int = 7
+
+    @property
+    def granule(self) -> int:
+        """Channel padding granule: both vec and pe_rows are powers of two, so this is a multiple of each."""
+        return max(self.vec, self.pe_rows)
+
+    def padded(self, channels: int) -> int:
+        g = self.granule
+        return -(-channels // g) * g
+
+
+class Op(enum.IntEnum):
+    CONV = 1        # standard, depthwise (flag) or dense (1x1 on a 1x1 map) convolution with its epilogue
+    ADD = 2         # element-wise add of two rescaled int8 inputs
+    MAXPOOL = 3
+    COPY = 4        # copy with the input read mode (x2 upsample) and channel re-placement
+
+
+class Flag(enum.IntFlag):
+    DEPTHWISE = 1
+    RESIDUAL = 2    # add the second input after act1
+    POOL = 4        # max pool the result before writing
+    UPSAMPLE2 = 8   # read the input through x2 nearest-neighbour upsampling
+
+
+class Act(enum.IntEnum):
+    NONE = 0
+    CLAMP = 1       # clamp to [act_lo, act_hi] (ReLU, ReLU6, Clip after requantisation)
+    LUT = 2         # 256-entry int8 table indexed by q + 128
+
+
+# name, struct code, byte offset: the descriptor, little-endian, 128 bytes
+DESCRIPTOR_FIELDS: list[tuple[str, str, int]] = [
+    ("op", "B", 0), ("flags", "B", 1), ("act1", "B", 2), ("act2", "B", 3),
+    ("batch", "H", 4), ("in_h", "H", 6), ("in_w", "H", 8), ("in_c", "H", 10),
+    ("in_c_stride", "H", 12), ("in_c_offset", "H", 14),
+    ("out_h", "H", 16), ("out_w", "H", 18), ("out_c", "H", 20), ("out_c_stride", "H", 22), ("out_c_offset", "H", 24),
+    ("conv_h", "H", 26), ("conv_w", "H", 28),
+    ("kh", "B", 30), ("kw", "B", 31), ("stride_h", "B", 32), ("stride_w", "B", 33), ("dil_h", "B", 34),
+    ("dil_w", "B", 35), ("pad_t", "B", 36), ("pad_l", "B", 37), ("pad_b", "B", 38), ("pad_r", "B", 39),
+    ("pool_kh", "B", 40), ("pool_kw", "B", 41), ("pool_sh", "B", 42), ("pool_sw", "B", 43),
+    ("pool_pad_t", "B", 44), ("pool_pad_l", "B", 45), ("pool_pad_b", "B", 46), ("pool_pad_r", "B", 47),
+    ("act_lo", "b", 48), ("act_hi", "b", 49), ("res_shift", "B", 50), ("reserved0", "B", 51),
+    ("in2_c_stride", "H", 52), ("in2_c_offset", "H", 54),
+    ("in_addr", "I", 56), ("in2_addr", "I", 60), ("weight_addr", "I", 64), ("bias_addr", "I", 68),
+    ("requant_addr", "I", 72), ("lut1_addr", "I", 76), ("lut2_addr", "I", 80), ("out_addr", "I", 84),
+    ("res_mult_a", "i", 88), ("res_mult_b", "i", 92), ("layer_id", "I", 96),
+]
+_STRUCT = struct.Struct("<" + "".join(code for _, code, _ in DESCRIPTOR_FIELDS) + f"{DESCRIPTOR_SIZE - 100}x")
+_HEADER = struct.Struct("<IHHII")     # magic, abi version, layer count, descriptor size, reserved
+assert _STRUCT.size == DESCRIPTOR_SIZE and _HEADER.size == HEADER_SIZE
+
+
+@dataclass
+class Descriptor:
+    op: int = 0
+    flags: int = 0
+    act1: int = 0
+    act2: int = 0
+    batch: int = 1
+    in_h: int = 0
+    in_w: int = 0
+    in_c: int = 0
+    in_c_stride: int = 0
+    in_c_offset: int = 0
+    out_h: int = 0
+    out_w: int = 0
+    out_c: int = 0
+    out_c_stride: int = 0
+    out_c_offset: int = 0
+    conv_h: int = 0
+    conv_w: int = 0
+    kh: int = 1
+    kw: int = 1
+    stride_h: int = 1
+    stride_w: int = 1
+    dil_h: int = 1
+    dil_w: int = 1
+    pad_t: int = 0
+    pad_l: int = 0
+    pad_b: int = 0
+    pad_r: int = 0
+    pool_kh: int = 0
+    pool_kw: int = 0
+    pool_sh: int = 0
+    pool_sw: int = 0
+    pool_pad_t: int = 0
+    pool_pad_l: int = 0
+    pool_pad_b: int = 0
+    pool_pad_r: int = 0
+    act_lo: int = -128
+    act_hi: int = 127
+    res_shift: int = 0
+    reserved0: int = 0
+    in2_c_stride: int = 0
+    in2_c_offset: int = 0
+    in_addr: int = 0
+    in2_addr: int = 0
+    weight_addr: int = 0
+    bias_addr: int = 0
+    requant_addr: int = 0
+    lut1_addr: int = 0
+    lut2_addr: int = 0
+    out_addr: int = 0
+    res_mult_a: int = 0
+    res_mult_b: int = 0
+    layer_id: int = 0
+
+    def pack(self) -> bytes:
+        return _STRUCT.pack(*(getattr(self, name) for name, _, _ in DESCRIPTOR_FIELDS))
+
+    @classmethod
+    def unpack(cls, raw: bytes) -> "Descriptor":
+        return cls(*_STRUCT.unpack(raw))
+
+
+def pack_program(descriptors: list[Descriptor]) -> bytes:
+    head = _HEADER.pack(PROGRAM_MAGIC, ABI_VERSION, len(descriptors), DESCRIPTOR_SIZE, 0)
+    return head + b"".join(d.pack() for d in descriptors)
+
+
+def unpack_program(raw: bytes) -> list[Descriptor]:
+    magic, version, count, size, _ = _HEADER.unpack_from(raw, 0)
+    if magic != PROGRAM_MAGIC or version != ABI_VERSION or size != DESCRIPTOR_SIZE:
+        raise ValueError(f"not an ABI v{ABI_VERSION} program (magic {magic:#x}, version {version}, size {size})")
+    return [Descriptor.unpack(raw[HEADER_SIZE + i * size: HEADER_SIZE + (i + 1) * size]) for i in range(count)]
+
+
+class Reg(enum.IntEnum):
+    """s_axilite register map, in the layout Vitis HLS generates for ap_ctrl_hs."""
+
+    CTRL = 0x00           # bit0 ap_start, bit1 ap_done (clear on read), bit2 ap_idle, bit3 ap_ready, bit7 auto_restart
+    GIE = 0x04            # global interrupt enable
+    IER = 0x08            # bit0 ap_done interrupt enable, bit1 ap_ready
+    ISR = 0x0C            # interrupt status, toggle on write
+    PROGRAM_LO = 0x10     # 64-bit byte address of the program (header + descriptors)
+    PROGRAM_HI = 0x14
+    LAYER_COUNT = 0x1C    # number of descriptors to run
+    MEMORY_LO = 0x24      # 64-bit base address; descriptor addresses are offsets from it
+    MEMORY_HI = 0x28
+    CYCLES_LO = 0x30      # read-only: cycles of the last run (stats)
+    CYCLES_HI = 0x34
+
+
+CTRL_START, CTRL_DONE, CTRL_IDLE, CTRL_READY = 0x1, 0x2, 0x4, 0x8
+
+
+# ---- integer semantics -------------------------------------------------------------------------------------
+def saturate8(x: np.ndarray) -> np.ndarray:
+    return np.clip(x, -128, 127).astype(np.int8)
+
+
+def shift_round(x: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
+    """(x + 2^(shift-1)) >> shift in int64: round half towards +infinity; shift 0 leaves x as is."""
+    x = np.asarray(x, np.int64)
+    shift = np.asarray(shift, np.int64)
+    bias = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0)
+    return np.right_shift(x + bias, shift)
+
+
+def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """int32 accumulator -> int8: saturate(shift_round(acc * mult, shift)), per output channel (last axis)."""
+    return saturate8(shift_round(np.asarray(acc, np.int64) * np.asarray(mult, np.int64), shift))
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """real ~= mult * 2^-shift with mult in [2^30, 2^31) and shift in [0, 62] (mult 0 for real 0)."""
+    if real <= 0:
+        return 0, 0
+    mant, exp = np.frexp(real)               # real = mant * 2^exp, mant in [0.5, 1)
+    mult = int(round(mant * (1 << 31)))
+    shift = 31 - int(exp)
+    if mult == 1 << 31:
+        mult //= 2
+        shift -= 1
+    while shift > 62:
+        mult >>= 1
+        shift -= 1
+    if shift < 0:
+        raise ValueError(f"requantisation factor {real} is too large for the engine")
+    return mult, shift

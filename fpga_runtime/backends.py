@@ -1,0 +1,97 @@
+"""Backends behind one small interface, chosen by name and imported lazily: a missing optional tool
+(Verilator, g++, pynq on a board) never breaks `import fpga_runtime`.
+
+A backend owns the engine's memory (a board's DDR, or a numpy array standing in for it) and its compute
+units. The host writes and reads tensors through views, starts a program on a compute unit, and waits.
+"""
+from __future__ import annotations
+
+import abc
+import importlib
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .engine_image import EngineImage, Program, TensorView
+
+BACKENDS = {
+    "reference": "fpga_runtime.reference_backend:ReferenceBackend",
+}
+
+
+class BackendError(Exception):
+    pass
+
+
+@dataclass
+class RunStats:
+    program: str
+    unit: int
+    seconds: float
+    cycles: int
+
+
+class Backend(abc.ABC):
+    name = "abstract"
+
+    def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None):
+        self.image = image
+        self.folder = folder
+        self.units = compute_units or image.config.compute_units
+
+    @abc.abstractmethod
+    def write(self, view: TensorView, x: np.ndarray) -> None: ...
+
+    @abc.abstractmethod
+    def read(self, view: TensorView) -> np.ndarray: ...
+
+    @abc.abstractmethod
+    def start(self, program: Program, unit: int = 0) -> Future: ...
+
+    def wait(self, run: Future, timeout: float | None = None) -> RunStats:
+        try:
+            return run.result(timeout=timeout)
+        except FutureTimeout:
+            raise BackendError(f"engine run did not finish within {timeout} s") from None
+
+    def close(self) -> None:
+        pass
+
+
+class ThreadedUnits:
+    """Compute units as single-worker executors: one program at a time per unit, units run concurrently."""
+
+    def __init__(self, count: int):
+        self.pools = [ThreadPoolExecutor(1, thread_name_prefix=f"cu{i}") for i in range(count)]
+        self.lock = threading.Lock()
+
+    def submit(self, unit: int, fn, *args) -> Future:
+        if not 0 <= unit < len(self.pools):
+            raise BackendError(f"compute unit {unit} does not exist (the build has {len(self.pools)})")
+        return self.pools[unit].submit(fn, *args)
+
+    def close(self) -> None:
+        for p in self.pools:
+            p.shutdown(wait=True)
+
+
+def timed(program: Program, unit: int, fn, *args) -> RunStats:
+    t0 = time.perf_counter()
+    cycles = fn(*args)
+    return RunStats(program.subgraph, unit, time.perf_counter() - t0, cycles)
+
+
+def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int | None = None) -> Backend:
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
+    module, _, cls = BACKENDS[name].partition(":")
+    try:
+        backend_cls = getattr(importlib.import_module(module), cls)
+    except ImportError as exc:
+        raise BackendError(f"backend {name!r} cannot be loaded: {exc}") from None
+    return backend_cls(image, folder, compute_units)

@@ -1,0 +1,102 @@
+"""What `partition` compiles for the FPGA subgraphs of a build (`<build>/fpga/`), and how the host moves
+tensors in and out of the engine's memory.
+
+- `memory.bin`: the constant part of the memory image (weights, biases, requantisation tables, lookup tables,
+  programs), loaded at `const_base`; activation buffers occupy [0, const_base).
+- `engine.json`: the engine parameters, the programs (one per FPGA subgraph) and a view of every tensor that
+  crosses between the CPU and the engine.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .abi import ABI_VERSION, EngineConfig
+
+ENGINE_DIR = "fpga"
+
+
+@dataclass
+class TensorView:
+    """An int8 NHWC tensor in engine memory: element (n, y, x, channel k) lives at
+    addr + ((n * h + y) * w + x) * c_stride + c_offset + channel_map[k]."""
+
+    name: str                  # ONNX tensor name
+    addr: int
+    n: int
+    h: int
+    w: int
+    c_stride: int
+    c_offset: int
+    channel_map: list[int]     # physical channel of each logical channel (gaps are padding)
+    scale: float
+    layout: str                # "nchw" (rank-4 tensor) or "nc" (rank-2, as N x 1 x 1 x C)
+
+    @property
+    def phys_c(self) -> int:
+        return max(self.channel_map) + 1 if self.channel_map else 0
+
+    def quantize(self, x: np.ndarray) -> np.ndarray:
+        """float -> int8 in NHWC with the view's channels: q = clip(rint(x / scale), -128, 127)."""
+        nhwc = np.transpose(x, (0, 2, 3, 1)) if self.layout == "nchw" else x.reshape(self.n, 1, 1, -1)
+        return np.clip(np.rint(nhwc / self.scale), -128, 127).astype(np.int8)
+
+    def write(self, memory: np.ndarray, x: np.ndarray) -> None:
+        q = self.quantize(x)
+        self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)] = q
+
+    def region(self, memory: np.ndarray) -> np.ndarray:
+        size = self.n * self.h * self.w * self.c_stride
+        return memory[self.addr:self.addr + size].view(np.int8).reshape(self.n, self.h, self.w, self.c_stride)
+
+    def read_int8(self, memory: np.ndarray) -> np.ndarray:
+        return self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)]
+
+    def read(self, memory: np.ndarray) -> np.ndarray:
+        q = self.read_int8(memory).astype(np.float32) * np.float32(self.scale)
+        return np.ascontiguousarray(np.transpose(q, (0, 3, 1, 2)) if self.layout == "nchw" else q.reshape(self.n, -1))
+
+
+@dataclass
+class Program:
+    subgraph: str
+    addr: int
+    layers: int
+    macs: int
+
+
+@dataclass
+class EngineImage:
+    config: EngineConfig
+    const_base: int
+    const_bytes: int
+    total_bytes: int
+    programs: dict[str, Program]
+    tensors: dict[str, TensorView]
+    abi_version: int = ABI_VERSION
+    calibration: dict = field(default_factory=dict)
+
+    def save(self, folder: Path, const: bytes) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "memory.bin").write_bytes(const)
+        raw = asdict(self)
+        (folder / "engine.json").write_text(json.dumps(raw, indent=1) + "\n")
+
+    @classmethod
+    def load(cls, folder: Path) -> "EngineImage":
+        raw = json.loads((folder / "engine.json").read_text())
+        if raw["abi_version"] != ABI_VERSION:
+            raise ValueError(f"{folder}: engine ABI v{raw['abi_version']}, this runtime speaks v{ABI_VERSION}")
+        return cls(EngineConfig(**raw["config"]), raw["const_base"], raw["const_bytes"], raw["total_bytes"],
+                   {k: Program(**v) for k, v in raw["programs"].items()},
+                   {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
+                   raw.get("calibration", {}))
+
+    def fresh_memory(self, folder: Path) -> np.ndarray:
+        """A zeroed memory image with the constants loaded: what a board's DDR holds after loading the build."""
+        memory = np.zeros(self.total_bytes, np.uint8)
+        memory[self.const_base:self.const_base + self.const_bytes] = np.fromfile(folder / "memory.bin", np.uint8)
+        return memory

@@ -1,0 +1,76 @@
+"""`Session`: run a build folder like an onnxruntime session. CPU subgraphs run on onnxruntime, FPGA
+subgraphs as engine programs on the chosen backend; tensors between two FPGA subgraphs stay in engine memory."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+from .backends import Backend, RunStats, load_backend
+from .engine_image import ENGINE_DIR, EngineImage
+from .plan import Plan, PlanError, SubgraphSpec, read_plan
+
+
+class Session:
+    def __init__(self, build_dir: str | Path, backend: str = "reference", compute_units: int | None = None,
+                 timeout_s: float = 600.0):
+        self.plan: Plan = read_plan(build_dir)
+        self.folder = Path(build_dir)
+        self.timeout_s = timeout_s
+        self.stats: list[RunStats] = []
+        fpga = [s for s in self.plan.subgraphs if s.device == "fpga"]
+        self.backend: Backend | None = None
+        if fpga:
+            engine_dir = self.folder / ENGINE_DIR
+            if not (engine_dir / "engine.json").exists():
+                raise PlanError(f"{build_dir}: FPGA subgraphs but no compiled engine in {ENGINE_DIR}/")
+            self.image = EngineImage.load(engine_dir)
+            self.backend = load_backend(backend, self.image, engine_dir, compute_units)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        self._cpu = {s.name: ort.InferenceSession(str(self.plan.onnx_path(s)), options,
+                                                  providers=["CPUExecutionProvider"])
+                     for s in self.plan.subgraphs if s.device == "cpu"}
+        on_fpga = {t.name for s in fpga for t in s.outputs}
+        self._host_writes = {s.name: [t.name for t in s.inputs if t.name not in on_fpga] for s in fpga}
+        read_by_cpu = {t.name for s in self.plan.subgraphs if s.device == "cpu" for t in s.inputs}
+        read_by_cpu |= {t.name for t in self.plan.outputs}
+        self._host_reads = {s.name: [t.name for t in s.outputs if t.name in read_by_cpu] for s in fpga}
+
+    @property
+    def input_names(self) -> list[str]:
+        return [t.name for t in self.plan.inputs]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [t.name for t in self.plan.outputs]
+
+    def run_subgraph(self, sg: SubgraphSpec, values: dict[str, np.ndarray], unit: int = 0) -> dict[str, np.ndarray]:
+        if sg.device == "cpu":
+            outs = self._cpu[sg.name].run([t.name for t in sg.outputs], {t.name: values[t.name] for t in sg.inputs})
+            return dict(zip((t.name for t in sg.outputs), outs))
+        for name in self._host_writes[sg.name]:
+            self.backend.write(self.image.tensors[name], values[name])
+        stats = self.backend.wait(self.backend.start(self.image.programs[sg.name], unit), self.timeout_s)
+        self.stats.append(stats)
+        return {name: self.backend.read(self.image.tensors[name]) for name in self._host_reads[sg.name]}
+
+    def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        missing = [n for n in self.input_names if n not in feeds]
+        if missing:
+            raise PlanError(f"missing model inputs {missing}")
+        values = dict(feeds)
+        for sg in self.plan.subgraphs:
+            values.update(self.run_subgraph(sg, values))
+        return [values[n] for n in (output_names or self.output_names)]
+
+    def close(self) -> None:
+        if self.backend is not None:
+            self.backend.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

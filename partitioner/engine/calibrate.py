@@ -1,0 +1,62 @@
+"""Calibration: the float range of every tensor the engine produces, stage intermediates included.
+
+The partitioned float model runs through onnxruntime on the calibration inputs; FPGA subgraphs run with every
+intermediate exposed, so fused stages (conv output before its activation, the sum before a post-add
+activation) get ranges of their own.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+from fpga_runtime.plan import Plan
+
+
+def _session(path: Path) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _exposed(plan: Plan, name: str) -> tuple[Path, list[str]]:
+    """A copy of an FPGA subgraph's ONNX file (beside it, sharing its weights) with every node output exposed."""
+    src = plan.root / plan.subgraph(name).onnx
+    model = onnx.load(str(src), load_external_data=False)
+    declared = {o.name for o in model.graph.output}
+    extra = [out for n in model.graph.node for out in n.output if out and out not in declared]
+    model.graph.output.extend(onnx.helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, None) for t in extra)
+    dst = src.with_name(f"_calibrate_{src.name}")
+    onnx.save(model, str(dst))
+    return dst, [o.name for o in model.graph.output]
+
+
+def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]]) -> dict[str, float]:
+    """max |x| per ONNX tensor name, over all frames, for every tensor computed in an FPGA subgraph or read by one."""
+    sessions = []
+    temporary = []
+    for sg in plan.subgraphs:
+        if sg.device == "fpga":
+            path, names = _exposed(plan, sg.name)
+            temporary.append(path)
+            sessions.append((sg, _session(path), names))
+        else:
+            sessions.append((sg, _session(plan.root / sg.onnx), [t.name for t in sg.outputs]))
+    ranges: dict[str, float] = {}
+    try:
+        for feeds in frames:
+            values = dict(feeds)
+            for sg, sess, names in sessions:
+                outs = sess.run(names, {t.name: values[t.name] for t in sg.inputs})
+                values.update(zip(names, outs))
+                if sg.device == "fpga":
+                    for name in [t.name for t in sg.inputs] + names:
+                        v = values[name]
+                        if v.dtype == np.float32 and v.size:
+                            ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))))
+    finally:
+        for path in temporary:
+            path.unlink(missing_ok=True)
+    return ranges

@@ -1,0 +1,56 @@
+"""Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v1)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from fpga_runtime.abi import EngineConfig, pack_program
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
+from fpga_runtime.plan import Plan
+
+from ..cost import node_cost
+from ..ir import OpKind
+from ..partition import Device, Partition
+from .calibrate import calibration_ranges
+from .layers import LayerEmitter
+from .memory import ActivationArena, ConstArena
+from .views import plan_layout, tensor_scales
+
+
+def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: list[dict[str, np.ndarray]],
+                   out_dir: Path) -> tuple[EngineImage, list[str]]:
+    graph = part.graph
+    warnings: list[str] = []
+    fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
+    nodes = [n for sg in fpga for n in sg.nodes]
+    ranges = calibration_ranges(plan, frames)
+    scales = tensor_scales(graph, nodes, ranges, warnings)
+    activations = ActivationArena()
+    layout = plan_layout(graph, nodes, scales, config, activations)
+    consts = ConstArena(activations.end)
+    emitter = LayerEmitter(graph, layout.views, scales, config, consts)
+    programs: dict[str, Program] = {}
+    layer_id = 0
+    for sg in fpga:
+        descriptors = []
+        for n in sg.nodes:
+            node = graph.nodes[n]
+            for c in (c for c in layout.copies if c.before == n):
+                descriptors.append(emitter.copy(layout.views[c.src], layout.views[c.dst], layer_id))
+                layer_id += 1
+            if node.kind is OpKind.CONCAT:
+                continue
+            descriptors.append(emitter.emit(node, layer_id))
+            layer_id += 1
+        addr = consts.put(pack_program(descriptors))
+        programs[sg.name] = Program(sg.name, addr, len(descriptors), sum(node_cost(graph.nodes[n], graph).macs
+                                                                         for n in sg.nodes))
+    boundary = {}
+    for sg in fpga:
+        for t in sg.inputs + sg.outputs:
+            boundary[graph.tensors[t].onnx_name] = layout.views[t]
+    image = EngineImage(config, consts.base, consts.size, consts.base + consts.size, programs, boundary,
+                        calibration={"frames": len(frames), "method": "max-abs, per tensor, symmetric"})
+    image.save(out_dir / ENGINE_DIR, consts.image())
+    return image, warnings

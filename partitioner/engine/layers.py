@@ -1,0 +1,195 @@
+"""One IR node -> layer descriptors and their constants (quantised weights, biases, requantisation, LUTs)."""
+from __future__ import annotations
+
+import numpy as np
+
+from fpga_runtime.abi import (Act, Descriptor, EngineConfig, Flag, Op, quantize_multiplier, saturate8)
+from fpga_runtime.engine_image import TensorView
+
+from ..errors import ModelError
+from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from ..lower import stage_names
+from ..op_facts import pool_of
+from .memory import ConstArena
+
+_CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
+
+
+def activation_fn(act: Activation):
+    k = act.kind
+    if k is ActKind.RELU:
+        return lambda x: np.maximum(x, 0)
+    if k is ActKind.RELU6:
+        return lambda x: np.clip(x, 0, 6)
+    if k is ActKind.CLIP:
+        return lambda x: np.clip(x, -np.inf if act.lo is None else act.lo, np.inf if act.hi is None else act.hi)
+    if k is ActKind.LEAKY_RELU:
+        return lambda x: np.where(x >= 0, x, x * act.alpha)
+    if k is ActKind.SIGMOID:
+        return lambda x: 1 / (1 + np.exp(-x))
+    if k is ActKind.SILU:
+        return lambda x: x / (1 + np.exp(-x))
+    return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
+
+
+def lut(act: Activation, s_in: float, s_out: float) -> np.ndarray:
+    """256 int8 entries: LUT[q + 128] = saturate(rint(f(q * s_in) / s_out))."""
+    q = np.arange(-128, 128, dtype=np.float64)
+    return saturate8(np.rint(activation_fn(act)(q * s_in) / s_out))
+
+
+def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int]:
+    ratio = max(s_a, s_b) / s_out
+    shift = int(min(30, 30 - max(0, int(np.ceil(np.log2(ratio)))))) if ratio > 0 else 0
+    if shift < 0:
+        raise ValueError("residual rescale out of range")
+    return int(round(s_a / s_out * 2 ** shift)), int(round(s_b / s_out * 2 ** shift)), shift
+
+
+def _set_view(d: Descriptor, prefix: str, v: TensorView, c: int) -> None:
+    setattr(d, f"{prefix}_addr", v.addr)
+    setattr(d, f"{prefix}_c_stride", v.c_stride)
+    setattr(d, f"{prefix}_c_offset", v.c_offset)
+    if prefix != "in2":
+        setattr(d, f"{prefix}_c", c)
+
+
+def _set_pool(d: Descriptor, pool: Pool) -> None:
+    d.flags |= Flag.POOL
+    d.pool_kh, d.pool_kw = pool.kernel
+    d.pool_sh, d.pool_sw = pool.strides
+    d.pool_pad_t, d.pool_pad_l, d.pool_pad_b, d.pool_pad_r = pool.pads
+
+
+class LayerEmitter:
+    def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
+                 config: EngineConfig, arena: ConstArena):
+        self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
+
+    def _phys(self, v: TensorView) -> int:
+        return self.config.padded(v.phys_c)
+
+    def _scale(self, onnx_name: str) -> float:
+        return self.scales[onnx_name]
+
+    def emit(self, node: Node, layer_id: int) -> Descriptor:
+        if node.kind is OpKind.FUSED_CONV:
+            return self._conv(node, layer_id)
+        x = self.views[node.inputs[0]]
+        y = self.views[node.outputs[0]]
+        d = Descriptor(layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
+                       conv_h=x.h, conv_w=x.w)
+        _set_view(d, "in", x, self._phys(x))
+        _set_view(d, "out", y, self._phys(y))
+        if node.kind is OpKind.ADD:
+            b = self.views[node.inputs[1]]
+            if not (x.channel_map == b.channel_map == y.channel_map):
+                raise ModelError("engine add of tensors with different channel layouts", node.origin[0], "Add")
+            d.op = Op.ADD
+            _set_view(d, "in2", b, 0)
+            d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(x.scale, b.scale, y.scale)
+        elif node.kind is OpKind.MAXPOOL:
+            d.op = Op.MAXPOOL
+            _set_pool(d, pool_of(node))
+        elif node.kind is OpKind.RESIZE:
+            d.op = Op.COPY
+            d.flags |= Flag.UPSAMPLE2
+        else:
+            raise ModelError(f"no engine layer for {node.kind.value}", node.origin[0], node.op_type)
+        return d
+
+    def copy(self, src: TensorView, dst: TensorView, layer_id: int) -> Descriptor:
+        d = Descriptor(op=Op.COPY, layer_id=layer_id, batch=src.n, in_h=src.h, in_w=src.w, out_h=dst.h,
+                       out_w=dst.w, conv_h=src.h, conv_w=src.w)
+        _set_view(d, "in", src, self._phys(src))
+        _set_view(d, "out", dst, self._phys(dst))
+        return d
+
+    def _conv(self, node: Node, layer_id: int) -> Descriptor:
+        g, spec, cfg = self.graph, node.conv, self.config
+        x, y = self.views[node.inputs[0]], self.views[node.outputs[0]]
+        w = g.const(spec.weight).astype(np.float64)
+        if spec.form is ConvForm.DENSE:
+            w = w.reshape(w.shape[0], w.shape[1], 1, 1)
+        cout, cin_g, kh, kw = w.shape
+        depthwise = spec.group > 1
+        ic_p, oc_p = self._phys(x), self._phys(y)
+        if depthwise and x.channel_map != y.channel_map:
+            raise ModelError("depthwise conv whose input and output channel layouts differ", node.origin[0], "Conv")
+        s_x = x.scale
+        s_w = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
+        s_w[s_w == 0] = 1.0
+        wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
+        out_map = np.asarray(y.channel_map)
+        if depthwise:
+            full = np.zeros((oc_p, kh, kw), np.int8)
+            full[out_map] = wq[:, 0]
+            packed = full.reshape(oc_p // cfg.vec, cfg.vec, kh, kw).transpose(0, 2, 3, 1)
+        else:
+            full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
+            full[np.ix_(out_map, range(kh), range(kw), np.asarray(x.channel_map))] = wq.transpose(0, 2, 3, 1)
+            packed = full.reshape(oc_p // cfg.pe_rows, cfg.pe_rows, kh, kw, ic_p // cfg.vec, cfg.vec)
+            packed = packed.transpose(0, 2, 3, 4, 1, 5)
+        bias = np.zeros(oc_p, np.int32)
+        if spec.bias:
+            b = g.const(spec.bias).astype(np.float64) / (s_x * s_w)
+            bias[out_map] = np.clip(np.rint(b), -2 ** 31, 2 ** 31 - 1).astype(np.int32)
+
+        stages = [self._scale(s) for s in stage_names(g, node)]
+        steps = list(spec.epilogue)
+        pool_at = next((i for i, s in enumerate(steps) if isinstance(s, Pool)), None)
+        if pool_at is not None:
+            stages[pool_at] = y.scale          # the stage the pool reads has the output's (unified) scale
+        stages[-1] = y.scale
+        res_at = next((i for i, s in enumerate(steps) if isinstance(s, ResidualAdd)), None)
+        acts = [i for i, s in enumerate(steps) if isinstance(s, Activation)]
+        act1 = next((i for i in acts if res_at is None or i < res_at), None)
+        act2 = next((i for i in acts if res_at is not None and i > res_at), None)
+
+        d = Descriptor(op=Op.CONV, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
+                       kh=kh, kw=kw, stride_h=spec.strides[0], stride_w=spec.strides[1], dil_h=spec.dilations[0],
+                       dil_w=spec.dilations[1])
+        d.pad_t, d.pad_l, d.pad_b, d.pad_r = spec.pads
+        up = spec.upsample
+        d.conv_h = (x.h * up + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (kh - 1) - 1) // spec.strides[0] + 1
+        d.conv_w = (x.w * up + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (kw - 1) - 1) // spec.strides[1] + 1
+        if up == 2:
+            d.flags |= Flag.UPSAMPLE2
+        if depthwise:
+            d.flags |= Flag.DEPTHWISE
+        _set_view(d, "in", x, ic_p)
+        _set_view(d, "out", y, oc_p)
+
+        if act1 is not None and steps[act1].kind in _CLAMPS:
+            target = stages[act1 + 1]
+            act = steps[act1]
+            lo, hi = {ActKind.RELU: (0.0, None), ActKind.RELU6: (0.0, 6.0)}.get(act.kind, (act.lo, act.hi))
+            d.act1 = Act.CLAMP
+            d.act_lo = -128 if lo is None else int(np.clip(np.rint(lo / target), -128, 127))
+            d.act_hi = 127 if hi is None else int(np.clip(np.rint(hi / target), -128, 127))
+        elif act1 is not None:
+            target = stages[0]
+            d.act1 = Act.LUT
+            d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1]))
+        else:
+            target = stages[0]
+        after_act1 = stages[act1 + 1] if act1 is not None else stages[0]
+        requant = np.zeros((oc_p, 2), np.int32)
+        for o in range(cout):
+            requant[out_map[o]] = quantize_multiplier(s_x * s_w[o] / target)
+        if res_at is not None:
+            r = self.views[steps[res_at].tensor]
+            if r.channel_map != y.channel_map:
+                raise ModelError("residual input with a different channel layout", node.origin[0], "Add")
+            d.flags |= Flag.RESIDUAL
+            _set_view(d, "in2", r, 0)
+            d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(after_act1, r.scale, stages[res_at + 1])
+        if act2 is not None:
+            d.act2 = Act.LUT
+            d.lut2_addr = self.arena.put(lut(steps[act2], stages[act2], stages[act2 + 1]))
+        if pool_at is not None:
+            _set_pool(d, steps[pool_at])
+        d.weight_addr = self.arena.put(np.ascontiguousarray(packed))
+        d.bias_addr = self.arena.put(bias)
+        d.requant_addr = self.arena.put(requant)
+        return d

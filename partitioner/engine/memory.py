@@ -1,0 +1,42 @@
+"""Bump allocation of the engine's memory image: activation buffers first, then the constants."""
+from __future__ import annotations
+
+import numpy as np
+
+from fpga_runtime.abi import ALIGN
+
+
+def _aligned(n: int) -> int:
+    return -(-n // ALIGN) * ALIGN
+
+
+class ConstArena:
+    """Constant bytes (weights, biases, requantisation and lookup tables, programs), 64-byte aligned."""
+
+    def __init__(self, base: int) -> None:
+        self.base = _aligned(base)
+        self.chunks: list[bytes] = []
+        self.size = 0
+
+    def put(self, data: bytes | np.ndarray) -> int:
+        raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+        addr = self.base + self.size
+        pad = _aligned(len(raw)) - len(raw)
+        self.chunks.append(raw + b"\0" * pad)
+        self.size += len(raw) + pad
+        return addr
+
+    def image(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+class ActivationArena:
+    """Activation buffers, from address 0; the constants follow them. No reuse between tensors yet."""
+
+    def __init__(self) -> None:
+        self.end = 0
+
+    def alloc(self, nbytes: int) -> int:
+        addr = self.end
+        self.end += _aligned(nbytes)
+        return addr

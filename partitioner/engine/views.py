@@ -1,0 +1,119 @@
+"""Scales and memory views of the tensors the engine touches.
+
+Scale rules (symmetric int8, per tensor): scale = max|x| / 127 over the calibration frames. Max pooling, copies
+(upsampling) and zero-copy channel concats do no arithmetic, so their inputs and outputs share one scale: the
+largest of the group.
+
+Layout rules: int8 NHWC, channels padded to the engine's granule. A channel concat is one buffer holding each
+input in its own padded slot; readers of the concat see the slots' padding as channels with zero weights.
+An input that already lives elsewhere (read by two concats, or twice by one) is copied into its slot.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fpga_runtime.abi import EngineConfig
+from fpga_runtime.engine_image import TensorView
+
+from ..ir import Graph, OpKind
+from ..lower import stage_names
+from .memory import ActivationArena
+
+
+class _Groups:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float], warnings: list[str]
+                  ) -> dict[str, float]:
+    """Scale per ONNX tensor name: every tensor an FPGA node reads or writes, and every fused stage."""
+    groups = _Groups()
+    names: list[str] = []
+    for n in fpga_nodes:
+        node = graph.nodes[n]
+        io = [graph.tensors[t].onnx_name for t in node.inputs if t and graph.const(t) is None]
+        out = [graph.tensors[t].onnx_name for t in node.outputs]
+        names += io + out
+        if node.conv is not None:
+            names += stage_names(graph, node)
+        if node.kind in (OpKind.MAXPOOL, OpKind.RESIZE, OpKind.CONCAT):
+            for t in io:
+                groups.union(t, out[0])
+    best: dict[str, float] = {}
+    for name in dict.fromkeys(names):
+        if name not in ranges:
+            warnings.append(f"no calibration range for {name!r}; using scale 1.0")
+        root = groups.find(name)
+        best[root] = max(best.get(root, 0.0), ranges.get(name, 127.0))
+    return {name: (best[groups.find(name)] / 127.0) or 1.0 for name in dict.fromkeys(names)}
+
+
+@dataclass
+class Copy:
+    """A COPY layer the compiler must add before `before` (the concat) so `src` also lands in `dst`."""
+    src: str
+    dst: str
+    before: str
+
+
+@dataclass
+class Layout:
+    views: dict[str, TensorView] = field(default_factory=dict)       # by IR tensor name
+    copies: list[Copy] = field(default_factory=list)
+
+
+def _nhwc(graph: Graph, tensor: str) -> tuple[int, int, int, int, str]:
+    shape = graph.tensors[tensor].shape
+    if len(shape) == 4:
+        return shape[0], shape[2], shape[3], shape[1], "nchw"
+    return shape[0], 1, 1, shape[1], "nc"
+
+
+def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], config: EngineConfig,
+                arena: ActivationArena) -> Layout:
+    layout = Layout()
+    onnx = {t: graph.tensors[t].onnx_name for t in graph.tensors}
+
+    def view(tensor: str, addr: int, c_stride: int, c_offset: int, name: str | None = None) -> TensorView:
+        n, h, w, c, kind = _nhwc(graph, tensor)
+        return TensorView(name or onnx[tensor], addr, n, h, w, c_stride, c_offset, list(range(c)),
+                          scales[onnx[tensor]], kind)
+
+    for name in fpga_nodes:
+        node = graph.nodes[name]
+        if node.kind is not OpKind.CONCAT:
+            continue
+        n, h, w, _, _ = _nhwc(graph, node.outputs[0])
+        slots = [config.padded(_nhwc(graph, t)[3]) for t in node.inputs]
+        stride = sum(slots)
+        addr = arena.alloc(n * h * w * stride)
+        offsets = [sum(slots[:i]) for i in range(len(slots))]
+        for i, (t, off) in enumerate(zip(node.inputs, offsets)):
+            if t in layout.views:
+                copy_name = graph.names.fresh(f"{onnx[t]}_copy")
+                layout.views[copy_name] = view(t, addr, stride, off, name=copy_name)
+                layout.copies.append(Copy(t, copy_name, name))
+            else:
+                layout.views[t] = view(t, addr, stride, off)
+        out = view(node.outputs[0], addr, stride, 0)
+        out.channel_map = [off + k for t, off in zip(node.inputs, offsets) for k in range(_nhwc(graph, t)[3])]
+        layout.views[node.outputs[0]] = out
+    for name in fpga_nodes:
+        node = graph.nodes[name]
+        for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
+            if t not in layout.views:
+                n, h, w, c, _ = _nhwc(graph, t)
+                stride = config.padded(c)
+                layout.views[t] = view(t, arena.alloc(n * h * w * stride), stride, 0)
+    return layout
