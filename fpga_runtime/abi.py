@@ -158,19 +158,22 @@ def unpack_program(raw: bytes) -> list[Descriptor]:
 
 
 class Reg(enum.IntEnum):
-    """s_axilite register map, in the layout Vitis HLS generates for ap_ctrl_hs."""
+    """s_axilite register map, in the layout Vitis HLS generates for ap_ctrl_hs and these scalar arguments:
+    each 64-bit argument takes two words and a reserved one, each 32-bit argument a word and a reserved one."""
 
     CTRL = 0x00           # bit0 ap_start, bit1 ap_done (clear on read), bit2 ap_idle, bit3 ap_ready, bit7 auto_restart
     GIE = 0x04            # global interrupt enable
     IER = 0x08            # bit0 ap_done interrupt enable, bit1 ap_ready
     ISR = 0x0C            # interrupt status, toggle on write
-    PROGRAM_LO = 0x10     # 64-bit byte address of the program (header + descriptors)
+    PROGRAM_LO = 0x10     # 64-bit byte address of the program (header + descriptors) in DDR
     PROGRAM_HI = 0x14
     LAYER_COUNT = 0x1C    # number of descriptors to run
-    MEMORY_LO = 0x24      # 64-bit base address; descriptor addresses are offsets from it
-    MEMORY_HI = 0x28
-    CYCLES_LO = 0x30      # read-only: cycles of the last run (stats)
-    CYCLES_HI = 0x34
+    ACT_BASE_LO = 0x24    # 64-bit base of the activation region: in/in2/out addresses are offsets from it
+    ACT_BASE_HI = 0x28
+    CONST_BASE_LO = 0x30  # 64-bit base of the constant region: weight/bias/requant/lut addresses are offsets
+    CONST_BASE_HI = 0x34
+    CYCLES_LO = 0x3C      # read-only: cycles of the last run
+    CYCLES_HI = 0x40
 
 
 CTRL_START, CTRL_DONE, CTRL_IDLE, CTRL_READY = 0x1, 0x2, 0x4, 0x8

@@ -1,8 +1,9 @@
 """Backends behind one small interface, chosen by name and imported lazily: a missing optional tool
 (Verilator, g++, pynq on a board) never breaks `import fpga_runtime`.
 
-A backend owns the engine's memory (a board's DDR, or a numpy array standing in for it) and its compute
-units. The host writes and reads tensors through views, starts a program on a compute unit, and waits.
+A backend owns the engine's memory (a board's DDR, or numpy arrays standing in for it) and its compute units.
+Memory is one constant region and `slots` activation regions (one per frame in flight). The host writes and
+reads tensors through views in a slot, starts a program on a compute unit for a slot, and waits.
 """
 from __future__ import annotations
 
@@ -39,19 +40,20 @@ class RunStats:
 class Backend(abc.ABC):
     name = "abstract"
 
-    def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None):
+    def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         self.image = image
         self.folder = folder
         self.units = compute_units or image.config.compute_units
+        self.slots = slots
 
     @abc.abstractmethod
-    def write(self, view: TensorView, x: np.ndarray) -> None: ...
+    def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...
 
     @abc.abstractmethod
-    def read(self, view: TensorView) -> np.ndarray: ...
+    def read(self, view: TensorView, slot: int = 0) -> np.ndarray: ...
 
     @abc.abstractmethod
-    def start(self, program: Program, unit: int = 0) -> Future: ...
+    def start(self, program: Program, unit: int = 0, slot: int = 0) -> Future: ...
 
     def wait(self, run: Future, timeout: float | None = None) -> RunStats:
         try:
@@ -86,7 +88,8 @@ def timed(program: Program, unit: int, fn, *args) -> RunStats:
     return RunStats(program.subgraph, unit, time.perf_counter() - t0, cycles)
 
 
-def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int | None = None) -> Backend:
+def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int | None = None,
+                 slots: int = 1) -> Backend:
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
     module, _, cls = BACKENDS[name].partition(":")
@@ -94,4 +97,4 @@ def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int
         backend_cls = getattr(importlib.import_module(module), cls)
     except ImportError as exc:
         raise BackendError(f"backend {name!r} cannot be loaded: {exc}") from None
-    return backend_cls(image, folder, compute_units)
+    return backend_cls(image, folder, compute_units, slots)

@@ -1,8 +1,8 @@
 """What `partition` compiles for the FPGA subgraphs of a build (`<build>/fpga/`), and how the host moves
 tensors in and out of the engine's memory.
 
-- `memory.bin`: the constant part of the memory image (weights, biases, requantisation tables, lookup tables,
-  programs), loaded at `const_base`; activation buffers occupy [0, const_base).
+- `memory.bin`: the constant region (weights, biases, requantisation tables, lookup tables, programs);
+  the activation region (`act_bytes`, zero-initialised) is separate, one per frame in flight.
 - `engine.json`: the engine parameters, the programs (one per FPGA subgraph) and a view of every tensor that
   crosses between the CPU and the engine.
 """
@@ -71,9 +71,8 @@ class Program:
 @dataclass
 class EngineImage:
     config: EngineConfig
-    const_base: int
     const_bytes: int
-    total_bytes: int
+    act_bytes: int
     programs: dict[str, Program]
     tensors: dict[str, TensorView]
     abi_version: int = ABI_VERSION
@@ -90,13 +89,13 @@ class EngineImage:
         raw = json.loads((folder / "engine.json").read_text())
         if raw["abi_version"] != ABI_VERSION:
             raise ValueError(f"{folder}: engine ABI v{raw['abi_version']}, this runtime speaks v{ABI_VERSION}")
-        return cls(EngineConfig(**raw["config"]), raw["const_base"], raw["const_bytes"], raw["total_bytes"],
+        return cls(EngineConfig(**raw["config"]), raw["const_bytes"], raw["act_bytes"],
                    {k: Program(**v) for k, v in raw["programs"].items()},
                    {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
                    raw.get("calibration", {}))
 
-    def fresh_memory(self, folder: Path) -> np.ndarray:
-        """A zeroed memory image with the constants loaded: what a board's DDR holds after loading the build."""
-        memory = np.zeros(self.total_bytes, np.uint8)
-        memory[self.const_base:self.const_base + self.const_bytes] = np.fromfile(folder / "memory.bin", np.uint8)
-        return memory
+    def load_constants(self, folder: Path) -> np.ndarray:
+        return np.fromfile(folder / "memory.bin", np.uint8)
+
+    def fresh_activations(self) -> np.ndarray:
+        return np.zeros(self.act_bytes, np.uint8)

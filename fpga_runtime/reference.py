@@ -1,8 +1,9 @@
-"""The reference backend: a numpy executor of ABI v1 programs over the memory image. The golden model.
+"""The reference backend's engine: a numpy executor of ABI v1 programs. The golden model for every backend.
 
-Exactness: int8 x int8 products summed in float64 are exact while the sum stays below 2^53 (a 7x7x4096 conv
-sums 2e5 products of at most 2^14: far below), so convolutions run as float64 BLAS GEMMs and are then
-rounded back to integers; everything after the accumulator is int64 arithmetic as abi.py defines it.
+Exactness: a product of two int8 values is at most 2^14 in magnitude, so a float32 dot product over up to
+1024 channels (< 2^24) is exact; convolutions therefore run as float32 BLAS GEMMs per kernel tap and channel
+block of 1024, whose integer results are summed in int64. Everything after the accumulator is the int64
+arithmetic abi.py defines.
 """
 from __future__ import annotations
 
@@ -11,20 +12,22 @@ import numpy as np
 from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, requantize, saturate8,
                   shift_round, unpack_program)
 
+_EXACT_F32_CHANNELS = 1024
+
 
 def _region(mem: np.ndarray, addr: int, n: int, h: int, w: int, stride: int) -> np.ndarray:
     return mem[addr:addr + n * h * w * stride].view(np.int8).reshape(n, h, w, stride)
 
 
-def _read_input(mem: np.ndarray, d: Descriptor) -> np.ndarray:
-    x = _region(mem, d.in_addr, d.batch, d.in_h, d.in_w, d.in_c_stride)[..., d.in_c_offset:d.in_c_offset + d.in_c]
+def _read_input(act: np.ndarray, d: Descriptor) -> np.ndarray:
+    x = _region(act, d.in_addr, d.batch, d.in_h, d.in_w, d.in_c_stride)[..., d.in_c_offset:d.in_c_offset + d.in_c]
     if d.flags & Flag.UPSAMPLE2:
         x = x.repeat(2, axis=1).repeat(2, axis=2)
     return x
 
 
-def _write_output(mem: np.ndarray, d: Descriptor, y: np.ndarray) -> None:
-    out = _region(mem, d.out_addr, d.batch, d.out_h, d.out_w, d.out_c_stride)
+def _write_output(act: np.ndarray, d: Descriptor, y: np.ndarray) -> None:
+    out = _region(act, d.out_addr, d.batch, d.out_h, d.out_w, d.out_c_stride)
     out[..., d.out_c_offset:d.out_c_offset + d.out_c] = y
 
 
@@ -41,10 +44,11 @@ def _pad(x: np.ndarray, t: int, l: int, b: int, r: int, value: int) -> np.ndarra
 
 
 def _maxpool(y: np.ndarray, d: Descriptor, oh: int, ow: int) -> np.ndarray:
+    """Padding is -128, so it never wins; windows of ceil_mode that reach past the padding see -128 too."""
     y = _pad(y, d.pool_pad_t, d.pool_pad_l, d.pool_pad_b, d.pool_pad_r, -128)
     need_h = (oh - 1) * d.pool_sh + d.pool_kh
     need_w = (ow - 1) * d.pool_sw + d.pool_kw
-    if need_h > y.shape[1] or need_w > y.shape[2]:     # ceil_mode windows that reach past the padding
+    if need_h > y.shape[1] or need_w > y.shape[2]:
         y = np.pad(y, ((0, 0), (0, max(0, need_h - y.shape[1])), (0, max(0, need_w - y.shape[2])), (0, 0)),
                    constant_values=-128)
     out = None
@@ -54,79 +58,88 @@ def _maxpool(y: np.ndarray, d: Descriptor, oh: int, ow: int) -> np.ndarray:
 
 
 class ReferenceEngine:
-    """Runs programs on a memory image; `cycles` stays 0 (the reference has no timing)."""
-
     def __init__(self, config: EngineConfig):
         self.config = config
 
-    def _weights(self, mem: np.ndarray, d: Descriptor, depthwise: bool) -> np.ndarray:
+    def _weights(self, const: np.ndarray, d: Descriptor, depthwise: bool) -> np.ndarray:
         cfg = self.config
         if depthwise:
-            raw = mem[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw].view(np.int8)
-            return raw.reshape(d.out_c // cfg.vec, d.kh, d.kw, cfg.vec).transpose(0, 3, 1, 2).reshape(d.out_c, d.kh,
-                                                                                                      d.kw)
-        raw = mem[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw * d.in_c].view(np.int8)
+            raw = const[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw].view(np.int8)
+            w = raw.reshape(d.out_c // cfg.vec, d.kh, d.kw, cfg.vec).transpose(0, 3, 1, 2)
+            return w.reshape(d.out_c, d.kh, d.kw)
+        raw = const[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw * d.in_c].view(np.int8)
         w = raw.reshape(d.out_c // cfg.pe_rows, d.kh, d.kw, d.in_c // cfg.vec, cfg.pe_rows, cfg.vec)
         return w.transpose(0, 4, 1, 2, 3, 5).reshape(d.out_c, d.kh, d.kw, d.in_c)
 
-    def _conv(self, mem: np.ndarray, d: Descriptor) -> None:
-        depthwise = bool(d.flags & Flag.DEPTHWISE)
-        x = _pad(_read_input(mem, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, 0)
-        w = self._weights(mem, d, depthwise)
+    def _accumulate(self, x: np.ndarray, w: np.ndarray, d: Descriptor, depthwise: bool) -> np.ndarray:
         oh, ow = d.conv_h, d.conv_w
         if depthwise:
-            acc = np.zeros((d.batch, oh, ow, d.out_c), np.int64)
+            acc = np.zeros((d.batch, oh, ow, d.out_c), np.int32)
             for ky, kx, win in _windows(x, d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow):
-                acc += win.astype(np.int64) * w[:, ky, kx].astype(np.int64)
-        else:
-            xf = x.astype(np.float64)
-            wf = w.astype(np.float64)
-            accf = np.zeros((d.batch * oh * ow, d.out_c), np.float64)
-            for ky, kx, win in _windows(xf, d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow):
-                accf += win.reshape(-1, d.in_c) @ wf[:, ky, kx, :].T
-            acc = np.rint(accf).astype(np.int64).reshape(d.batch, oh, ow, d.out_c)
-        acc += mem[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
-        rq = mem[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
+                acc += win.astype(np.int32) * w[:, ky, kx].astype(np.int32)
+            return acc.astype(np.int64)
+        rows = d.batch * oh * ow
+        wk = w.astype(np.float32).reshape(d.out_c, -1)            # [out, kh * kw * in] matches the tap order
+        per_group = max(1, _EXACT_F32_CHANNELS // d.in_c)
+        taps = list(_windows(x.astype(np.float32), d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow))
+        total = None
+        for t0 in range(0, len(taps), per_group):
+            group = taps[t0:t0 + per_group]
+            for c0 in range(0, d.in_c, _EXACT_F32_CHANNELS):
+                c1 = min(d.in_c, c0 + _EXACT_F32_CHANNELS)
+                cols = np.concatenate([win[..., c0:c1].reshape(rows, -1) for _, _, win in group], axis=1)
+                idx = np.concatenate([np.arange((ky * d.kw + kx) * d.in_c + c0, (ky * d.kw + kx) * d.in_c + c1)
+                                      for ky, kx, _ in group])
+                part = cols @ wk[:, idx].T                       # exact: every partial sum is below 2^24
+                total = part.astype(np.float64) if total is None else total + part
+        return total.astype(np.int64).reshape(d.batch, oh, ow, d.out_c)
+
+    def _conv(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
+        depthwise = bool(d.flags & Flag.DEPTHWISE)
+        x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, 0)
+        acc = self._accumulate(x, self._weights(const, d, depthwise), d, depthwise)
+        acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
+        rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
         y = requantize(acc, rq[:, 0], rq[:, 1])
-        y = self._activation(mem, y, d.act1, d.lut1_addr, d)
+        y = self._activation(const, y, d.act1, d.lut1_addr, d)
         if d.flags & Flag.RESIDUAL:
-            y = self._add(mem, y, d, oh, ow)
-            y = self._activation(mem, y, d.act2, d.lut2_addr, d)
+            y = self._add(act, y, d, d.conv_h, d.conv_w)
+            y = self._activation(const, y, d.act2, d.lut2_addr, d)
         if d.flags & Flag.POOL:
             y = _maxpool(y, d, d.out_h, d.out_w)
-        _write_output(mem, d, y)
+        _write_output(act, d, y)
 
     @staticmethod
-    def _activation(mem: np.ndarray, y: np.ndarray, act: int, lut_addr: int, d: Descriptor) -> np.ndarray:
-        if act == Act.CLAMP:
+    def _activation(const: np.ndarray, y: np.ndarray, kind: int, lut_addr: int, d: Descriptor) -> np.ndarray:
+        if kind == Act.CLAMP:
             return np.clip(y, d.act_lo, d.act_hi).astype(np.int8)
-        if act == Act.LUT:
-            table = mem[lut_addr:lut_addr + 256].view(np.int8)
-            return table[y.astype(np.int16) + 128]
+        if kind == Act.LUT:
+            return const[lut_addr:lut_addr + 256].view(np.int8)[y.astype(np.int16) + 128]
         return y
 
     @staticmethod
-    def _add(mem: np.ndarray, a: np.ndarray, d: Descriptor, h: int, w: int) -> np.ndarray:
-        b = _region(mem, d.in2_addr, d.batch, h, w, d.in2_c_stride)[..., d.in2_c_offset:d.in2_c_offset + d.out_c]
+    def _add(act: np.ndarray, a: np.ndarray, d: Descriptor, h: int, w: int) -> np.ndarray:
+        b = _region(act, d.in2_addr, d.batch, h, w, d.in2_c_stride)[..., d.in2_c_offset:d.in2_c_offset + d.out_c]
         total = a.astype(np.int64) * d.res_mult_a + b.astype(np.int64) * d.res_mult_b
         return saturate8(shift_round(total, d.res_shift))
 
-    def run_layer(self, mem: np.ndarray, d: Descriptor) -> None:
+    def run_layer(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
         if d.op == Op.CONV:
-            self._conv(mem, d)
+            self._conv(act, const, d)
         elif d.op == Op.ADD:
-            y = self._add(mem, _read_input(mem, d), d, d.out_h, d.out_w)
-            y = self._activation(mem, y, d.act1, d.lut1_addr, d)
-            _write_output(mem, d, self._activation(mem, y, d.act2, d.lut2_addr, d))
+            y = self._add(act, _read_input(act, d), d, d.out_h, d.out_w)
+            y = self._activation(const, y, d.act1, d.lut1_addr, d)
+            _write_output(act, d, self._activation(const, y, d.act2, d.lut2_addr, d))
         elif d.op == Op.MAXPOOL:
-            _write_output(mem, d, _maxpool(_read_input(mem, d), d, d.out_h, d.out_w))
+            _write_output(act, d, _maxpool(_read_input(act, d), d, d.out_h, d.out_w))
         elif d.op == Op.COPY:
-            _write_output(mem, d, _read_input(mem, d))
+            _write_output(act, d, _read_input(act, d))
         else:
             raise ValueError(f"layer {d.layer_id}: unknown op {d.op}")
 
-    def run(self, mem: np.ndarray, program_addr: int, layers: int) -> int:
-        raw = mem[program_addr:program_addr + HEADER_SIZE + layers * DESCRIPTOR_SIZE].tobytes()
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> int:
+        """Run `layers` descriptors of the program at `program_addr` (const region); returns cycles (none here)."""
+        raw = const[program_addr:program_addr + HEADER_SIZE + layers * DESCRIPTOR_SIZE].tobytes()
         for d in unpack_program(raw)[:layers]:
-            self.run_layer(mem, d)
+            self.run_layer(act, const, d)
         return 0

@@ -28,7 +28,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
     scales = tensor_scales(graph, nodes, ranges, warnings)
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations)
-    consts = ConstArena(activations.end)
+    consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts)
     programs: dict[str, Program] = {}
     layer_id = 0
@@ -50,7 +50,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
     for sg in fpga:
         for t in sg.inputs + sg.outputs:
             boundary[graph.tensors[t].onnx_name] = layout.views[t]
-    image = EngineImage(config, consts.base, consts.size, consts.base + consts.size, programs, boundary,
+    image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"frames": len(frames), "method": "max-abs, per tensor, symmetric"})
     image.save(out_dir / ENGINE_DIR, consts.image())
     return image, warnings

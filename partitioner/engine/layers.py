@@ -135,6 +135,10 @@ class LayerEmitter:
             b = g.const(spec.bias).astype(np.float64) / (s_x * s_w)
             bias[out_map] = np.clip(np.rint(b), -2 ** 31, 2 ** 31 - 1).astype(np.int32)
 
+        worst = (kh * kw * (1 if depthwise else ic_p)) * 128 * 127 + int(np.max(np.abs(bias), initial=0))
+        if worst >= 2 ** 31:
+            raise ModelError(f"the int32 accumulator could overflow ({kh}x{kw}x{ic_p} inputs)", node.origin[0],
+                             "Conv")
         stages = [self._scale(s) for s in stage_names(g, node)]
         steps = list(spec.epilogue)
         pool_at = next((i for i, s in enumerate(steps) if isinstance(s, Pool)), None)

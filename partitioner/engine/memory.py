@@ -1,4 +1,5 @@
-"""Bump allocation of the engine's memory image: activation buffers first, then the constants."""
+"""Bump allocation of the engine's two memory regions: constants (shared by every frame in flight) and
+activations (one copy per frame in flight). Each region's addresses are offsets from its base register."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,14 +14,13 @@ def _aligned(n: int) -> int:
 class ConstArena:
     """Constant bytes (weights, biases, requantisation and lookup tables, programs), 64-byte aligned."""
 
-    def __init__(self, base: int) -> None:
-        self.base = _aligned(base)
+    def __init__(self) -> None:
         self.chunks: list[bytes] = []
         self.size = 0
 
     def put(self, data: bytes | np.ndarray) -> int:
         raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
-        addr = self.base + self.size
+        addr = self.size
         pad = _aligned(len(raw)) - len(raw)
         self.chunks.append(raw + b"\0" * pad)
         self.size += len(raw) + pad
@@ -31,7 +31,7 @@ class ConstArena:
 
 
 class ActivationArena:
-    """Activation buffers, from address 0; the constants follow them. No reuse between tensors yet."""
+    """Activation buffers. No reuse between tensors yet (a liveness-based allocator can come later)."""
 
     def __init__(self) -> None:
         self.end = 0
