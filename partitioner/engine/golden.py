@@ -1,0 +1,224 @@
+"""Golden cases: one tiny model per engine feature, compiled and run on the reference backend, saved as files
+that every other backend replays bit for bit (`python -m partitioner.engine.golden OUT_DIR`).
+
+A case file (`<name>.npz`) holds the constant region, the activation region as the host leaves it before
+the first program starts, the programs (address, layer count) in order, the activation region the reference
+leaves after the last one, and the float output of onnxruntime with the output's view, so a replay can
+check the int8 result against the float model too.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
+from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
+from fpga_runtime.reference import ReferenceEngine
+
+from ..build import PartitionConfig, run_partition
+from ..verify import make_inputs
+
+
+class _Case:
+    def __init__(self, name: str, channels: int = 8, size: int = 8, seed: int = 0, rank: int = 4):
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        shape = [1, channels, size, size] if rank == 4 else [1, channels]
+        self.input = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
+        self.c = channels
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        return name
+
+    def op(self, op: str, inputs: list[str], name: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    def conv(self, x: str, name: str, cin: int, cout: int, k: int = 3, stride: int = 1, pads=None, dil: int = 1,
+             group: int = 1) -> str:
+        w = self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k))
+        b = self.rng.standard_normal(cout) * 0.2
+        pads = pads if pads is not None else [dil * (k // 2)] * 4
+        return self.op("Conv", [x, self.const(f"{name}.w", w), self.const(f"{name}.b", b)], name, kernel_shape=[k, k],
+                       strides=[stride, stride], pads=pads, dilations=[dil, dil], group=group)
+
+    def model(self, outputs: list[str]) -> onnx.ModelProto:
+        g = helper.make_graph(self.nodes, self.name, [self.input],
+                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+        m.ir_version = 8
+        return m
+
+
+def _act(kind: str) -> Callable[[_Case, str, str], str]:
+    def build(c: _Case, x: str, name: str) -> str:
+        if kind == "relu":
+            return c.op("Relu", [x], name)
+        if kind == "relu6":
+            return c.op("Clip", [x, c.const(f"{name}.lo", 0.0), c.const(f"{name}.hi", 6.0)], name)
+        if kind == "clip":
+            return c.op("Clip", [x, c.const(f"{name}.lo", -0.5), c.const(f"{name}.hi", 0.75)], name)
+        if kind == "leaky":
+            return c.op("LeakyRelu", [x], name, alpha=0.1)
+        if kind == "sigmoid":
+            return c.op("Sigmoid", [x], name)
+        if kind == "silu":
+            return c.op("Mul", [x, c.op("Sigmoid", [x], f"{name}.sig")], name)
+        return c.op("HardSwish", [x], name)
+    return build
+
+
+def _resize(c: _Case, x: str, name: str) -> str:
+    return c.op("Resize", [x, "", c.const(f"{name}.scales", [1, 1, 2, 2])], name, mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
+def _conv_case(name: str, **kw) -> Callable[[], onnx.ModelProto]:
+    def build() -> onnx.ModelProto:
+        c = _Case(name, channels=kw.pop("cin", 8), size=kw.pop("size", 8))
+        return c.model([c.conv("x", "conv", c.c, kw.pop("cout", 8), **kw)])
+    return build
+
+
+def _act_case(kind: str) -> Callable[[], onnx.ModelProto]:
+    def build() -> onnx.ModelProto:
+        c = _Case(f"act_{kind}")
+        return c.model([_act(kind)(c, c.conv("x", "conv", 8, 8), "act")])
+    return build
+
+
+def _residual(after: bool) -> onnx.ModelProto:
+    c = _Case("residual_relu" if after else "residual")
+    a = c.op("Relu", [c.conv("x", "a", 8, 8)], "a_relu")
+    s = c.op("Add", [c.op("LeakyRelu", [c.conv(a, "b", 8, 8)], "b_leaky", alpha=0.1), a], "sum")
+    return c.model([c.op("Relu", [s], "out") if after else s])
+
+
+def _conv_pool(name: str, k: int, s: int, pads: list[int], ceil: int = 0, size: int = 8) -> Callable:
+    def build() -> onnx.ModelProto:
+        c = _Case(name, size=size)
+        y = c.op("Relu", [c.conv("x", "conv", 8, 8)], "relu")
+        return c.model([c.op("MaxPool", [y], "pool", kernel_shape=[k, k], strides=[s, s], pads=pads, ceil_mode=ceil)])
+    return build
+
+
+def _standalone_pool_and_add() -> onnx.ModelProto:
+    c = _Case("standalone_pool_add")
+    a = c.conv("x", "a", 8, 8)
+    b = c.conv("x", "b", 8, 8)
+    s = c.op("Add", [a, b], "sum")
+    p = c.op("MaxPool", [s], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    return c.model([c.conv(p, "tail", 8, 8), a, b])     # a and b are read twice: the add stays a layer
+
+
+def _upsample_read_mode() -> onnx.ModelProto:
+    c = _Case("upsample_read_mode", size=4)
+    return c.model([c.conv(_resize(c, c.conv("x", "a", 8, 8), "up"), "b", 8, 8)])
+
+
+def _upsample_concat(odd: bool) -> onnx.ModelProto:
+    c = _Case("concat_odd_channels" if odd else "upsample_concat", size=4)
+    small = c.conv("x", "a", 8, 3 if odd else 8, k=1)
+    up = _resize(c, small, "up")
+    big = c.conv(_resize(c, "x", "up_x"), "b", 8, 5 if odd else 8)
+    cat = c.op("Concat", [up, big], "cat", axis=1)
+    return c.model([c.conv(cat, "tail", 8 if odd else 16, 6)])
+
+
+def _concat_duplicate() -> onnx.ModelProto:
+    c = _Case("concat_duplicate")
+    a = c.conv("x", "a", 8, 8, k=1)
+    cat = c.op("Concat", [a, c.conv("x", "b", 8, 8), a], "cat", axis=1)
+    return c.model([c.conv(cat, "tail", 24, 8)])
+
+
+def _dense() -> onnx.ModelProto:
+    c = _Case("dense", channels=40, rank=2)
+    w = c.rng.standard_normal((24, 40)) * 0.2
+    y = c.op("Gemm", ["x", c.const("fc.w", w), c.const("fc.b", c.rng.standard_normal(24) * 0.1)], "fc", transB=1)
+    return c.model([c.op("Relu", [y], "relu")])
+
+
+CASES: dict[str, Callable[[], onnx.ModelProto]] = {
+    "conv1x1": _conv_case("conv1x1", k=1),
+    "conv3x3": _conv_case("conv3x3"),
+    "conv5x5": _conv_case("conv5x5", k=5),
+    "conv7x7_s2": _conv_case("conv7x7_s2", k=7, stride=2, size=12),
+    "conv3x3_s2": _conv_case("conv3x3_s2", stride=2),
+    "conv3x3_asym_pad": _conv_case("conv3x3_asym_pad", pads=[0, 1, 1, 0], stride=2),
+    "conv3x3_no_pad": _conv_case("conv3x3_no_pad", pads=[0, 0, 0, 0]),
+    "conv3x3_dilated": _conv_case("conv3x3_dilated", dil=2, size=10),
+    "conv_odd_channels": _conv_case("conv_odd_channels", cin=3, cout=5),
+    "conv_wide": _conv_case("conv_wide", cin=40, cout=33, size=4),
+    "depthwise3x3": _conv_case("depthwise3x3", group=8),
+    "depthwise3x3_s2": _conv_case("depthwise3x3_s2", group=8, stride=2),
+    "dense": _dense,
+    **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish")},
+    "residual": lambda: _residual(False),
+    "residual_relu": lambda: _residual(True),
+    "conv_maxpool2": _conv_pool("conv_maxpool2", 2, 2, [0, 0, 0, 0]),
+    "conv_maxpool3_s1": _conv_pool("conv_maxpool3_s1", 3, 1, [1, 1, 1, 1]),
+    "conv_maxpool_ceil": _conv_pool("conv_maxpool_ceil", 2, 2, [0, 0, 0, 0], ceil=1, size=7),
+    "conv_maxpool_asym": _conv_pool("conv_maxpool_asym", 2, 1, [0, 0, 1, 1]),
+    "standalone_pool_add": _standalone_pool_and_add,
+    "upsample_read_mode": _upsample_read_mode,
+    "upsample_concat": lambda: _upsample_concat(False),
+    "concat_odd_channels": lambda: _upsample_concat(True),
+    "concat_duplicate": _concat_duplicate,
+}
+
+
+def make_case(name: str, folder: Path) -> dict[str, np.ndarray]:
+    """Partition, compile and run one case; returns the arrays of its golden file."""
+    path = folder / f"{name}.onnx"
+    onnx.save(CASES[name](), str(path))
+    result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False,
+                                           offload_everything=True, calibration_frames=2))
+    plan = result.plan
+    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
+    if not fpga or any(s.device == "cpu" for s in plan.subgraphs):
+        raise RuntimeError(f"golden case {name}: expected the whole model on the FPGA")
+    engine_dir = folder / name / ENGINE_DIR
+    image = EngineImage.load(engine_dir)
+    const = image.load_constants(engine_dir)
+    act = image.fresh_activations()
+    feeds = make_inputs(plan, seed=7)
+    for t in plan.inputs:
+        image.tensors[t.name].write(act, feeds[t.name])
+    act_in = act.copy()
+    engine = ReferenceEngine(image.config)
+    programs = np.array([[image.programs[s.name].addr, image.programs[s.name].layers] for s in fpga], np.int64)
+    for addr, layers in programs:
+        engine.run(act, const, int(addr), int(layers))
+    float_out = run_plan_on_onnxruntime(plan, feeds)
+    out_name = plan.outputs[0].name
+    return {"const": const, "act_in": act_in, "act_out": act, "programs": programs,
+            "config": np.array(json.dumps(asdict(image.config))),
+            "out_view": np.array(json.dumps(asdict(image.tensors[out_name]))),
+            "float_out": float_out[out_name]}
+
+
+def write_cases(out: Path, names: list[str] | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names or list(CASES):
+            np.savez_compressed(out / f"{name}.npz", **make_case(name, Path(tmp)))
+            written.append(out / f"{name}.npz")
+    return written
+
+
+if __name__ == "__main__":
+    for p in write_cases(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/golden")):
+        print(p)

@@ -1,0 +1,37 @@
+"""Load a golden case file and replay it on an engine: shared by every backend's tests."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, EngineConfig, unpack_program
+from fpga_runtime.engine_image import TensorView
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+CASE_FILES = sorted(GOLDEN.glob("*.npz"))
+
+
+class Case:
+    def __init__(self, path: Path):
+        data = np.load(path)
+        self.name = path.stem
+        self.const = data["const"]
+        self.act_in = data["act_in"]
+        self.act_out = data["act_out"]
+        self.programs = [(int(a), int(n)) for a, n in data["programs"]]
+        self.config = EngineConfig(**json.loads(str(data["config"])))
+        self.out_view = TensorView(**json.loads(str(data["out_view"])))
+        self.float_out = data["float_out"]
+
+    def descriptors(self):
+        return [d for addr, n in self.programs
+                for d in unpack_program(self.const[addr:addr + HEADER_SIZE + n * DESCRIPTOR_SIZE].tobytes())]
+
+    def replay(self, run) -> np.ndarray:
+        """`run(act, const, addr, layers)` executes one program in place; returns the final activation region."""
+        act = self.act_in.copy()
+        for addr, layers in self.programs:
+            run(act, self.const, addr, layers)
+        return act
