@@ -32,6 +32,7 @@ class Layer:
     describe: str
     covers: list[str]                 # original ONNX node names
     macs: int
+    bytes: int = 0                    # int8 activation and weight bytes the layer moves
 
 
 @dataclass

@@ -14,7 +14,7 @@ from .plan import Plan, PlanError, SubgraphSpec, read_plan
 
 class Session:
     def __init__(self, build_dir: str | Path, backend: str = "reference", compute_units: int | None = None,
-                 timeout_s: float = 600.0):
+                 slots: int = 1, timeout_s: float = 600.0):
         self.plan: Plan = read_plan(build_dir)
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
@@ -26,7 +26,7 @@ class Session:
             if not (engine_dir / "engine.json").exists():
                 raise PlanError(f"{build_dir}: FPGA subgraphs but no compiled engine in {ENGINE_DIR}/")
             self.image = EngineImage.load(engine_dir)
-            self.backend = load_backend(backend, self.image, engine_dir, compute_units)
+            self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         self._cpu = {s.name: ort.InferenceSession(str(self.plan.onnx_path(s)), options,
@@ -46,15 +46,18 @@ class Session:
     def output_names(self) -> list[str]:
         return [t.name for t in self.plan.outputs]
 
-    def run_subgraph(self, sg: SubgraphSpec, values: dict[str, np.ndarray], unit: int = 0) -> dict[str, np.ndarray]:
+    def run_subgraph(self, sg: SubgraphSpec, values: dict[str, np.ndarray], unit: int = 0, slot: int = 0
+                     ) -> dict[str, np.ndarray]:
+        """One subgraph of one frame. FPGA subgraphs exchange with the CPU only what the CPU side needs; the
+        rest stays in the slot's engine memory."""
         if sg.device == "cpu":
             outs = self._cpu[sg.name].run([t.name for t in sg.outputs], {t.name: values[t.name] for t in sg.inputs})
             return dict(zip((t.name for t in sg.outputs), outs))
         for name in self._host_writes[sg.name]:
-            self.backend.write(self.image.tensors[name], values[name])
-        stats = self.backend.wait(self.backend.start(self.image.programs[sg.name], unit), self.timeout_s)
+            self.backend.write(self.image.tensors[name], values[name], slot)
+        stats = self.backend.wait(self.backend.start(self.image.programs[sg.name], unit, slot), self.timeout_s)
         self.stats.append(stats)
-        return {name: self.backend.read(self.image.tensors[name]) for name in self._host_reads[sg.name]}
+        return {name: self.backend.read(self.image.tensors[name], slot) for name in self._host_reads[sg.name]}
 
     def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         missing = [n for n in self.input_names if n not in feeds]

@@ -1,12 +1,7 @@
 """First analytic cost model: MACs and bytes per node, CPU and FPGA time per region, offload or not.
 
-Assumptions (to be replaced by the cycle model of the kernel issue, calibrated by RTL simulation):
-- FPGA compute: int8 MACs at `MAC_EFFICIENCY` of the peak `dsp * macs_per_dsp * clock`, overlapped with
-  memory traffic, so a layer costs max(compute, bytes / DDR bandwidth). Activations and weights are int8.
-- Every FPGA subgraph pays `INVOKE_S` per start (descriptor program start and completion interrupt).
-- Tensors crossing between CPU and FPGA are quantised or dequantised on the CPU (4 bytes read or written
-  per element at the CPU's element-wise rate) and cross DDR once as int8.
-- CPU: float32 MACs at the board's `cpu_gmacs`, element-wise work at `cpu_gbps`.
+The timing formulas and their assumptions are in fpga_runtime/timing.py (shared with `predict`); this module
+counts what they need. To be replaced by the cycle model of the kernel issue, calibrated by RTL simulation.
 """
 from __future__ import annotations
 
@@ -14,13 +9,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fpga_runtime import timing
 from fpga_runtime.boards import Board
 
 from .ir import ConvForm, Graph, Node, OpKind
-
-MAC_EFFICIENCY = 0.6
-DSP_SHARE = 0.8          # DSPs the engine may take; the rest stay for the platform
-INVOKE_S = 50e-6
 
 
 @dataclass(frozen=True)
@@ -28,6 +20,10 @@ class NodeCost:
     macs: int
     act_bytes: int        # int8 activations read and written by the engine
     weight_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        return self.act_bytes + self.weight_bytes
 
 
 def node_cost(node: Node, graph: Graph) -> NodeCost:
@@ -63,20 +59,26 @@ class RegionEstimate:
     transfer_s: float
     invoke_s: float
     cpu_s: float
+    on_fpga: bool = True
+    boundary_elements: int = 0
+    elements: int = 0                # activation elements the nodes read and write (CPU element-wise cost)
 
     @property
-    def fpga_s(self) -> float:
-        return self.fpga_layers_s + self.transfer_s + self.invoke_s
+    def fpga_s(self) -> float | None:
+        return self.fpga_layers_s + self.transfer_s + self.invoke_s if self.on_fpga else None
 
     @property
     def worth_offloading(self) -> bool:
         return self.fpga_s < self.cpu_s
 
     def as_dict(self) -> dict:
+        if self.fpga_s is None:
+            return {"macs": self.macs, "elements": self.elements, "cpu_s": self.cpu_s, "model": "analytic-v1"}
         return {"macs": self.macs, "fpga_s": self.fpga_s, "fpga_compute_s": self.fpga_compute_s,
                 "fpga_memory_s": self.fpga_memory_s,
                 "fpga_layers_s": self.fpga_layers_s, "transfer_s": self.transfer_s, "invoke_s": self.invoke_s,
                 "cpu_s": self.cpu_s, "speedup": self.cpu_s / self.fpga_s if self.fpga_s else None,
+                "boundary_elements": self.boundary_elements, "elements": self.elements,
                 "model": "analytic-v1"}
 
 
@@ -84,20 +86,18 @@ class CostModel:
     def __init__(self, board: Board):
         self.board = board
 
-    @property
-    def fpga_macs_per_s(self) -> float:
-        b = self.board
-        return b.dsp * DSP_SHARE * b.int8_macs_per_dsp * b.clock_mhz * 1e6 * MAC_EFFICIENCY
-
-    def cpu_seconds(self, cost: NodeCost) -> float:
-        return cost.macs / (self.board.cpu_gmacs * 1e9) + 4 * cost.act_bytes / (self.board.cpu_gbps * 1e9)
-
     def region(self, nodes: list[Node], graph: Graph, boundary_elements: int) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
-        ddr = self.board.ddr_gbps * 1e9
-        compute = [c.macs / self.fpga_macs_per_s for c in costs]
-        memory = [(c.act_bytes + c.weight_bytes) / ddr for c in costs]
-        transfer = boundary_elements * 4 / (self.board.cpu_gbps * 1e9) + boundary_elements / ddr
-        return RegionEstimate(sum(c.macs for c in costs), sum(compute), sum(memory),
-                              sum(max(a, b) for a, b in zip(compute, memory)), transfer, INVOKE_S,
-                              sum(self.cpu_seconds(c) for c in costs))
+        split = [timing.fpga_layer_s(c.macs, c.bytes, self.board) for c in costs]
+        return RegionEstimate(sum(c.macs for c in costs), sum(a for a, _ in split), sum(b for _, b in split),
+                              sum(max(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
+                              timing.INVOKE_S, self.cpu_region(costs), boundary_elements=boundary_elements,
+                              elements=sum(c.act_bytes for c in costs))
+
+    def cpu_region(self, costs: list[NodeCost]) -> float:
+        return sum(timing.cpu_s(c.macs, c.act_bytes, self.board) for c in costs)
+
+    def cpu_only(self, nodes: list[Node], graph: Graph) -> RegionEstimate:
+        costs = [node_cost(n, graph) for n in nodes]
+        return RegionEstimate(sum(c.macs for c in costs), 0.0, 0.0, 0.0, 0.0, 0.0, self.cpu_region(costs),
+                              on_fpga=False, elements=sum(c.act_bytes for c in costs))

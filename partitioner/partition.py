@@ -87,7 +87,8 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
-        return _finish(graph, dag, order, [(set(graph.nodes), Device.CPU, Role.COMPUTE, None, None)], {},
+        everything = cost.cpu_only(list(graph.nodes.values()), graph)
+        return _finish(graph, dag, order, [(set(graph.nodes), Device.CPU, Role.COMPUTE, None, everything)], {},
                        {n: Role.COMPUTE for n in graph.nodes}, [])
     roles = assign_roles(graph, dag)
     demoted: dict[str, str] = {}
@@ -100,7 +101,8 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
         for cluster in carve(dag, labels, order):
             device, role = labels[next(iter(cluster))]
             if device is Device.CPU:
-                parts.append((cluster, device, role, None, None))
+                nodes = sorted(cluster, key=order.__getitem__)
+                parts.append((cluster, device, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
                 continue
             for part, group in split_parallel(dag, cluster, order):
                 nodes = sorted(part, key=order.__getitem__)
@@ -116,7 +118,8 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
             why = (f"not worth offloading: FPGA {d.estimate.fpga_s * 1e3:.3f} ms (incl. transfers) vs "
                    f"CPU {d.estimate.cpu_s * 1e3:.3f} ms")
             demoted.update({n: why for n in d.nodes})
-    decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts if p[4])
+    decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts
+                     if p[1] is Device.FPGA)
     return _finish(graph, dag, order, parts, reasons, roles, decisions)
 
 

@@ -44,8 +44,9 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
         onnx.save(model, str(out_dir / rel))
         layers = []
         if sg.device is Device.FPGA:
+            costs = {n: node_cost(graph.nodes[n], graph) for n in sg.nodes}
             layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
-                            node_cost(graph.nodes[n], graph).macs) for n in sg.nodes]
+                            costs[n].macs, costs[n].bytes) for n in sg.nodes]
         specs.append(SubgraphSpec(
             name=sg.name, device=sg.device.value, role=sg.role.value,
             nodes=[o for n in sg.nodes for o in graph.nodes[n].origin],

@@ -21,7 +21,8 @@ def subgraph_rows(plan: Plan) -> list[list]:
     for sg in plan.subgraphs:
         est = sg.estimate or {}
         rows.append([sg.name, sg.device, sg.role, len(sg.nodes), len(sg.layers) or "",
-                     f"{est.get('macs', 0) / 1e6:.1f}" if est else "", _ms(est.get("fpga_s")), _ms(est.get("cpu_s")),
+                     f"{est.get('macs', 0) / 1e6:.1f}" if est.get("macs") else "", _ms(est.get("fpga_s")),
+                     _ms(est.get("cpu_s")),
                      "" if sg.parallel_group is None else sg.parallel_group, ", ".join(sg.depends_on)])
     return rows
 

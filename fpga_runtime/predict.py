@@ -1,0 +1,119 @@
+"""Virtual time: the scheduler's policy as a discrete-event simulation with task durations from the timing
+model, to predict latency and throughput on a board we do not have.
+
+Durations are recomputed from the plan's layer counts (MACs, bytes) for the chosen board, so a build made
+for one board can be predicted on another. The CPU figure of a board is the whole CPU's onnxruntime
+throughput, so CPU tasks run one at a time unless `cpu_workers` says otherwise.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import timing
+from .boards import Board, board as board_by_name
+from .plan import Plan, read_plan
+from .policy import Policy, Task, upward_ranks
+from .trace import Span
+
+
+@dataclass
+class Prediction:
+    board: str
+    compute_units: int
+    cpu_workers: int
+    frames: int
+    makespan_s: float
+    critical_path_s: float          # longest dependency chain of one frame
+    lower_bound_s: float            # max(critical path, per resource: earliest start + work / lanes + shortest tail)
+    sequential_s: float             # every task of every frame one after the other
+    utilisation: dict[str, float]   # per lane: busy time / makespan
+    spans: list[Span] = field(default_factory=list, repr=False)
+
+    @property
+    def speedup(self) -> float:
+        return self.sequential_s / self.makespan_s
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.makespan_s
+
+    @property
+    def gap_to_bound(self) -> float:
+        return self.makespan_s / self.lower_bound_s - 1.0
+
+
+def durations_for(plan: Plan, board: Board) -> dict[str, float]:
+    out = {}
+    for s in plan.subgraphs:
+        est = s.estimate or {}
+        if s.device == "fpga":
+            out[s.name] = timing.fpga_subgraph_s([(layer.macs, layer.bytes) for layer in s.layers],
+                                                 est.get("boundary_elements", 0), board)
+        else:
+            out[s.name] = timing.cpu_s(est.get("macs", 0), est.get("elements", 0), board)
+    return out
+
+
+def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_workers: int, frames: int,
+             in_flight: int) -> tuple[float, list[Span]]:
+    policy = Policy(plan, durations, in_flight)
+    free = {"cpu": [f"cpu-{i}" for i in range(cpu_workers)], "fpga": [f"fpga-cu{i}" for i in range(compute_units)]}
+    events: list[tuple[float, int, Task, str]] = []
+    spans: list[Span] = []
+    now, admitted, seq = 0.0, 0, 0
+    while True:
+        while admitted < frames and policy.can_admit():
+            policy.admit(admitted)
+            admitted += 1
+        for device in ("fpga", "cpu"):
+            while free[device]:
+                task = policy.pop(device)
+                if task is None:
+                    break
+                lane = free[device].pop(0)
+                end = now + durations[task.subgraph]
+                heapq.heappush(events, (end, seq, task, lane))
+                seq += 1
+                spans.append(Span(task.subgraph, task.frame, lane, now, end))
+        if not events:
+            break
+        now, _, task, lane = heapq.heappop(events)
+        free[lane.split("-")[0]].append(lane)
+        free[lane.split("-")[0]].sort()
+        policy.complete(task)
+    return now, spans
+
+
+def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes: int, frames: int) -> float:
+    """No schedule beats: the earliest any task of `device` can start, plus all its work spread over its lanes,
+    plus the shortest chain that must follow the last of them."""
+    tasks = [s for s in plan.subgraphs if s.device == device]
+    if not tasks:
+        return 0.0
+    rank = upward_ranks(plan, durations)
+    head: dict[str, float] = {}
+    for s in plan.subgraphs:
+        head[s.name] = max((head[d] + durations[d] for d in s.depends_on), default=0.0)
+    work = sum(durations[s.name] for s in tasks)
+    return (min(head[s.name] for s in tasks) + frames * work / lanes
+            + min(rank[s.name] - durations[s.name] for s in tasks))
+
+
+def predict(build_dir: str | Path, compute_units: int = 1, board: str | None = None, cpu_workers: int = 1,
+            frames: int = 1, in_flight: int = 2) -> Prediction:
+    plan = read_plan(build_dir)
+    b = board_by_name(board or plan.board)
+    durations = durations_for(plan, b)
+    makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
+    critical = max(upward_ranks(plan, durations).values())
+    bound = max(critical, *(_resource_bound(plan, durations, d, n, frames)
+                            for d, n in (("cpu", cpu_workers), ("fpga", compute_units))))
+    busy: dict[str, float] = {}
+    for s in spans:
+        busy[s.lane] = busy.get(s.lane, 0.0) + s.end_s - s.start_s
+    lanes_all = [f"fpga-cu{i}" for i in range(compute_units)] + [f"cpu-{i}" for i in range(cpu_workers)]
+    return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
+                      frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
+                      spans)
