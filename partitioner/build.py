@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import enum
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,10 +11,12 @@ from typing import Callable
 import numpy as np
 
 from fpga_runtime.abi import EngineConfig
+from fpga_runtime.accuracy import AccuracyReport
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.plan import Plan
 
+from .calibration_data import load_frames
 from .cost import CostModel
 from .drawing import draw
 from .errors import ModelError
@@ -26,7 +29,7 @@ from .plan_writer import write_build
 from .report import write_report
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
-from .verify import DEFAULT_TOLERANCE, OutputCheck, make_inputs, verify
+from .verify import DEFAULT_TOLERANCE, OutputCheck, int8_accuracy, make_inputs, verify
 
 
 class TargetName(str, enum.Enum):
@@ -51,9 +54,10 @@ class PartitionConfig:
     picture: bool = True
     offload_everything: bool = False
     seed: int = 0
-    calibration: list[dict[str, np.ndarray]] = field(default_factory=list)   # empty: seeded random frames
+    calibrate_dir: Path | None = None        # .npy frames or images; none: seeded random frames
     calibration_frames: int = 4
     engine: EngineConfig = field(default_factory=EngineConfig)
+    accuracy: bool = True
 
 
 @dataclass
@@ -63,6 +67,7 @@ class BuildResult:
     warnings: list[str]
     checks: list[OutputCheck] | None
     timings: list[tuple[str, float]]
+    accuracy: AccuracyReport | None = None
 
     @property
     def verified(self) -> bool:
@@ -83,7 +88,8 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         raise ModelError(str(exc.args[0])) from None
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     timings: list[tuple[str, float]] = []
-    names = ["import", "fuse", "partition", "write", "compile", "report"] + (["verify"] if cfg.verify else [])
+    names = (["import", "fuse", "partition", "write", "compile"] + (["accuracy"] if cfg.accuracy else [])
+             + ["report"] + (["verify"] if cfg.verify else []))
 
     def step(name: str, fn: Callable):
         i = names.index(name) + 1
@@ -110,8 +116,9 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
     plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
                                                     imported.folded))
     warnings = list(imported.warnings)
+    accuracy: AccuracyReport | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
-        frames = cfg.calibration
+        frames = load_frames(cfg.calibrate_dir, plan.inputs) if cfg.calibrate_dir else []
         if not frames:
             warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                             "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
@@ -119,13 +126,20 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         _, more = step("compile", lambda: compile_engine(part, plan, cfg.engine, frames, cfg.out_dir))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
+        plan.write(cfg.out_dir)
+        if cfg.accuracy:
+            feeds = make_inputs(plan, cfg.seed + 1000, cfg.inputs)
+            accuracy = step("accuracy", lambda: int8_accuracy(plan, cfg.out_dir, cfg.model, feeds))
+            (cfg.out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
     else:
         names.remove("compile")
+        if cfg.accuracy:
+            names.remove("accuracy")
     picture = step("report", lambda: draw(part, cfg.out_dir) if cfg.picture else None)
     checks = None
     if cfg.verify:
         checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(cfg.out_dir)
-    write_report(plan, cfg.out_dir, picture, warnings, checks)
-    return BuildResult(plan, part, warnings, checks, timings)
+    write_report(plan, cfg.out_dir, picture, warnings, checks, accuracy)
+    return BuildResult(plan, part, warnings, checks, timings, accuracy)

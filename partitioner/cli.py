@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
 
 from .build import PartitionConfig, TargetName, run_partition
@@ -48,18 +49,27 @@ def _npy(value: str) -> tuple[str, np.ndarray]:
 @click.option("--input", "inputs", multiple=True, help="input for --verify: NAME=FILE.npy (default: seeded random)")
 @click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True,
               help="--verify: largest allowed max|a-b| / max|b| per float output")
+@click.option("--calibrate", "calibrate_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="folder of .npy frames or images for int8 calibration (default: seeded random, testing only)")
+@click.option("--calibration-frames", type=int, default=4, show_default=True,
+              help="seeded random frames when no --calibrate folder is given")
+@click.option("--compute-units", type=int, default=1, show_default=True, help="engine instances in the overlay")
+@click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
-         inputs: tuple[str, ...], tolerance: float, save_steps: bool, no_picture: bool, offload_all: bool,
+         inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
+         compute_units: int, no_accuracy: bool, save_steps: bool, no_picture: bool, offload_all: bool,
          debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
-        tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all)
+        tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
+        calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, accuracy=not no_accuracy,
+        engine=EngineConfig(compute_units=compute_units, clock_mhz=BOARDS[board].clock_mhz))
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)
@@ -78,6 +88,14 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     click.echo("")
     click.echo(console_table(result.plan))
     click.echo(f"\nplan: {cfg.out_dir / 'plan.json'}   report: {cfg.out_dir / 'report.md'}")
+    if result.accuracy is not None:
+        click.echo("\nint8 accuracy (reference backend vs float original):")
+        for o in result.accuracy.outputs:
+            click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}")
+        if result.accuracy.detections:
+            d = result.accuracy.detections
+            click.echo(f"  detections: precision {d.precision:.3f}, recall {d.recall:.3f} "
+                       f"({d.matched} of {d.float_detections} float / {d.int8_detections} int8 matched)")
     if result.checks is not None:
         for c in result.checks:
             status = "ok" if c.ok else "FAIL"

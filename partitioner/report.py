@@ -41,7 +41,7 @@ def console_table(plan: Plan) -> str:
 
 
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
-                 verification: list | None = None) -> Path:
+                 verification: list | None = None, accuracy=None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -64,6 +64,9 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
         lines += _table(["output", "max abs error", "max rel error", "ok"],
                         [[c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", "yes" if c.ok else "**NO**"]
                          for c in verification]) + [""]
+    if accuracy is not None:
+        lines += ["## int8 accuracy (reference backend vs float original, one seeded frame)", ""]
+        lines += accuracy.markdown() + [""]
     if fpga:
         lines += ["## Fused FPGA layers", ""]
         rows = [[s.name, l.name, l.describe, f"{l.macs / 1e6:.1f}", ", ".join(l.covers)] for s in fpga for l in s.layers]

@@ -5,9 +5,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnxruntime as ort
 
+from fpga_runtime.accuracy import AccuracyReport
+from fpga_runtime.accuracy import compare as accuracy_compare
+from fpga_runtime.frames import original_outputs, random_frame
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
+from fpga_runtime.session import Session
 from fpga_runtime.plan import Plan
 
 # BN folding and re-association change float rounding: errors are relative to the output's magnitude.
@@ -27,21 +30,7 @@ class OutputCheck:
 
 
 def make_inputs(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    feeds = dict(given or {})
-    for t in plan.inputs:
-        if t.name in feeds:
-            continue
-        if any(not isinstance(d, int) for d in t.shape or [None]):
-            raise ValueError(f"input {t.name!r} has dynamic shape {t.shape}: pin it with --input-shape")
-        dtype = np.dtype(t.dtype)
-        if dtype == np.uint8:
-            feeds[t.name] = rng.integers(0, 256, t.shape, dtype=np.uint8)
-        elif dtype.kind in "iu":
-            feeds[t.name] = rng.integers(0, 4, t.shape).astype(dtype)
-        else:
-            feeds[t.name] = rng.standard_normal(t.shape).astype(dtype)
-    return feeds
+    return random_frame(plan, seed, given)
 
 
 def _compare_indices(name: str, ref: np.ndarray, out: np.ndarray) -> OutputCheck:
@@ -73,9 +62,11 @@ def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolera
 def verify(plan: Plan, model_path: Path, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0,
            given: dict[str, np.ndarray] | None = None) -> list[OutputCheck]:
     feeds = make_inputs(plan, seed, given)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    original = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-    names = [o.name for o in original.get_outputs()]
-    reference = dict(zip(names, original.run(names, feeds)))
-    return compare(reference, run_plan_on_onnxruntime(plan, feeds), tolerance)
+    return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance)
+
+
+def int8_accuracy(plan: Plan, build_dir: Path, model_path: Path, feeds: dict[str, np.ndarray]) -> AccuracyReport:
+    """The int8 pipeline (reference backend) against the float original, on one frame."""
+    with Session(build_dir) as session:
+        got = dict(zip(session.output_names, session.run(None, feeds)))
+    return accuracy_compare(original_outputs(model_path, feeds), got)

@@ -1,0 +1,129 @@
+"""Scheduler: dispatch order and makespan in virtual time on hand-built plans; the concurrent scheduler gives
+bit-identical results to a sequential run whatever the interleaving; failing and hanging tasks."""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from fpga_runtime.plan import Plan, SubgraphSpec
+from fpga_runtime.policy import Policy, Task
+from fpga_runtime.predict import simulate
+from fpga_runtime.scheduler import Scheduler, TaskError
+from fpga_runtime.session import Session
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.verify import make_inputs
+
+
+def _plan(spec: list[tuple[str, str, list[str]]]) -> Plan:
+    subgraphs = [SubgraphSpec(name, device, "compute", [], [], [], deps, None, f"{name}.onnx", None)
+                 for name, device, deps in spec]
+    return Plan(1, "fpga", "zcu104", {}, [], [], subgraphs)
+
+
+DIAMOND = _plan([("pre", "cpu", []), ("b", "fpga", ["pre"]), ("c", "fpga", ["pre"]), ("post", "cpu", ["b", "c"])])
+DIAMOND_T = {"pre": 1.0, "b": 2.0, "c": 3.0, "post": 1.0}
+
+
+def test_priority_is_the_longest_remaining_path():
+    policy = Policy(DIAMOND, DIAMOND_T, in_flight=1)
+    policy.admit(0)
+    assert policy.pop("cpu") == Task(0, "pre") and policy.pop("fpga") is None
+    policy.complete(Task(0, "pre"))
+    assert [policy.pop("fpga"), policy.pop("fpga")] == [Task(0, "c"), Task(0, "b")]
+
+
+@pytest.mark.parametrize("units,makespan", [(1, 7.0), (2, 5.0), (3, 5.0)])
+def test_makespan_of_a_diamond(units, makespan):
+    end, spans = simulate(DIAMOND, DIAMOND_T, units, 1, frames=1, in_flight=1)
+    assert end == pytest.approx(makespan)
+    order = [s.name for s in sorted(spans, key=lambda s: (s.start_s, s.lane))]
+    assert order[0] == "pre" and order[-1] == "post"
+    if units == 1:
+        assert order[1:3] == ["c", "b"]
+
+
+def test_frames_pipeline_up_to_the_in_flight_bound():
+    one, _ = simulate(DIAMOND, DIAMOND_T, 2, 1, frames=4, in_flight=1)
+    two, spans = simulate(DIAMOND, DIAMOND_T, 2, 1, frames=4, in_flight=2)
+    assert one == pytest.approx(4 * 5.0)
+    assert two < one
+    live = max(len({s.frame for s in spans if s.start_s <= t < s.end_s}) for t in np.arange(0, two, 0.25))
+    assert live <= 2
+
+
+@pytest.fixture(scope="module")
+def tiny_build(tmp_path_factory, zoo):
+    out = tmp_path_factory.mktemp("sched") / "b"
+    run_partition(PartitionConfig(model=zoo("ssd-mobilenet-v1", 96), out_dir=out, picture=False, accuracy=False,
+                                  offload_everything=True))
+    return out
+
+
+def test_concurrent_runs_equal_the_sequential_run_bit_for_bit(tiny_build):
+    with Session(tiny_build, compute_units=3, slots=3) as session:
+        frames = [make_inputs(session.plan, 50 + i) for i in range(5)]
+        sequential = [dict(zip(session.output_names, session.run(None, f))) for f in frames]
+        original = session.run_subgraph
+        for seed in range(12):
+            rnd = random.Random(seed)
+            lock = threading.Lock()
+
+            def jittery(sg, values, unit=0, slot=0):
+                with lock:
+                    pause = rnd.random() * 0.004
+                time.sleep(pause)
+                return original(sg, values, unit, slot)
+
+            session.run_subgraph = jittery
+            sched = Scheduler(session, cpu_workers=rnd.choice([1, 2, 3]), compute_units=rnd.choice([1, 2, 3]),
+                              in_flight=rnd.choice([1, 2, 3]))
+            got = sched.run(frames)
+            for a, b in zip(sequential, got):
+                assert all(np.array_equal(a[k], b[k]) for k in a), f"seed {seed}"
+            fpga_lanes = {s.lane for s in sched.stats.spans if s.lane.startswith("fpga")}
+            assert len(fpga_lanes) <= sched.units
+        session.run_subgraph = original
+
+
+def test_a_failing_task_cancels_its_frame_and_names_the_task(tiny_build):
+    with Session(tiny_build, compute_units=2, slots=2) as session:
+        frames = [make_inputs(session.plan, i) for i in range(3)]
+        original = session.run_subgraph
+        victim = session.plan.subgraphs[-1].name
+
+        calls = []
+
+        def broken(sg, values, unit=0, slot=0):
+            if sg.name == victim:
+                calls.append(sg.name)
+                if len(calls) == 2:           # one frame in flight: the second call is frame 1's
+                    raise RuntimeError("engine fell over")
+            return original(sg, values, unit, slot)
+
+        session.run_subgraph = broken
+        stream = Scheduler(session, compute_units=2, in_flight=1).stream(frames)
+        assert set(next(stream)) == set(session.output_names)
+        with pytest.raises(TaskError, match=rf"frame 1, subgraph '{victim}': RuntimeError: engine fell over"):
+            next(stream)
+
+
+def test_a_hanging_task_is_reported_not_waited_for(tiny_build):
+    with Session(tiny_build, compute_units=1) as session:
+        original = session.run_subgraph
+        release = threading.Event()
+
+        def hang(sg, values, unit=0, slot=0):
+            if sg.device == "fpga":
+                release.wait(5)
+            return original(sg, values, unit, slot)
+
+        session.run_subgraph = hang
+        t0 = time.perf_counter()
+        with pytest.raises(TaskError, match="did not finish within 0.3 s"):
+            Scheduler(session, compute_units=1, in_flight=1, task_timeout_s=0.3).run([make_inputs(session.plan, 0)])
+        assert time.perf_counter() - t0 < 3
+        release.set()

@@ -1,0 +1,95 @@
+"""Session and the int8 pipeline end to end on the reference backend; predict; the fpga-run command."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from fpga_runtime.backends import BackendError
+from fpga_runtime.cli import main as fpga_run
+from fpga_runtime.plan import PlanError
+from fpga_runtime.predict import predict
+from fpga_runtime.session import Session
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.verify import make_inputs
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory, zoo):
+    root = tmp_path_factory.mktemp("int8")
+    out = {}
+    for name, size in (("yolov3-tiny", 128), ("ssd-mobilenet-v1", 128)):
+        out[name] = root / name
+        result = run_partition(PartitionConfig(model=zoo(name, size), out_dir=out[name], picture=False))
+        out[name + ":accuracy"] = result.accuracy
+    return out
+
+
+# Whole-model thresholds. Every conv rounds its input, weights and output (about 36 dB each on a layer, see
+# test_reference_backend); errors add up over 13 (YOLOv3-tiny) or 33 (SSD-MobileNet) layers, and the
+# calibration here is 4 random frames. 20 dB (10 % RMS error) on the raw head outputs and 0.99 cosine are what
+# a usable int8 detector keeps; detections must mostly agree (IoU >= 0.5, same class).
+@pytest.mark.parametrize("name", ["yolov3-tiny", "ssd-mobilenet-v1"])
+def test_int8_accuracy_of_detection_models(builds, name):
+    acc = builds[name + ":accuracy"]
+    for o in acc.outputs:
+        assert o.snr_db >= 20.0 and o.cosine >= 0.99, o
+    d = acc.detections
+    assert d is not None and d.float_detections > 0
+    assert d.precision >= 0.7 and d.recall >= 0.7, d
+    saved = json.loads((builds[name] / "accuracy.json").read_text())
+    assert saved["detections"]["matched"] == d.matched
+
+
+def test_fpga_to_fpga_tensors_stay_in_engine_memory(builds):
+    with Session(builds["yolov3-tiny"]) as s:
+        fpga = [sg for sg in s.plan.subgraphs if sg.device == "fpga"]
+        produced_on_fpga = {t.name for sg in fpga for t in sg.outputs}
+        for sg in fpga:
+            assert not set(s._host_writes[sg.name]) & produced_on_fpga
+        feeds = make_inputs(s.plan, 3)
+        first = s.run(None, feeds)
+        again = s.run(None, feeds)
+        assert all(np.array_equal(a, b) for a, b in zip(first, again))
+        assert len(s.stats) == 2 * len(fpga)
+
+
+def test_session_errors(builds, tmp_path):
+    with pytest.raises(BackendError, match="unknown backend 'nope'"):
+        Session(builds["yolov3-tiny"], backend="nope")
+    with pytest.raises(PlanError, match="run `partition` first"):
+        Session(tmp_path)
+    with Session(builds["yolov3-tiny"]) as s, pytest.raises(PlanError, match="missing model inputs"):
+        s.run(None, {})
+
+
+def test_predict_bounds_and_boards(builds):
+    build = builds["ssd-mobilenet-v1"]
+    previous = None
+    for units in (1, 2, 3):
+        p = predict(build, compute_units=units)
+        assert p.lower_bound_s <= p.makespan_s + 1e-12 <= p.sequential_s + 1e-12
+        assert p.critical_path_s <= p.makespan_s + 1e-12
+        assert all(0.0 <= u <= 1.0 + 1e-9 for u in p.utilisation.values())
+        if previous is not None:
+            assert p.makespan_s <= previous + 1e-12
+        previous = p.makespan_s
+    slow = predict(build, compute_units=1, board="pynq-z2")
+    assert slow.board == "pynq-z2" and slow.makespan_s > predict(build, compute_units=1).makespan_s
+    many = predict(build, compute_units=2, frames=6, in_flight=3)
+    assert many.fps > 1 / p.makespan_s
+
+
+def test_fpga_run_command(builds, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(fpga_run, ["run", str(builds["yolov3-tiny"]), "--frames", "2", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "trace.json").exists() and (tmp_path / "gantt.png").exists()
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert any(e.get("ph") == "X" and e["name"].startswith("fpga") for e in trace["traceEvents"])
+    assert len(list(tmp_path.glob("frame1_*.npy"))) == 3
+    assert "precision" in (tmp_path / "accuracy.md").read_text()
+    result = runner.invoke(fpga_run, ["predict", str(builds["yolov3-tiny"]), "--frames", "3"])
+    assert result.exit_code == 0 and result.output.count("| zcu104 |") == 3
