@@ -78,21 +78,31 @@ class ReferenceEngine:
             for ky, kx, win in _windows(x, d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow):
                 acc += win.astype(np.int32) * w[:, ky, kx].astype(np.int32)
             return acc.astype(np.int64)
-        rows = d.batch * oh * ow
-        wk = w.astype(np.float32).reshape(d.out_c, -1)            # [out, kh * kw * in] matches the tap order
-        per_group = max(1, _EXACT_F32_CHANNELS // d.in_c)
-        taps = list(_windows(x.astype(np.float32), d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow))
+        wt = np.ascontiguousarray(w.astype(np.float32).transpose(1, 2, 3, 0))      # [kh, kw, in, out]
+        xf = x.astype(np.float32)
+        taps = [(ky, kx) for ky in range(d.kh) for kx in range(d.kw)]
+        chunk = min(d.in_c, _EXACT_F32_CHANNELS)
+        per_group = max(1, _EXACT_F32_CHANNELS // chunk)
         total = None
-        for t0 in range(0, len(taps), per_group):
-            group = taps[t0:t0 + per_group]
-            for c0 in range(0, d.in_c, _EXACT_F32_CHANNELS):
-                c1 = min(d.in_c, c0 + _EXACT_F32_CHANNELS)
-                cols = np.concatenate([win[..., c0:c1].reshape(rows, -1) for _, _, win in group], axis=1)
-                idx = np.concatenate([np.arange((ky * d.kw + kx) * d.in_c + c0, (ky * d.kw + kx) * d.in_c + c1)
-                                      for ky, kx, _ in group])
-                part = cols @ wk[:, idx].T                       # exact: every partial sum is below 2^24
-                total = part.astype(np.float64) if total is None else total + part
-        return total.astype(np.int64).reshape(d.batch, oh, ow, d.out_c)
+        for c0 in range(0, d.in_c, chunk):
+            for t0 in range(0, len(taps), per_group):
+                part = None                 # float32 sums over at most 1024 products: exact
+                for ky, kx in taps[t0:t0 + per_group]:
+                    win = xf[:, ky * d.dil_h: ky * d.dil_h + (oh - 1) * d.stride_h + 1: d.stride_h,
+                             kx * d.dil_w: kx * d.dil_w + (ow - 1) * d.stride_w + 1: d.stride_w, c0:c0 + chunk]
+                    if chunk >= 64:     # one BLAS GEMM; a few channels run faster as numpy's stacked matmul
+                        term = win.reshape(-1, win.shape[-1]) @ wt[ky, kx, c0:c0 + chunk]
+                    else:
+                        term = (win @ wt[ky, kx, c0:c0 + chunk]).reshape(-1, d.out_c)
+                    if part is None:
+                        part = term
+                    else:
+                        part += term
+                if total is None:
+                    total = part.astype(np.int64)
+                else:
+                    total += part.astype(np.int64)
+        return total.reshape(d.batch, oh, ow, d.out_c)
 
     def _conv(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
         depthwise = bool(d.flags & Flag.DEPTHWISE)

@@ -68,6 +68,14 @@ class Session:
             values.update(self.run_subgraph(sg, values))
         return [values[n] for n in (output_names or self.output_names)]
 
+    def stream(self, frames, cpu_workers: int = 2, in_flight: int | None = None):
+        """Outputs of many frames, in order, pipelined by the concurrent scheduler (see scheduler.py)."""
+        from .scheduler import Scheduler      # the scheduler is built on Session
+        slots = self.backend.slots if self.backend else 1
+        scheduler = Scheduler(self, cpu_workers, in_flight=in_flight or slots)
+        for outputs in scheduler.stream(frames):
+            yield [outputs[n] for n in self.output_names]
+
     def close(self) -> None:
         if self.backend is not None:
             self.backend.close()

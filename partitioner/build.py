@@ -115,7 +115,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
     part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board), cfg.offload_everything))
     plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
                                                     imported.folded))
-    warnings = list(imported.warnings)
+    warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
         frames = load_frames(cfg.calibrate_dir, plan.inputs) if cfg.calibrate_dir else []

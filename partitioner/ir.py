@@ -104,9 +104,11 @@ class FusedConv:
     group: int = 1
     upsample: int = 1                       # nearest-neighbour read mode on the input
     epilogue: tuple[EpilogueStep, ...] = ()
+    stages: tuple[str, ...] = ()            # ONNX names of the conv output and of each step's output but the last
 
-    def with_step(self, step: EpilogueStep) -> "FusedConv":
-        return replace(self, epilogue=self.epilogue + (step,))
+    def with_step(self, step: EpilogueStep, previous_output: str) -> "FusedConv":
+        """Append a step; `previous_output` (ONNX name) is what the fused node produced before it."""
+        return replace(self, epilogue=self.epilogue + (step,), stages=self.stages + (previous_output,))
 
     def describe(self) -> str:
         parts = [f"{self.form.value} {self.kernel[0]}x{self.kernel[1]}"]
@@ -198,6 +200,8 @@ class Graph:
         self.inputs: list[str] = []
         self.outputs: list[str] = []
         self.opset_imports: list[onnx.OperatorSetIdProto] = [helper.make_opsetid("", opset)]
+        self.fixed_scales: dict[str, float] = {}     # ONNX tensor name -> int8 scale given by a QDQ model
+        self.warnings: list[str] = []
         self._index: tuple[dict[str, str], dict[str, list[str]]] | None = None
 
     # ---- structure -------------------------------------------------------------------------

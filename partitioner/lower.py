@@ -49,13 +49,9 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
 
 
 def stage_names(graph: Graph, node: Node) -> list[str]:
-    """ONNX names of a fused conv's stages in its lowered form: the conv output, then one per epilogue step
-    (the last is the node's output). Calibration reads their ranges; the engine compiler quantises them."""
-    final = graph.tensors[node.outputs[0]].onnx_name
-    steps = node.conv.epilogue
-    names = [f"{final}__conv"] + [f"{final}__s{i}" for i in range(len(steps))]
-    names[-1] = final
-    return names
+    """ONNX names of a fused conv's stages: the conv output, then one per epilogue step (the last is the node's
+    output). They are the original model's names, so calibration ranges and QDQ scales line up with them."""
+    return list(node.conv.stages) + [graph.tensors[node.outputs[0]].onnx_name]
 
 
 def _fused_conv(e: _Emitter) -> None:

@@ -6,12 +6,14 @@ from typing import Callable
 from .ir import Graph
 from .passes.batchnorm import fold_batchnorm
 from .passes.conv_form import form_convolutions
+from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
 
 Pass = Callable[[Graph], Graph]
 
 FUSION: list[Pass] = [
+    absorb_qdq,             # QuantizeLinear/DequantizeLinear pairs -> fixed int8 scales
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
     fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish

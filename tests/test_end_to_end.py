@@ -62,8 +62,8 @@ def test_ssd_mobilenet_reduced(tmp_path, zoo):
 def test_save_steps_writes_every_fusion_step(tmp_path, zoo):
     _partition(zoo("resblock"), tmp_path / "b", "--save-steps", "--no-picture")
     steps = sorted(p.name for p in (tmp_path / "b" / "steps").glob("*.onnx"))
-    assert steps[0] == "00_imported.onnx" and steps[-1] == "08_mark_concat_writes.onnx"
-    assert "03_fuse_activation.onnx" in steps and len(steps) == 9
+    assert steps[0] == "00_imported.onnx" and steps[-1] == "09_mark_concat_writes.onnx"
+    assert "04_fuse_activation.onnx" in steps and "01_absorb_qdq.onnx" in steps and len(steps) == 10
 
 
 def test_console_entry_point_runs_as_a_process(tmp_path, zoo):

@@ -56,6 +56,14 @@ def test_fpga_to_fpga_tensors_stay_in_engine_memory(builds):
         assert len(s.stats) == 2 * len(fpga)
 
 
+def test_streaming_api_matches_run(builds):
+    with Session(builds["ssd-mobilenet-v1"], compute_units=2, slots=2) as s:
+        frames = [make_inputs(s.plan, 20 + i) for i in range(4)]
+        streamed = list(s.stream(frames))
+        for f, got in zip(frames, streamed):
+            assert all(np.array_equal(a, b) for a, b in zip(s.run(None, f), got))
+
+
 def test_session_errors(builds, tmp_path):
     with pytest.raises(BackendError, match="unknown backend 'nope'"):
         Session(builds["yolov3-tiny"], backend="nope")

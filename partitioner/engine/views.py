@@ -1,6 +1,7 @@
 """Scales and memory views of the tensors the engine touches.
 
-Scale rules (symmetric int8, per tensor): scale = max|x| / 127 over the calibration frames. Max pooling, copies
+Scale rules (symmetric int8, per tensor): the scale a QDQ model gives the tensor, else max|x| / 127 over
+the calibration frames. Max pooling, copies
 (upsampling) and zero-copy channel concats do no arithmetic, so their inputs and outputs share one scale: the
 largest of the group.
 
@@ -51,7 +52,12 @@ def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
             for t in io:
                 groups.union(t, out[0])
     best: dict[str, float] = {}
+    fixed = graph.fixed_scales
     for name in dict.fromkeys(names):
+        if name in fixed:
+            root = groups.find(name)
+            best[root] = max(best.get(root, 0.0), fixed[name] * 127.0)
+            continue
         if name not in ranges:
             warnings.append(f"no calibration range for {name!r}; using scale 1.0")
         root = groups.find(name)

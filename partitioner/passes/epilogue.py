@@ -12,7 +12,8 @@ from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind
 from ..op_facts import clip_bounds, pool_of, upsample_factor
 
 
-def _absorb(graph: Graph, conv: Node, eaten: list[Node], spec, output: str, extra_inputs: list[str] = ()) -> None:
+def _absorb(graph: Graph, conv: Node, eaten: list[Node], step, output: str, extra_inputs: list[str] = ()) -> None:
+    spec = conv.conv.with_step(step, graph.tensors[conv.outputs[0]].onnx_name)
     fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", conv.inputs + list(extra_inputs), [output],
                  conv.origin + [o for n in eaten for o in n.origin], conv=spec)
     graph.replace([conv.name] + [n.name for n in eaten], fused)
@@ -77,7 +78,7 @@ def fuse_activation(graph: Graph) -> Graph:
         found = _activation_after(graph, conv)
         if found:
             act, eaten = found
-            _absorb(graph, conv, eaten, conv.conv.with_step(act), eaten[-1].outputs[0])
+            _absorb(graph, conv, eaten, act, eaten[-1].outputs[0])
     graph.prune_tensors()
     return graph
 
@@ -100,7 +101,7 @@ def fuse_residual_add(graph: Graph) -> Graph:
             candidates.append((order.index(conv.name), conv, other))
         if candidates:
             _, conv, other = max(candidates, key=lambda c: c[0])
-            _absorb(graph, conv, [add], conv.conv.with_step(ResidualAdd(other)), add.outputs[0], [other])
+            _absorb(graph, conv, [add], ResidualAdd(other), add.outputs[0], [other])
     graph.prune_tensors()
     return graph
 
@@ -115,7 +116,7 @@ def fuse_maxpool(graph: Graph) -> Graph:
                 or graph.sole_consumer(pool_node.inputs[0]) is not pool_node
                 or any(isinstance(s, Pool) for s in conv.conv.epilogue)):
             continue
-        _absorb(graph, conv, [pool_node], conv.conv.with_step(pool), pool_node.outputs[0])
+        _absorb(graph, conv, [pool_node], pool, pool_node.outputs[0])
     graph.prune_tensors()
     return graph
 

@@ -1,0 +1,75 @@
+"""QDQ models from onnxruntime's quantize_static run on the engine's integer semantics with their own scales,
+within 1 LSB of onnxruntime's execution of the same QDQ model."""
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import numpy_helper
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from fpga_runtime.session import Session
+from graphs import Net
+from partitioner.build import PartitionConfig, run_partition
+
+
+def _float_model(path):
+    """BN already folded (as quantisation pre-processing leaves it): conv+relu, residual, pool, leaky, 1x1."""
+    n = Net(channels=8, size=12)
+    a = n.node("Relu", [n.conv("x", "c1")], "r1")
+    b = n.node("Relu", [n.node("Add", [n.conv(a, "c2"), a], "add")], "r2")
+    p = n.node("MaxPool", [b], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    y = n.node("LeakyRelu", [n.conv(p, "c3")], "leaky", alpha=0.1)
+    return n.save([n.conv(y, "c4", k=1)], path)
+
+
+class _Frames(CalibrationDataReader):
+    def __init__(self, frames):
+        self.it = iter(frames)
+
+    def get_next(self):
+        return next(self.it, None)
+
+
+@pytest.fixture(scope="module")
+def qdq(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qdq")
+    frames = [{"x": np.random.default_rng(i).standard_normal((1, 8, 12, 12)).astype(np.float32)} for i in range(16)]
+    logging.getLogger().setLevel(logging.ERROR)
+    quantize_static(str(_float_model(root / "f.onnx")), str(root / "q.onnx"), _Frames(frames),
+                    quant_format=QuantFormat.QDQ, activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
+                    per_channel=True, extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+    result = run_partition(PartitionConfig(model=root / "q.onnx", out_dir=root / "b", picture=False,
+                                           offload_everything=True))
+    return root, result
+
+
+def test_qdq_pairs_become_engine_scales(qdq):
+    root, result = qdq
+    subgraphs = result.plan.subgraphs
+    assert [s.device for s in subgraphs] == ["fpga", "cpu"]        # the output's own Q/DQ pair stays on the CPU
+    assert {n.split("_")[-1] for n in subgraphs[1].nodes} == {"QuantizeLinear", "DequantizeLinear"}
+    model = onnx.load(str(root / "q.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    engine = json.loads((root / "b" / "fpga" / "engine.json").read_text())
+    assert engine["tensors"]["x"]["scale"] == pytest.approx(float(inits["x_scale"]))
+    assert result.partition.graph.fixed_scales["r1"] == pytest.approx(float(inits["r1_scale"]))
+
+
+def test_qdq_model_within_one_lsb_of_onnxruntime(qdq):
+    root, _ = qdq
+    scale = float(numpy_helper.to_array(next(t for t in onnx.load(str(root / "q.onnx")).graph.initializer
+                                             if t.name == "c4_scale")))
+    sess = ort.InferenceSession(str(root / "q.onnx"), providers=["CPUExecutionProvider"])
+    diffs = []
+    with Session(root / "b") as s:
+        for i in range(10):
+            x = {"x": np.random.default_rng(100 + i).standard_normal((1, 8, 12, 12)).astype(np.float32)}
+            diffs.append(np.rint(s.run(None, x)[0] / scale) - np.rint(sess.run(None, x)[0] / scale))
+    d = np.abs(np.concatenate([v.ravel() for v in diffs]))
+    assert d.max() <= 1
+    assert np.mean(d == 0) >= 0.9
