@@ -74,6 +74,18 @@ class Policy:
                 return task
         return None
 
+    def assign(self, free: dict[str, list[str]]) -> list[tuple[Task, str]]:
+        """Pair ready tasks with free lanes ("fpga-cu0", "cpu-1", ...), FPGA first, best priority first;
+        the lanes handed out are removed from `free`."""
+        out = []
+        for device in ("fpga", "cpu"):
+            while free[device]:
+                task = self.pop(device)
+                if task is None:
+                    break
+                out.append((task, free[device].pop(0)))
+        return out
+
     def complete(self, task: Task) -> bool:
         """Marks a task done; True when its frame is finished."""
         for s in self.successors[task.subgraph]:

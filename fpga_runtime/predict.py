@@ -67,16 +67,11 @@ def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_wo
         while admitted < frames and policy.can_admit():
             policy.admit(admitted)
             admitted += 1
-        for device in ("fpga", "cpu"):
-            while free[device]:
-                task = policy.pop(device)
-                if task is None:
-                    break
-                lane = free[device].pop(0)
-                end = now + durations[task.subgraph]
-                heapq.heappush(events, (end, seq, task, lane))
-                seq += 1
-                spans.append(Span(task.subgraph, task.frame, lane, now, end))
+        for task, lane in policy.assign(free):
+            end = now + durations[task.subgraph]
+            heapq.heappush(events, (end, seq, task, lane))
+            seq += 1
+            spans.append(Span(task.subgraph, task.frame, lane, now, end))
         if not events:
             break
         now, _, task, lane = heapq.heappop(events)

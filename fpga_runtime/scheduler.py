@@ -91,19 +91,14 @@ class Scheduler:
                     policy.admit(admitted)
                     values[admitted] = dict(feeds)
                     admitted += 1
-                for device in ("fpga", "cpu"):
-                    while free[device]:
-                        task = policy.pop(device)
-                        if task is None:
-                            break
-                        lane = free[device].pop(0)
-                        sg = plan.subgraph(task.subgraph)
-                        have = values[task.frame]
-                        inputs = {t.name: have[t.name] for t in sg.inputs if t.name in have}
-                        pool = unit_pools[int(lane[7:])] if device == "fpga" else cpu_pool
-                        unit = int(lane[7:]) if device == "fpga" else 0
-                        fut = pool.submit(self._run_task, task.subgraph, inputs, unit, policy.slot[task.frame])
-                        running[fut] = _Running(task, lane, time.perf_counter())
+                for task, lane in policy.assign(free):
+                    sg = plan.subgraph(task.subgraph)
+                    have = values[task.frame]
+                    inputs = {t.name: have[t.name] for t in sg.inputs if t.name in have}
+                    unit = int(lane[len("fpga-cu"):]) if lane.startswith("fpga") else 0
+                    pool = unit_pools[unit] if lane.startswith("fpga") else cpu_pool
+                    fut = pool.submit(self._run_task, task.subgraph, inputs, unit, policy.slot[task.frame])
+                    running[fut] = _Running(task, lane, time.perf_counter())
                 while next_out in finished:
                     result = finished.pop(next_out)
                     values.pop(next_out, None)

@@ -31,25 +31,21 @@ class NameTable:
     def __contains__(self, original: str) -> bool:
         return original in self._by_original
 
-    def safe(self, original: str) -> str:
-        if original in self._by_original:
-            return self._by_original[original]
-        base = safe_identifier(original)
+    def _claim(self, text: str) -> str:
+        base = safe_identifier(text)
         name, i = base, 1
         while name in self._taken:
             name = f"{base}_{i}"
             i += 1
         self._taken.add(name)
-        self._taken.add(original)   # a fresh name must never equal an original ONNX name either
-        self._by_original[original] = name
         return name
+
+    def safe(self, original: str) -> str:
+        if original not in self._by_original:
+            self._by_original[original] = self._claim(original)
+            self._taken.add(original)   # a fresh name must never equal an original ONNX name either
+        return self._by_original[original]
 
     def fresh(self, hint: str) -> str:
         """A new unique name that no original maps to (for tensors the passes create)."""
-        base = safe_identifier(hint)
-        name, i = base, 1
-        while name in self._taken:
-            name = f"{base}_{i}"
-            i += 1
-        self._taken.add(name)
-        return name
+        return self._claim(hint)
