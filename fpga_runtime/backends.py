@@ -22,6 +22,7 @@ from .engine_image import EngineImage, Program, TensorView
 
 BACKENDS = {
     "reference": "fpga_runtime.reference_backend:ReferenceBackend",
+    "csim": "fpga_runtime.csim_backend:CsimBackend",
 }
 
 

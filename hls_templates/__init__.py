@@ -1,1 +1,5 @@
-"""Kernel templates (Vitis HLS C++, Verilog) and overlay build scripts; files, not Python strings."""
+"""Kernel templates (Vitis HLS C++, Tcl) and overlay build scripts; files, not Python strings."""
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+ENGINE = ROOT / "engine"

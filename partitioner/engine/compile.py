@@ -9,6 +9,7 @@ from fpga_runtime.abi import EngineConfig, pack_program
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
 
+from ..codegen import write_hls
 from ..cost import node_cost
 from ..ir import OpKind
 from ..partition import Device, Partition
@@ -31,6 +32,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
     consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts)
     programs: dict[str, Program] = {}
+    every: list = []
     layer_id = 0
     for sg in fpga:
         descriptors = []
@@ -43,6 +45,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
                 continue
             descriptors.append(emitter.emit(node, layer_id))
             layer_id += 1
+        every += descriptors
         addr = consts.put(pack_program(descriptors))
         programs[sg.name] = Program(sg.name, addr, len(descriptors), sum(node_cost(graph.nodes[n], graph).macs
                                                                          for n in sg.nodes))
@@ -53,4 +56,5 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"frames": len(frames), "method": "max-abs, per tensor, symmetric"})
     image.save(out_dir / ENGINE_DIR, consts.image())
+    write_hls(out_dir, graph.name, config, every)
     return image, warnings

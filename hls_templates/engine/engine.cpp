@@ -1,0 +1,348 @@
+// Kernel ABI v1 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
+// Bit-exact with the numpy reference (fpga_runtime/reference.py): integer arithmetic only.
+#include "engine.h"
+
+namespace {
+
+const int V = ENGINE_VEC;
+const int R = ENGINE_PE_ROWS;
+const int G = ENGINE_GRANULE;
+
+// ---- memory access: 64-byte words, little-endian bytes -------------------------------------------------
+uint8_t byte_at(const word_t *mem, uint32_t addr) {
+    word_t w = mem[addr >> 6];
+    unsigned lo = (addr & 63u) * 8u;
+    return (uint8_t)w.range(lo + 7, lo).to_uint();
+}
+
+uint32_t u32_at(const word_t *mem, uint32_t addr) {
+    return (uint32_t)byte_at(mem, addr) | ((uint32_t)byte_at(mem, addr + 1) << 8) |
+           ((uint32_t)byte_at(mem, addr + 2) << 16) | ((uint32_t)byte_at(mem, addr + 3) << 24);
+}
+
+// n bytes at an address aligned to n (n divides 64): never crosses a word
+template <int N>
+void load_vec(const word_t *mem, uint32_t addr, int8_t out[N]) {
+#pragma HLS INLINE
+    word_t w = mem[addr >> 6];
+    unsigned base = addr & 63u;
+    for (int i = 0; i < N; ++i) {
+#pragma HLS UNROLL
+        unsigned lo = (base + i) * 8u;
+        out[i] = (int8_t)(uint8_t)w.range(lo + 7, lo).to_uint();
+    }
+}
+
+template <int N>
+void store_vec(word_t *mem, uint32_t addr, const int8_t in[N]) {
+#pragma HLS INLINE
+    word_t w = mem[addr >> 6];
+    unsigned base = addr & 63u;
+    for (int i = 0; i < N; ++i) {
+#pragma HLS UNROLL
+        unsigned lo = (base + i) * 8u;
+        w.range(lo + 7, lo) = (uint8_t)in[i];
+    }
+    mem[addr >> 6] = w;
+}
+
+// ---- integer semantics (fpga_runtime/abi.py) -----------------------------------------------------------
+int8_t sat8(int64_t v) { return v < -128 ? (int8_t)-128 : v > 127 ? (int8_t)127 : (int8_t)v; }
+
+int64_t shift_round(int64_t v, int s) { return s > 0 ? ((v + ((int64_t)1 << (s - 1))) >> s) : v; }
+
+int8_t activate(int8_t q, uint8_t kind, const int8_t lut[256], int8_t lo, int8_t hi) {
+#pragma HLS INLINE
+    if (kind == ACT_CLAMP) return q < lo ? lo : q > hi ? hi : q;
+    if (kind == ACT_LUT) return lut[(int)q + 128];
+    return q;
+}
+
+void load_lut(const word_t *consts, uint32_t addr, int8_t lut[256]) {
+    for (int i = 0; i < 256; ++i) {
+#pragma HLS PIPELINE II=1
+        lut[i] = (int8_t)byte_at(consts, addr + i);
+    }
+}
+
+// ---- descriptor fetch -------------------------------------------------------------------------------------
+Descriptor fetch(const word_t *program, uint32_t index) {
+    uint8_t b[128];
+#pragma HLS ARRAY_PARTITION variable=b complete
+    uint32_t at = 16 + 128 * index;
+    for (int i = 0; i < 128; ++i) {
+#pragma HLS PIPELINE II=1
+        b[i] = byte_at(program, at + i);
+    }
+#define U8(o) (b[o])
+#define U16(o) ((uint16_t)(b[o] | (b[(o) + 1] << 8)))
+#define U32(o) ((uint32_t)b[o] | ((uint32_t)b[(o) + 1] << 8) | ((uint32_t)b[(o) + 2] << 16) | ((uint32_t)b[(o) + 3] << 24))
+    Descriptor d;
+    d.op = U8(0); d.flags = U8(1); d.act1 = U8(2); d.act2 = U8(3);
+    d.batch = U16(4); d.in_h = U16(6); d.in_w = U16(8); d.in_c = U16(10); d.in_c_stride = U16(12);
+    d.in_c_offset = U16(14); d.out_h = U16(16); d.out_w = U16(18); d.out_c = U16(20); d.out_c_stride = U16(22);
+    d.out_c_offset = U16(24); d.conv_h = U16(26); d.conv_w = U16(28);
+    d.kh = U8(30); d.kw = U8(31); d.stride_h = U8(32); d.stride_w = U8(33); d.dil_h = U8(34); d.dil_w = U8(35);
+    d.pad_t = U8(36); d.pad_l = U8(37); d.pad_b = U8(38); d.pad_r = U8(39);
+    d.pool_kh = U8(40); d.pool_kw = U8(41); d.pool_sh = U8(42); d.pool_sw = U8(43);
+    d.pool_pad_t = U8(44); d.pool_pad_l = U8(45); d.pool_pad_b = U8(46); d.pool_pad_r = U8(47);
+    d.act_lo = (int8_t)U8(48); d.act_hi = (int8_t)U8(49); d.res_shift = U8(50);
+    d.in2_c_stride = U16(52); d.in2_c_offset = U16(54);
+    d.in_addr = U32(56); d.in2_addr = U32(60); d.weight_addr = U32(64); d.bias_addr = U32(68);
+    d.requant_addr = U32(72); d.lut1_addr = U32(76); d.lut2_addr = U32(80); d.out_addr = U32(84);
+    d.res_mult_a = (int32_t)U32(88); d.res_mult_b = (int32_t)U32(92); d.layer_id = U32(96);
+#undef U8
+#undef U16
+#undef U32
+    return d;
+}
+
+uint32_t pixel(uint32_t base, int n, int y, int x, int h, int w, int stride) {
+    return base + (uint32_t)(((n * h + y) * w + x) * stride);
+}
+
+// The input as a layer reads it: zero outside, through the x2 read mode when flagged.
+template <int N>
+void read_input(const Descriptor &d, const word_t *act, int n, int y, int x, int c, int8_t out[N]) {
+#pragma HLS INLINE
+    int up = (d.flags & F_UPSAMPLE2) ? 1 : 0;
+    if (y < 0 || x < 0 || y >= (d.in_h << up) || x >= (d.in_w << up)) {
+        for (int i = 0; i < N; ++i) out[i] = 0;
+        return;
+    }
+    load_vec<N>(act, pixel(d.in_addr, n, y >> up, x >> up, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + c, out);
+}
+
+// Requantisation, act1, residual add and act2 of one group of N channels starting at channel c.
+template <int N>
+void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], const int32_t mult[N],
+              const int32_t shift[N], const int8_t lut1[256], const int8_t lut2[256], int n, int y, int x, int c,
+              int8_t out[N]) {
+#pragma HLS INLINE
+    int8_t res[N];
+    if (d.flags & F_RESIDUAL)
+        load_vec<N>(act, pixel(d.in2_addr, n, y, x, d.conv_h, d.conv_w, d.in2_c_stride) + d.in2_c_offset + c, res);
+    for (int i = 0; i < N; ++i) {
+#pragma HLS UNROLL
+        int8_t q = sat8(shift_round((int64_t)acc[i] * (int64_t)mult[i], shift[i]));
+        q = activate(q, d.act1, lut1, d.act_lo, d.act_hi);
+        if (d.flags & F_RESIDUAL) {
+            int64_t total = (int64_t)q * d.res_mult_a + (int64_t)res[i] * d.res_mult_b;
+            q = activate(sat8(shift_round(total, d.res_shift)), d.act2, lut2, d.act_lo, d.act_hi);
+        }
+        out[i] = q;
+    }
+}
+
+// Rows of conv output kept for the fused max pool: the last pool_kh rows, N channels each.
+static int8_t ring[ENGINE_MAX_KERNEL][ENGINE_MAX_WIDTH][G];
+
+template <int N>
+void emit_pooled_rows(const Descriptor &d, word_t *act, int n, int oy, int c, int &py_next) {
+    while (py_next < d.out_h) {
+        int first = py_next * d.pool_sh - d.pool_pad_t;
+        int last = first + d.pool_kh - 1;
+        if (last > oy && oy != d.conv_h - 1) break;
+        for (int px = 0; px < d.out_w; ++px) {
+#pragma HLS LOOP_TRIPCOUNT max=ENGINE_MAX_WIDTH
+            int8_t best[N];
+            for (int i = 0; i < N; ++i) best[i] = -128;
+            for (int ky = 0; ky < d.pool_kh; ++ky) {
+                int ry = first + ky;
+                for (int kx = 0; kx < d.pool_kw; ++kx) {
+#pragma HLS PIPELINE II=1
+                    int rx = px * d.pool_sw - d.pool_pad_l + kx;
+                    if (ry < 0 || ry >= d.conv_h || rx < 0 || rx >= d.conv_w) continue;
+                    for (int i = 0; i < N; ++i) {
+                        int8_t v = ring[ry % d.pool_kh][rx][i];
+                        if (v > best[i]) best[i] = v;
+                    }
+                }
+            }
+            store_vec<N>(act, pixel(d.out_addr, n, py_next, px, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c,
+                         best);
+        }
+        ++py_next;
+    }
+}
+
+template <int N>
+void finish_row_pixel(const Descriptor &d, word_t *act, const int8_t y[N], int n, int oy, int ox, int c) {
+#pragma HLS INLINE
+    if (d.flags & F_POOL) {
+        for (int i = 0; i < N; ++i) ring[oy % d.pool_kh][ox][i] = y[i];
+    } else {
+        store_vec<N>(act, pixel(d.out_addr, n, oy, ox, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c, y);
+    }
+}
+
+void load_channel_params(const Descriptor &d, const word_t *consts, int c0, int count, int32_t bias[G],
+                         int32_t mult[G], int32_t shift[G]) {
+    for (int i = 0; i < count; ++i) {
+#pragma HLS PIPELINE II=1
+        bias[i] = (int32_t)u32_at(consts, d.bias_addr + 4 * (c0 + i));
+        mult[i] = (int32_t)u32_at(consts, d.requant_addr + 8 * (c0 + i));
+        shift[i] = (int32_t)u32_at(consts, d.requant_addr + 8 * (c0 + i) + 4);
+    }
+}
+
+static int8_t wbuf[ENGINE_WBUF_BYTES];
+
+void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, uint64_t &cycles) {
+    for (uint32_t w = 0; w < bytes / 64; ++w) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT max=ENGINE_WBUF_BYTES/64
+        word_t word = consts[(addr >> 6) + w];
+        for (int i = 0; i < 64; ++i) wbuf[w * 64 + i] = (int8_t)(uint8_t)word.range(8 * i + 7, 8 * i).to_uint();
+    }
+    cycles += bytes / 64;
+}
+
+// Standard convolution: for each tile of R output channels, the weight tile is loaded once; every output
+// pixel accumulates R x V products per cycle over kernel taps and input-channel tiles.
+void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
+                   const int8_t lut2[256], uint64_t &cycles) {
+    const int ic_tiles = d.in_c / V;
+    const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * ic_tiles * R * V;
+    for (int n = 0; n < d.batch; ++n) {
+        for (int ot = 0; ot < d.out_c / R; ++ot) {
+            load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, cycles);
+            int32_t bias[G], mult[G], shift[G];
+            load_channel_params(d, consts, ot * R, R, bias, mult, shift);
+            int py_next = 0;
+            for (int oy = 0; oy < d.conv_h; ++oy) {
+                for (int ox = 0; ox < d.conv_w; ++ox) {
+#pragma HLS LOOP_TRIPCOUNT max=ENGINE_MAX_WIDTH
+                    int32_t acc[R];
+#pragma HLS ARRAY_PARTITION variable=acc complete
+                    for (int r = 0; r < R; ++r) acc[r] = bias[r];
+                    for (int ky = 0; ky < d.kh; ++ky) {
+                        for (int kx = 0; kx < d.kw; ++kx) {
+                            int iy = oy * d.stride_h - d.pad_t + ky * d.dil_h;
+                            int ix = ox * d.stride_w - d.pad_l + kx * d.dil_w;
+                            for (int it = 0; it < ic_tiles; ++it) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT max=256
+                                int8_t xv[V];
+                                read_input<V>(d, act, n, iy, ix, it * V, xv);
+                                const int8_t *w = &wbuf[(((ky * d.kw + kx) * ic_tiles + it) * R) * V];
+                                for (int r = 0; r < R; ++r) {
+#pragma HLS UNROLL
+                                    int32_t sum = 0;
+                                    for (int v = 0; v < V; ++v) {
+#pragma HLS UNROLL
+                                        sum += (int32_t)xv[v] * (int32_t)w[r * V + v];
+                                    }
+                                    acc[r] += sum;
+                                }
+                                ++cycles;
+                            }
+                        }
+                    }
+                    int8_t y[R];
+                    epilogue<R>(d, act, acc, mult, shift, lut1, lut2, n, oy, ox, ot * R, y);
+                    finish_row_pixel<R>(d, act, y, n, oy, ox, ot * R);
+                }
+                if (d.flags & F_POOL) emit_pooled_rows<R>(d, act, n, oy, ot * R, py_next);
+            }
+        }
+    }
+}
+
+// Depthwise convolution: V channels at a time, each with its own kernel.
+void conv_depthwise(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
+                    const int8_t lut2[256], uint64_t &cycles) {
+    const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * V;
+    for (int n = 0; n < d.batch; ++n) {
+        for (int ct = 0; ct < d.out_c / V; ++ct) {
+            int8_t wt[ENGINE_MAX_KERNEL * ENGINE_MAX_KERNEL * V];
+            for (uint32_t i = 0; i < tile_bytes; ++i) wt[i] = (int8_t)byte_at(consts, d.weight_addr + ct * tile_bytes + i);
+            int32_t bias[G], mult[G], shift[G];
+            load_channel_params(d, consts, ct * V, V, bias, mult, shift);
+            int py_next = 0;
+            for (int oy = 0; oy < d.conv_h; ++oy) {
+                for (int ox = 0; ox < d.conv_w; ++ox) {
+                    int32_t acc[V];
+                    for (int v = 0; v < V; ++v) acc[v] = bias[v];
+                    for (int ky = 0; ky < d.kh; ++ky) {
+                        for (int kx = 0; kx < d.kw; ++kx) {
+#pragma HLS PIPELINE II=1
+                            int8_t xv[V];
+                            read_input<V>(d, act, n, oy * d.stride_h - d.pad_t + ky * d.dil_h,
+                                          ox * d.stride_w - d.pad_l + kx * d.dil_w, ct * V, xv);
+                            for (int v = 0; v < V; ++v) acc[v] += (int32_t)xv[v] * (int32_t)wt[(ky * d.kw + kx) * V + v];
+                            ++cycles;
+                        }
+                    }
+                    int8_t y[V];
+                    epilogue<V>(d, act, acc, mult, shift, lut1, lut2, n, oy, ox, ct * V, y);
+                    finish_row_pixel<V>(d, act, y, n, oy, ox, ct * V);
+                }
+                if (d.flags & F_POOL) emit_pooled_rows<V>(d, act, n, oy, ct * V, py_next);
+            }
+        }
+    }
+}
+
+// ADD, MAXPOOL and COPY work on V channels per cycle.
+void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const int8_t lut2[256],
+                 uint64_t &cycles) {
+    for (int n = 0; n < d.batch; ++n)
+        for (int y = 0; y < d.out_h; ++y)
+            for (int x = 0; x < d.out_w; ++x)
+                for (int c = 0; c < d.out_c; c += V) {
+#pragma HLS PIPELINE II=1
+                    int8_t out[V];
+                    if (d.op == OP_MAXPOOL) {
+                        for (int v = 0; v < V; ++v) out[v] = -128;
+                        for (int ky = 0; ky < d.pool_kh; ++ky)
+                            for (int kx = 0; kx < d.pool_kw; ++kx) {
+                                int iy = y * d.pool_sh - d.pool_pad_t + ky, ix = x * d.pool_sw - d.pool_pad_l + kx;
+                                int up = (d.flags & F_UPSAMPLE2) ? 1 : 0;
+                                if (iy < 0 || ix < 0 || iy >= (d.in_h << up) || ix >= (d.in_w << up)) continue;
+                                int8_t v8[V];
+                                read_input<V>(d, act, n, iy, ix, c, v8);
+                                for (int v = 0; v < V; ++v) out[v] = v8[v] > out[v] ? v8[v] : out[v];
+                            }
+                    } else {
+                        read_input<V>(d, act, n, y, x, c, out);
+                        if (d.op == OP_ADD) {
+                            int8_t b[V];
+                            load_vec<V>(act, pixel(d.in2_addr, n, y, x, d.out_h, d.out_w, d.in2_c_stride) + d.in2_c_offset + c, b);
+                            for (int v = 0; v < V; ++v) {
+                                int64_t total = (int64_t)out[v] * d.res_mult_a + (int64_t)b[v] * d.res_mult_b;
+                                int8_t q = activate(sat8(shift_round(total, d.res_shift)), d.act1, lut1, d.act_lo, d.act_hi);
+                                out[v] = activate(q, d.act2, lut2, d.act_lo, d.act_hi);
+                            }
+                        }
+                    }
+                    store_vec<V>(act, pixel(d.out_addr, n, y, x, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c, out);
+                    ++cycles;
+                }
+}
+
+}  // namespace
+
+void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles) {
+#pragma HLS INTERFACE m_axi port=program offset=slave bundle=gmem0 depth=4096
+#pragma HLS INTERFACE m_axi port=act offset=slave bundle=gmem1 depth=65536 max_read_burst_length=64 max_write_burst_length=64
+#pragma HLS INTERFACE m_axi port=consts offset=slave bundle=gmem2 depth=65536 max_read_burst_length=64
+#pragma HLS INTERFACE s_axilite port=layer_count
+#pragma HLS INTERFACE s_axilite port=cycles
+#pragma HLS INTERFACE s_axilite port=return
+    uint64_t count = 0;
+    int8_t lut1[256], lut2[256];
+    for (uint32_t i = 0; i < layer_count; ++i) {
+#pragma HLS LOOP_TRIPCOUNT max=256
+        Descriptor d = fetch(program, i);
+        if (d.act1 == ACT_LUT) load_lut(consts, d.lut1_addr, lut1);
+        if (d.act2 == ACT_LUT) load_lut(consts, d.lut2_addr, lut2);
+        if (d.op == OP_CONV) {
+            if (d.flags & F_DEPTHWISE) conv_depthwise(d, act, consts, lut1, lut2, count);
+            else conv_standard(d, act, consts, lut1, lut2, count);
+        } else {
+            elementwise(d, act, lut1, lut2, count);
+        }
+    }
+    *cycles = count;
+}

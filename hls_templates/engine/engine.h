@@ -1,0 +1,31 @@
+// Kernel ABI v1 engine for Vitis HLS (see docs/kernel-abi.md). One call runs a whole program of layer
+// descriptors over two memory regions: activations (int8 NHWC) and constants (weights, biases,
+// requantisation and lookup tables, programs). All arithmetic is integer and matches fpga_runtime/abi.py.
+#pragma once
+
+#include <stdint.h>
+#include <ap_int.h>
+
+#include "engine_config.h"
+
+typedef ap_uint<512> word_t;                 // one 64-byte AXI beat
+
+enum Op { OP_CONV = 1, OP_ADD = 2, OP_MAXPOOL = 3, OP_COPY = 4 };
+enum Flag { F_DEPTHWISE = 1, F_RESIDUAL = 2, F_POOL = 4, F_UPSAMPLE2 = 8 };
+enum Act { ACT_NONE = 0, ACT_CLAMP = 1, ACT_LUT = 2 };
+
+struct Descriptor {
+    uint8_t op, flags, act1, act2;
+    uint16_t batch, in_h, in_w, in_c, in_c_stride, in_c_offset;
+    uint16_t out_h, out_w, out_c, out_c_stride, out_c_offset, conv_h, conv_w;
+    uint8_t kh, kw, stride_h, stride_w, dil_h, dil_w, pad_t, pad_l, pad_b, pad_r;
+    uint8_t pool_kh, pool_kw, pool_sh, pool_sw, pool_pad_t, pool_pad_l, pool_pad_b, pool_pad_r;
+    int8_t act_lo, act_hi;
+    uint8_t res_shift;
+    uint16_t in2_c_stride, in2_c_offset;
+    uint32_t in_addr, in2_addr, weight_addr, bias_addr, requant_addr, lut1_addr, lut2_addr, out_addr;
+    int32_t res_mult_a, res_mult_b;
+    uint32_t layer_id;
+};
+
+void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles);
