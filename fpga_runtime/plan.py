@@ -33,6 +33,7 @@ class Layer:
     covers: list[str]                 # original ONNX node names
     macs: int
     bytes: int = 0                    # int8 activation and weight bytes the layer moves
+    cycles: int = 0                   # engine cycles (cycle_model.py) for the build's engine parameters
 
 
 @dataclass
@@ -65,6 +66,7 @@ class Plan:
     decisions: list[dict[str, Any]] = field(default_factory=list)
     steps: list[dict[str, Any]] = field(default_factory=list)
     engine: str | None = None                            # compiled FPGA programs and memory image
+    engine_config: dict[str, Any] | None = None          # abi.EngineConfig of the build
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,7 +113,8 @@ def read_plan(folder_or_file: str | Path) -> Plan:
         subgraphs.append(SubgraphSpec(**s))
     plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                 _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
-                raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), root=path.parent)
+                raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
+                root=path.parent)
     _check_order(plan)
     return plan
 

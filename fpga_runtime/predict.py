@@ -45,11 +45,15 @@ class Prediction:
 
 
 def durations_for(plan: Plan, board: Board) -> dict[str, float]:
+    """Engine cycles come from the build (its engine parameters); the clock is the build's on its own board
+    and the board's default fabric clock on another."""
+    clock = (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
+        else board.clock_mhz
     out = {}
     for s in plan.subgraphs:
         est = s.estimate or {}
         if s.device == "fpga":
-            out[s.name] = timing.fpga_subgraph_s([(layer.macs, layer.bytes) for layer in s.layers],
+            out[s.name] = timing.fpga_subgraph_s([(layer.cycles, layer.bytes) for layer in s.layers], clock,
                                                  est.get("boundary_elements", 0), board)
         else:
             out[s.name] = timing.cpu_s(est.get("macs", 0), est.get("elements", 0), board)

@@ -112,9 +112,10 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         return run_fusion(graph, saver)
 
     graph = step("fuse", fuse)
-    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board), cfg.offload_everything))
+    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, cfg.engine),
+                                               cfg.offload_everything))
     plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
-                                                    imported.folded))
+                                             imported.folded, cfg.engine))
     warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):

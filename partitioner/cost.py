@@ -1,7 +1,8 @@
-"""First analytic cost model: MACs and bytes per node, CPU and FPGA time per region, offload or not.
+"""Cost model: MACs, bytes and engine cycles per node; CPU and FPGA time per region; offload or not.
 
-The timing formulas and their assumptions are in fpga_runtime/timing.py (shared with `predict`); this module
-counts what they need. To be replaced by the cycle model of the kernel issue, calibrated by RTL simulation.
+FPGA layers are timed by the engine's cycle model (fpga_runtime/cycle_model.py) for the build's engine
+parameters; CPU work, transfers and program starts by fpga_runtime/timing.py. Both live on the runtime side so
+`predict` re-times a build the same way.
 """
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from fpga_runtime import timing
+from fpga_runtime.abi import EngineConfig, Op
 from fpga_runtime.boards import Board
+from fpga_runtime.cycle_model import LayerShape, layer_cycles
 
 from .ir import ConvForm, Graph, Node, OpKind
 
@@ -36,18 +39,42 @@ def node_cost(node: Node, graph: Graph) -> NodeCost:
         y = graph.tensors[node.outputs[0]]
         if spec.form is ConvForm.DENSE:
             macs = int(np.prod(w.shape)) * (graph.tensors[node.inputs[0]].shape[0] if y.is_static else 1)
+        elif not graph.tensors[node.inputs[0]].is_static:
+            macs = 0                        # dynamic shape: stays on the CPU, no engine estimate needed
         else:
-            pre_pool = graph.tensors[node.inputs[0]].shape
-            n = pre_pool[0] if y.is_static else 1
-            # MACs are counted at the conv's own output size, before any fused pooling
-            h = (pre_pool[2] * spec.upsample + spec.pads[0] + spec.pads[2]
-                 - spec.dilations[0] * (spec.kernel[0] - 1) - 1) // spec.strides[0] + 1
-            wd = (pre_pool[3] * spec.upsample + spec.pads[1] + spec.pads[3]
-                  - spec.dilations[1] * (spec.kernel[1] - 1) - 1) // spec.strides[1] + 1
+            n = graph.tensors[node.inputs[0]].shape[0]
+            h, wd = conv_output_hw(node, graph)
             macs = int(n * w.shape[0] * h * wd * int(np.prod(w.shape[1:])))
         wbytes = w.size + 4 * (w.shape[0] if spec.bias else 0)
         return NodeCost(macs, act, wbytes)
     return NodeCost(0, act, 0)
+
+
+def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
+    """A fused conv's own output size, before any fused pooling."""
+    spec = node.conv
+    x = graph.tensors[node.inputs[0]].shape
+    if spec.form is ConvForm.DENSE:
+        return 1, 1
+    h = (x[2] * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (spec.kernel[0] - 1) - 1) \
+        // spec.strides[0] + 1
+    w = (x[3] * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (spec.kernel[1] - 1) - 1) \
+        // spec.strides[1] + 1
+    return h, w
+
+
+def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
+    """The engine layer a node becomes (None: a concat, which costs no layer)."""
+    y = graph.tensors[node.outputs[0]].shape
+    if node.kind is OpKind.CONCAT:
+        return None
+    if node.kind is OpKind.FUSED_CONV:
+        x = graph.tensors[node.inputs[0]].shape
+        h, w = conv_output_hw(node, graph)
+        return LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), node.conv.kernel[0],
+                          node.conv.kernel[1], h, w, node.conv.group > 1)
+    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL}.get(node.kind, Op.COPY)
+    return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
 
 
 @dataclass(frozen=True)
@@ -83,12 +110,19 @@ class RegionEstimate:
 
 
 class CostModel:
-    def __init__(self, board: Board):
+    def __init__(self, board: Board, engine: EngineConfig | None = None):
         self.board = board
+        self.engine = engine or EngineConfig(clock_mhz=board.clock_mhz)
+
+    def layer_split(self, node: Node, graph: Graph, cost: NodeCost) -> tuple[float, float]:
+        """(compute seconds, memory seconds) of one engine layer."""
+        shape = layer_shape(node, graph, self.engine)
+        cycles = layer_cycles(shape, self.engine) if shape else 0
+        return cycles / (self.engine.clock_mhz * 1e6), cost.bytes / (self.board.ddr_gbps * 1e9)
 
     def region(self, nodes: list[Node], graph: Graph, boundary_elements: int) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
-        split = [timing.fpga_layer_s(c.macs, c.bytes, self.board) for c in costs]
+        split = [self.layer_split(n, graph, c) for n, c in zip(nodes, costs)]
         return RegionEstimate(sum(c.macs for c in costs), sum(a for a, _ in split), sum(b for _, b in split),
                               sum(max(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
                               timing.INVOKE_S, self.cpu_region(costs), boundary_elements=boundary_elements,

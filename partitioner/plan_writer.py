@@ -2,14 +2,17 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import asdict
 from pathlib import Path
 
 import onnx
 
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
+from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec
 
-from .cost import node_cost
+from .cost import layer_shape, node_cost
 from .ir import Graph
 from .lower import to_model
 from .partition import Device, Partition
@@ -31,7 +34,7 @@ def _sha256(path: Path) -> str:
 
 
 def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, board: Board,
-                folded: list[str]) -> Plan:
+                folded: list[str], engine: EngineConfig) -> Plan:
     graph = part.graph
     (out_dir / SUBGRAPH_DIR).mkdir(parents=True, exist_ok=True)
     for stale in (out_dir / SUBGRAPH_DIR).glob("*"):
@@ -45,8 +48,10 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
         layers = []
         if sg.device is Device.FPGA:
             costs = {n: node_cost(graph.nodes[n], graph) for n in sg.nodes}
+            shapes = {n: layer_shape(graph.nodes[n], graph, engine) for n in sg.nodes}
             layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
-                            costs[n].macs, costs[n].bytes) for n in sg.nodes]
+                            costs[n].macs, costs[n].bytes, layer_cycles(shapes[n], engine) if shapes[n] else 0)
+                      for n in sg.nodes]
         specs.append(SubgraphSpec(
             name=sg.name, device=sg.device.value, role=sg.role.value,
             nodes=[o for n in sg.nodes for o in graph.nodes[n].origin],
@@ -61,6 +66,7 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
     model_info = {"path": str(model_path), "sha256": _sha256(model_path), "name": graph.name,
                   "opset": graph.opset}
     plan = Plan(PLAN_VERSION, target, board.name, model_info, [_spec(graph, t) for t in graph.inputs],
-                [_spec(graph, t) for t in graph.outputs], specs, list(folded), fallbacks, decisions, root=out_dir)
+                [_spec(graph, t) for t in graph.outputs], specs, list(folded), fallbacks, decisions,
+                engine_config=asdict(engine), root=out_dir)
     plan.write(out_dir)
     return plan

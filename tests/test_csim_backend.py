@@ -72,3 +72,15 @@ def test_hostile_names_never_reach_generated_code(tmp_path):
         assert "rm -rf" not in text and "$HOME" not in text and 'x"' not in text
     with Session(tmp_path / "b", backend="csim") as s:
         s.run(None, make_inputs(s.plan, 0))
+
+
+def test_cycle_model_equals_the_engine_count(golden_engine):
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    engine, cases = golden_engine
+    for case in cases:
+        act = case.act_in.copy()
+        for addr, layers in case.programs:
+            cycles = engine.run(act, case.const, addr, layers)
+            from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, unpack_program
+            ds = unpack_program(case.const[addr:addr + HEADER_SIZE + layers * DESCRIPTOR_SIZE].tobytes())
+            assert cycles == sum(layer_cycles(LayerShape.of(d), case.config) for d in ds), case.name
