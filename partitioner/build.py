@@ -22,6 +22,7 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
+from .dse import UNITS, Exploration, explore
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
 from .pipeline import run_fusion
@@ -56,7 +57,9 @@ class PartitionConfig:
     seed: int = 0
     calibrate_dir: Path | None = None        # .npy frames or images; none: seeded random frames
     calibration_frames: int = 4
-    engine: EngineConfig = field(default_factory=EngineConfig)
+    engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
+    target_fps: float | None = None
+    compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
 
 
@@ -68,6 +71,7 @@ class BuildResult:
     checks: list[OutputCheck] | None
     timings: list[tuple[str, float]]
     accuracy: AccuracyReport | None = None
+    exploration: Exploration | None = None
 
     @property
     def verified(self) -> bool:
@@ -81,6 +85,15 @@ def _save_graph(graph, path: Path) -> None:
     onnx.save(model, str(path))
 
 
+def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
+    """Explore on the layers a full offload would put on the FPGA (the cost model needs a design first)."""
+    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True)
+    fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
+    nodes = [n for sg in fpga for n in sg.nodes]
+    units = (cfg.compute_units,) if cfg.compute_units else UNITS
+    return explore(graph, nodes, max(1, len(fpga)), board, cfg.target_fps, units)
+
+
 def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:
     try:
         board = board_by_name(cfg.board)
@@ -88,7 +101,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         raise ModelError(str(exc.args[0])) from None
     cfg.out_dir.mkdir(parents=True, exist_ok=True)
     timings: list[tuple[str, float]] = []
-    names = (["import", "fuse", "partition", "write", "compile"] + (["accuracy"] if cfg.accuracy else [])
+    names = (["import", "fuse", "explore", "partition", "write", "compile"] + (["accuracy"] if cfg.accuracy else [])
              + ["report"] + (["verify"] if cfg.verify else []))
 
     def step(name: str, fn: Callable):
@@ -112,10 +125,18 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         return run_fusion(graph, saver)
 
     graph = step("fuse", fuse)
-    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, cfg.engine),
+    exploration = None
+    engine = cfg.engine
+    if engine is None and cfg.target is TargetName.FPGA:
+        exploration = step("explore", lambda: _explore(graph, board, cfg))
+        engine = exploration.chosen.config if exploration.chosen else EngineConfig(clock_mhz=board.clock_mhz)
+    else:
+        names.remove("explore")
+        engine = engine or EngineConfig(clock_mhz=board.clock_mhz)
+    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, engine),
                                                cfg.offload_everything))
     plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
-                                             imported.folded, cfg.engine))
+                                             imported.folded, engine))
     warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
@@ -124,7 +145,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
             warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                             "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
             frames = [make_inputs(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
-        _, more = step("compile", lambda: compile_engine(part, plan, cfg.engine, frames, cfg.out_dir))
+        _, more = step("compile", lambda: compile_engine(part, plan, engine, frames, cfg.out_dir))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
         plan.write(cfg.out_dir)
@@ -142,5 +163,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(cfg.out_dir)
-    write_report(plan, cfg.out_dir, picture, warnings, checks, accuracy)
-    return BuildResult(plan, part, warnings, checks, timings, accuracy)
+    if exploration is not None and exploration.chosen is None:
+        warnings.append(exploration.note)
+    write_report(plan, cfg.out_dir, picture, warnings, checks, accuracy, exploration)
+    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration)

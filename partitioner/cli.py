@@ -38,6 +38,18 @@ def _npy(value: str) -> tuple[str, np.ndarray]:
         raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})") from None
 
 
+def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | None:
+    if shape is None:
+        return None
+    try:
+        rows, vec = (int(v) for v in shape.lower().split("x"))
+    except ValueError:
+        raise click.BadParameter(f"{shape!r}: expected ROWSxVEC, e.g. 16x16") from None
+    if rows not in (8, 16, 32, 64) or vec not in (8, 16, 32, 64):
+        raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
+    return EngineConfig(vec=vec, pe_rows=rows, compute_units=units or 1, clock_mhz=BOARDS[board].clock_mhz)
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--target", type=click.Choice([t.value for t in TargetName]), default="fpga", show_default=True)
@@ -53,7 +65,11 @@ def _npy(value: str) -> tuple[str, np.ndarray]:
               help="folder of .npy frames or images for int8 calibration (default: seeded random, testing only)")
 @click.option("--calibration-frames", type=int, default=4, show_default=True,
               help="seeded random frames when no --calibrate folder is given")
-@click.option("--compute-units", type=int, default=1, show_default=True, help="engine instances in the overlay")
+@click.option("--compute-units", type=int, default=None,
+              help="engine instances in the overlay [default: chosen by the design-space exploration]")
+@click.option("--engine", "engine_shape", default=None, metavar="ROWSxVEC",
+              help="fix the engine's PE array (e.g. 16x16) instead of exploring")
+@click.option("--target-fps", type=float, default=None, help="choose the smallest engine that reaches this rate")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
@@ -61,15 +77,15 @@ def _npy(value: str) -> tuple[str, np.ndarray]:
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
-         compute_units: int, no_accuracy: bool, save_steps: bool, no_picture: bool, offload_all: bool,
-         debug: bool) -> None:
+         compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
+         save_steps: bool, no_picture: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, accuracy=not no_accuracy,
-        engine=EngineConfig(compute_units=compute_units, clock_mhz=BOARDS[board].clock_mhz))
+        engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)

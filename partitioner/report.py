@@ -40,8 +40,28 @@ def console_table(plan: Plan) -> str:
     return "\n".join(lines)
 
 
+def _design_row(d) -> list:
+    c, r = d.config, d.resources
+    return [f"{c.pe_rows} x {c.vec}", c.compute_units, f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
+            f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", f"{d.mac_utilisation:.0%}"]
+
+
+def design_section(exploration) -> list[str]:
+    b, chosen = exploration.board, exploration.chosen
+    header = ["PE rows x VEC", "CUs", "MHz", "weights in", "DSP", "BRAM36", "URAM", "LUT", "FPGA ms/frame", "fps",
+              "MAC util"]
+    share = chosen.resources.share(b)
+    lines = ["## Engine design (design-space exploration)", "",
+             f"{exploration.note} on {b.name} ({b.dsp} DSP, {b.bram36} BRAM36, {b.uram} URAM, {b.lut} LUT); "
+             f"uses {share['dsp']:.0%} DSP, {share['bram36']:.0%} BRAM, {share['uram']:.0%} URAM, "
+             f"{share['lut']:.0%} LUT (resource model: partitioner/resources.py).", ""]
+    others = sorted(exploration.feasible, key=lambda d: -d.fps)[:5]
+    lines += _table(header, [_design_row(chosen)] + [_design_row(d) for d in others if d is not chosen])
+    return lines + ["", "First row: chosen; then the fastest alternatives.", ""]
+
+
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
-                 verification: list | None = None, accuracy=None) -> Path:
+                 verification: list | None = None, accuracy=None, exploration=None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -64,6 +84,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
         lines += _table(["output", "max abs error", "max rel error", "ok"],
                         [[c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", "yes" if c.ok else "**NO**"]
                          for c in verification]) + [""]
+    if exploration is not None and exploration.chosen is not None:
+        lines += design_section(exploration)
     if accuracy is not None:
         lines += ["## int8 accuracy (reference backend vs float original, one seeded frame)", ""]
         lines += accuracy.markdown() + [""]

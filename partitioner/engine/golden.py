@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine
@@ -183,8 +184,8 @@ def make_case(name: str, folder: Path) -> dict[str, np.ndarray]:
     """Partition, compile and run one case; returns the arrays of its golden file."""
     path = folder / f"{name}.onnx"
     onnx.save(CASES[name](), str(path))
-    result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False,
-                                           offload_everything=True, calibration_frames=2))
+    result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
+                                           offload_everything=True, calibration_frames=2, engine=EngineConfig()))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     if not fpga or any(s.device == "cpu" for s in plan.subgraphs):

@@ -1,0 +1,87 @@
+"""Design-space exploration: the engine parameters (PE rows x VEC lanes, compute units) that maximise the
+modelled throughput of a model's FPGA layers on a board, within its DSP, BRAM/URAM and LUT budget; with a
+target rate, the smallest design that meets it.
+
+Throughput model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR) plus a
+program start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once, so
+fps = min(k / T, DDR bandwidth / bytes per frame).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fpga_runtime import timing
+from fpga_runtime.abi import EngineConfig
+from fpga_runtime.boards import Board
+from fpga_runtime.cycle_model import layer_cycles
+
+from .cost import layer_shape, node_cost
+from .ir import Graph
+from .resources import Resources, compute_unit
+
+VECS = (8, 16, 32, 64)
+ROWS = (8, 16, 32, 64)
+UNITS = (1, 2, 3, 4)
+
+
+@dataclass
+class Design:
+    config: EngineConfig
+    resources: Resources
+    frame_s: float
+    fps: float
+    mac_utilisation: float
+    weights_in: str = "bram"
+
+
+@dataclass
+class Exploration:
+    board: Board
+    chosen: Design | None
+    feasible: list[Design] = field(default_factory=list)
+    note: str = ""
+
+
+def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
+    frame = subgraphs * timing.INVOKE_S
+    nbytes = macs = 0
+    wbuf = 64
+    width = 1
+    for n in nodes:
+        node = graph.nodes[n]
+        shape = layer_shape(node, graph, cfg)
+        cost = node_cost(node, graph)
+        nbytes += cost.bytes
+        macs += cost.macs
+        if shape is None:
+            continue
+        frame += max(layer_cycles(shape, cfg) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
+        if shape.kh and not shape.depthwise and node.conv is not None:
+            wbuf = max(wbuf, shape.kh * shape.kw * shape.in_c * cfg.pe_rows)
+            width = max(width, shape.conv_w)
+    fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
+    peak = cfg.compute_units * cfg.pe_rows * cfg.vec * cfg.clock_mhz * 1e6
+    return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
+                   macs * fps / peak, "uram" if uram else "bram")
+            for uram in ((False, True) if board.uram else (False,))]
+
+
+def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
+            units: tuple[int, ...] = UNITS) -> Exploration:
+    designs = [d for v in VECS for r in ROWS for k in units
+               for d in _evaluate(graph, fpga_nodes, subgraphs,
+                                  EngineConfig(vec=v, pe_rows=r, compute_units=k, clock_mhz=board.clock_mhz), board)]
+    feasible = [d for d in designs if d.resources.fits(board)]
+    if not feasible:
+        return Exploration(board, None, [], f"no engine fits {board.name} within its budget")
+    if target_fps is not None:
+        meeting = [d for d in feasible if d.fps >= target_fps]
+        if meeting:
+            best = min(meeting, key=lambda d: (d.resources.dsp, d.resources.bram36 + 8 * d.resources.uram,
+                                               d.resources.lut))
+            return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps")
+        note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
+    else:
+        note = "fastest design within the budget"
+    best = max(feasible, key=lambda d: (round(d.fps, 6), -d.resources.dsp))
+    return Exploration(board, best, feasible, note)

@@ -1,0 +1,65 @@
+"""Design-space exploration and the resource model."""
+from __future__ import annotations
+
+import pytest
+
+from fpga_runtime.abi import EngineConfig
+from fpga_runtime.boards import BOARDS, board
+from ir_helpers import ir_of
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.cost import CostModel
+from partitioner.dse import explore
+from partitioner.partition import Device, partition
+from partitioner.pipeline import run_fusion
+from partitioner.resources import compute_unit
+from partitioner.targets import fpga
+
+
+def _fpga_nodes(path):
+    import onnx
+    g = run_fusion(ir_of(onnx.load(str(path))))
+    p = partition(g, fpga, CostModel(board("zcu104")), offload_everything=True)
+    sgs = [s for s in p.subgraphs if s.device is Device.FPGA]
+    return g, [n for s in sgs for n in s.nodes], len(sgs)
+
+
+def test_resource_model_per_parameter():
+    zcu = board("zcu104")
+    small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
+    assert small.dsp == 16 * 16 // 2 + 3 * 16                         # two int8 MACs per DSP48E2
+    assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 48
+    bigger = compute_unit(EngineConfig(vec=32, pe_rows=16), zcu, 147456 * 2, 208)
+    assert bigger.dsp > small.dsp and bigger.bram36 > small.bram36 and bigger.lut > small.lut
+    in_uram = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208, weights_in_uram=True)
+    assert in_uram.uram > 0 and in_uram.bram36 < small.bram36
+
+
+@pytest.mark.parametrize("name", sorted(BOARDS))
+def test_chosen_design_fits_and_is_fastest(zoo, name):
+    g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
+    b = board(name)
+    ex = explore(g, nodes, n, b)
+    assert ex.chosen is not None and ex.chosen.resources.fits(b)
+    assert ex.chosen.fps >= max(d.fps for d in ex.feasible) - 1e-9
+    assert 0 < ex.chosen.mac_utilisation <= 1
+
+
+def test_target_fps_picks_the_smallest_design_that_meets_it(zoo):
+    g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
+    b = board("zcu104")
+    fastest = explore(g, nodes, n, b).chosen
+    modest = explore(g, nodes, n, b, target_fps=fastest.fps / 4)
+    assert modest.chosen.fps >= fastest.fps / 4
+    assert modest.chosen.resources.dsp < fastest.resources.dsp
+    impossible = explore(g, nodes, n, b, target_fps=fastest.fps * 100)
+    assert "no design reaches" in impossible.note and impossible.chosen.fps == pytest.approx(fastest.fps)
+
+
+def test_build_uses_the_explored_design(tmp_path, zoo):
+    result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=tmp_path / "b", board="kv260",
+                                           picture=False, accuracy=False))
+    chosen = result.exploration.chosen.config
+    assert result.plan.engine_config["vec"] == chosen.vec and result.plan.engine_config["pe_rows"] == chosen.pe_rows
+    header = (tmp_path / "b" / "fpga" / "hls" / "engine_config.h").read_text()
+    assert f"#define ENGINE_VEC {chosen.vec}" in header and f"#define ENGINE_PE_ROWS {chosen.pe_rows}" in header
+    assert "Engine design" in (tmp_path / "b" / "report.md").read_text()
