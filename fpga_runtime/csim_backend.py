@@ -81,6 +81,8 @@ class CsimEngine:
         with self.lock:
             rc = self.lib.engine_csim(const.ctypes.data, const.size, act.ctypes.data, act.size, addr, layers,
                                       ctypes.byref(cycles))
+        if rc == -2:
+            raise BackendError("the program has a layer this engine was not generated for (buffers too small)")
         if rc != 0:
             raise BackendError(f"engine_csim returned {rc}")
         return cycles.value

@@ -145,7 +145,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
             warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                             "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
             frames = [make_inputs(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
-        _, more = step("compile", lambda: compile_engine(part, plan, engine, frames, cfg.out_dir))
+        _, more = step("compile", lambda: compile_engine(part, plan, engine, frames, cfg.out_dir, board))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
         plan.write(cfg.out_dir)

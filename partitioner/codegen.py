@@ -1,5 +1,6 @@
-"""Write the HLS engine of a build into `<build>/fpga/hls/`: the engine sources with a generated config
-header (the build's parameters), ready for C-simulation (g++) and for Vitis HLS."""
+"""Write the FPGA side of a build: `<build>/fpga/hls/` (the engine sources with a generated config header,
+the testbench, run_hls.tcl), `<build>/fpga/overlay/` (the Vivado block design script, or the Alveo flow note)
+and `<build>/fpga/Makefile`. Names from the model reach these files only as safe identifiers."""
 from __future__ import annotations
 
 import shutil
@@ -9,34 +10,62 @@ import jinja2
 
 from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.engine_image import ENGINE_DIR
-from hls_templates import ENGINE
+from fpga_runtime.boards import Board
+from hls_templates import ENGINE, ROOT
 
 from .names import safe_identifier
 
 HLS_DIR = "hls"
-SOURCES = ["engine.h", "engine.cpp", "csim_main.cpp"]
+SOURCES = ["engine.h", "engine.cpp", "csim_main.cpp", "testbench.cpp"]
+# Vivado board files, where the board has one (the part alone works too, without board presets)
+BOARD_PARTS = {"pynq-z2": "tul.com.tw:pynq-z2:part0:1.0", "ultra96v2": "avnet.com:ultra96v2:part0:1.2",
+               "kv260": "xilinx.com:kv260_som:part0:1.3", "zcu104": "xilinx.com:zcu104:part0:1.1",
+               "zcu102": "xilinx.com:zcu102:part0:3.4"}
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(ENGINE)), undefined=jinja2.StrictUndefined,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT)), undefined=jinja2.StrictUndefined,
                               keep_trailing_newline=True, autoescape=False)
+
+
+# Floors that also cover the golden cases (kernels up to 7x7 over 64 channels, rows up to 32 wide), so the
+# build's own engine can replay them (make csim-gcc, Vitis csim).
+GOLDEN_WIDTH = 32
+GOLDEN_TILE_INPUTS = 7 * 7 * 64
 
 
 def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[str, int]:
     """Sizes the generated engine needs for this build's layers."""
-    widths = [d.conv_w for d in descriptors if d.op == Op.CONV] or [1]
+    widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
     wtiles = [d.kh * d.kw * d.in_c * config.pe_rows for d in descriptors
-              if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] or [64]
+              if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
     return {"max_width": max(widths), "wbuf_bytes": max(wtiles)}
 
 
-def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor]) -> Path:
-    folder = out_dir / ENGINE_DIR / HLS_DIR
+def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
+              board: Board | None = None) -> Path:
+    """Engine sources into `<out_dir>/fpga/hls`; with a board also run_hls.tcl, the overlay and the Makefile."""
+    fpga = out_dir / ENGINE_DIR
+    folder = fpga / HLS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     context = {"build_name": safe_identifier(build_name), "abi_version": ABI_VERSION, "vec": config.vec,
                "pe_rows": config.pe_rows, "granule": config.granule, "max_kernel": config.max_kernel,
-               **engine_limits(descriptors, config)}
-    (folder / "engine_config.h").write_text(_env().get_template("engine_config.h.j2").render(context))
+               "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
+               "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config)}
+    env = _env()
+    (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
     for name in SOURCES:
         shutil.copyfile(ENGINE / name, folder / name)
+    if board is None:
+        return folder
+    context.update(board=board.name, part=board.part, family=board.family, board_part=BOARD_PARTS.get(board.name),
+                   alveo=board.family == "alveo", overlay_name=f"engine_{context['build_name']}"[:60])
+    (folder / "run_hls.tcl").write_text(env.get_template("engine/run_hls.tcl.j2").render(context))
+    overlay = fpga / "overlay"
+    overlay.mkdir(exist_ok=True)
+    if board.family == "alveo":
+        (overlay / "alveo_flow.md").write_text(env.get_template("overlay/alveo_flow.md.j2").render(context))
+    else:
+        (overlay / "overlay.tcl").write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(context))
+    (fpga / "Makefile").write_text(env.get_template("Makefile.j2").render(context))
     return folder

@@ -34,6 +34,7 @@ extern "C" int engine_csim(const uint8_t *consts, uint64_t const_bytes, uint8_t 
     to_words(consts, const_bytes, c);
     to_words(act, act_bytes, a);
     engine(&c[program_addr / 64], layers, a.data(), c.data(), cycles);
+    if (*cycles == ENGINE_ERROR) return -2;
     from_words(a, act, act_bytes);
     return 0;
 }

@@ -321,6 +321,13 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                 }
 }
 
+bool fits(const Descriptor &d) {
+    if (d.op != OP_CONV) return true;
+    if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL || d.conv_w > ENGINE_MAX_WIDTH) return false;
+    if (d.in_c % V || d.out_c % (d.flags & F_DEPTHWISE ? V : R)) return false;
+    return (d.flags & F_DEPTHWISE) || (uint64_t)d.kh * d.kw * d.in_c * R <= ENGINE_WBUF_BYTES;
+}
+
 }  // namespace
 
 void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles) {
@@ -335,6 +342,10 @@ void engine(const word_t *program, uint32_t layer_count, word_t *act, const word
     for (uint32_t i = 0; i < layer_count; ++i) {
 #pragma HLS LOOP_TRIPCOUNT max=256
         Descriptor d = fetch(program, i);
+        if (!fits(d)) {             // a program compiled for a bigger engine: refuse, never overrun a buffer
+            *cycles = ENGINE_ERROR;
+            return;
+        }
         if (d.act1 == ACT_LUT) load_lut(consts, d.lut1_addr, lut1);
         if (d.act2 == ACT_LUT) load_lut(consts, d.lut2_addr, lut2);
         if (d.op == OP_CONV) {

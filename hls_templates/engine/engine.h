@@ -14,6 +14,9 @@ enum Op { OP_CONV = 1, OP_ADD = 2, OP_MAXPOOL = 3, OP_COPY = 4 };
 enum Flag { F_DEPTHWISE = 1, F_RESIDUAL = 2, F_POOL = 4, F_UPSAMPLE2 = 8 };
 enum Act { ACT_NONE = 0, ACT_CLAMP = 1, ACT_LUT = 2 };
 
+// *cycles after a program with a layer this engine was not built for (kernel, width, weight tile, channels)
+#define ENGINE_ERROR 0xFFFFFFFFFFFFFFFFull
+
 struct Descriptor {
     uint8_t op, flags, act1, act2;
     uint16_t batch, in_h, in_w, in_c, in_c_stride, in_c_offset;

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga_runtime.abi import EngineConfig, pack_program
+from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
 
@@ -20,7 +21,7 @@ from .views import plan_layout, tensor_scales
 
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: list[dict[str, np.ndarray]],
-                   out_dir: Path) -> tuple[EngineImage, list[str]]:
+                   out_dir: Path, board: Board | None = None) -> tuple[EngineImage, list[str]]:
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
@@ -56,5 +57,5 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"frames": len(frames), "method": "max-abs, per tensor, symmetric"})
     image.save(out_dir / ENGINE_DIR, consts.image())
-    write_hls(out_dir, graph.name, config, every)
+    write_hls(out_dir, graph.name, config, every, board)
     return image, warnings

@@ -8,8 +8,8 @@ check the int8 result against the float model too.
 """
 from __future__ import annotations
 
+import argparse
 import json
-import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -180,12 +180,12 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 
-def make_case(name: str, folder: Path) -> dict[str, np.ndarray]:
+def make_case(name: str, folder: Path, config: EngineConfig | None = None) -> dict[str, np.ndarray]:
     """Partition, compile and run one case; returns the arrays of its golden file."""
     path = folder / f"{name}.onnx"
     onnx.save(CASES[name](), str(path))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
-                                           offload_everything=True, calibration_frames=2, engine=EngineConfig()))
+                                           offload_everything=True, calibration_frames=2, engine=config or EngineConfig()))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     if not fpga or any(s.device == "cpu" for s in plan.subgraphs):
@@ -210,16 +210,42 @@ def make_case(name: str, folder: Path) -> dict[str, np.ndarray]:
             "float_out": float_out[out_name]}
 
 
-def write_cases(out: Path, names: list[str] | None = None) -> list[Path]:
+def _write_binary(out: Path, name: str, case: dict[str, np.ndarray]) -> None:
+    """The testbench's format: raw regions and a text list of programs."""
+    for key in ("const", "act_in", "act_out"):
+        case[key].tofile(out / f"{name}.{key}.bin")
+    (out / f"{name}.programs.txt").write_text("".join(f"{a} {n}\n" for a, n in case["programs"]))
+
+
+def write_cases(out: Path, names: list[str] | None = None, config: EngineConfig | None = None,
+                binary: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    names = names or list(CASES)
     with tempfile.TemporaryDirectory() as tmp:
-        for name in names or list(CASES):
-            np.savez_compressed(out / f"{name}.npz", **make_case(name, Path(tmp)))
-            written.append(out / f"{name}.npz")
+        for name in names:
+            case = make_case(name, Path(tmp), config)
+            if binary:
+                _write_binary(out, name, case)
+                written.append(out / f"{name}.programs.txt")
+            else:
+                np.savez_compressed(out / f"{name}.npz", **case)
+                written.append(out / f"{name}.npz")
+    if binary:
+        (out / "cases.txt").write_text("".join(f"{n}\n" for n in names))
     return written
 
 
-if __name__ == "__main__":
-    for p in write_cases(Path(sys.argv[1] if len(sys.argv) > 1 else "tests/golden")):
+def main() -> None:
+    ap = argparse.ArgumentParser(description="write the engine's golden cases")
+    ap.add_argument("out", type=Path, nargs="?", default=Path("tests/golden"))
+    ap.add_argument("--vec", type=int, default=EngineConfig.vec)
+    ap.add_argument("--pe-rows", type=int, default=EngineConfig.pe_rows)
+    ap.add_argument("--bin", action="store_true", help="raw files for the C++ testbench instead of .npz")
+    args = ap.parse_args()
+    for p in write_cases(args.out, config=EngineConfig(vec=args.vec, pe_rows=args.pe_rows), binary=args.bin):
         print(p)
+
+
+if __name__ == "__main__":
+    main()
