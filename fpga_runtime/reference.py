@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, requantize, saturate8,
-                  shift_round, unpack_program)
+from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, saturate8, shift_round,
+                  unpack_program)
 
 _EXACT_F32_CHANNELS = 1024
 
@@ -57,9 +57,33 @@ def _maxpool(y: np.ndarray, d: Descriptor, oh: int, ow: int) -> np.ndarray:
     return out
 
 
+def _requantize_inplace(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """abi.requantize on an int64 accumulator it may overwrite: same arithmetic, fewer passes over memory."""
+    bias = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift.astype(np.int64) - 1, 0)), 0)
+    np.multiply(acc, mult.astype(np.int64), out=acc)
+    np.add(acc, bias, out=acc)
+    np.right_shift(acc, shift.astype(np.int64), out=acc)
+    np.clip(acc, -128, 127, out=acc)
+    return acc.astype(np.int8)
+
+
 class ReferenceEngine:
     def __init__(self, config: EngineConfig):
         self.config = config
+        self._float_weights: dict[tuple[int, int], np.ndarray] = {}     # (const region id, address) -> float32
+
+    def _float_tap_weights(self, const: np.ndarray, d: Descriptor) -> tuple[np.ndarray, np.ndarray]:
+        """[kh, kw, live in, out] float32 weights of a standard conv and the input channels they read, cached
+        (the constant region never changes). Channels whose weights are all zero (padding) contribute nothing
+        and are skipped."""
+        key = (id(const), d.weight_addr, d.kh, d.kw, d.in_c, d.out_c)
+        cached = self._float_weights.get(key)
+        if cached is None:
+            w = self._weights(const, d, False)
+            live = np.flatnonzero(np.any(w != 0, axis=(0, 1, 2)))
+            cached = (np.ascontiguousarray(w[..., live].astype(np.float32).transpose(1, 2, 3, 0)), live)
+            self._float_weights[key] = cached
+        return cached
 
     def _weights(self, const: np.ndarray, d: Descriptor, depthwise: bool) -> np.ndarray:
         cfg = self.config
@@ -71,20 +95,29 @@ class ReferenceEngine:
         w = raw.reshape(d.out_c // cfg.pe_rows, d.kh, d.kw, d.in_c // cfg.vec, cfg.pe_rows, cfg.vec)
         return w.transpose(0, 4, 1, 2, 3, 5).reshape(d.out_c, d.kh, d.kw, d.in_c)
 
-    def _accumulate(self, x: np.ndarray, w: np.ndarray, d: Descriptor, depthwise: bool) -> np.ndarray:
+    def _accumulate(self, x: np.ndarray, w: np.ndarray | None, d: Descriptor, depthwise: bool,
+                    wt: np.ndarray | None = None, live: np.ndarray | None = None) -> np.ndarray:
         oh, ow = d.conv_h, d.conv_w
         if depthwise:
             acc = np.zeros((d.batch, oh, ow, d.out_c), np.int32)
             for ky, kx, win in _windows(x, d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow):
                 acc += win.astype(np.int32) * w[:, ky, kx].astype(np.int32)
             return acc.astype(np.int64)
-        wt = np.ascontiguousarray(w.astype(np.float32).transpose(1, 2, 3, 0))      # [kh, kw, in, out]
-        xf = x.astype(np.float32)
+        xf = (x if len(live) == d.in_c else x[..., live]).astype(np.float32)
+        channels = max(len(live), 1)
+        if len(live) == 0:
+            return np.zeros((d.batch, oh, ow, d.out_c), np.int64)
         taps = [(ky, kx) for ky in range(d.kh) for kx in range(d.kw)]
-        chunk = min(d.in_c, _EXACT_F32_CHANNELS)
+        rows = d.batch * oh * ow
+        if channels < 64 and channels * len(taps) <= _EXACT_F32_CHANNELS:
+            # few channels: one GEMM over all taps at once (im2col), still within the exact range
+            cols = np.concatenate([win.reshape(rows, channels) for _, _, win in
+                                   _windows(xf, d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, oh, ow)], axis=1)
+            return (cols @ wt.reshape(-1, d.out_c)).astype(np.int64).reshape(d.batch, oh, ow, d.out_c)
+        chunk = min(channels, _EXACT_F32_CHANNELS)
         per_group = max(1, _EXACT_F32_CHANNELS // chunk)
         total = None
-        for c0 in range(0, d.in_c, chunk):
+        for c0 in range(0, channels, chunk):
             for t0 in range(0, len(taps), per_group):
                 part = None                 # float32 sums over at most 1024 products: exact
                 for ky, kx in taps[t0:t0 + per_group]:
@@ -101,16 +134,19 @@ class ReferenceEngine:
                 if total is None:
                     total = part.astype(np.int64)
                 else:
-                    total += part.astype(np.int64)
+                    np.add(total, part, out=total, casting="unsafe")   # exact: part holds integers < 2^24
         return total.reshape(d.batch, oh, ow, d.out_c)
 
     def _conv(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
         depthwise = bool(d.flags & Flag.DEPTHWISE)
         x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, 0)
-        acc = self._accumulate(x, self._weights(const, d, depthwise), d, depthwise)
+        if depthwise:
+            acc = self._accumulate(x, self._weights(const, d, True), d, True)
+        else:
+            acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
         rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
-        y = requantize(acc, rq[:, 0], rq[:, 1])
+        y = _requantize_inplace(acc, rq[:, 0], rq[:, 1])
         y = self._activation(const, y, d.act1, d.lut1_addr, d)
         if d.flags & Flag.RESIDUAL:
             y = self._add(act, y, d, d.conv_h, d.conv_w)
@@ -124,7 +160,7 @@ class ReferenceEngine:
         if kind == Act.CLAMP:
             return np.clip(y, d.act_lo, d.act_hi).astype(np.int8)
         if kind == Act.LUT:
-            return const[lut_addr:lut_addr + 256].view(np.int8)[y.astype(np.int16) + 128]
+            return const[lut_addr:lut_addr + 256].view(np.int8)[y.view(np.uint8) ^ np.uint8(128)]   # q + 128
         return y
 
     @staticmethod

@@ -1,0 +1,60 @@
+"""Design-space exploration per board: chosen engine, resources against the budget, modelled fps and MAC
+utilisation for the zoo's detection models, with the Vitis AI DPU figures on ZCU104 beside them.
+
+    python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...]
+
+The fps here is the cycle model's (engine cycles at the board's fabric clock, DDR bandwidth as a bound,
+several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded,
+as the DPU figures exclude it.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from _zoo import SIZES
+
+import models
+from fpga_runtime.boards import BOARDS, board
+from partitioner.build import PartitionConfig, _explore
+from partitioner.importer import import_model
+from partitioner.pipeline import run_fusion
+
+# Vitis AI model zoo, ZCU104, 2 x DPUCZDX8G B4096 at 300 MHz (throughput, fps)
+DPU_ZCU104 = {"yolov3": 27.3, "yolov3-tiny": 329.5, "ssd-mobilenet-v1": 303.5}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
+    args = ap.parse_args()
+    print("| board | model | PE rows x VEC | CUs | MHz | weights | DSP | BRAM36 | URAM | LUT | fps | MAC util | "
+          "Vitis AI DPU fps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        graphs = {}
+        for name in args.models.split(","):
+            path = Path(tmp) / f"{name}.onnx"
+            models.build_to_file(name, path, SIZES[name])
+            graphs[name] = (run_fusion(import_model(path).graph), path)
+        for bname in args.boards.split(","):
+            b = board(bname)
+            for name, (graph, path) in graphs.items():
+                ex = _explore(graph, b, PartitionConfig(model=path, out_dir=Path(tmp), board=bname))
+                d = ex.chosen
+                if d is None:
+                    print(f"| {bname} | {name} | - | - | - | - | - | - | - | - | - | - | |")
+                    continue
+                c, r = d.config, d.resources
+                share = r.share(b)
+                dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
+                print(f"| {bname} | {name}-{SIZES[name]} | {c.pe_rows} x {c.vec} | {c.compute_units} | "
+                      f"{c.clock_mhz:g} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
+                      f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
+                      f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.mac_utilisation:.0%} | {dpu} |")
+
+
+if __name__ == "__main__":
+    main()
