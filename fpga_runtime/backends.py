@@ -66,6 +66,34 @@ class Backend(abc.ABC):
         pass
 
 
+class HostMemoryBackend(Backend):
+    """A backend whose engine memory is numpy arrays on the host (reference, C-simulation, RTL simulation):
+    one shared constant region, one activation region per slot, compute units as threads. Subclasses give
+    `run(act, const, program_addr, layers) -> cycles`."""
+
+    def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
+        super().__init__(image, folder, compute_units, slots)
+        self.const = image.load_constants(folder)
+        self.acts = [image.fresh_activations() for _ in range(self.slots)]
+        self.pool = ThreadedUnits(self.units)
+
+    @abc.abstractmethod
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> int: ...
+
+    def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None:
+        view.write(self.acts[slot], x)
+
+    def read(self, view: TensorView, slot: int = 0) -> np.ndarray:
+        return view.read(self.acts[slot])
+
+    def start(self, program: Program, unit: int = 0, slot: int = 0) -> Future:
+        return self.pool.submit(unit, timed, program, unit, self.run, self.acts[slot], self.const, program.addr,
+                                program.layers)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 class ThreadedUnits:
     """Compute units as single-worker executors: one program at a time per unit, units run concurrently."""
 

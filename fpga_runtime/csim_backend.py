@@ -11,13 +11,12 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 
-from .backends import Backend, BackendError, ThreadedUnits, timed
-from .engine_image import EngineImage, Program, TensorView
+from .backends import BackendError, HostMemoryBackend
+from .engine_image import EngineImage
 
 HLS_DIR = "hls"
 CACHE = Path(os.environ.get("FPGA_CSIM_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "csim"))
@@ -88,27 +87,14 @@ class CsimEngine:
         return cycles.value
 
 
-class CsimBackend(Backend):
+class CsimBackend(HostMemoryBackend):
     name = "csim"
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
-        super().__init__(image, folder, compute_units, slots)
         self.engine = CsimEngine(folder / HLS_DIR)
         if self.engine.abi_version != image.abi_version:
             raise BackendError("the compiled engine and the build speak different ABI versions")
-        self.const = image.load_constants(folder)
-        self.acts = [image.fresh_activations() for _ in range(self.slots)]
-        self.pool = ThreadedUnits(self.units)
+        super().__init__(image, folder, compute_units, slots)
 
-    def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None:
-        view.write(self.acts[slot], x)
-
-    def read(self, view: TensorView, slot: int = 0) -> np.ndarray:
-        return view.read(self.acts[slot])
-
-    def start(self, program: Program, unit: int = 0, slot: int = 0) -> Future:
-        return self.pool.submit(unit, timed, program, unit, self.engine.run, self.acts[slot], self.const,
-                                program.addr, program.layers)
-
-    def close(self) -> None:
-        self.pool.close()
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> int:
+        return self.engine.run(act, const, program_addr, layers)

@@ -2,15 +2,24 @@
 equal to the reference backend, warning-free compilation, hostile names kept out of the generated files."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 
+from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, EngineConfig, unpack_program
 from fpga_runtime.csim_backend import CsimEngine, ap_types_dir
+from fpga_runtime.cycle_model import LayerShape, layer_cycles
 from fpga_runtime.session import Session
+from fpga_runtime.boards import BOARDS
 from golden_replay import CASE_FILES, Case
+from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.codegen import write_hls
 from partitioner.verify import make_inputs
@@ -55,9 +64,6 @@ def test_whole_models_equal_reference(tmp_path, zoo, name, size):
 
 
 def test_hostile_names_never_reach_generated_code(tmp_path):
-    import onnx
-    from onnx import helper, numpy_helper
-    from graphs import Net
     n = Net()
     evil = 'x"; system("rm -rf /"); /* */ $HOME'
     n.inits.append(numpy_helper.from_array(np.full((4, 4, 1, 1), 0.1, np.float32), "w"))
@@ -75,13 +81,11 @@ def test_hostile_names_never_reach_generated_code(tmp_path):
 
 
 def test_cycle_model_equals_the_engine_count(golden_engine):
-    from fpga_runtime.cycle_model import LayerShape, layer_cycles
     engine, cases = golden_engine
     for case in cases:
         act = case.act_in.copy()
         for addr, layers in case.programs:
             cycles = engine.run(act, case.const, addr, layers)
-            from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, unpack_program
             ds = unpack_program(case.const[addr:addr + HEADER_SIZE + layers * DESCRIPTOR_SIZE].tobytes())
             assert cycles == sum(layer_cycles(LayerShape.of(d), case.config) for d in ds), case.name
 
@@ -90,11 +94,6 @@ def test_cycle_model_equals_the_engine_count(golden_engine):
 def test_generated_build_scripts(tmp_path, zoo):
     """A build for a non-default engine: the Makefile's g++ testbench passes on golden vectors made for that
     engine; the Tcl scripts are complete (tclsh); each board gets the right processor and flow."""
-    import os
-    import sys
-    from pathlib import Path
-    from fpga_runtime.abi import EngineConfig
-    from fpga_runtime.boards import BOARDS
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=out, picture=False, accuracy=False,
