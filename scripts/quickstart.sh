@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends graphviz python3-venv python3-dev build-essential >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends graphviz python3-venv python3-dev build-essential tcl >/dev/null
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=23" "setuptools>=68,<81" wheel
