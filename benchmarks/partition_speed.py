@@ -20,7 +20,7 @@ import models  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 
 SIZES = {"yolov3": 416, "yolov3-tiny": 416, "ssd300-vgg16": 300, "ssd-mobilenet-v1": 300}
-STEPS = ["import", "fuse", "partition", "write", "compile", "accuracy", "report"]
+STEPS = ["import", "fuse", "explore", "partition", "write", "compile", "accuracy", "report"]
 
 
 def main() -> None:
