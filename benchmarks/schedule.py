@@ -26,7 +26,7 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=4)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"Virtual time on {args.board} (analytic-v1 durations), one frame and {args.frames} pipelined frames:\n")
+        print(f"Virtual time on {args.board} (durations from the cycle model and timing.py), one frame and {args.frames} pipelined frames:\n")
         print("| model | CUs | frames | makespan ms | critical path ms | lower bound ms | gap to bound | "
               "sequential ms | speedup | fps | FPGA utilisation |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")

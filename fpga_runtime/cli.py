@@ -127,7 +127,7 @@ def run(build: Path, backend: str, inputs, images, frames: int, seed: int, out_d
 @click.option("--gantt", type=click.Path(dir_okay=False, path_type=Path), default=None)
 def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_workers: int, frames: int,
                 in_flight: int, trace: Path | None, gantt: Path | None) -> None:
-    """Predict latency and throughput of BUILD on a board in virtual time (analytic-v1 durations)."""
+    """Predict latency and throughput of BUILD on a board in virtual time (durations from the cycle model and timing.py)."""
     header = ["board", "CUs", "frames", "makespan ms", "critical path ms", "lower bound ms", "gap %",
               "sequential ms", "speedup", "fps", "utilisation"]
     click.echo("| " + " | ".join(header) + " |")

@@ -100,13 +100,13 @@ class RegionEstimate:
 
     def as_dict(self) -> dict:
         if self.fpga_s is None:
-            return {"macs": self.macs, "elements": self.elements, "cpu_s": self.cpu_s, "model": "analytic-v1"}
+            return {"macs": self.macs, "elements": self.elements, "cpu_s": self.cpu_s, "model": "cycle-v1"}
         return {"macs": self.macs, "fpga_s": self.fpga_s, "fpga_compute_s": self.fpga_compute_s,
                 "fpga_memory_s": self.fpga_memory_s,
                 "fpga_layers_s": self.fpga_layers_s, "transfer_s": self.transfer_s, "invoke_s": self.invoke_s,
                 "cpu_s": self.cpu_s, "speedup": self.cpu_s / self.fpga_s if self.fpga_s else None,
                 "boundary_elements": self.boundary_elements, "elements": self.elements,
-                "model": "analytic-v1"}
+                "model": "cycle-v1"}
 
 
 class CostModel:
