@@ -186,65 +186,80 @@ void load_channel_params(const Descriptor &d, const word_t *consts, int c0, int 
     }
 }
 
-static int8_t wbuf[ENGINE_WBUF_BYTES];
+// The weight tile of one output-channel tile. Under synthesis it is local to the tile loop's DATAFLOW body,
+// so Vitis HLS makes it a ping-pong (PIPO) buffer: the next tile loads while this one computes. C-simulation
+// runs the same code sequentially; a static array keeps big tiles off the stack.
+#ifdef __SYNTHESIS__
+#define WEIGHT_TILE(name) int8_t name[ENGINE_WBUF_BYTES]
+#else
+#define WEIGHT_TILE(name) static int8_t name[ENGINE_WBUF_BYTES]
+#endif
 
-void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, uint64_t &cycles) {
+void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, int8_t wbuf[ENGINE_WBUF_BYTES]) {
     for (uint32_t w = 0; w < bytes / 64; ++w) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT max=ENGINE_WBUF_BYTES/64
         word_t word = consts[(addr >> 6) + w];
         for (int i = 0; i < 64; ++i) wbuf[w * 64 + i] = (int8_t)(uint8_t)word.range(8 * i + 7, 8 * i).to_uint();
     }
-    cycles += bytes / 64;
 }
 
-// Standard convolution: for each tile of R output channels, the weight tile is loaded once; every output
-// pixel accumulates R x V products per cycle over kernel taps and input-channel tiles.
-void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
-                   const int8_t lut2[256], uint64_t &cycles) {
+// One output-channel tile: every output pixel accumulates R x V products per cycle over kernel taps and
+// input-channel tiles, then the epilogue, then the write (or the fused pool's line buffer).
+void compute_tile(const Descriptor &d, word_t *act, const word_t *consts, const int8_t wbuf[ENGINE_WBUF_BYTES],
+                  const int8_t lut1[256], const int8_t lut2[256], int n, int ot, uint64_t &cycles) {
     const int ic_tiles = d.in_c / V;
-    const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * ic_tiles * R * V;
-    for (int n = 0; n < d.batch; ++n) {
-        for (int ot = 0; ot < d.out_c / R; ++ot) {
-            load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, cycles);
-            int32_t bias[G], mult[G], shift[G];
-            load_channel_params(d, consts, ot * R, R, bias, mult, shift);
-            int py_next = 0;
-            for (int oy = 0; oy < d.conv_h; ++oy) {
-                for (int ox = 0; ox < d.conv_w; ++ox) {
+    int32_t bias[G], mult[G], shift[G];
+    load_channel_params(d, consts, ot * R, R, bias, mult, shift);
+    int py_next = 0;
+    for (int oy = 0; oy < d.conv_h; ++oy) {
+        for (int ox = 0; ox < d.conv_w; ++ox) {
 #pragma HLS LOOP_TRIPCOUNT max=ENGINE_MAX_WIDTH
-                    int32_t acc[R];
+            int32_t acc[R];
 #pragma HLS ARRAY_PARTITION variable=acc complete
-                    for (int r = 0; r < R; ++r) acc[r] = bias[r];
-                    for (int ky = 0; ky < d.kh; ++ky) {
-                        for (int kx = 0; kx < d.kw; ++kx) {
-                            int iy = oy * d.stride_h - d.pad_t + ky * d.dil_h;
-                            int ix = ox * d.stride_w - d.pad_l + kx * d.dil_w;
-                            for (int it = 0; it < ic_tiles; ++it) {
+            for (int r = 0; r < R; ++r) acc[r] = bias[r];
+            for (int ky = 0; ky < d.kh; ++ky) {
+                for (int kx = 0; kx < d.kw; ++kx) {
+                    int iy = oy * d.stride_h - d.pad_t + ky * d.dil_h;
+                    int ix = ox * d.stride_w - d.pad_l + kx * d.dil_w;
+                    for (int it = 0; it < ic_tiles; ++it) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT max=256
-                                int8_t xv[V];
-                                read_input<V>(d, act, n, iy, ix, it * V, xv);
-                                const int8_t *w = &wbuf[(((ky * d.kw + kx) * ic_tiles + it) * R) * V];
-                                for (int r = 0; r < R; ++r) {
+                        int8_t xv[V];
+                        read_input<V>(d, act, n, iy, ix, it * V, xv);
+                        const int8_t *w = &wbuf[(((ky * d.kw + kx) * ic_tiles + it) * R) * V];
+                        for (int r = 0; r < R; ++r) {
 #pragma HLS UNROLL
-                                    int32_t sum = 0;
-                                    for (int v = 0; v < V; ++v) {
+                            int32_t sum = 0;
+                            for (int v = 0; v < V; ++v) {
 #pragma HLS UNROLL
-                                        sum += (int32_t)xv[v] * (int32_t)w[r * V + v];
-                                    }
-                                    acc[r] += sum;
-                                }
-                                ++cycles;
+                                sum += (int32_t)xv[v] * (int32_t)w[r * V + v];
                             }
+                            acc[r] += sum;
                         }
+                        ++cycles;
                     }
-                    int8_t y[R];
-                    epilogue<R>(d, act, acc, mult, shift, lut1, lut2, n, oy, ox, ot * R, y);
-                    finish_row_pixel<R>(d, act, y, n, oy, ox, ot * R);
                 }
-                if (d.flags & F_POOL) emit_pooled_rows<R>(d, act, n, oy, ot * R, py_next);
             }
+            int8_t y[R];
+            epilogue<R>(d, act, acc, mult, shift, lut1, lut2, n, oy, ox, ot * R, y);
+            finish_row_pixel<R>(d, act, y, n, oy, ox, ot * R);
+        }
+        if (d.flags & F_POOL) emit_pooled_rows<R>(d, act, n, oy, ot * R, py_next);
+    }
+}
+
+// Standard convolution: output-channel tiles in a dataflow loop (weight load of tile t+1 overlaps tile t).
+void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
+                   const int8_t lut2[256], uint64_t &cycles) {
+    const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * (d.in_c / V) * R * V;
+    cycles += (uint64_t)d.batch * (d.out_c / R) * (tile_bytes / 64);   // weight beats (one writer per process)
+    for (int n = 0; n < d.batch; ++n) {
+        for (int ot = 0; ot < d.out_c / R; ++ot) {
+#pragma HLS DATAFLOW
+            WEIGHT_TILE(wbuf);
+            load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, wbuf);
+            compute_tile(d, act, consts, wbuf, lut1, lut2, n, ot, cycles);
         }
     }
 }
