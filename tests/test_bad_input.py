@@ -5,7 +5,6 @@ import json
 
 import numpy as np
 import onnx
-import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
