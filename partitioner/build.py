@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import onnx
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.accuracy import AccuracyReport
@@ -79,7 +80,6 @@ class BuildResult:
 
 
 def _save_graph(graph, path: Path) -> None:
-    import onnx
     model = to_model(graph, list(graph.nodes), graph.inputs, graph.outputs, graph.name, graph.opset_imports,
                      path.with_suffix(".weights"))
     onnx.save(model, str(path))
