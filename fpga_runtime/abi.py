@@ -26,8 +26,6 @@ class EngineConfig:
     pe_rows: int = 16          # output channels computed in parallel
     compute_units: int = 1
     clock_mhz: float = 300.0
-    weight_buffer_kib: int = 256
-    line_buffer_kib: int = 128
     max_kernel: int = 7
 
     @property
@@ -192,9 +190,15 @@ def shift_round(x: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
     return np.right_shift(x + bias, shift)
 
 
-def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """int32 accumulator -> int8: saturate(shift_round(acc * mult, shift)), per output channel (last axis)."""
-    return saturate8(shift_round(np.asarray(acc, np.int64) * np.asarray(mult, np.int64), shift))
+def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """int32 accumulator -> int8: saturate(shift_round(acc * mult, shift)), per output channel (last axis).
+    With `overwrite`, an int64 `acc` is used as scratch (fewer passes over memory on big tensors)."""
+    acc = acc if overwrite and acc.dtype == np.int64 else np.array(acc, np.int64)
+    shift = np.asarray(shift, np.int64)
+    np.multiply(acc, np.asarray(mult, np.int64), out=acc)
+    np.add(acc, np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0), out=acc)
+    np.right_shift(acc, shift, out=acc)
+    return saturate8(acc)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, saturate8, shift_round,
+from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, requantize, saturate8, shift_round,
                   unpack_program)
 
 _EXACT_F32_CHANNELS = 1024
@@ -55,16 +55,6 @@ def _maxpool(y: np.ndarray, d: Descriptor, oh: int, ow: int) -> np.ndarray:
     for _, _, win in _windows(y, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_sw, 1, 1, oh, ow):
         out = win.copy() if out is None else np.maximum(out, win)
     return out
-
-
-def _requantize_inplace(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """abi.requantize on an int64 accumulator it may overwrite: same arithmetic, fewer passes over memory."""
-    bias = np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift.astype(np.int64) - 1, 0)), 0)
-    np.multiply(acc, mult.astype(np.int64), out=acc)
-    np.add(acc, bias, out=acc)
-    np.right_shift(acc, shift.astype(np.int64), out=acc)
-    np.clip(acc, -128, 127, out=acc)
-    return acc.astype(np.int8)
 
 
 class ReferenceEngine:
@@ -146,7 +136,7 @@ class ReferenceEngine:
             acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
         rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
-        y = _requantize_inplace(acc, rq[:, 0], rq[:, 1])
+        y = requantize(acc, rq[:, 0], rq[:, 1], overwrite=True)
         y = self._activation(const, y, d.act1, d.lut1_addr, d)
         if d.flags & Flag.RESIDUAL:
             y = self._add(act, y, d, d.conv_h, d.conv_w)

@@ -38,7 +38,6 @@ class _Running:
 class ScheduleStats:
     spans: list[Span] = field(default_factory=list)
     wall_s: float = 0.0
-    frames: int = 0
 
 
 def estimated_durations(session: Session) -> dict[str, float]:
@@ -136,7 +135,6 @@ class Scheduler:
                         finished[r.task.frame] = TaskError(r.task, f"did not finish within {self.timeout_s} s")
                         policy.cancel(r.task.frame)
                         del running[fut]          # its worker stays busy; the lane is not handed out again
-            self.stats.frames = next_out
         finally:
             self.stats.wall_s = time.perf_counter() - t0
             cpu_pool.shutdown(wait=False, cancel_futures=True)

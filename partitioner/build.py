@@ -15,6 +15,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.accuracy import AccuracyReport
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR
+from fpga_runtime.frames import random_frame
 from fpga_runtime.plan import Plan
 
 from .calibration_data import load_frames
@@ -31,7 +32,7 @@ from .plan_writer import write_build
 from .report import write_report
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
-from .verify import DEFAULT_TOLERANCE, OutputCheck, int8_accuracy, make_inputs, verify
+from .verify import DEFAULT_TOLERANCE, OutputCheck, int8_accuracy, verify
 
 
 class TargetName(str, enum.Enum):
@@ -144,13 +145,13 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         if not frames:
             warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                             "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
-            frames = [make_inputs(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
+            frames = [random_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
         _, more = step("compile", lambda: compile_engine(part, plan, engine, frames, cfg.out_dir, board))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
         plan.write(cfg.out_dir)
         if cfg.accuracy:
-            feeds = make_inputs(plan, cfg.seed + 1000, cfg.inputs)
+            feeds = random_frame(plan, cfg.seed + 1000, cfg.inputs)
             accuracy = step("accuracy", lambda: int8_accuracy(plan, cfg.out_dir, cfg.model, feeds))
             (cfg.out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
     else:

@@ -25,21 +25,16 @@ class OutputCheck:
     name: str
     max_abs: float
     max_rel: float          # max |a - b| / max |b|; for integer outputs, 1 - row-set agreement
-    exact: bool             # bit-identical
     ok: bool
-
-
-def make_inputs(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    return random_frame(plan, seed, given)
 
 
 def _compare_indices(name: str, ref: np.ndarray, out: np.ndarray) -> OutputCheck:
     if ref.shape == out.shape and np.array_equal(ref, out):
-        return OutputCheck(name, 0.0, 0.0, True, True)
+        return OutputCheck(name, 0.0, 0.0, True)
     a = {tuple(r) for r in ref.reshape(len(ref), -1).tolist()} if ref.ndim else {ref.item()}
     b = {tuple(r) for r in out.reshape(len(out), -1).tolist()} if out.ndim else {out.item()}
     agreement = len(a & b) / max(len(a | b), 1)
-    return OutputCheck(name, float("nan"), 1.0 - agreement, False, agreement >= INDEX_AGREEMENT)
+    return OutputCheck(name, float("nan"), 1.0 - agreement, agreement >= INDEX_AGREEMENT)
 
 
 def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolerance: float) -> list[OutputCheck]:
@@ -50,18 +45,18 @@ def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolera
             checks.append(_compare_indices(name, ref, out))
             continue
         if ref.shape != out.shape:
-            checks.append(OutputCheck(name, float("inf"), float("inf"), False, False))
+            checks.append(OutputCheck(name, float("inf"), float("inf"), False))
             continue
         diff = float(np.max(np.abs(out.astype(np.float64) - ref))) if ref.size else 0.0
         scale = float(np.max(np.abs(ref))) if ref.size else 0.0
         rel = diff / scale if scale else diff
-        checks.append(OutputCheck(name, diff, rel, False, rel <= tolerance))
+        checks.append(OutputCheck(name, diff, rel, rel <= tolerance))
     return checks
 
 
 def verify(plan: Plan, model_path: Path, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0,
            given: dict[str, np.ndarray] | None = None) -> list[OutputCheck]:
-    feeds = make_inputs(plan, seed, given)
+    feeds = random_frame(plan, seed, given)
     return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance)
 
 

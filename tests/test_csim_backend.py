@@ -22,7 +22,7 @@ from golden_replay import CASE_FILES, Case
 from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.codegen import write_hls
-from partitioner.verify import make_inputs
+from fpga_runtime.frames import random_frame
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
@@ -57,7 +57,7 @@ def test_whole_models_equal_reference(tmp_path, zoo, name, size):
     out = tmp_path / name
     run_partition(PartitionConfig(model=zoo(name, size), out_dir=out, picture=False, accuracy=False))
     with Session(out, backend="reference") as ref, Session(out, backend="csim") as sim:
-        feeds = make_inputs(ref.plan, 5)
+        feeds = random_frame(ref.plan, 5)
         for a, b in zip(ref.run(None, feeds), sim.run(None, feeds)):
             assert np.array_equal(a, b)
         assert all(s.cycles > 0 for s in sim.stats)
@@ -77,7 +77,7 @@ def test_hostile_names_never_reach_generated_code(tmp_path):
         text = f.read_text()
         assert "rm -rf" not in text and "$HOME" not in text and 'x"' not in text
     with Session(tmp_path / "b", backend="csim") as s:
-        s.run(None, make_inputs(s.plan, 0))
+        s.run(None, random_frame(s.plan, 0))
 
 
 def test_cycle_model_equals_the_engine_count(golden_engine):

@@ -15,7 +15,7 @@ from fpga_runtime.predict import simulate
 from fpga_runtime.scheduler import Scheduler, TaskError
 from fpga_runtime.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.verify import make_inputs
+from fpga_runtime.frames import random_frame
 
 
 def _plan(spec: list[tuple[str, str, list[str]]]) -> Plan:
@@ -65,7 +65,7 @@ def tiny_build(tmp_path_factory, zoo):
 
 def test_concurrent_runs_equal_the_sequential_run_bit_for_bit(tiny_build):
     with Session(tiny_build, compute_units=3, slots=3) as session:
-        frames = [make_inputs(session.plan, 50 + i) for i in range(5)]
+        frames = [random_frame(session.plan, 50 + i) for i in range(5)]
         sequential = [dict(zip(session.output_names, session.run(None, f))) for f in frames]
         original = session.run_subgraph
         for seed in range(12):
@@ -91,7 +91,7 @@ def test_concurrent_runs_equal_the_sequential_run_bit_for_bit(tiny_build):
 
 def test_a_failing_task_cancels_its_frame_and_names_the_task(tiny_build):
     with Session(tiny_build, compute_units=2, slots=2) as session:
-        frames = [make_inputs(session.plan, i) for i in range(3)]
+        frames = [random_frame(session.plan, i) for i in range(3)]
         original = session.run_subgraph
         victim = session.plan.subgraphs[-1].name
 
@@ -124,6 +124,6 @@ def test_a_hanging_task_is_reported_not_waited_for(tiny_build):
         session.run_subgraph = hang
         t0 = time.perf_counter()
         with pytest.raises(TaskError, match="did not finish within 0.3 s"):
-            Scheduler(session, compute_units=1, in_flight=1, task_timeout_s=0.3).run([make_inputs(session.plan, 0)])
+            Scheduler(session, compute_units=1, in_flight=1, task_timeout_s=0.3).run([random_frame(session.plan, 0)])
         assert time.perf_counter() - t0 < 3
         release.set()

@@ -13,7 +13,7 @@ from fpga_runtime.plan import PlanError
 from fpga_runtime.predict import predict
 from fpga_runtime.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.verify import make_inputs
+from fpga_runtime.frames import random_frame
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_fpga_to_fpga_tensors_stay_in_engine_memory(builds):
         produced_on_fpga = {t.name for sg in fpga for t in sg.outputs}
         for sg in fpga:
             assert not set(s._host_writes[sg.name]) & produced_on_fpga
-        feeds = make_inputs(s.plan, 3)
+        feeds = random_frame(s.plan, 3)
         first = s.run(None, feeds)
         again = s.run(None, feeds)
         assert all(np.array_equal(a, b) for a, b in zip(first, again))
@@ -58,7 +58,7 @@ def test_fpga_to_fpga_tensors_stay_in_engine_memory(builds):
 
 def test_streaming_api_matches_run(builds):
     with Session(builds["ssd-mobilenet-v1"], compute_units=2, slots=2) as s:
-        frames = [make_inputs(s.plan, 20 + i) for i in range(4)]
+        frames = [random_frame(s.plan, 20 + i) for i in range(4)]
         streamed = list(s.stream(frames))
         for f, got in zip(frames, streamed):
             assert all(np.array_equal(a, b) for a, b in zip(s.run(None, f), got))

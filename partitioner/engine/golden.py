@@ -25,7 +25,7 @@ from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine
 
 from ..build import PartitionConfig, run_partition
-from ..verify import make_inputs
+from fpga_runtime.frames import random_frame
 
 
 class _Case:
@@ -194,7 +194,7 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None) -> di
     image = EngineImage.load(engine_dir)
     const = image.load_constants(engine_dir)
     act = image.fresh_activations()
-    feeds = make_inputs(plan, seed=7)
+    feeds = random_frame(plan, seed=7)
     for t in plan.inputs:
         image.tensors[t.name].write(act, feeds[t.name])
     act_in = act.copy()
