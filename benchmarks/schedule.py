@@ -15,7 +15,7 @@ import numpy as np
 from _zoo import partitioned
 
 from fpga_runtime.frames import random_frame
-from fpga_runtime.predict import predict
+from fpga_runtime.virtual_time import predict
 from fpga_runtime.scheduler import Scheduler
 from fpga_runtime.session import Session
 

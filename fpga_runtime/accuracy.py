@@ -26,12 +26,21 @@ class DetectionAgreement:
     matched: int
 
     @property
-    def precision(self) -> float:
-        return self.matched / self.int8_detections if self.int8_detections else 1.0
+    def precision(self) -> float | None:
+        """None (n/a) where int8 detected nothing: no detection is not a perfect one."""
+        return self.matched / self.int8_detections if self.int8_detections else None
 
     @property
-    def recall(self) -> float:
-        return self.matched / self.float_detections if self.float_detections else 1.0
+    def recall(self) -> float | None:
+        return self.matched / self.float_detections if self.float_detections else None
+
+    def summary(self) -> str:
+        return (f"precision {_ratio(self.precision)}, recall {_ratio(self.recall)} ({self.matched} of "
+                f"{self.float_detections} float / {self.int8_detections} int8 matched)")
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def output_accuracy(name: str, ref: np.ndarray, got: np.ndarray) -> OutputAccuracy:
@@ -103,9 +112,7 @@ class AccuracyReport:
                   for o in self.outputs]
         if self.detections:
             d = self.detections
-            lines += ["", f"Detections (IoU >= {IOU_MATCH}, same class): float {d.float_detections}, int8 "
-                          f"{d.int8_detections}, matched {d.matched}: precision {d.precision:.3f}, "
-                          f"recall {d.recall:.3f}"]
+            lines += ["", f"Detections (IoU >= {IOU_MATCH}, same class): {d.summary()}"]
         return lines
 
 
@@ -117,3 +124,19 @@ def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> Acc
         b, s = names
         det = detection_agreement(reference[b], reference[s], got[b], got[s])
     return AccuracyReport(outs, det)
+
+
+def summarise(reports: list[AccuracyReport]) -> AccuracyReport:
+    """Several frames as one report: per output the worst SNR, cosine and max error over the frames; detections
+    pooled (matches and counts summed)."""
+    if len(reports) == 1:
+        return reports[0]
+    outputs = []
+    for k, first in enumerate(reports[0].outputs):
+        per = [r.outputs[k] for r in reports]
+        outputs.append(OutputAccuracy(first.name, min(o.snr_db for o in per), min(o.cosine for o in per),
+                                      max(o.max_abs for o in per), max(o.ref_max_abs for o in per)))
+    dets = [r.detections for r in reports if r.detections is not None]
+    pooled = DetectionAgreement(sum(d.float_detections for d in dets), sum(d.int8_detections for d in dets),
+                                sum(d.matched for d in dets)) if dets else None
+    return AccuracyReport(outputs, pooled)

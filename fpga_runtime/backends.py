@@ -44,7 +44,11 @@ class Backend(abc.ABC):
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         self.image = image
         self.folder = folder
-        self.units = compute_units or image.config.compute_units
+        built = image.config.compute_units
+        if compute_units is not None and compute_units > built:
+            raise BackendError(f"{compute_units} compute units asked for, but the build's overlay has {built} "
+                               "(partition --compute-units N makes a build with more)")
+        self.units = compute_units or built
         self.slots = slots
 
     @abc.abstractmethod

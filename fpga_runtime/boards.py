@@ -58,6 +58,6 @@ BOARDS: dict[str, Board] = {b.name: b for b in [
 
 def board(name: str) -> Board:
     try:
-        return BOARDS[name]
+        return BOARDS[name.lower()]
     except KeyError:
         raise KeyError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}") from None

@@ -1,50 +1,109 @@
-"""`fpga-run`: run a build folder on a backend, or predict its latency and throughput on a board."""
+"""`fpga-run`: run a build folder on a backend, or predict its latency and throughput on a board.
+
+Every user mistake (a folder that is not a build, a bad input file, a count of zero) is one line and exit 2;
+a bug of ours is one line and exit 3 unless --debug; Ctrl-C is one line and exit 130.
+"""
 from __future__ import annotations
 
+import functools
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 
 import click
 import numpy as np
 
-from .accuracy import compare
+from .accuracy import compare, find_detection_outputs, summarise
 from .backends import BACKENDS, BackendError
 from .boards import BOARDS
 from .frames import original_outputs, random_frame
-from .plan import PlanError
-from .predict import predict
+from .images import ImageError, detection_list, draw_detections, load_image, write_detections
+from .plan import PlanError, check_feeds
+from .policy import CPU_WORKERS, IN_FLIGHT
 from .scheduler import Scheduler, TaskError
 from .session import Session
-from .trace import write_chrome_trace, write_gantt
+from .trace import Span, write_chrome_trace, write_gantt
+from .virtual_time import predict
+
+USER_ERRORS = (PlanError, BackendError, TaskError, ImageError, ValueError, OSError)
+COUNT = click.IntRange(min=1)
 
 
-def _load_image(path: str, shape: list[int]) -> np.ndarray:
-    try:
-        from PIL import Image
-    except ImportError:
-        raise click.UsageError("--image needs Pillow (pip install pillow)") from None
-    img = Image.open(path).convert("RGB").resize((shape[2], shape[1]))
-    return np.broadcast_to(np.asarray(img, np.uint8)[None], shape).copy()
+def _one_line_errors(command):
+    """Known errors as `error: ...` (exit 2), anything else as `internal error: ...` (exit 3)."""
+    @functools.wraps(command)
+    def wrapper(*args, debug: bool = False, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except USER_ERRORS as exc:
+            if debug:
+                traceback.print_exc()
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            if debug:
+                raise
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
+            sys.exit(3)
+    return click.option("--debug", is_flag=True, help="tracebacks instead of one-line errors")(wrapper)
 
 
-def _frames(session: Session, inputs: tuple[str, ...], images: tuple[str, ...], count: int, seed: int):
-    plan = session.plan
-    given = {}
-    for item in inputs:
-        name, sep, path = item.partition("=")
-        if not sep:
-            raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy")
-        given[name] = np.load(path, allow_pickle=False)
-    if images:
-        if len(plan.inputs) != 1 or plan.inputs[0].dtype != "uint8":
-            raise click.UsageError("--image feeds models whose single input is a uint8 [N, H, W, 3] frame")
-        spec = plan.inputs[0]
-        return [{spec.name: _load_image(p, spec.shape)} for p in images], False
-    if given and len(given) == len(plan.inputs):
-        return [given], False
-    return [random_frame(plan, seed + i, given) for i in range(count)], True
+def _board_choice() -> click.Choice:
+    return click.Choice(list(BOARDS), case_sensitive=False)
+
+
+class _Frames:
+    """The frames of a run: from --input, --image or seeded random data."""
+
+    def __init__(self, session: Session, inputs: tuple[str, ...], images: tuple[str, ...], count: int, seed: int,
+                 resize: str):
+        plan = session.plan
+        self.fits: list = []
+        self.pictures: list = []
+        self.note = ""
+        given = {}
+        for item in inputs:
+            name, sep, path = item.partition("=")
+            if not sep or not name:
+                raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy", param_hint="--input")
+            if name not in session.input_names:
+                raise click.BadParameter(f"{name!r} is not an input of the model; its inputs are "
+                                         f"{session.input_names}", param_hint="--input")
+            try:
+                given[name] = np.load(path, allow_pickle=False)
+            except (OSError, ValueError) as exc:
+                raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})", param_hint="--input") from None
+        if images:
+            if given:
+                raise click.UsageError("give --input or --image, not both")
+            spec = plan.inputs[0] if len(plan.inputs) == 1 else None
+            if spec is None or spec.dtype != "uint8" or len(spec.shape or []) != 4 or spec.shape[3] != 3:
+                raise click.UsageError("--image feeds models whose single input is a uint8 [N, H, W, 3] frame; "
+                                       f"this model takes {[(t.name, t.dtype, t.shape) for t in plan.inputs]}")
+            self.feeds = []
+            for path in images:
+                frame, fit, picture = load_image(path, spec.shape, resize)
+                self.feeds.append({spec.name: frame})
+                self.fits.append(fit)
+                self.pictures.append(picture)
+                click.echo(f"{path}: {fit.describe(spec.shape[2], spec.shape[1])}", err=True)
+            self.synthetic = False
+            return
+        if given and len(given) == len(plan.inputs):
+            check_feeds(plan, given)
+            self.feeds, self.synthetic = [given], False
+            if count > 1:
+                self.note = "--frames applies to random frames only: one frame from --input"
+            return
+        self.feeds = [random_frame(plan, seed + i, given) for i in range(count)]
+        self.synthetic = True
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,92 +116,138 @@ def main() -> None:
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default="reference", show_default=True)
 @click.option("--input", "inputs", multiple=True, help="NAME=FILE.npy (one frame)")
 @click.option("--image", "images", multiple=True, help="image file, one frame each (uint8 NHWC models)")
-@click.option("--frames", type=int, default=1, show_default=True, help="seeded random frames without inputs")
+@click.option("--resize", type=click.Choice(["letterbox", "stretch"]), default="letterbox", show_default=True,
+              help="how --image pictures of another size fit the input: YOLO letterboxes, SSD stretches")
+@click.option("--frames", type=COUNT, default=1, show_default=True, help="seeded random frames without inputs")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="where outputs (.npy), accuracy and traces go [default: BUILD/run]")
-@click.option("--compute-units", type=int, default=None, help="engine instances to use [default: the build's]")
-@click.option("--cpu-workers", type=int, default=2, show_default=True)
-@click.option("--in-flight", type=int, default=2, show_default=True, help="frames pipelined at once")
+@click.option("--compute-units", type=COUNT, default=None, help="engine instances to use [default: the build's]")
+@click.option("--cpu-workers", type=COUNT, default=CPU_WORKERS, show_default=True)
+@click.option("--in-flight", type=COUNT, default=IN_FLIGHT, show_default=True, help="frames pipelined at once")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
-@click.option("--debug", is_flag=True)
-def run(build: Path, backend: str, inputs, images, frames: int, seed: int, out_dir: Path | None,
-        compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool,
-        debug: bool) -> None:
+@_one_line_errors
+def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
+        compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool) -> None:
     """Run BUILD (a `partition` output folder) on a backend."""
+    with Session(build, backend, compute_units, slots=1 if sequential else in_flight) as session:
+        given = _Frames(session, inputs, images, frames, seed, resize)
+        if given.note:
+            click.echo(f"note: {given.note}", err=True)
+        if given.synthetic:
+            click.echo(f"no inputs given: {len(given.feeds)} seeded random frame(s)", err=True)
+        if sequential:
+            outputs, spans, wall = _sequential(session, given.feeds)
+            mode = "one subgraph at a time"
+        else:
+            scheduler = Scheduler(session, cpu_workers, compute_units, in_flight)
+            outputs = scheduler.run(given.feeds)
+            spans, wall = scheduler.stats.spans, scheduler.stats.wall_s
+            mode = f"concurrent, {scheduler.units} compute unit(s), {cpu_workers} CPU worker(s), {in_flight} in flight"
+        model = Path(session.plan.model["path"])
+        if not model.is_absolute():
+            model = session.plan.root / model
+    click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {backend}, {mode}")
     out_dir = out_dir or build / "run"
     out_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with Session(build, backend, compute_units, slots=1 if sequential else in_flight) as session:
-            feeds, synthetic = _frames(session, inputs, images, frames, seed)
-            if synthetic:
-                click.echo(f"no inputs given: {len(feeds)} seeded random frame(s)", err=True)
-            if sequential:
-                outputs = [dict(zip(session.output_names, session.run(None, f))) for f in feeds]
-                spans = []
-            else:
-                scheduler = Scheduler(session, cpu_workers, compute_units, in_flight)
-                outputs = scheduler.run(feeds)
-                spans = scheduler.stats.spans
-                click.echo(f"{len(feeds)} frame(s) in {scheduler.stats.wall_s:.3f} s "
-                           f"({len(feeds) / scheduler.stats.wall_s:.2f} frames/s) on {backend}")
-            model = Path(session.plan.model["path"])
-    except (PlanError, BackendError, TaskError, ValueError) as exc:
-        if debug:
-            traceback.print_exc()
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(2)
     for k, out in enumerate(outputs):
         for name, value in out.items():
             np.save(out_dir / f"frame{k}_{name.replace('/', '_')}.npy", value)
-    if spans:
-        write_chrome_trace(spans, out_dir / "trace.json")
-        write_gantt(spans, out_dir / "gantt.png", f"{build.name} on {backend}")
-        click.echo(f"trace: {out_dir / 'trace.json'}  gantt: {out_dir / 'gantt.png'}")
-    if not no_accuracy and model.is_file():
-        reports = [compare(original_outputs(model, f), o) for f, o in zip(feeds, outputs)]
-        (out_dir / "accuracy.json").write_text(json.dumps([r.as_dict() for r in reports], indent=1) + "\n")
-        lines = [f"# int8 accuracy of {build.name} on {backend}", ""]
-        for k, r in enumerate(reports):
-            lines += [f"## frame {k}", ""] + r.markdown() + [""]
-        (out_dir / "accuracy.md").write_text("\n".join(lines))
-        for o in reports[0].outputs:
-            click.echo(f"{o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}")
-        if reports[0].detections:
-            d = reports[0].detections
-            click.echo(f"detections: precision {d.precision:.3f}, recall {d.recall:.3f}")
+    write_chrome_trace(spans, out_dir / "trace.json", f"{build.name} on {backend} ({mode})")
+    write_gantt(spans, out_dir / "gantt.png", f"{build.name} on {backend} ({mode})")
+    click.echo(f"trace: {out_dir / 'trace.json'}  gantt: {out_dir / 'gantt.png'}")
+    if given.fits:
+        _write_pictures(given, outputs, images, out_dir)
+    if no_accuracy:
+        pass
+    elif not model.is_file():
+        click.echo(f"accuracy check skipped: the original model {model} is gone (the plan records where "
+                   "`partition` read it)", err=True)
+    else:
+        _accuracy(build, backend, model, given.feeds, outputs, out_dir)
     click.echo(f"outputs: {out_dir}")
+
+
+def _sequential(session: Session, feeds: list[dict]) -> tuple[list[dict], list[Span], float]:
+    """Frames one after the other, each subgraph in plan order: the baseline the concurrent run is compared to."""
+    spans: list[Span] = []
+    outputs = []
+    t0 = time.perf_counter()
+    for k, f in enumerate(feeds):
+        check_feeds(session.plan, f)
+        values = dict(f)
+        for sg in session.plan.subgraphs:
+            start = time.perf_counter() - t0
+            values.update(session.run_subgraph(sg, values))
+            spans.append(Span(sg.name, k, "fpga-cu0" if sg.device == "fpga" else "cpu-0", start,
+                              time.perf_counter() - t0))
+        outputs.append({n: values[n] for n in session.output_names})
+    return outputs, spans, time.perf_counter() - t0
+
+
+def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path) -> None:
+    names = find_detection_outputs(outputs[0])
+    if names is None:
+        return
+    boxes, selected = names
+    scores = next((k for k, v in outputs[0].items() if v.dtype.kind == "f" and v.ndim == 3 and k != boxes), None)
+    for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
+        found = detection_list(out[boxes], out[scores] if scores else None, out[selected], fit)
+        stem = Path(path).stem
+        write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
+        drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")
+        click.echo(f"{path}: {len(found)} detection(s) drawn in {drawn}")
+
+
+def _accuracy(build: Path, backend: str, model: Path, feeds: list[dict], outputs: list[dict], out_dir: Path) -> None:
+    reports = [compare(original_outputs(model, f), o) for f, o in zip(feeds, outputs)]
+    (out_dir / "accuracy.json").write_text(json.dumps([r.as_dict() for r in reports], indent=1) + "\n")
+    lines = [f"# int8 accuracy of {build.name} on {backend}", ""]
+    for k, r in enumerate(reports):
+        lines += [f"## frame {k}", ""] + r.markdown() + [""]
+    (out_dir / "accuracy.md").write_text("\n".join(lines))
+    summary = summarise(reports)
+    scope = "" if len(reports) == 1 else f" (worst of {len(reports)} frames; per frame in accuracy.md)"
+    click.echo(f"int8 accuracy against the float original{scope}:")
+    for o in summary.outputs:
+        click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}")
+    if summary.detections:
+        pooled = "" if len(reports) == 1 else ", pooled over the frames"
+        click.echo(f"  detections{pooled}: {summary.detections.summary()}")
 
 
 @main.command("predict")
 @click.argument("build", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--board", type=click.Choice(list(BOARDS)), default=None, help="[default: the build's]")
-@click.option("--compute-units", "units", type=int, multiple=True, default=(1, 2, 3), show_default=True)
-@click.option("--cpu-workers", type=int, default=1, show_default=True)
-@click.option("--frames", type=int, default=1, show_default=True)
-@click.option("--in-flight", type=int, default=2, show_default=True)
+@click.option("--board", type=_board_choice(), default=None, help="[default: the build's]")
+@click.option("--compute-units", "units", type=COUNT, multiple=True,
+              help="engine instances; repeat for a sweep [default: the build's]")
+@click.option("--cpu-workers", type=COUNT, default=CPU_WORKERS, show_default=True)
+@click.option("--frames", type=COUNT, default=1, show_default=True)
+@click.option("--in-flight", type=COUNT, default=IN_FLIGHT, show_default=True)
 @click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Chrome trace of the last prediction")
 @click.option("--gantt", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@_one_line_errors
 def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_workers: int, frames: int,
                 in_flight: int, trace: Path | None, gantt: Path | None) -> None:
-    """Predict latency and throughput of BUILD on a board in virtual time (durations from the cycle model and timing.py)."""
+    """Predict latency and throughput of BUILD on a board in virtual time (durations from the cycle model and
+    timing.py). The defaults are those of `fpga-run run`."""
+    predictions = [predict(build, n, board, cpu_workers, frames, in_flight) for n in (units or (None,))]
     header = ["board", "CUs", "frames", "makespan ms", "critical path ms", "lower bound ms", "gap %",
               "sequential ms", "speedup", "fps", "utilisation"]
     click.echo("| " + " | ".join(header) + " |")
     click.echo("|" + "|".join("---" for _ in header) + "|")
-    p = None
-    for n in units:
-        p = predict(build, n, board, cpu_workers, frames, in_flight)
+    for p in predictions:
         util = ", ".join(f"{k} {v:.0%}" for k, v in p.utilisation.items())
-        click.echo(f"| {p.board} | {n} | {frames} | {p.makespan_s * 1e3:.3f} | {p.critical_path_s * 1e3:.3f} | "
-                   f"{p.lower_bound_s * 1e3:.3f} | {p.gap_to_bound * 100:.1f} | {p.sequential_s * 1e3:.3f} | "
-                   f"{p.speedup:.2f} | {p.fps:.1f} | {util} |")
-    if p is not None and trace:
-        write_chrome_trace(p.spans, trace, f"{build.name} predicted on {p.board}")
-    if p is not None and gantt:
-        write_gantt(p.spans, gantt, f"{build.name} predicted on {p.board}, {p.compute_units} CU")
+        click.echo(f"| {p.board} | {p.compute_units} | {frames} | {p.makespan_s * 1e3:.3f} | "
+                   f"{p.critical_path_s * 1e3:.3f} | {p.lower_bound_s * 1e3:.3f} | {p.gap_to_bound * 100:.1f} | "
+                   f"{p.sequential_s * 1e3:.3f} | {p.speedup:.2f} | {p.fps:.1f} | {util} |")
+    last = predictions[-1]
+    if trace:
+        write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")
+    if gantt:
+        write_gantt(last.spans, gantt, f"{build.name} predicted on {last.board}, {last.compute_units} CU")
 
 
 if __name__ == "__main__":

@@ -77,6 +77,7 @@ class EngineImage:
     tensors: dict[str, TensorView]
     abi_version: int = ABI_VERSION
     calibration: dict = field(default_factory=dict)
+    build_id: str | None = None          # the plan's: a plan and an image of two runs are never mixed
 
     def save(self, folder: Path, const: bytes) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -92,7 +93,7 @@ class EngineImage:
         return cls(EngineConfig(**raw["config"]), raw["const_bytes"], raw["act_bytes"],
                    {k: Program(**v) for k, v in raw["programs"].items()},
                    {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
-                   raw.get("calibration", {}))
+                   raw.get("calibration", {}), raw.get("build_id"))
 
     def load_constants(self, folder: Path) -> np.ndarray:
         return np.fromfile(folder / "memory.bin", np.uint8)

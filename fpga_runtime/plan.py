@@ -67,6 +67,7 @@ class Plan:
     steps: list[dict[str, Any]] = field(default_factory=list)
     engine: str | None = None                            # compiled FPGA programs and memory image
     engine_config: dict[str, Any] | None = None          # abi.EngineConfig of the build
+    build_id: str | None = None                          # the same in engine.json: parts of one build belong together
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,9 +115,27 @@ def read_plan(folder_or_file: str | Path) -> Plan:
     plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                 _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                 raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
-                root=path.parent)
+                raw.get("build_id"), root=path.parent)
     _check_order(plan)
+    _check_parts(plan)
     return plan
+
+
+def _check_parts(plan: Plan) -> None:
+    """The files the plan names exist and come from the same `partition` run as the plan."""
+    missing = [s.onnx for s in plan.subgraphs if not (plan.root / s.onnx).is_file()]
+    if missing:
+        raise PlanError(f"{plan.root}: the plan names {missing}, which are missing: an incomplete build "
+                        "(run `partition` again)")
+    if plan.engine is None:
+        return
+    try:
+        engine_id = json.loads((plan.root / plan.engine).read_text()).get("build_id")
+    except (OSError, json.JSONDecodeError) as exc:
+        raise PlanError(f"{plan.root / plan.engine}: unreadable engine image ({exc}); run `partition` again") from None
+    if engine_id != plan.build_id:
+        raise PlanError(f"{plan.root}: {PLAN_FILE} and {plan.engine} come from different `partition` runs "
+                        f"(build {plan.build_id} vs {engine_id}); run `partition` again")
 
 
 def _check_order(plan: Plan) -> None:
@@ -134,3 +153,22 @@ def _check_order(plan: Plan) -> None:
     missing_out = [t.name for t in plan.outputs if t.name not in available]
     if missing_out:
         raise PlanError(f"model outputs {missing_out} are produced by no subgraph")
+
+
+def check_feeds(plan: Plan, feeds: dict) -> None:
+    """Feeds name exactly the model's inputs, with their static shapes and dtypes."""
+    names = [t.name for t in plan.inputs]
+    unknown = [k for k in feeds if k not in names]
+    missing = [n for n in names if n not in feeds]
+    if unknown or missing:
+        raise PlanError(f"the model's inputs are {names}" + (f"; unknown: {unknown}" if unknown else "")
+                        + (f"; missing: {missing}" if missing else ""))
+    for t in plan.inputs:
+        value = feeds[t.name]
+        shape = list(getattr(value, "shape", ()))
+        static = t.shape is not None and all(isinstance(d, int) for d in t.shape)
+        if static and shape != t.shape:
+            raise PlanError(f"input {t.name!r}: shape {shape}, the model takes {t.shape} ({t.dtype})")
+        if str(getattr(value, "dtype", "")) != t.dtype:
+            raise PlanError(f"input {t.name!r}: dtype {getattr(value, 'dtype', type(value).__name__)}, "
+                            f"the model takes {t.dtype}")

@@ -12,6 +12,18 @@ from dataclasses import dataclass
 
 from .plan import Plan
 
+# Defaults shared by `fpga-run run`, `fpga-run predict`, `predict()`, `Session.stream` and the scheduler, so a
+# prediction describes the run that the same command line makes. Compute units default to the build's.
+CPU_WORKERS = 2
+IN_FLIGHT = 2
+
+
+def check_counts(**counts: int | None) -> None:
+    """Worker, unit, slot and frame counts must be whole numbers >= 1 (None: the default applies)."""
+    for name, value in counts.items():
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+
 
 @dataclass(frozen=True, order=True)
 class Task:

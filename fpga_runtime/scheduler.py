@@ -14,7 +14,8 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from .policy import Policy, Task
+from .policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts
+from .plan import check_feeds
 from .session import Session
 from .trace import Span
 
@@ -49,15 +50,17 @@ def estimated_durations(session: Session) -> dict[str, float]:
 
 
 class Scheduler:
-    def __init__(self, session: Session, cpu_workers: int = 2, compute_units: int | None = None, in_flight: int = 2,
-                 task_timeout_s: float = 600.0):
+    def __init__(self, session: Session, cpu_workers: int = CPU_WORKERS, compute_units: int | None = None,
+                 in_flight: int = IN_FLIGHT, task_timeout_s: float = 600.0):
+        check_counts(cpu_workers=cpu_workers, compute_units=compute_units, in_flight=in_flight)
         self.session = session
         self.cpu_workers = cpu_workers
         backend = session.backend
         self.units = compute_units or (backend.units if backend else 1)
         if backend is not None and (self.units > backend.units or in_flight > backend.slots):
-            raise ValueError(f"the session's backend has {backend.units} compute units and {backend.slots} slots; "
-                             f"asked for {self.units} and {in_flight}")
+            raise ValueError(f"the session's backend has {backend.units} compute unit(s) and {backend.slots} "
+                             f"activation slot(s); asked for {self.units} compute unit(s) and {in_flight} frame(s) "
+                             "in flight")
         self.in_flight = in_flight
         self.timeout_s = task_timeout_s
         self.stats = ScheduleStats()
@@ -87,6 +90,7 @@ class Scheduler:
                     if feeds is None:
                         exhausted = True
                         break
+                    check_feeds(plan, feeds)
                     policy.admit(admitted)
                     values[admitted] = dict(feeds)
                     admitted += 1

@@ -9,12 +9,14 @@ import onnxruntime as ort
 
 from .backends import Backend, RunStats, load_backend
 from .engine_image import ENGINE_DIR, EngineImage
-from .plan import Plan, PlanError, SubgraphSpec, read_plan
+from .plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan
+from .policy import CPU_WORKERS, check_counts
 
 
 class Session:
     def __init__(self, build_dir: str | Path, backend: str = "reference", compute_units: int | None = None,
                  slots: int = 1, timeout_s: float = 600.0):
+        check_counts(compute_units=compute_units, slots=slots)
         self.plan: Plan = read_plan(build_dir)
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
@@ -60,21 +62,27 @@ class Session:
         return {name: self.backend.read(self.image.tensors[name], slot) for name in self._host_reads[sg.name]}
 
     def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-        missing = [n for n in self.input_names if n not in feeds]
-        if missing:
-            raise PlanError(f"missing model inputs {missing}")
+        check_feeds(self.plan, feeds)
         values = dict(feeds)
         for sg in self.plan.subgraphs:
             values.update(self.run_subgraph(sg, values))
         return [values[n] for n in (output_names or self.output_names)]
 
-    def stream(self, frames, cpu_workers: int = 2, in_flight: int | None = None):
-        """Outputs of many frames, in order, pipelined by the concurrent scheduler (see scheduler.py)."""
+    def stream(self, frames, cpu_workers: int = CPU_WORKERS, in_flight: int | None = None):
+        """Outputs of many frames, in order, pipelined by the concurrent scheduler (see scheduler.py). A frame is
+        a feed dict, or an array where the model has a single input."""
         from .scheduler import Scheduler      # the scheduler is built on Session
         slots = self.backend.slots if self.backend else 1
         scheduler = Scheduler(self, cpu_workers, in_flight=in_flight or slots)
-        for outputs in scheduler.stream(frames):
+        for outputs in scheduler.stream(self._feeds(f) for f in frames):
             yield [outputs[n] for n in self.output_names]
+
+    def _feeds(self, frame) -> dict[str, np.ndarray]:
+        if isinstance(frame, dict):
+            return frame
+        if len(self.input_names) != 1:
+            raise PlanError(f"the model has inputs {self.input_names}: pass each frame as a dict of them")
+        return {self.input_names[0]: np.asarray(frame)}
 
     def close(self) -> None:
         if self.backend is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import enum
 import json
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -25,11 +26,13 @@ from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
 from .dse import UNITS, Exploration, explore
+from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
 from .pipeline import run_fusion
 from .plan_writer import write_build
 from .report import write_report
+from .staging import StagedFolder
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
 from .verify import DEFAULT_TOLERANCE, OutputCheck, int8_accuracy, verify
@@ -59,6 +62,7 @@ class PartitionConfig:
     seed: int = 0
     calibrate_dir: Path | None = None        # .npy frames or images; none: seeded random frames
     calibration_frames: int = 4
+    calibration_table: Path | None = None    # a fpga/calibration.json of an earlier build: its ranges, no frames
     engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
     target_fps: float | None = None
     compute_units: int | None = None          # restrict the exploration to this many engine instances
@@ -95,30 +99,56 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     return explore(graph, nodes, max(1, len(fpga)), board, cfg.target_fps, units)
 
 
+def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str]) -> Calibration:
+    if cfg.calibration_table is not None:
+        return Calibration.from_table(cfg.calibration_table)
+    if cfg.calibrate_dir is not None:
+        frames = load_frames(cfg.calibrate_dir, plan.inputs)
+        if frames:
+            return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames)
+    warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
+                    "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
+    frames = [random_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
+    return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames)
+
+
 def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:
+    """Writes the build into a staging folder beside `cfg.out_dir` and moves it into place when complete."""
     try:
         board = board_by_name(cfg.board)
     except KeyError as exc:
         raise ModelError(str(exc.args[0])) from None
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    staged = StagedFolder(cfg.out_dir)
+    with staged as out_dir:
+        result = _build(cfg, board, out_dir, echo)
+        staged.commit()
+    result.plan.root = cfg.out_dir
+    return result
+
+
+def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], None]) -> BuildResult:
     timings: list[tuple[str, float]] = []
-    names = (["import", "fuse", "explore", "partition", "write", "compile"] + (["accuracy"] if cfg.accuracy else [])
-             + ["report"] + (["verify"] if cfg.verify else []))
+    explores = cfg.engine is None and cfg.target is TargetName.FPGA
+    names = (["import", "fuse"] + (["explore"] if explores else []) + ["partition", "write", "compile"]
+             + (["accuracy"] if cfg.accuracy else []) + ["report"] + (["verify"] if cfg.verify else []))
 
     def step(name: str, fn: Callable):
-        i = names.index(name) + 1
         t0 = time.perf_counter()
         result = fn()
         dt = time.perf_counter() - t0
         timings.append((name, dt))
-        echo(f"[{i}/{len(names)}] {name:9s} {dt:7.3f} s")
+        echo(f"[{names.index(name) + 1}/{len(names)}] {name:9s} {dt:7.3f} s")
         return result
+
+    def skip(name: str, why: str) -> None:
+        if name in names:
+            echo(f"[{names.index(name) + 1}/{len(names)}] {name:9s} skipped ({why})")
 
     imported: ImportResult = step("import", lambda: import_model(cfg.model, cfg.input_shapes))
     graph = imported.graph
-    steps_dir = cfg.out_dir / "steps"
+    steps_dir = out_dir / "steps"
     if cfg.save_steps:
-        steps_dir.mkdir(exist_ok=True)
+        steps_dir.mkdir()
         _save_graph(graph, steps_dir / "00_imported.onnx")
 
     def fuse():
@@ -127,44 +157,39 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
 
     graph = step("fuse", fuse)
     exploration = None
-    engine = cfg.engine
-    if engine is None and cfg.target is TargetName.FPGA:
+    engine = cfg.engine or EngineConfig(clock_mhz=board.clock_mhz)
+    if explores:
         exploration = step("explore", lambda: _explore(graph, board, cfg))
-        engine = exploration.chosen.config if exploration.chosen else EngineConfig(clock_mhz=board.clock_mhz)
-    else:
-        names.remove("explore")
-        engine = engine or EngineConfig(clock_mhz=board.clock_mhz)
+        if exploration.chosen:
+            engine = exploration.chosen.config
     part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, engine),
                                                cfg.offload_everything))
-    plan = step("write", lambda: write_build(part, cfg.out_dir, cfg.model, cfg.target.value, board,
-                                             imported.folded, engine))
+    build_id = uuid.uuid4().hex
+    plan = step("write", lambda: write_build(part, out_dir, cfg.model, cfg.target.value, board,
+                                             imported.folded, engine, build_id))
     warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
+    calibration: Calibration | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
-        frames = load_frames(cfg.calibrate_dir, plan.inputs) if cfg.calibrate_dir else []
-        if not frames:
-            warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
-                            "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
-            frames = [random_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
-        _, more = step("compile", lambda: compile_engine(part, plan, engine, frames, cfg.out_dir, board))
+        calibration = _calibration(cfg, plan, warnings)
+        _, more = step("compile", lambda: compile_engine(part, plan, engine, calibration, out_dir, board, build_id))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
-        plan.write(cfg.out_dir)
+        plan.write(out_dir)
         if cfg.accuracy:
             feeds = random_frame(plan, cfg.seed + 1000, cfg.inputs)
-            accuracy = step("accuracy", lambda: int8_accuracy(plan, cfg.out_dir, cfg.model, feeds))
-            (cfg.out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
+            accuracy = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
+            (out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
     else:
-        names.remove("compile")
-        if cfg.accuracy:
-            names.remove("accuracy")
-    picture = step("report", lambda: draw(part, cfg.out_dir) if cfg.picture else None)
+        skip("compile", "no FPGA subgraph")
+        skip("accuracy", "no FPGA subgraph")
+    picture = step("report", lambda: draw(part, out_dir) if cfg.picture else None)
     checks = None
     if cfg.verify:
         checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
-    plan.write(cfg.out_dir)
+    plan.write(out_dir)
     if exploration is not None and exploration.chosen is None:
         warnings.append(exploration.note)
-    write_report(plan, cfg.out_dir, picture, warnings, checks, accuracy, exploration)
+    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration)
     return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration)

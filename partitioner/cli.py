@@ -53,7 +53,7 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--target", type=click.Choice([t.value for t in TargetName]), default="fpga", show_default=True)
-@click.option("--board", type=click.Choice(list(BOARDS)), default="zcu104", show_default=True)
+@click.option("--board", type=click.Choice(list(BOARDS), case_sensitive=False), default="zcu104", show_default=True)
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="build folder [default: build/<model name>]")
 @click.option("--input-shape", "shapes", multiple=True, help="pin a dynamic input: NAME=1x3x416x416")
@@ -63,9 +63,11 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="--verify: largest allowed max|a-b| / max|b| per float output")
 @click.option("--calibrate", "calibrate_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="folder of .npy frames or images for int8 calibration (default: seeded random, testing only)")
-@click.option("--calibration-frames", type=int, default=4, show_default=True,
+@click.option("--calibration-frames", type=click.IntRange(min=1), default=4, show_default=True,
               help="seeded random frames when no --calibrate folder is given")
-@click.option("--compute-units", type=int, default=None,
+@click.option("--calibration-table", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
+              help="reuse the int8 ranges of an earlier build (its fpga/calibration.json) instead of calibrating")
+@click.option("--compute-units", type=click.IntRange(min=1), default=None,
               help="engine instances in the overlay [default: chosen by the design-space exploration]")
 @click.option("--engine", "engine_shape", default=None, metavar="ROWSxVEC",
               help="fix the engine's PE array (e.g. 16x16) instead of exploring")
@@ -77,6 +79,7 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
+         calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
          save_steps: bool, no_picture: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
@@ -84,7 +87,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
-        calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, accuracy=not no_accuracy,
+        calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
+        accuracy=not no_accuracy,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
@@ -94,6 +98,9 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
             traceback.print_exc()
         click.echo(f"error: {exc.message()}", err=True)
         sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: nothing written; {cfg.out_dir} is as it was", err=True)
+        sys.exit(130)
     except Exception as exc:  # a bug of ours: one line unless --debug
         if debug:
             raise
@@ -110,8 +117,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
             click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}")
         if result.accuracy.detections:
             d = result.accuracy.detections
-            click.echo(f"  detections: precision {d.precision:.3f}, recall {d.recall:.3f} "
-                       f"({d.matched} of {d.float_detections} float / {d.int8_detections} int8 matched)")
+            click.echo(f"  detections: {d.summary()}")
     if result.checks is not None:
         for c in result.checks:
             status = "ok" if c.ok else "FAIL"

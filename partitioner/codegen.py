@@ -4,6 +4,7 @@ and `<build>/fpga/Makefile`. Names from the model reach these files only as safe
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import jinja2
@@ -58,7 +59,7 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
         shutil.copyfile(ENGINE / name, folder / name)
     if board is None:
         return folder
-    context.update(board=board.name, part=board.part, family=board.family, board_part=BOARD_PARTS.get(board.name),
+    context.update(python=sys.executable, board=board.name, part=board.part, family=board.family, board_part=BOARD_PARTS.get(board.name),
                    alveo=board.family == "alveo", overlay_name=f"engine_{context['build_name']}"[:60])
     (folder / "run_hls.tcl").write_text(env.get_template("engine/run_hls.tcl.j2").render(context))
     overlay = fpga / "overlay"

@@ -15,6 +15,28 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+LEGEND = [(("fpga", "compute"), "FPGA subgraph"), (("cpu", "pre"), "CPU pre-processing"),
+          (("cpu", "compute"), "CPU compute (fallback)"), (("cpu", "post"), "CPU post-processing")]
+
+
+def _tensor_label(graph, tensor: str) -> str:
+    """`name [1x256x13x13]` for an edge between two subgraphs: what crosses there."""
+    t = graph.tensors.get(tensor)
+    shape = "?" if t is None or t.shape is None else "x".join(str(d) for d in t.shape)
+    name = t.onnx_name if t is not None else tensor
+    return f"{name if len(name) <= 24 else name[:21] + '...'} [{shape}]"
+
+
+def _legend() -> list[str]:
+    lines = ['  subgraph cluster_legend { label="legend"; style=dashed; color=gray; fontsize=10;']
+    for i, (key, text) in enumerate(LEGEND):
+        lines.append(f"    legend{i} [label={_quote(text)}, fillcolor={_quote(COLOURS[key])}];")
+    lines.append('    legend_edge [shape=plaintext, style="", label="edges between subgraphs:\\ntensor [shape]"];')
+    lines.append("    " + " -> ".join(f"legend{i}" for i in range(len(LEGEND))) + " -> legend_edge [style=invis];")
+    lines.append("  }")
+    return lines
+
+
 def to_dot(part: Partition) -> str:
     graph = part.graph
     ids = {n: f"n{i}" for i, n in enumerate(graph.nodes)}
@@ -33,8 +55,14 @@ def to_dot(part: Partition) -> str:
             fill = "white" if sg.device is Device.FPGA else "#f3f3f3"
             lines.append(f"    {ids[n]} [label={_quote(text)}, fillcolor={_quote(fill)}];")
         lines.append("  }")
-    for u, v in graph.dag().edges:
-        lines.append(f"  {ids[u]} -> {ids[v]};")
+    home = {n: sg.name for sg in part.subgraphs for n in sg.nodes}
+    for u, v, data in graph.dag().edges(data=True):
+        if home[u] == home[v]:
+            lines.append(f"  {ids[u]} -> {ids[v]};")
+        else:
+            label = "\n".join(_tensor_label(graph, t) for t in data["tensors"])
+            lines.append(f"  {ids[u]} -> {ids[v]} [label={_quote(label)}, fontsize=8, penwidth=1.6];")
+    lines += _legend()
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -135,14 +135,30 @@ def _pin_input_shapes(graph: onnx.GraphProto, pins: dict[str, tuple[int, ...]]) 
         if name not in inputs:
             raise ModelError(f"--input-shape names {name!r}, but the model's inputs are {sorted(inputs)}")
         dims = inputs[name].type.tensor_type.shape.dim
+        given = "x".join(str(v) for v in shape)
         if len(dims) and len(dims) != len(shape):
-            raise ModelError(f"--input-shape {name}: rank {len(shape)} given, the model declares rank {len(dims)}")
-        for d, v in zip(dims, shape):
+            raise ModelError(f"--input-shape {name}={given}: rank {len(shape)} given, but the model's input is "
+                             f"{_describe_input(inputs[name])}")
+        for axis, (d, v) in enumerate(zip(dims, shape)):
             if d.HasField("dim_value") and d.dim_value != v:
-                raise ModelError(f"--input-shape {name}: dimension {d.dim_value} is fixed by the model, {v} given")
+                raise ModelError(f"--input-shape {name}={given}: dimension {axis} is fixed at {d.dim_value} by the "
+                                 f"model, {v} given; the model's input is {_describe_input(inputs[name])}")
         del inputs[name].type.tensor_type.shape.dim[:]
         for v in shape:
             inputs[name].type.tensor_type.shape.dim.add().dim_value = int(v)
+
+
+def _describe_input(value: onnx.ValueInfoProto) -> str:
+    """`images [1, 416, 416, 3] uint8 (NHWC: batch, height, width, channels)`: what --input-shape must match."""
+    t = value.type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name if t.elem_type else "undefined"
+    layout = ""
+    if len(dims) == 4 and dims[3] in (1, 3, 4) and dims[1] not in (1, 3, 4):
+        layout = " (NHWC: batch, height, width, channels)"
+    elif len(dims) == 4 and dims[1] in (1, 3, 4):
+        layout = " (NCHW: batch, channels, height, width)"
+    return f"{value.name} [{', '.join(str(d) for d in dims)}] {dtype}{layout}"
 
 
 def _strip_big_initializers(model: onnx.ModelProto) -> dict[str, onnx.TensorProto]:

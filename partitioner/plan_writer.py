@@ -34,11 +34,9 @@ def _sha256(path: Path) -> str:
 
 
 def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, board: Board,
-                folded: list[str], engine: EngineConfig) -> Plan:
+                folded: list[str], engine: EngineConfig, build_id: str) -> Plan:
     graph = part.graph
     (out_dir / SUBGRAPH_DIR).mkdir(parents=True, exist_ok=True)
-    for stale in (out_dir / SUBGRAPH_DIR).glob("*"):
-        stale.unlink()
     specs = []
     for sg in part.subgraphs:
         rel = f"{SUBGRAPH_DIR}/{sg.name}.onnx"
@@ -63,10 +61,10 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
                  for n, why in part.fallbacks.items()]
     decisions = [{"nodes": [o for n in d.nodes for o in graph.nodes[n].origin], "accepted": d.accepted,
                   "estimate": d.estimate.as_dict()} for d in part.decisions]
-    model_info = {"path": str(model_path), "sha256": _sha256(model_path), "name": graph.name,
+    model_info = {"path": str(model_path.resolve()), "sha256": _sha256(model_path), "name": graph.name,
                   "opset": graph.opset}
     plan = Plan(PLAN_VERSION, target, board.name, model_info, [_spec(graph, t) for t in graph.inputs],
                 [_spec(graph, t) for t in graph.outputs], specs, list(folded), fallbacks, decisions,
-                engine_config=asdict(engine), root=out_dir)
+                engine_config=asdict(engine), build_id=build_id, root=out_dir)
     plan.write(out_dir)
     return plan

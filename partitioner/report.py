@@ -1,6 +1,7 @@
 """report.md for a person, and the short table printed on the console."""
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 from fpga_runtime.plan import Plan
@@ -31,12 +32,17 @@ SUBGRAPH_HEADER = ["subgraph", "device", "role", "ONNX nodes", "layers", "MMAC",
                    "parallel group", "depends on"]
 
 
-def console_table(plan: Plan) -> str:
+def console_table(plan: Plan, last_width: int = 36) -> str:
+    """The subgraph table for a terminal; a long last column (`depends on`) wraps onto continuation lines."""
     rows = [[str(c) for c in r] for r in subgraph_rows(plan)]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(SUBGRAPH_HEADER)]
+    wrapped = [(r[:-1], textwrap.wrap(r[-1], last_width, break_on_hyphens=False) or [""]) for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(SUBGRAPH_HEADER[:-1])]
+    widths.append(max(len(SUBGRAPH_HEADER[-1]), *(len(piece) for _, pieces in wrapped for piece in pieces)))
     fmt = "  ".join(f"{{:{w}}}" for w in widths)
-    lines = [fmt.format(*SUBGRAPH_HEADER), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
+    lines = [fmt.format(*SUBGRAPH_HEADER).rstrip(), fmt.format(*("-" * w for w in widths))]
+    for cells, pieces in wrapped:
+        lines.append(fmt.format(*cells, pieces[0]).rstrip())
+        lines += [fmt.format(*([""] * len(cells)), piece).rstrip() for piece in pieces[1:]]
     return "\n".join(lines)
 
 
@@ -61,7 +67,7 @@ def design_section(exploration) -> list[str]:
 
 
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
-                 verification: list | None = None, accuracy=None, exploration=None) -> Path:
+                 verification: list | None = None, accuracy=None, exploration=None, calibration=None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -72,7 +78,11 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
              f"({sum(len(s.nodes) for s in fpga)} ONNX nodes fused into {sum(len(s.layers) for s in fpga)} layers, "
              f"{macs_fpga / 1e9:.3f} GMAC)",
              f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like)",
-             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements", ""]
+             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements"]
+    if calibration is not None:
+        lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
+                     "ranges, max-abs per tensor")
+    lines.append("")
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     lines += ["## Subgraphs (execution order)", ""] + _table(SUBGRAPH_HEADER, subgraph_rows(plan)) + [""]

@@ -1,5 +1,7 @@
 """QDQ models from onnxruntime's quantize_static run on the engine's integer semantics with their own scales,
-within 1 LSB of onnxruntime's execution of the same QDQ model."""
+within 1 LSB of the QDQ model's semantics (DequantizeLinear, float op, QuantizeLinear), as onnxruntime computes
+them with its graph optimisations off. At its default level onnxruntime fuses QDQ into integer kernels whose u8s8
+path saturates on AVX2 CPUs without VNNI: that kernel depends on the machine, the semantics do not."""
 from __future__ import annotations
 
 import json
@@ -64,7 +66,9 @@ def test_qdq_model_within_one_lsb_of_onnxruntime(qdq):
     root, _ = qdq
     scale = float(numpy_helper.to_array(next(t for t in onnx.load(str(root / "q.onnx")).graph.initializer
                                              if t.name == "c4_scale")))
-    sess = ort.InferenceSession(str(root / "q.onnx"), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(root / "q.onnx"), options, providers=["CPUExecutionProvider"])
     diffs = []
     with Session(root / "b") as s:
         for i in range(10):

@@ -11,7 +11,7 @@ import pytest
 
 from fpga_runtime.plan import Plan, SubgraphSpec
 from fpga_runtime.policy import Policy, Task
-from fpga_runtime.predict import simulate
+from fpga_runtime.virtual_time import simulate
 from fpga_runtime.scheduler import Scheduler, TaskError
 from fpga_runtime.session import Session
 from partitioner.build import PartitionConfig, run_partition

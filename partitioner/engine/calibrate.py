@@ -6,6 +6,8 @@ activation) get ranges of their own.
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,42 @@ import onnx
 import onnxruntime as ort
 
 from fpga_runtime.plan import Plan
+
+from ..errors import ModelError
+
+METHOD = "max-abs, per tensor, symmetric"
+TABLE_FILE = "calibration.json"
+
+
+@dataclass
+class Calibration:
+    """Where the int8 ranges come from: frames run through the float partition, or a table of ranges saved by an
+    earlier build (`fpga/calibration.json`), which makes a compile independent of float arithmetic."""
+
+    source: str
+    frames: list[dict[str, np.ndarray]] = field(default_factory=list)
+    table: dict[str, float] | None = None
+    frame_count: int = 0
+
+    def ranges(self, plan: Plan) -> dict[str, float]:
+        if self.table is None:
+            self.table = calibration_ranges(plan, self.frames)
+            self.frame_count = len(self.frames)
+        return self.table
+
+    def save(self, folder: Path) -> None:
+        record = {"source": self.source, "frames": self.frame_count, "method": METHOD, "ranges": self.table}
+        (folder / TABLE_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def from_table(cls, path: Path) -> "Calibration":
+        try:
+            raw = json.loads(Path(path).read_text())
+            ranges = {str(k): float(v) for k, v in raw["ranges"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ModelError(f"{path}: not a calibration table (a fpga/{TABLE_FILE} of a build): {exc}") from None
+        return cls(f"table {path} ({raw.get('source', 'unknown source')})", table=ranges,
+                   frame_count=int(raw.get("frames", 0)))
 
 
 def _session(path: Path) -> ort.InferenceSession:

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from fpga_runtime.abi import EngineConfig, pack_program
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
@@ -14,19 +12,19 @@ from ..codegen import write_hls
 from ..cost import node_cost
 from ..ir import OpKind
 from ..partition import Device, Partition
-from .calibrate import calibration_ranges
+from .calibrate import METHOD, Calibration
 from .layers import LayerEmitter
 from .memory import ActivationArena, ConstArena
 from .views import plan_layout, tensor_scales
 
 
-def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: list[dict[str, np.ndarray]],
-                   out_dir: Path, board: Board | None = None) -> tuple[EngineImage, list[str]]:
+def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
+                   board: Board | None = None, build_id: str | None = None) -> tuple[EngineImage, list[str]]:
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
     nodes = [n for sg in fpga for n in sg.nodes]
-    ranges = calibration_ranges(plan, frames)
+    ranges = calibration.ranges(plan)
     scales = tensor_scales(graph, nodes, ranges, warnings)
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations)
@@ -55,7 +53,9 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, frames: li
         for t in sg.inputs + sg.outputs:
             boundary[graph.tensors[t].onnx_name] = layout.views[t]
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
-                        calibration={"frames": len(frames), "method": "max-abs, per tensor, symmetric"})
+                        calibration={"source": calibration.source, "frames": calibration.frame_count,
+                                     "method": METHOD}, build_id=build_id)
     image.save(out_dir / ENGINE_DIR, consts.image())
+    calibration.save(out_dir / ENGINE_DIR)
     write_hls(out_dir, graph.name, config, every, board)
     return image, warnings

@@ -24,8 +24,10 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine
 
-from ..build import PartitionConfig, run_partition
 from fpga_runtime.frames import random_frame
+
+from ..build import PartitionConfig, run_partition
+from .calibrate import TABLE_FILE
 
 
 class _Case:
@@ -180,12 +182,19 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 
-def make_case(name: str, folder: Path, config: EngineConfig | None = None) -> dict[str, np.ndarray]:
-    """Partition, compile and run one case; returns the arrays of its golden file."""
+def make_case(name: str, folder: Path, config: EngineConfig | None = None,
+              ranges: dict[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Partition, compile and run one case; returns the arrays of its golden file. With `ranges` (a case's stored
+    calibration) the compile uses no float arithmetic of onnxruntime, so its bytes are the same on every CPU."""
     path = folder / f"{name}.onnx"
     onnx.save(CASES[name](), str(path))
+    table = None
+    if ranges is not None:
+        table = folder / f"{name}.{TABLE_FILE}"
+        table.write_text(json.dumps({"source": "golden case", "ranges": ranges}))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
-                                           offload_everything=True, calibration_frames=2, engine=config or EngineConfig()))
+                                           offload_everything=True, calibration_frames=2, calibration_table=table,
+                                           engine=config or EngineConfig()))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     if not fpga or any(s.device == "cpu" for s in plan.subgraphs):
@@ -204,8 +213,10 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None) -> di
         engine.run(act, const, int(addr), int(layers))
     float_out = run_plan_on_onnxruntime(plan, feeds)
     out_name = plan.outputs[0].name
+    stored = json.loads((engine_dir / TABLE_FILE).read_text())["ranges"]
     return {"const": const, "act_in": act_in, "act_out": act, "programs": programs,
             "config": np.array(json.dumps(asdict(image.config))),
+            "ranges": np.array(json.dumps(stored, sort_keys=True)),
             "out_view": np.array(json.dumps(asdict(image.tensors[out_name]))),
             "float_out": float_out[out_name]}
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import timing
 from .boards import Board, board as board_by_name
 from .plan import Plan, read_plan
-from .policy import Policy, Task, upward_ranks
+from .policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts, upward_ranks
 from .trace import Span
 
 
@@ -100,9 +100,17 @@ def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes:
             + min(rank[s.name] - durations[s.name] for s in tasks))
 
 
-def predict(build_dir: str | Path, compute_units: int = 1, board: str | None = None, cpu_workers: int = 1,
-            frames: int = 1, in_flight: int = 2) -> Prediction:
+def build_compute_units(plan: Plan) -> int:
+    return int((plan.engine_config or {}).get("compute_units", 1))
+
+
+def predict(build_dir: str | Path, compute_units: int | None = None, board: str | None = None,
+            cpu_workers: int = CPU_WORKERS, frames: int = 1, in_flight: int = IN_FLIGHT) -> Prediction:
+    """Latency and throughput of a build on a board in virtual time; the defaults are `fpga-run run`'s (compute
+    units: the build's)."""
+    check_counts(compute_units=compute_units, cpu_workers=cpu_workers, frames=frames, in_flight=in_flight)
     plan = read_plan(build_dir)
+    compute_units = compute_units or build_compute_units(plan)
     b = board_by_name(board or plan.board)
     durations = durations_for(plan, b)
     makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)

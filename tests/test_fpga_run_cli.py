@@ -1,0 +1,176 @@
+"""`fpga-run` as a new user meets it: every mistake is one line and exit 2, images in and drawn out, the sequential
+baseline traced, and the top-level API (`fpga_runtime.Session`, `fpga_runtime.predict`)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from PIL import Image
+
+import fpga_runtime
+from fpga_runtime.accuracy import DetectionAgreement, compare
+from fpga_runtime.cli import main as fpga_run
+from fpga_runtime.frames import random_frame
+from fpga_runtime.images import Fit, load_image
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.cli import main as partition
+
+SIZE = 96
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory, zoo):
+    out = tmp_path_factory.mktemp("cli") / "tiny"
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", SIZE), out_dir=out, picture=False, accuracy=False,
+                                  compute_units=2))
+    return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("files")
+    (root / "text.jpg").write_text("not an image")
+    np.save(root / "wrong_shape.npy", np.zeros((1, 3, SIZE, SIZE), np.uint8))
+    np.save(root / "wrong_dtype.npy", np.zeros((1, SIZE, SIZE, 3), np.float32))
+    (root / "empty").mkdir()
+    return root
+
+
+def _bad_runs(b: Path, f: Path) -> list[tuple[list[str], str]]:
+    return [
+        (["predict", str(f / "empty")], "no plan here"),
+        (["predict", str(b), "--frames", "0"], "--frames"),
+        (["predict", str(b), "--compute-units", "0"], "--compute-units"),
+        (["predict", str(b), "--in-flight", "0"], "--in-flight"),
+        (["predict", str(b), "--cpu-workers", "0"], "--cpu-workers"),
+        (["predict", str(b), "--board", "zcu999"], "--board"),
+        (["run", str(f / "empty")], "no plan here"),
+        (["run", str(b), "--image", str(f / "missing.jpg")], "no such file"),
+        (["run", str(b), "--image", str(f / "text.jpg")], "not an image"),
+        (["run", str(b), "--frames", "0"], "--frames"),
+        (["run", str(b), "--compute-units", "0"], "--compute-units"),
+        (["run", str(b), "--compute-units", "3"], "overlay has 2"),
+        (["run", str(b), "--in-flight", "0"], "--in-flight"),
+        (["run", str(b), "--input", "foo=x.npy"], "'foo' is not an input of the model"),
+        (["run", str(b), "--input", f"images={f / 'missing.npy'}"], "cannot read a .npy"),
+        (["run", str(b), "--input", f"images={f / 'wrong_shape.npy'}"], "the model takes [1, 96, 96, 3]"),
+        (["run", str(b), "--input", f"images={f / 'wrong_dtype.npy'}"], "dtype float32, the model takes uint8"),
+        (["run", str(b), "--backend", "nope"], "--backend"),
+    ]
+
+
+def test_every_user_mistake_is_one_line_and_exit_2(build, files, tmp_path):
+    runner = CliRunner()
+    for args, needle in _bad_runs(build, files):
+        result = runner.invoke(fpga_run, args + (["-o", str(tmp_path / "out")] if args[0] == "run" else []))
+        text = result.stdout + result.stderr
+        assert result.exit_code == 2, (args, text)
+        assert "Traceback" not in text and not isinstance(result.exception, (KeyError, ZeroDivisionError)), args
+        errors = [line for line in result.stderr.splitlines() if line.lower().startswith("error")]
+        assert len(errors) == 1 and needle in errors[0], (args, result.stderr)
+    assert not (tmp_path / "out").exists()                 # a failed run writes nothing
+
+
+def test_partition_bad_arguments(tmp_path, zoo):
+    model = zoo("two-branch")
+    runner = CliRunner()
+    for args, needle in [(["--board", "nope"], "--board"), (["--compute-units", "0"], "--compute-units"),
+                         (["--calibration-frames", "0"], "--calibration-frames"),
+                         (["--calibration-table", str(tmp_path / "none.json")], "--calibration-table")]:
+        result = runner.invoke(partition, [str(model), "-o", str(tmp_path / "b"), *args])
+        assert result.exit_code == 2 and needle in result.stderr, (args, result.stderr)
+    result = runner.invoke(partition, [str(model), "-o", str(tmp_path / "b"), "--board", "ZCU104", "--no-picture"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads((tmp_path / "b" / "plan.json").read_text())["board"] == "zcu104"
+    assert "PYTHON ?= " + sys.executable in (tmp_path / "b" / "fpga" / "Makefile").read_text()
+
+
+def test_images_are_letterboxed_and_detections_drawn_in_picture_pixels(build, tmp_path):
+    rng = np.random.default_rng(5)
+    picture = rng.integers(0, 256, (60, 150, 3), dtype=np.uint8)
+    Image.fromarray(picture).save(tmp_path / "wide.png")
+    frame, fit, _ = load_image(tmp_path / "wide.png", [1, SIZE, SIZE, 3])
+    assert fit.mode == "letterbox" and fit.sx == pytest.approx(SIZE / 150, rel=0.02) == fit.sy
+    assert fit.pad_y > 0 and fit.pad_x == 0
+    assert np.all(frame[0, 0] == 114)                         # padding rows are YOLO's grey
+    corners = fit.to_image(np.array([[fit.pad_x, fit.pad_y, SIZE - fit.pad_x, SIZE - fit.pad_y]]))
+    assert np.allclose(corners, [[0, 0, 150, 60]], atol=1.0)
+
+    # a noise frame at the model's size, each column doubled: stretching it back gives that frame, which the
+    # seeded detector finds objects in (smoothed noise would give none)
+    noise = np.repeat(rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8), 2, axis=1)
+    Image.fromarray(noise).save(tmp_path / "double.png")
+    result = CliRunner().invoke(fpga_run, ["run", str(build), "--image", str(tmp_path / "double.png"),
+                                           "--resize", "stretch", "-o", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.stderr
+    assert "192x96 stretched to 96x96" in result.stderr
+    record = json.loads((tmp_path / "out" / "frame0_double_detections.json").read_text())
+    drawn = Image.open(tmp_path / "out" / "frame0_double_detections.png")
+    assert drawn.size == (2 * SIZE, SIZE) and record["detections"]
+    for d in record["detections"]:
+        x1, y1, x2, y2 = d["box"]
+        assert 0 <= x1 <= x2 <= 2 * SIZE and 0 <= y1 <= y2 <= SIZE and 0.25 <= d["score"] <= 1.0
+    assert not np.array_equal(np.asarray(drawn.convert("RGB")), noise)
+
+
+def test_fit_maps_model_boxes_back_to_the_picture():
+    fit = Fit("letterbox", 200, 100, 0.5, 0.5, 0.0, 25.0)
+    assert np.allclose(fit.to_image(np.array([10.0, 30.0, 50.0, 70.0])), [20, 10, 100, 90])
+
+
+def test_sequential_run_is_timed_and_traced(build, tmp_path):
+    result = CliRunner().invoke(fpga_run, ["run", str(build), "--sequential", "--frames", "2", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.stderr
+    assert "frames/s" in result.stdout and "one subgraph at a time" in result.stdout
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    spans = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    plan = fpga_runtime.Session(build).plan
+    assert len(spans) == 2 * len(plan.subgraphs)
+    assert (tmp_path / "gantt.png").exists()
+    assert "worst of 2 frames" in result.stdout
+
+
+def test_accuracy_is_found_from_another_directory_and_missing_model_is_said(build, tmp_path, zoo):
+    out = tmp_path / "b"
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(zoo("two-branch").read_bytes())
+    run_partition(PartitionConfig(model=copy, out_dir=out, picture=False, accuracy=False))
+    cmd = [sys.executable, "-m", "fpga_runtime", "run", str(out), "-o", str(tmp_path / "r")]
+    proc = subprocess.run(cmd, cwd="/", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "SNR" in proc.stdout, proc.stderr
+    copy.unlink()
+    proc = subprocess.run(cmd, cwd="/", capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "accuracy check skipped" in proc.stderr and str(copy) in proc.stderr
+
+
+def test_zero_detections_are_not_perfect():
+    empty = DetectionAgreement(0, 0, 0)
+    assert empty.precision is None and empty.recall is None and "n/a" in empty.summary()
+    boxes = np.zeros((1, 4, 4), np.float32)
+    none = np.zeros((0, 3), np.int64)
+    report = compare({"boxes": boxes, "sel": none}, {"boxes": boxes, "sel": none})
+    assert report.as_dict()["detections"]["precision"] is None
+
+
+def test_top_level_api_and_stream_of_arrays(build):
+    assert fpga_runtime.Session.__name__ == "Session" and callable(fpga_runtime.predict)
+    p = fpga_runtime.predict(build)
+    assert p.compute_units == 2 and p.fps > 0
+    with fpga_runtime.Session(build, compute_units=2, slots=2) as s:
+        frames = [random_frame(s.plan, 40 + i) for i in range(3)]
+        arrays = [f["images"] for f in frames]
+        for a, b in zip(s.stream(arrays), s.stream(frames)):
+            assert all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_models_list_shows_inputs_parameters_and_gmac():
+    proc = subprocess.run([sys.executable, "-m", "models", "list"], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parent.parent)
+    assert proc.returncode == 0, proc.stderr
+    line = next(row for row in proc.stdout.splitlines() if row.startswith("yolov3-tiny "))
+    assert "images 1x416x416x3 uint8" in line and "8,852,366" in line and "2.78" in line
