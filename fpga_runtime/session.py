@@ -2,6 +2,7 @@
 subgraphs as engine programs on the chosen backend; tensors between two FPGA subgraphs stay in engine memory."""
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,8 @@ class Session:
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
         self.stats: list[RunStats] = []
+        self._engine_lock = threading.Lock()     # the activation slots serve one run or one stream at a time
+        self._streaming = False
         fpga = [s for s in self.plan.subgraphs if s.device == "fpga"]
         self.backend: Backend | None = None
         if fpga:
@@ -62,10 +65,15 @@ class Session:
         return {name: self.backend.read(self.image.tensors[name], slot) for name in self._host_reads[sg.name]}
 
     def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One frame, subgraph after subgraph, in activation slot 0. Calls from several threads take turns."""
         check_feeds(self.plan, feeds)
-        values = dict(feeds)
-        for sg in self.plan.subgraphs:
-            values.update(self.run_subgraph(sg, values))
+        if self._streaming:
+            raise PlanError("this Session is streaming; run() would share its activation slots (finish the stream "
+                            "or use a second Session)")
+        with self._engine_lock:
+            values = dict(feeds)
+            for sg in self.plan.subgraphs:
+                values.update(self.run_subgraph(sg, values))
         return [values[n] for n in (output_names or self.output_names)]
 
     def stream(self, frames, cpu_workers: int = CPU_WORKERS, in_flight: int | None = None):
@@ -74,8 +82,16 @@ class Session:
         from .scheduler import Scheduler      # the scheduler is built on Session
         slots = self.backend.slots if self.backend else 1
         scheduler = Scheduler(self, cpu_workers, in_flight=in_flight or slots)
-        for outputs in scheduler.stream(self._feeds(f) for f in frames):
-            yield [outputs[n] for n in self.output_names]
+        if not self._engine_lock.acquire(blocking=False):
+            raise PlanError("this Session is already running frames; one stream at a time (the engine's activation "
+                            "slots are the session's): finish it or use a second Session")
+        self._streaming = True
+        try:
+            for outputs in scheduler.stream(self._feeds(f) for f in frames):
+                yield [outputs[n] for n in self.output_names]
+        finally:
+            self._streaming = False
+            self._engine_lock.release()
 
     def _feeds(self, frame) -> dict[str, np.ndarray]:
         if isinstance(frame, dict):

@@ -72,9 +72,12 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
                    groups: _Groups | None = None, group: int | None = None) -> list[tuple[set[str], int | None]]:
     """Cut a convex cluster where it forks into branches with no path between them.
 
-    A node comparable with every other node of the cluster is *sequential*; between two sequential nodes the
-    rest falls into weakly connected components. Two or more components are parallel branches: each becomes
-    its own part (recursively split) sharing a fresh group id. Everything else stays in sequential parts.
+    A node comparable with every other node of the cluster is *sequential*. The others fall into sections by
+    how many sequential nodes precede them (section k lies between the k-th and the (k+1)-th sequential node;
+    along every edge that count never falls, so sections are in execution order). Within one section, two or
+    more weakly connected components are parallel branches: each becomes its own part (recursively split)
+    sharing a fresh group id. Components are taken per section, never across a sequential node, so an edge
+    that skips a sequential node (x -> s1 -> y with x -> y) cannot tie two parts into a cycle.
     """
     groups = groups or _Groups()
     sub = dag.subgraph(members)
@@ -88,11 +91,11 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
     rest = members.difference(sequential)
     if not sequential and nx.is_weakly_connected(sub):
         return [(set(members), group)]     # entangled (e.g. an N shape): no clean fork to cut at
-    sections: dict[int, list[set[str]]] = {}
     seq_set = set(sequential)
-    for comp in nx.weakly_connected_components(sub.subgraph(rest)):
-        probe = next(iter(comp))
-        sections.setdefault(len(anc[probe] & seq_set), []).append(comp)
+    by_section: dict[int, set[str]] = {}
+    for n in rest:
+        by_section.setdefault(len(anc[n] & seq_set), set()).add(n)
+    sections = {k: list(nx.weakly_connected_components(sub.subgraph(nodes))) for k, nodes in by_section.items()}
 
     parts: list[tuple[set[str], int | None]] = []
     current: set[str] = set()

@@ -83,7 +83,8 @@ def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -
 
 
 def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False) -> Partition:
-    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node)."""
+    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node), except
+    for regions without MACs: those never become a subgraph of their own."""
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
@@ -107,7 +108,7 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
             for part, group in split_parallel(dag, cluster, order):
                 nodes = sorted(part, key=order.__getitem__)
                 est = cost.region([graph.nodes[n] for n in nodes], graph, _boundary_elements(graph, part, on_fpga))
-                if offload_everything or est.worth_offloading:
+                if est.macs > 0 and (offload_everything or est.worth_offloading):
                     parts.append((part, device, role, group, est))
                 else:
                     rejected.append(Decision(nodes, False, est))
@@ -115,12 +116,18 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
         if not rejected:
             break
         for d in rejected:
-            why = (f"not worth offloading: FPGA {d.estimate.fpga_s * 1e3:.3f} ms (incl. transfers) vs "
-                   f"CPU {d.estimate.cpu_s * 1e3:.3f} ms")
-            demoted.update({n: why for n in d.nodes})
+            demoted.update({n: _rejection(d.estimate) for n in d.nodes})
     decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts
                      if p[1] is Device.FPGA)
     return _finish(graph, dag, order, parts, reasons, roles, decisions)
+
+
+def _rejection(est: RegionEstimate) -> str:
+    if est.macs == 0:
+        return ("no multiply-accumulate work: a subgraph of data movement alone costs a program start and "
+                "CPU<->FPGA transfers for nothing")
+    return (f"not worth offloading: FPGA {est.fpga_s * 1e3:.3f} ms (incl. transfers) vs "
+            f"CPU {est.cpu_s * 1e3:.3f} ms")
 
 
 def _tensor_io(graph: Graph, nodes: list[str]) -> tuple[list[str], list[str]]:

@@ -30,6 +30,16 @@ class Net:
         b = self._w(f"{name}.b", (cout,), 0.1)
         return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], pads=[k // 2] * 4)
 
+    def conv_valid(self, x: str, name: str, k: int = 3) -> str:
+        """A conv without padding of its own (exporters put a Pad node before it)."""
+        w = self._w(f"{name}.w", (self.c, self.c, k, k), np.sqrt(2.0 / (self.c * k * k)))
+        b = self._w(f"{name}.b", (self.c,), 0.1)
+        return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], pads=[0] * 4)
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
     def bn(self, x: str, name: str) -> str:
         c = self.c
         ps = [self._w(f"{name}.{p}", (c,), 0.1) for p in ("scale", "bias", "mean")]

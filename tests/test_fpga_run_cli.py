@@ -17,6 +17,7 @@ from fpga_runtime.accuracy import DetectionAgreement, compare
 from fpga_runtime.cli import main as fpga_run
 from fpga_runtime.frames import random_frame
 from fpga_runtime.images import Fit, load_image
+from fpga_runtime.plan import PlanError
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.cli import main as partition
 
@@ -164,8 +165,16 @@ def test_top_level_api_and_stream_of_arrays(build):
     with fpga_runtime.Session(build, compute_units=2, slots=2) as s:
         frames = [random_frame(s.plan, 40 + i) for i in range(3)]
         arrays = [f["images"] for f in frames]
-        for a, b in zip(s.stream(arrays), s.stream(frames)):
+        by_array, by_dict = list(s.stream(arrays)), list(s.stream(frames))
+        for a, b in zip(by_array, by_dict):
             assert all(np.array_equal(x, y) for x, y in zip(a, b))
+        first = s.stream(frames)
+        next(first)
+        with pytest.raises(PlanError, match="one stream at a time"):
+            next(s.stream(arrays))                  # two streams would share the engine's activation slots
+        with pytest.raises(PlanError, match="streaming"):
+            s.run(None, frames[0])
+        assert len(list(first)) == 2
 
 
 def test_models_list_shows_inputs_parameters_and_gmac():

@@ -7,9 +7,10 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 import onnx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.plan import read_plan
@@ -17,7 +18,7 @@ from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 
 OPS = ["conv", "conv_relu", "conv_bn_leaky", "conv_silu", "add", "maxpool", "concat_conv", "upsample_conv",
-       "abs", "tanh", "sigmoid", "relu"]
+       "abs", "tanh", "sigmoid", "relu", "concat3_conv", "split_concat", "se", "pad_pool", "pad_conv", "slice_conv"]
 
 
 @st.composite
@@ -47,6 +48,33 @@ def random_nets(draw):
         elif op == "concat_conv":
             cat = net.node("Concat", [pick(), pick()], f"{name}_cat", axis=1)
             out = net.conv(cat, name, k=1, cin=8)
+        elif op == "concat3_conv":          # one tensor may land in several concat buffers, inputs included
+            cat = net.node("Concat", [pick(), pick(), pick()], f"{name}_cat", axis=1)
+            out = net.conv(cat, name, k=1, cin=12)
+        elif op == "split_concat":          # CSP / C2f: split channels, work on a half, concat back
+            halves = [f"{name}_a", f"{name}_b"]
+            net.nodes.append(helper.make_node("Split", [pick(), net.const(f"{name}_sizes", np.array([2, 2]))],
+                                              halves, name=f"{name}_split", axis=1))
+            left = net.conv(halves[0], f"{name}_c", cin=2, cout=2)
+            out = net.node("Concat", [left, halves[1]], name, axis=1)
+        elif op == "se":                    # squeeze-and-excitation
+            x = pick()
+            squeeze = net.node("GlobalAveragePool", [x], f"{name}_gap")
+            hidden = net.node("Relu", [net.conv(squeeze, f"{name}_fc1", k=1)], f"{name}_fc1_relu")
+            gate = net.node("HardSigmoid", [net.conv(hidden, f"{name}_fc2", k=1)], f"{name}_gate")
+            out = net.node("Mul", [x, gate], name)
+        elif op == "pad_pool":              # SPP behind an explicit Pad
+            padded = net.node("Pad", [pick(), net.const(f"{name}_pads", np.array([0, 0, 2, 2, 0, 0, 2, 2]))],
+                              f"{name}_pad")
+            out = net.node("MaxPool", [padded], name, kernel_shape=[5, 5])
+        elif op == "pad_conv":
+            padded = net.node("Pad", [pick(), net.const(f"{name}_pads", np.array([0, 0, 1, 1, 0, 0, 1, 1]))],
+                              f"{name}_pad")
+            out = net.conv_valid(padded, name)
+        elif op == "slice_conv":            # a channel slice (route layer), then a conv
+            part = net.node("Slice", [pick(), net.const(f"{name}_s", np.array([0])), net.const(f"{name}_e", np.array([2])),
+                                      net.const(f"{name}_ax", np.array([1]))], f"{name}_slice")
+            out = net.conv(part, name, cin=2)
         elif op == "upsample_conv":
             net.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), f"{name}_scales"))
             up = net.node("Resize", [pick(), "", f"{name}_scales"], f"{name}_up", mode="nearest",
@@ -57,6 +85,9 @@ def random_nets(draw):
         tensors.append(out)
     read = {i for n in net.nodes for i in n.input}
     outputs = [t for t in tensors[len(net.inputs):] if t not in read] or [tensors[-1]]
+    middle = [t for t in tensors[len(net.inputs):] if t in read]
+    if middle and draw(st.booleans()):      # an output taken from the middle of the graph
+        outputs.append(middle[draw(st.integers(0, len(middle) - 1))])
     return net.model(outputs)
 
 
@@ -99,3 +130,36 @@ def test_invariants_offloading_every_supported_region(model):
 def test_invariants_with_the_cost_model(model, board):
     with tempfile.TemporaryDirectory() as d:
         _check_invariants(model, Path(d), False, board)
+
+
+@st.composite
+def labelled_dags(draw):
+    """Random DAGs (edges only forward in a random order) with two or three labels, as the carver sees them."""
+    n = draw(st.integers(2, 18))
+    edges = [(f"v{a}", f"v{b}") for a in range(n) for b in range(a + 1, n) if draw(st.integers(0, 9)) < 3]
+    dag = nx.DiGraph(edges)
+    dag.add_nodes_from(f"v{i}" for i in range(n))
+    labels = {v: draw(st.integers(0, draw(st.integers(1, 2)))) for v in dag}
+    return dag, labels
+
+
+@settings(max_examples=1500, deadline=None)
+@given(labelled_dags())
+def test_carving_and_parallel_splits_are_convex_and_acyclic(case):
+    """The carver alone, on thousands of graphs: clusters are convex, parallel parts never form a cycle (an edge
+    that skips a sequential node once tied two parallel parts into one)."""
+    from partitioner.carve import carve, cluster_graph, split_parallel
+    dag, labels = case
+    order = {v: i for i, v in enumerate(nx.topological_sort(dag))}
+    parts = [p for cluster in carve(dag, labels, order) for p, _ in split_parallel(dag, cluster, order)]
+    assert sorted(v for p in parts for v in p) == sorted(dag)
+    assert all(len({labels[v] for v in p}) == 1 for p in parts)
+    assert nx.is_directed_acyclic_graph(cluster_graph(dag, parts))
+
+
+@pytest.mark.slow
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_nets(), st.booleans())
+def test_invariants_on_a_thousand_detector_like_graphs(model, offload_everything):
+    with tempfile.TemporaryDirectory() as d:
+        _check_invariants(model, Path(d), offload_everything, "zcu104")
