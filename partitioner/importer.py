@@ -15,15 +15,15 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference, version_converter
 
+from .contrib_ops import probe_output_types, runs_on_cpu
 from .errors import ModelError
-from .fold import fold_constants
+from .fold import BIG_ELEMENTS, fold_constants
 from .ir import Graph, Node, OpKind, Tensor
 from .names import NameTable
 from .onnx_walk import dims_of, node_label, outer_scope_names
 
 CANONICAL_OPSET = 17
 _KNOWN_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
-_BIG = 1024
 
 
 @dataclass
@@ -76,9 +76,10 @@ def _validate_structure(graph: onnx.GraphProto) -> None:
     for i, n in enumerate(graph.node):
         label = node_label(n, i)
         if n.domain not in _KNOWN_DOMAINS:
-            raise ModelError(f"custom op domain {n.domain!r} is not an ONNX standard domain; "
-                             "no backend here can run it", node=label, op=n.op_type)
-        if not onnx.defs.has(n.op_type, n.domain):
+            if not runs_on_cpu(n.domain, n.op_type):
+                raise ModelError(f"custom op domain {n.domain!r} is not an ONNX standard domain and onnxruntime "
+                                 "has no CPU kernel for this op; no backend here can run it", node=label, op=n.op_type)
+        elif not onnx.defs.has(n.op_type, n.domain):
             raise ModelError("unknown op: not in the ONNX operator set", node=label, op=n.op_type)
         if n.name:
             if n.name in seen_names:
@@ -166,7 +167,7 @@ def _strip_big_initializers(model: onnx.ModelProto) -> dict[str, onnx.TensorProt
     big: dict[str, onnx.TensorProto] = {}
     keep = []
     for t in model.graph.initializer:
-        if int(np.prod(t.dims)) > _BIG:
+        if int(np.prod(t.dims)) > BIG_ELEMENTS:
             big[t.name] = t
             model.graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
         else:
@@ -185,12 +186,20 @@ def _restore_inputs(model: onnx.ModelProto, big: dict[str, onnx.TensorProto]) ->
 _INFER_WHERE = re.compile(r"\(op_type:(?P<op>[^,]+), node name: (?P<node>[^)]*)\)")
 
 
-def _infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
+def _infer_shapes(model: onnx.ModelProto, weights: dict[str, onnx.TensorProto]) -> onnx.ModelProto:
+    """ONNX shape inference, continued past contrib ops by running them alone (contrib_ops.py)."""
     g = model.graph
     del g.value_info[:]
     for o in g.output:
         if o.type.tensor_type.HasField("shape"):
             o.type.tensor_type.ClearField("shape")
+    model = _onnx_inference(model)
+    while probe_output_types(model, weights):
+        model = _onnx_inference(model)
+    return model
+
+
+def _onnx_inference(model: onnx.ModelProto) -> onnx.ModelProto:
     try:
         return shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as exc:
@@ -219,14 +228,18 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
         except Exception as exc:
             raise ModelError(f"cannot convert opset {opset} to {CANONICAL_OPSET}: {_first_line(exc)}") from None
         warnings.append(f"converted opset {opset} to {CANONICAL_OPSET}")
-    model = _infer_shapes(model)
+    model = _infer_shapes(model, big)
     try:
         onnx.checker.check_model(model)
     except Exception as exc:
         raise ModelError(f"the ONNX checker rejects the model: {_first_line(exc)}") from None
-    model, folded = fold_constants(model, CANONICAL_OPSET)
-    if folded:
-        model = _infer_shapes(model)
+    folded: list[str] = []
+    while True:                  # folding gives inference new static shapes, which may let more fold
+        model, more = fold_constants(model, CANONICAL_OPSET, big)
+        if not more:
+            break
+        folded += more
+        model = _infer_shapes(model, big)
     _restore_inputs(model, big)
     return model, big, warnings, folded
 

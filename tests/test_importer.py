@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from graphs import Net
 from ir_helpers import random_feeds, run_graph, run_model
@@ -93,3 +93,74 @@ def test_name_table_is_unique_and_stable():
     assert t.safe("x") == "x_1"        # an original that a pass name already took still gets its own
     for hostile in ['a"b', "x*/y", "s;t", "$d", "", "9lives", "é"]:
         assert safe_identifier(hostile).isidentifier() and safe_identifier(hostile).isascii()
+
+
+def _shape_chain_model() -> onnx.ModelProto:
+    """An exporter's upsample (Shape -> Gather -> Cast -> Mul -> Cast -> Unsqueeze -> Concat -> Resize sizes) and,
+    behind it, a crop whose end comes from the Resize's output shape (Shape -> Gather -> Div -> Cast -> Unsqueeze
+    -> Slice): the second chain folds only once the first has and inference has run again."""
+    n = Net(channels=4, size=8)
+    c1 = n.conv("x", "c1")
+
+    def dim(t, axis, tag):
+        shape = n.node("Shape", [t], f"{tag}_shape")
+        return n.node("Gather", [shape, n.const(f"{tag}_i", np.array(axis, np.int64))], f"{tag}_g", axis=0)
+
+    as_float = n.node("Cast", [dim(c1, 2, "h")], "h_f", to=TensorProto.FLOAT)
+    h = n.node("Cast", [n.node("Mul", [as_float, n.const("two_f", np.array(2.0, np.float32))], "h2")], "h2i",
+               to=TensorProto.INT64)
+    w = n.node("Mul", [dim(c1, 3, "w"), n.const("two", np.array(2, np.int64))], "w2")
+    sizes = n.node("Concat", [n.const("nc", np.array([1, 4], np.int64)),
+                              n.node("Unsqueeze", [h, n.const("ax_h", np.array([0], np.int64))], "hu"),
+                              n.node("Unsqueeze", [w, n.const("ax_w", np.array([0], np.int64))], "wu")], "sizes",
+                   axis=0)
+    up = n.node("Resize", [c1, "", "", sizes], "up", mode="nearest", coordinate_transformation_mode="asymmetric",
+                nearest_mode="floor")
+    c2 = n.conv(up, "c2")
+    half = n.node("Div", [dim(c2, 2, "h3"), n.const("two_i", np.array(2, np.int64))], "half")
+    ends = n.node("Unsqueeze", [n.node("Cast", [half], "half_c", to=TensorProto.INT64),
+                                n.const("ax_e", np.array([0], np.int64))], "ends")
+    crop = n.node("Slice", [c2, n.const("starts", np.array([0], np.int64)), ends,
+                            n.const("axes", np.array([2], np.int64))], "crop")
+    return n.model([n.conv(crop, "c3")])
+
+
+def test_shape_chains_fold_to_a_fixed_point(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(_shape_chain_model(), str(path))
+    result = import_model(path)
+    ops = {n.op_type for n in result.graph.nodes.values()}
+    assert not ops & {"Shape", "Gather", "Div", "Cast", "Unsqueeze", "Concat", "Mul"}, ops
+    assert {"h3_shape", "half", "ends", "sizes"} <= set(result.folded)
+    assert all(t.is_static for t in result.graph.tensors.values() if t.data is None and t.shape is not None)
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 4, 8, 8)).astype(np.float32)}
+    np.testing.assert_allclose(run_graph(result.graph, feeds)[0], run_model(onnx.load(str(path)), feeds)[0],
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_weights_behind_a_cast_fold_into_the_conv(tmp_path):
+    """fp16 exports cast their (big) weights to float32 at run time: the Cast folds, the conv gets constants."""
+    n = Net(channels=32, size=8)
+    w16 = numpy_helper.from_array((n.rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float16), "w16")
+    n.inits.append(w16)
+    w = n.node("Cast", ["w16"], "w_cast", to=TensorProto.FLOAT)
+    n.node("Conv", ["x", w], "c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    path = n.save(["c"], tmp_path / "m.onnx")
+    result = import_model(path)
+    conv = result.graph.nodes["c"]
+    assert "w_cast" in result.folded and result.graph.const(conv.inputs[1]).dtype == np.float32
+
+
+def test_dynamic_reason_names_the_input_only_when_an_input_is_dynamic(tmp_path):
+    from partitioner.pipeline import run_fusion
+    from partitioner.targets import fpga
+    n = Net(channels=4, size=8)
+    path = n.save([n.node("Relu", [n.conv(n.conv("x", "c0"), "c1")], "r")], tmp_path / "m.onnx")
+    graph = run_fusion(import_model(path).graph)
+    node = next(v for v in graph.nodes.values() if "c1" in v.origin)
+    graph.tensors[node.inputs[0]].shape = (1, 4, "h", 8)          # as a data-dependent op would leave it
+    verdict = fpga.check(node, graph, {})
+    assert not verdict.ok and "--input-shape" not in verdict.reason and "depends on data" in verdict.reason
+    graph.tensors[graph.inputs[0]].shape = (1, 4, "H", "W")
+    verdict = fpga.check(node, graph, {})
+    assert not verdict.ok and "--input-shape" in verdict.reason and "'x'" in verdict.reason

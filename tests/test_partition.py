@@ -177,3 +177,24 @@ def test_small_zoo_models_partition_and_verify(tmp_path, zoo, name):
                                            offload_everything=True))
     assert result.verified
     assert any(s.device == "fpga" for s in result.plan.subgraphs)
+
+
+def test_onnxruntime_contrib_ops_stay_on_the_cpu_between_fpga_layers(tmp_path):
+    """com.microsoft ops (written by onnxruntime's optimisers) run on the CPU; shape inference goes on past them
+    and the convs around them still reach the FPGA."""
+    n = Net(channels=8, size=12)
+    a = n.conv("x", "a")
+    n.nodes.append(helper.make_node("Gelu", [a], ["g"], name="gelu", domain="com.microsoft"))
+    fused = helper.make_node("FusedConv", ["g", n._w("f.w", (8, 8, 3, 3), 0.2), n._w("f.b", (8,), 0.1)], ["f"],
+                             name="fused", domain="com.microsoft", activation="Relu", kernel_shape=[3, 3],
+                             pads=[1, 1, 1, 1])
+    n.nodes.append(fused)
+    y = n.conv("f", "y")
+    model = n.model([y])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    result = _build(tmp_path, model)
+    plan = read_plan(tmp_path / "out")
+    where = {node: s.device for s in plan.subgraphs for node in s.nodes}
+    assert where["a"] == where["y"] == "fpga" and where["gelu"] == where["fused"] == "cpu"
+    assert {f["node"] for f in plan.fallbacks} >= {"gelu", "fused"}
+    assert result.verified

@@ -37,10 +37,20 @@ def _tensors_ok(node: Node, graph: Graph) -> Verdict:
     for name in node.inputs[:1] + node.outputs:
         t = graph.tensors[name]
         if not t.is_static:
-            return no(f"dynamic dimension in {t.onnx_name!r} {t.shape}: pin it with --input-shape")
+            return no(_dynamic_reason(t, graph))
         if t.elem_type not in LIMITS.dtypes:
             return no(f"tensor {t.onnx_name!r} is {t.dtype_name}; the engine takes float32 models (quantised to int8)")
     return YES
+
+
+def _dynamic_reason(t, graph: Graph) -> str:
+    """Point at --input-shape only where a model input really is dynamic; otherwise the shape depends on data."""
+    dynamic = [graph.tensors[i].onnx_name for i in graph.inputs if not graph.tensors[i].is_static]
+    if dynamic:
+        return (f"dynamic dimension in {t.onnx_name!r} {t.shape}: pin the model's dynamic input(s) {dynamic} "
+                "with --input-shape")
+    return (f"the shape of {t.onnx_name!r} ({t.shape}) is not static although every model input is: it depends "
+            "on data computed at run time (e.g. NonZero, TopK or a data-dependent Resize)")
 
 
 def _epilogue_ok(steps: tuple) -> Verdict:
