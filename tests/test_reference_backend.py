@@ -66,3 +66,30 @@ def test_golden_files_are_reproduced_by_the_compiler(tmp_path):
         fresh = make_case(name, tmp_path, old.config, old.ranges)
         assert np.array_equal(fresh["const"], old.const) and np.array_equal(fresh["act_in"], old.act_in)
         assert np.array_equal(fresh["act_out"], old.act_out)
+
+
+def test_trained_head_biases_never_overflow_and_stay_accurate(tmp_path):
+    """A detection head as training leaves it: small 1x1 weights, large biases (objectness priors around -5..-9),
+    on a small-range input. The int32 bias would not fit at the plain weight scale; the compiler widens those
+    channels' weight scale instead of refusing the model, and says so."""
+    import onnx
+    from fpga_runtime import Session
+    from fpga_runtime.frames import original_outputs, random_frame
+    from graphs import Net
+    from partitioner.build import PartitionConfig, run_partition
+    n = Net(channels=64, size=8, seed=3)
+    trunk = n.node("Relu", [n.conv("x", "trunk")], "trunk_relu")
+    w = (n.rng.standard_normal((18, 64, 1, 1)) * 2e-6).astype(np.float32)
+    b = np.concatenate([np.full(6, -9.0), n.rng.uniform(-6, 6, 12)]).astype(np.float32)
+    n.inits += [onnx.numpy_helper.from_array(w, "head.w"), onnx.numpy_helper.from_array(b, "head.b")]
+    n.node("Conv", [trunk, "head.w", "head.b"], "head", kernel_shape=[1, 1])
+    path = n.save(["head"], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, accuracy=False,
+                                           offload_everything=True))
+    assert [s.device for s in result.plan.subgraphs] == ["fpga"]
+    assert any("'head'" in w and "coarser" in w for w in result.warnings), result.warnings
+    feeds = random_frame(result.plan, 5)
+    with Session(tmp_path / "b") as s:
+        got = s.run(None, feeds)[0]
+    want = original_outputs(path, feeds)["head"]
+    assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))

@@ -52,6 +52,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     for sg in fpga:
         for t in sg.inputs + sg.outputs:
             boundary[graph.tensors[t].onnx_name] = layout.views[t]
+    warnings += emitter.notes
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": METHOD}, build_id=build_id)

@@ -24,6 +24,7 @@ class FpgaLimits:
     max_dilation: int = 8
     max_channels: int = 4096
     max_dense_inputs: int = 65536
+    max_products: int = 65536            # int8 products per output: the int32 accumulator keeps half its range for the bias
     max_spatial: int = 2048
     pool_kernels: frozenset[int] = frozenset({2, 3})
     pool_strides: frozenset[int] = frozenset({1, 2})
@@ -88,6 +89,10 @@ def _fused_conv(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
         return no(f"grouped conv (group={spec.group}, {cin}->{cout}) is neither standard nor depthwise")
     if max(cin, cout) > LIMITS.max_channels:
         return no(f"{max(cin, cout)} channels exceed {LIMITS.max_channels}")
+    products = spec.kernel[0] * spec.kernel[1] * (1 if spec.group > 1 else cin)
+    if products > LIMITS.max_products:
+        return no(f"{products} int8 products per output ({spec.kernel[0]}x{spec.kernel[1]}x{cin}) could overflow "
+                  f"the engine's int32 accumulator (limit {LIMITS.max_products})")
     if max(x[2] * spec.upsample, x[3] * spec.upsample) > LIMITS.max_spatial:
         return no(f"spatial size {x[2:]} exceeds {LIMITS.max_spatial}")
     if any(p >= (k - 1) * d + 1 for p, k, d in zip(spec.pads, spec.kernel * 2, spec.dilations * 2)):
