@@ -64,12 +64,14 @@ class ActKind(enum.Enum):
     SIGMOID = "sigmoid"
     SILU = "silu"
     HARD_SWISH = "hard_swish"
+    HARD_SIGMOID = "hard_sigmoid"
 
 
 @dataclass(frozen=True)
 class Activation:
     kind: ActKind
-    alpha: float = 0.0          # LeakyRelu slope
+    alpha: float = 0.0          # LeakyRelu slope; HardSigmoid slope
+    beta: float = 0.0           # HardSigmoid offset
     lo: float | None = None     # Clip bounds
     hi: float | None = None
 
@@ -175,6 +177,12 @@ class Node:
     conv: FusedConv | None = None
     concat: ConcatWrite | None = None
     implicit_inputs: list[str] = field(default_factory=list)   # outer-scope names used by If/Loop bodies
+
+    @property
+    def label(self) -> str:
+        """The ONNX name this node goes by: its first original node, or its own name where a rewrite made it
+        (a chain that stands for one original node carries the origin on its last link only)."""
+        return self.origin[0] if self.origin else self.name
 
     def attr(self, key: str, default: Any = None) -> Any:
         a = self.attrs.get(key)

@@ -19,7 +19,7 @@ class _Emitter:
         self.node = node
         self.nodes: list[onnx.NodeProto] = []
         self.consts: dict[str, np.ndarray] = {}
-        self.label = node.origin[-1]
+        self.label = node.origin[-1] if node.origin else node.name
 
     def onnx(self, tensor: str) -> str:
         return self.graph.tensors[tensor].onnx_name if tensor else ""
@@ -41,6 +41,8 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
         return e.emit(_SIMPLE_ACT[act.kind], [x], out)
     if act.kind is ActKind.LEAKY_RELU:
         return e.emit("LeakyRelu", [x], out, alpha=act.alpha)
+    if act.kind is ActKind.HARD_SIGMOID:
+        return e.emit("HardSigmoid", [x], out, alpha=act.alpha, beta=act.beta)
     if act.kind is ActKind.SILU:
         return e.emit("Mul", [x, e.emit("Sigmoid", [x], f"{out}__sigmoid")], out)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
@@ -87,7 +89,7 @@ def lower_node(graph: Graph, node: Node) -> tuple[list[onnx.NodeProto], dict[str
         _fused_conv(e)
     else:
         proto = helper.make_node(node.op_type, [e.onnx(t) for t in node.inputs], [e.onnx(t) for t in node.outputs],
-                                 name=node.origin[0], domain=node.domain or None)
+                                 name=node.label, domain=node.domain or None)
         proto.attribute.extend(node.attrs.values())
         e.nodes.append(proto)
     return e.nodes, e.consts

@@ -15,8 +15,9 @@ def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def upsample_factor(node: Node, graph: Graph) -> int | None:
-    """2 if `node` is a nearest-neighbour x2 spatial upsample of an NCHW tensor, else None."""
+def replicating_upsample(node: Node, graph: Graph) -> int | None:
+    """The integer factor f if `node` is a nearest-neighbour spatial upsample of an NCHW tensor by f in both
+    directions that replicates each pixel into an f x f block (true of these modes for any integer f)."""
     if node.kind is not OpKind.RESIZE:
         return None
     mode = _text(node.attr("mode", b"nearest"))
@@ -29,7 +30,13 @@ def upsample_factor(node: Node, graph: Graph) -> int | None:
     if not (src.is_static and dst.is_static and len(src.shape) == 4):
         return None
     n, c, h, w = src.shape
-    return 2 if dst.shape == (n, c, 2 * h, 2 * w) else None
+    f = dst.shape[2] // h if h else 0
+    return f if f >= 2 and dst.shape == (n, c, f * h, f * w) else None
+
+
+def upsample_factor(node: Node, graph: Graph) -> int | None:
+    """2 if `node` is a nearest-neighbour x2 spatial upsample of an NCHW tensor, else None."""
+    return 2 if replicating_upsample(node, graph) == 2 else None
 
 
 def pool_of(node: Node) -> Pool | None:

@@ -9,13 +9,21 @@ from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
+from .passes.exporter_forms import (canonical_hard_activations, decompose_max_pools, decompose_upsample,
+                                    fold_channel_affine, fold_pad, remove_exporter_noops)
 
 Pass = Callable[[Graph], Graph]
 
 FUSION: list[Pass] = [
+    remove_exporter_noops,  # Identity, Dropout, full-range Slice, single-input Concat
     absorb_qdq,             # QuantizeLinear/DequantizeLinear pairs -> fixed int8 scales
+    canonical_hard_activations,  # Clip(x + 3, 0, 6) / 6 forms -> HardSigmoid / HardSwish
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
+    fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
+    fold_pad,               # Pad -> the padding of the conv or max pool behind it
+    decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
+    decompose_upsample,     # nearest x4 / x8 -> chained x2
     fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish
     fuse_residual_add,      # + residual Add
     fuse_activation,        # + activation after the add (ResNet style)

@@ -61,9 +61,10 @@ def test_ssd_mobilenet_reduced(tmp_path, zoo):
 
 def test_save_steps_writes_every_fusion_step(tmp_path, zoo):
     _partition(zoo("resblock"), tmp_path / "b", "--save-steps", "--no-picture")
+    from partitioner.pipeline import FUSION
     steps = sorted(p.name for p in (tmp_path / "b" / "steps").glob("*.onnx"))
-    assert steps[0] == "00_imported.onnx" and steps[-1] == "09_mark_concat_writes.onnx"
-    assert "04_fuse_activation.onnx" in steps and "01_absorb_qdq.onnx" in steps and len(steps) == 10
+    assert steps == ["00_imported.onnx"] + [f"{i:02d}_{p.__name__}.onnx" for i, p in enumerate(FUSION, 1)]
+    assert steps[-1].endswith("_mark_concat_writes.onnx") and any("fuse_activation" in s for s in steps)
 
 
 def test_console_entry_point_runs_as_a_process(tmp_path, zoo):

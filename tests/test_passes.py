@@ -193,3 +193,112 @@ def test_pipeline_on_resblock_expected_graph(zoo):
     feeds = random_feeds(g)
     for want, got in zip(run_model(model, feeds), run_graph(g, feeds)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# ---- exporter forms -------------------------------------------------------------------------------------------
+
+def _kinds(graph):
+    return [(n.kind.name, n.describe()) for n in graph.nodes.values()]
+
+
+def test_exporter_noops_disappear():
+    n = Net()
+    a = n.node("Identity", [n.conv("x", "a")], "id")
+    d = n.node("Dropout", [a], "drop")
+    c = n.node("Concat", [d], "one", axis=1)
+    s = n.node("Slice", [c, n.const("s0", np.array([0, 0])), n.const("s1", np.array([2 ** 62, 2 ** 62])),
+                         n.const("ax", np.array([2, 3]))], "all")
+    model = n.model([n.conv(s, "b")])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3"), ("FUSED_CONV", "conv 3x3")]
+    assert set(g.origin_names()) == {"a", "b"}
+    _same_numbers(model, g)
+
+
+def _relu6_plus_three(n, x, tag):
+    plus = n.node("Add", [x, n.const(f"{tag}_3", np.array(3.0, np.float32))], f"{tag}_add")
+    return n.node("Clip", [plus, n.const(f"{tag}_lo", np.array(0.0, np.float32)),
+                           n.const(f"{tag}_hi", np.array(6.0, np.float32))], f"{tag}_clip")
+
+
+@pytest.mark.parametrize("grouping", ["gate_then_mul", "mul_then_div"])
+def test_hardswish_spelt_out_fuses_into_the_conv(grouping):
+    n = Net()
+    c = n.conv("x", "c")
+    six = n.const("six", np.array(6.0, np.float32))
+    if grouping == "gate_then_mul":
+        y = n.node("Mul", [c, n.node("Div", [_relu6_plus_three(n, c, "g"), six], "gate")], "hs")
+    else:
+        y = n.node("Div", [n.node("Mul", [c, _relu6_plus_three(n, c, "g")], "prod"), six], "hs")
+    model = n.model([n.conv(y, "d")])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3 hard_swish"), ("FUSED_CONV", "conv 3x3")]
+    _same_numbers(model, g)
+
+
+def test_squeeze_excitation_gate_spelt_out_is_a_hard_sigmoid_epilogue():
+    n = Net()
+    x = n.conv("x", "c")
+    gate = n.node("Mul", [_relu6_plus_three(n, n.conv(x, "fc"), "g"),
+                          n.const("sixth", np.array(1 / 6, np.float32))], "gate")
+    model = n.model([n.node("Mul", [x, gate], "scaled")])
+    g = run_fusion(ir_of(model))
+    assert ("FUSED_CONV", "conv 3x3 hard_sigmoid") in _kinds(g)
+    _same_numbers(model, g)
+
+
+def test_unfolded_batchnorm_as_mul_and_add_folds_into_the_conv():
+    n = Net()
+    scale = n.const("scale", n.rng.uniform(0.5, 2.0, (1, 4, 1, 1)).astype(np.float32))
+    shift = n.const("shift", n.rng.standard_normal((4, 1, 1)).astype(np.float32))
+    y = n.node("Add", [n.node("Mul", [n.conv("x", "c"), scale], "mul"), shift], "add")
+    model = n.model([n.node("Relu", [y], "r")])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3 relu")]
+    assert g.nodes["c"].origin == ["c", "mul", "add", "r"]
+    _same_numbers(model, g)
+
+
+def test_pad_folds_into_conv_and_into_a_pool_it_cannot_win():
+    n = Net()
+    pads = n.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    y = n.conv_valid(n.node("Pad", [n.node("Relu", [n.conv("x", "a")], "r"), pads], "pad"), "b")
+    r = n.node("Relu", [y], "r2")
+    p = n.node("MaxPool", [n.node("Pad", [r, pads], "pad2")], "pool", kernel_shape=[3, 3])
+    model = n.model([p])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3 relu"), ("FUSED_CONV", "conv 3x3 relu maxpool3")]
+    assert g.nodes["b"].conv.pads == (1, 1, 1, 1)
+    _same_numbers(model, g)
+
+
+def test_zero_pad_before_a_pool_of_signed_values_stays():
+    n = Net()
+    pads = n.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    model = n.model([n.node("MaxPool", [n.node("Pad", [n.conv("x", "a"), pads], "pad")], "pool",
+                            kernel_shape=[3, 3])])
+    g = run_fusion(ir_of(model))
+    assert any(node.op_type == "Pad" for node in g.nodes.values())      # zeros could win the max: not folded
+    _same_numbers(model, g)
+
+
+def test_spp_pools_become_chains_of_3x3_pools():
+    n = Net()
+    y = n.conv("x", "c")
+    pools = [n.node("MaxPool", [y], f"p{k}", kernel_shape=[k, k], pads=[k // 2] * 4) for k in (5, 9, 13)]
+    model = n.model([n.node("Concat", [y] + pools, "spp", axis=1)])
+    g = run_fusion(ir_of(model))
+    pools_3x3 = [node for node in g.nodes.values() if node.kind is OpKind.MAXPOOL]
+    assert len(pools_3x3) == 2 + 4 + 6 and all(node.attr("kernel_shape") == [3, 3] for node in pools_3x3)
+    assert sorted(o for node in pools_3x3 for o in node.origin) == ["p13", "p5", "p9"]
+    _same_numbers(model, g)
+
+
+def test_upsample_by_four_is_two_x2_steps_the_last_read_by_the_conv():
+    n = Net()
+    up = n.node("Resize", [n.conv("x", "a"), "", n.const("sc", np.array([1, 1, 4, 4], np.float32))], "up4",
+                mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    model = n.model([n.conv(up, "b")])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3"), ("RESIZE", "Resize"), ("FUSED_CONV", "up2 conv 3x3")]
+    _same_numbers(model, g)

@@ -29,6 +29,8 @@ def activation_fn(act: Activation):
         return lambda x: 1 / (1 + np.exp(-x))
     if k is ActKind.SILU:
         return lambda x: x / (1 + np.exp(-x))
+    if k is ActKind.HARD_SIGMOID:
+        return lambda x: np.clip(act.alpha * x + act.beta, 0, 1)
     return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
 
 
@@ -108,7 +110,7 @@ class LayerEmitter:
         if node.kind is OpKind.ADD:
             b = self.views[node.inputs[1]]
             if not (x.channel_map == b.channel_map == y.channel_map):
-                raise ModelError("engine add of tensors with different channel layouts", node.origin[0], "Add")
+                raise ModelError("engine add of tensors with different channel layouts", node.label, "Add")
             d.op = Op.ADD
             _set_view(d, "in2", b, 0)
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(x.scale, b.scale, y.scale)
@@ -119,7 +121,7 @@ class LayerEmitter:
             d.op = Op.COPY
             d.flags |= Flag.UPSAMPLE2
         else:
-            raise ModelError(f"no engine layer for {node.kind.value}", node.origin[0], node.op_type)
+            raise ModelError(f"no engine layer for {node.kind.value}", node.label, node.op_type)
         return d
 
     def copy(self, src: TensorView, dst: TensorView, layer_id: int) -> Descriptor:
@@ -139,14 +141,14 @@ class LayerEmitter:
         depthwise = spec.group > 1
         ic_p, oc_p = self._phys(x), self._phys(y)
         if depthwise and x.channel_map != y.channel_map:
-            raise ModelError("depthwise conv whose input and output channel layouts differ", node.origin[0], "Conv")
+            raise ModelError("depthwise conv whose input and output channel layouts differ", node.label, "Conv")
         s_x = x.scale
         s_w = weight_scales(w, g.const(spec.bias) if spec.bias else None, s_x, kh * kw * cin_g)
         plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
             coarser = float(np.max(s_w[widened] / np.maximum(plain[widened], 1e-30)))
-            self.notes.append(f"node {node.origin[0]!r}: {int(widened.sum())} of {cout} output channels have a bias "
+            self.notes.append(f"node {node.label!r}: {int(widened.sum())} of {cout} output channels have a bias "
                               f"too large for the int32 accumulator at their weight scale; their weights are "
                               f"quantised up to {coarser:.3g}x coarser (their output is dominated by the bias)")
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
@@ -208,7 +210,7 @@ class LayerEmitter:
         if res_at is not None:
             r = self.views[steps[res_at].tensor]
             if r.channel_map != y.channel_map:
-                raise ModelError("residual input with a different channel layout", node.origin[0], "Add")
+                raise ModelError("residual input with a different channel layout", node.label, "Add")
             d.flags |= Flag.RESIDUAL
             _set_view(d, "in2", r, 0)
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(after_act1, r.scale, stages[res_at + 1])

@@ -55,6 +55,9 @@ def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]]
             return Activation(ActKind.CLIP, lo=bounds[0], hi=bounds[1]), [act]
         if act.kind is OpKind.SIGMOID:
             return Activation(ActKind.SIGMOID), [act]
+        if act.kind is OpKind.HARD_SIGMOID:
+            return Activation(ActKind.HARD_SIGMOID, alpha=float(act.attr("alpha", 0.2)),
+                              beta=float(act.attr("beta", 0.5))), [act]
     if len(users) == 2:
         gates = [u for u in users if u.kind in (OpKind.SIGMOID, OpKind.HARD_SIGMOID)]
         if len(gates) == 1:
