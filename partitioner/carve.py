@@ -7,7 +7,7 @@ so the graph of clusters stays acyclic after every merge.
 from __future__ import annotations
 
 from collections import deque
-from typing import Hashable
+from typing import Callable, Hashable
 
 import networkx as nx
 
@@ -68,8 +68,9 @@ class _Groups:
         return self.next
 
 
-def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
-                   groups: _Groups | None = None, group: int | None = None) -> list[tuple[set[str], int | None]]:
+def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], groups: _Groups | None = None,
+                   group: int | None = None, worth: Callable[[set[str]], bool] = lambda branch: True
+                   ) -> list[tuple[set[str], int | None]]:
     """Cut a convex cluster where it forks into branches with no path between them.
 
     A node comparable with every other node of the cluster is *sequential*. The others fall into sections by
@@ -77,7 +78,9 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
     along every edge that count never falls, so sections are in execution order). Within one section, two or
     more weakly connected components are parallel branches: each becomes its own part (recursively split)
     sharing a fresh group id. Components are taken per section, never across a sequential node, so an edge
-    that skips a sequential node (x -> s1 -> y with x -> y) cannot tie two parts into a cycle.
+    that skips a sequential node (x -> s1 -> y with x -> y) cannot tie two parts into a cycle. Only branches that
+    are `worth` a subgraph of their own are split off (a parallel part costs a program start and cuts the chain
+    into more segments); the others stay in the sequential part before the group.
     """
     groups = groups or _Groups()
     sub = dag.subgraph(members)
@@ -108,13 +111,18 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int],
 
     for k in range(len(sequential) + 1):
         comps = sorted(sections.get(k, []), key=lambda m: min(order[n] for n in m))
-        if len(comps) >= 2:
+        heavy = [c for c in comps if worth(c)] if len(comps) >= 2 else []
+        if len(heavy) >= 2:
+            for comp in comps:
+                if comp not in heavy:
+                    current |= comp
             flush()
             g = groups.new()
-            for comp in comps:
-                parts.extend(split_parallel(dag, comp, order, groups, g))
-        elif comps:
-            inner = split_parallel(dag, comps[0], order, groups, group)
+            for comp in heavy:
+                parts.extend(split_parallel(dag, comp, order, groups, g, worth))
+            comps = []
+        for comp in comps:
+            inner = split_parallel(dag, comp, order, groups, group, worth)
             if len(inner) == 1:
                 current |= inner[0][0]
             else:

@@ -17,6 +17,10 @@ from fpga_runtime.cycle_model import LayerShape, layer_cycles
 
 from .ir import ConvForm, Graph, Node, OpKind
 
+# A parallel branch becomes a subgraph of its own only with this much engine time: each costs a program start
+# (timing.INVOKE_S) and splits the FPGA chain into more segments.
+PARALLEL_MIN_S = 4 * timing.INVOKE_S
+
 
 @dataclass(frozen=True)
 class NodeCost:

@@ -8,7 +8,7 @@ from types import ModuleType
 import networkx as nx
 
 from .carve import carve, cluster_graph, split_parallel
-from .cost import CostModel, RegionEstimate
+from .cost import PARALLEL_MIN_S, CostModel, RegionEstimate
 from .ir import Graph
 from .roles import Role, assign_roles
 from .targets import cpu as cpu_target
@@ -105,7 +105,10 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
                 nodes = sorted(cluster, key=order.__getitem__)
                 parts.append((cluster, device, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
                 continue
-            for part, group in split_parallel(dag, cluster, order):
+            def worth(branch: set[str]) -> bool:
+                return cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= PARALLEL_MIN_S
+
+            for part, group in split_parallel(dag, cluster, order, worth=worth):
                 nodes = sorted(part, key=order.__getitem__)
                 est = cost.region([graph.nodes[n] for n in nodes], graph, _boundary_elements(graph, part, on_fpga))
                 if est.macs > 0 and (offload_everything or est.worth_offloading):

@@ -10,7 +10,7 @@ from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
 from .passes.exporter_forms import (canonical_hard_activations, decompose_max_pools, decompose_upsample,
-                                    fold_channel_affine, fold_pad, remove_exporter_noops)
+                                    fold_channel_affine, fold_pad, remove_exporter_noops, split_conv_outputs)
 
 Pass = Callable[[Graph], Graph]
 
@@ -24,7 +24,8 @@ FUSION: list[Pass] = [
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
     decompose_upsample,     # nearest x4 / x8 -> chained x2
-    fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish
+    fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish / HardSigmoid
+    split_conv_outputs,     # conv read only through channel slices -> one conv per slice
     fuse_residual_add,      # + residual Add
     fuse_activation,        # + activation after the add (ResNet style)
     fuse_maxpool,           # + MaxPool

@@ -302,3 +302,27 @@ def test_upsample_by_four_is_two_x2_steps_the_last_read_by_the_conv():
     g = run_fusion(ir_of(model))
     assert _kinds(g) == [("FUSED_CONV", "conv 3x3"), ("RESIZE", "Resize"), ("FUSED_CONV", "up2 conv 3x3")]
     _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("spelling", ["split", "slices"])
+def test_c2f_split_becomes_convs_of_the_halves(spelling):
+    """YOLOv8's C2f: cv1 -> split in two halves -> bottleneck on the second (with its shortcut) -> concat of all."""
+    n = Net(channels=8)
+    y = n.conv("x", "cv1")
+    y = n.node("Mul", [y, n.node("Sigmoid", [y], "cv1_sig")], "cv1_silu")
+    if spelling == "split":
+        n.nodes.append(helper.make_node("Split", [y, n.const("halves", np.array([4, 4]))], ["a", "b"], name="split",
+                                        axis=1))
+    else:
+        for name, lo, hi in (("a", 0, 4), ("b", 4, 8)):
+            n.node("Slice", [y, n.const(f"{name}_s", np.array([lo])), n.const(f"{name}_e", np.array([hi])),
+                             n.const(f"{name}_ax", np.array([1]))], name)
+    m = n.node("Add", [n.conv("b", "m", cin=4, cout=4), "b"], "shortcut")
+    cat = n.node("Concat", ["a", "b", m], "cat", axis=1)
+    model = n.model([n.conv(cat, "cv2", cin=12)])
+    g = run_fusion(ir_of(model))
+    kinds = [k for k, _ in _kinds(g)]
+    assert kinds == ["FUSED_CONV", "FUSED_CONV", "FUSED_CONV", "CONCAT", "FUSED_CONV"], _kinds(g)
+    origins = g.origin_names()
+    assert sorted(origins) == sorted(o.name for o in model.graph.node)       # each original node once
+    _same_numbers(model, g)

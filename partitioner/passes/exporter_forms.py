@@ -6,7 +6,8 @@ cut the FPGA work into fragments. Every rewrite computes the same numbers (exact
 - per-channel Mul/Add/Sub/Div by constants after a conv (a BatchNorm an exporter left unfolded);
 - a zero Pad before a conv, and a Pad before a max pool where padding cannot win the max, into their pads;
 - max pools of odd kernels above 3 with stride 1 (SPP, SPPF) as chains of 3x3 ones;
-- nearest upsampling by 4 or 8 (FPN) as chains of x2 ones.
+- nearest upsampling by 4 or 8 (FPN) as chains of x2 ones;
+- channel slices and splits of a conv's output as convs of the slices (C2f, route layers).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, Graph, Node, OpKind, Tensor
+from ..ir import ConvForm, Graph, Node, OpKind, ResidualAdd, Tensor
 from ..op_facts import clip_bounds, pool_of, replicating_upsample
 
 _NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
@@ -357,3 +358,81 @@ def _splice(graph: Graph, node: Node, chain: list[Node]) -> None:
     graph.nodes = rebuilt
     graph.touch()
 
+
+
+# ---- channel slices of a conv's output -----------------------------------------------------------------------
+
+def _channel_pieces(node: Node, graph: Graph, channels: int) -> list[tuple[str, int, int]] | None:
+    """[(output, first channel, end)] of a Slice or Split of a 4-D tensor along channels; None otherwise."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Slice" and len(node.inputs) >= 4 and all(graph.const(t) is not None for t in node.inputs[1:4]):
+        starts, ends, axes = (np.asarray(graph.const(t)).ravel() for t in node.inputs[1:4])
+        steps = graph.const(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else np.ones(1)
+        if len(axes) != 1 or int(axes[0]) % 4 != 1 or int(np.asarray(steps).ravel()[0]) != 1:
+            return None
+        start, end = int(starts[0]), int(ends[0])
+        start = max(0, start + channels if start < 0 else start)
+        end = min(channels, end + channels if end < 0 else end)
+        return [(node.outputs[0], start, end)] if end > start else None
+    if node.op_type == "Split" and node.attr("axis", 0) % 4 == 1:
+        outs = node.outputs
+        if len(node.inputs) > 1 and node.inputs[1]:
+            sizes = graph.const(node.inputs[1])
+            if sizes is None:
+                return None
+            sizes = [int(s) for s in np.asarray(sizes).ravel()]
+        elif channels % len(outs) == 0:
+            sizes = [channels // len(outs)] * len(outs)
+        else:
+            return None
+        bounds = np.cumsum([0] + sizes)
+        if bounds[-1] != channels or not all(outs):
+            return None
+        return [(o, int(a), int(b)) for o, a, b in zip(outs, bounds[:-1], bounds[1:])]
+    return None
+
+
+def split_conv_outputs(graph: Graph) -> Graph:
+    """A conv whose output is only ever read through channel slices (YOLOv8's C2f split, Darknet route groups)
+    becomes one conv per slice, each with its rows of the weights: the pieces are ordinary engine tensors a
+    concat can write and a conv can read, and no data moves. Exact: a conv's output channels are independent."""
+    for conv in list(graph.nodes.values()):
+        if conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV or conv.conv.group != 1:
+            continue
+        spec, y = conv.conv, conv.outputs[0]
+        shape = graph.tensors[y].shape
+        users = graph.consumers(y)
+        if y in graph.outputs or not users or shape is None or len(shape) != 4 or \
+                any(isinstance(s, ResidualAdd) for s in spec.epilogue):
+            continue
+        pieces = [_channel_pieces(u, graph, shape[1]) for u in users]
+        if any(p is None for p in pieces) or any(u.inputs[0] != y for u in users):
+            continue
+        w, b = graph.const(spec.weight), graph.const(spec.bias) if spec.bias else None
+        made: list[Node] = []
+        for user, parts in zip(users, pieces):
+            for k, (out, start, end) in enumerate(parts):
+                origin = (conv.origin if not made else []) + (user.origin if k == 0 else [])
+                name = graph.names.fresh(f"{conv.name}_ch{start}_{end}")
+                wname = graph.new_const(f"{name}_weight", np.ascontiguousarray(w[start:end]))
+                bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[start:end])) if b is not None else None
+                stages = tuple(f"{s}__ch{start}_{end}" for s in spec.stages)
+                made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname] + ([bname] if bname
+                                 else []), [out], origin, conv=replace(spec, weight=wname, bias=bname, stages=stages)))
+        _splice_many(graph, [conv] + users, made)
+    graph.prune_tensors()
+    return graph
+
+
+def _splice_many(graph: Graph, old: list[Node], new: list[Node]) -> None:
+    """Replace the nodes `old` by `new`, placed where the first of `old` stood (they read only its inputs)."""
+    drop = {n.name for n in old}
+    rebuilt: dict[str, Node] = {}
+    for name, node in graph.nodes.items():
+        if name == old[0].name:
+            rebuilt.update((n.name, n) for n in new)
+        if name not in drop:
+            rebuilt[name] = node
+    graph.nodes = rebuilt
+    graph.touch()
