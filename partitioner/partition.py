@@ -83,8 +83,8 @@ def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -
 
 
 def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False) -> Partition:
-    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node), except
-    for regions without MACs: those never become a subgraph of their own."""
+    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and splits
+    every parallel branch off, except for regions without MACs: those never become a subgraph of their own."""
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
@@ -106,7 +106,8 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
                 parts.append((cluster, device, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
                 continue
             def worth(branch: set[str]) -> bool:
-                return cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= PARALLEL_MIN_S
+                return offload_everything or \
+                    cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= PARALLEL_MIN_S
 
             for part, group in split_parallel(dag, cluster, order, worth=worth):
                 nodes = sorted(part, key=order.__getitem__)

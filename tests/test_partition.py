@@ -198,3 +198,17 @@ def test_onnxruntime_contrib_ops_stay_on_the_cpu_between_fpga_layers(tmp_path):
     assert where["a"] == where["y"] == "fpga" and where["gelu"] == where["fused"] == "cpu"
     assert {f["node"] for f in plan.fallbacks} >= {"gelu", "fused"}
     assert result.verified
+
+
+def test_only_branches_worth_a_program_start_are_split_off():
+    """Light branches stay in the sequential part before the group (fewer programs and segments); heavy ones
+    become parallel parts; with fewer than two heavy branches nothing is split."""
+    import networkx as nx
+    from partitioner.carve import cluster_graph, split_parallel
+    dag = nx.DiGraph([("s", "a"), ("s", "b"), ("s", "light"), ("a", "t"), ("b", "t"), ("light", "t")])
+    order = {n: i for i, n in enumerate(["s", "a", "b", "light", "t"])}
+    parts = split_parallel(dag, set(dag), order, worth=lambda branch: "light" not in branch)
+    assert [(sorted(p), g is not None) for p, g in parts] == [(["light", "s"], False), (["a"], True), (["b"], True),
+                                                              (["t"], False)]
+    assert nx.is_directed_acyclic_graph(cluster_graph(dag, [p for p, _ in parts]))
+    assert len(split_parallel(dag, set(dag), order, worth=lambda branch: "a" in branch)) == 1
