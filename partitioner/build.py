@@ -99,6 +99,14 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     return explore(graph, nodes, max(1, len(fpga)), board, cfg.target_fps, units)
 
 
+def seeded_frame(plan: Plan, seed: int, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """random_frame, with a dynamic model input reported as the user's problem (exit 2), not a crash."""
+    try:
+        return random_frame(plan, seed, given)
+    except ValueError as exc:
+        raise ModelError(f"{exc} (or give this input with --input NAME=FILE.npy)") from None
+
+
 def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str]) -> Calibration:
     if cfg.calibration_table is not None:
         return Calibration.from_table(cfg.calibration_table)
@@ -108,7 +116,7 @@ def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str]) -> Calib
             return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames)
     warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                     "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
-    frames = [random_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
+    frames = [seeded_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
     return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames)
 
 
@@ -177,7 +185,7 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
         plan.engine = f"{ENGINE_DIR}/engine.json"
         plan.write(out_dir)
         if cfg.accuracy:
-            feeds = random_frame(plan, cfg.seed + 1000, cfg.inputs)
+            feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)
             accuracy = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
             (out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
     else:
@@ -186,7 +194,8 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     picture = step("report", lambda: draw(part, out_dir) if cfg.picture else None)
     checks = None
     if cfg.verify:
-        checks = step("verify", lambda: verify(plan, cfg.model, cfg.tolerance, cfg.seed, cfg.inputs))
+        checks = step("verify", lambda: verify(plan, cfg.model, seeded_frame(plan, cfg.seed, cfg.inputs),
+                                               cfg.tolerance))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(out_dir)
     if exploration is not None and exploration.chosen is None:

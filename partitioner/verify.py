@@ -8,13 +8,16 @@ import numpy as np
 
 from fpga_runtime.accuracy import AccuracyReport
 from fpga_runtime.accuracy import compare as accuracy_compare
-from fpga_runtime.frames import original_outputs, random_frame
+from fpga_runtime.frames import original_outputs
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.session import Session
 from fpga_runtime.plan import Plan
 
-# BN folding and re-association change float rounding: errors are relative to the output's magnitude.
+# BN folding and re-association change float rounding: errors are relative to the output's magnitude, with an
+# absolute floor (as numpy.allclose combines atol and rtol) for outputs whose values are all small (a sigmoid
+# map near zero: float32 rounding of the O(1) values behind it is ~1e-7 absolute, a large part of 1e-3).
 DEFAULT_TOLERANCE = 1e-4
+ABS_FLOOR = 1e-6
 # Integer outputs computed from float comparisons (NMS selections) may flip on exact ties between scores
 # that differ by rounding only: their rows are compared as sets, and this much disagreement is allowed.
 INDEX_AGREEMENT = 0.99
@@ -47,16 +50,20 @@ def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolera
         if ref.shape != out.shape:
             checks.append(OutputCheck(name, float("inf"), float("inf"), False))
             continue
-        diff = float(np.max(np.abs(out.astype(np.float64) - ref))) if ref.size else 0.0
-        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        ref, out = ref.astype(np.float64), out.astype(np.float64)
+        same_nan = np.isnan(ref) & np.isnan(out)                  # NaN where the original has NaN is agreement
+        ref, out = np.where(same_nan, 0.0, ref), np.where(same_nan, 0.0, out)
+        with np.errstate(invalid="ignore"):
+            gap = np.where(ref == out, 0.0, np.abs(out - ref))      # equal infinities agree too
+        diff = float(np.max(np.where(np.isnan(gap), np.inf, gap))) if ref.size else 0.0
+        scale = float(np.max(np.abs(ref[np.isfinite(ref)]), initial=0.0))
         rel = diff / scale if scale else diff
-        checks.append(OutputCheck(name, diff, rel, rel <= tolerance))
+        checks.append(OutputCheck(name, diff, rel, diff <= tolerance * scale + ABS_FLOOR))
     return checks
 
 
-def verify(plan: Plan, model_path: Path, tolerance: float = DEFAULT_TOLERANCE, seed: int = 0,
-           given: dict[str, np.ndarray] | None = None) -> list[OutputCheck]:
-    feeds = random_frame(plan, seed, given)
+def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance: float = DEFAULT_TOLERANCE
+           ) -> list[OutputCheck]:
     return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance)
 
 

@@ -189,3 +189,23 @@ def test_hostile_names_are_sanitised_and_kept(tmp_path):
         assert layer["name"].isidentifier() and layer["name"].isascii()
     dot = (tmp_path / "out" / "partition.dot").read_text()
     assert "*/" not in dot and "$" not in dot
+
+
+def test_verify_of_a_dynamic_input_names_the_input(tmp_path):
+    n = Net()
+    model = n.model([n.node("Relu", [n.conv("x", "c")], "r")])
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
+    _expect_error(tmp_path, _save(model, tmp_path / "m.onnx"), "input 'x' has dynamic shape", "--input-shape",
+                  extra=("--verify",))
+
+
+def test_non_finite_weights_stay_on_the_cpu_and_verify(tmp_path):
+    n = Net()
+    c = n.conv("x", "c")
+    n.inits[0] = numpy_helper.from_array(np.full((4, 4, 3, 3), np.nan, np.float32), "c.w")
+    path = _save(n.model([n.node("Relu", [c], "r")]), tmp_path / "m.onnx")
+    code, out, err = _run(path, "-o", tmp_path / "b", "--verify", "--offload-all", "--no-picture")
+    assert code == 0, err
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    assert [s["device"] for s in plan["subgraphs"]] == ["cpu"]
+    assert any("NaN" in f["reason"] for f in plan["fallbacks"])

@@ -212,3 +212,16 @@ def test_only_branches_worth_a_program_start_are_split_off():
                                                               (["t"], False)]
     assert nx.is_directed_acyclic_graph(cluster_graph(dag, [p for p, _ in parts]))
     assert len(split_parallel(dag, set(dag), order, worth=lambda branch: "a" in branch)) == 1
+
+
+def test_verify_tolerance_has_an_absolute_floor_for_small_outputs():
+    """A sigmoid map near zero: 1.8e-7 absolute is float rounding, although 2.4e-4 relative to its 7.5e-4 peak."""
+    from partitioner.verify import compare
+    ref = np.full((1, 1, 4, 4), 7.5e-4, np.float32)
+    ok = compare({"map": ref}, {"map": ref + np.float32(1.8e-7)}, 1e-4)[0]
+    assert ok.ok and ok.max_rel > 1e-4
+    bad = compare({"map": ref}, {"map": ref + np.float32(1e-4)}, 1e-4)[0]
+    assert not bad.ok
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert compare({"y": nan}, {"y": nan.copy()}, 1e-4)[0].ok
+    assert not compare({"y": nan}, {"y": np.array([0.0, 1.0], np.float32)}, 1e-4)[0].ok

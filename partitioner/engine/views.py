@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import TensorView
 
@@ -60,8 +62,12 @@ def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
             continue
         if name not in ranges:
             warnings.append(f"no calibration range for {name!r}; using scale 1.0")
+        elif not np.isfinite(ranges[name]):
+            warnings.append(f"tensor {name!r} reached {ranges[name]} on the calibration frames; its int8 range is "
+                            "set to +-127 (scale 1.0): check the model and the frames")
         root = groups.find(name)
-        best[root] = max(best.get(root, 0.0), ranges.get(name, 127.0))
+        value = ranges.get(name, 127.0)
+        best[root] = max(best.get(root, 0.0), value if np.isfinite(value) else 127.0)
     return {name: (best[groups.find(name)] / 127.0) or 1.0 for name in dict.fromkeys(names)}
 
 

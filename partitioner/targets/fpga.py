@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 from onnx import TensorProto
 
 from ..ir import Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
@@ -74,6 +75,9 @@ def _fused_conv(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     spec = node.conv
     x = graph.tensors[node.inputs[0]].shape
     y = graph.tensors[node.outputs[0]].shape
+    for t in (spec.weight, spec.bias):
+        if t and not np.all(np.isfinite(graph.const(t))):
+            return no(f"{'weights' if t == spec.weight else 'bias'} contain NaN or infinity: nothing to quantise")
     if spec.form is ConvForm.DENSE:
         if x[1] > LIMITS.max_dense_inputs or y[1] > LIMITS.max_channels:
             return no(f"dense layer {x[1]}->{y[1]} exceeds {LIMITS.max_dense_inputs}->{LIMITS.max_channels}")
