@@ -43,6 +43,8 @@ class Op(enum.IntEnum):
     ADD = 2         # element-wise add of two rescaled int8 inputs
     MAXPOOL = 3
     COPY = 4        # copy with the input read mode (x2 upsample) and channel re-placement
+    GLOBAL_AVG_POOL = 5   # out[n, 0, 0, c] = requant(sum over the input's pixels, per-channel table)
+    SCALE = 6       # out = in * in2[n, 0, 0, c] (a per-channel gate, squeeze-and-excitation), rescaled
 
 
 class Flag(enum.IntFlag):

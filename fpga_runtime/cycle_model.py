@@ -4,7 +4,8 @@ It follows the engine's loop nest, one pipelined iteration per cycle (II=1):
 - standard conv: for each tile of PE_ROWS output channels, the weight tile is read (one 64-byte beat per
   cycle), then every output pixel takes kh * kw * (in_c / VEC) cycles, each doing PE_ROWS x VEC MACs;
 - depthwise conv: for each tile of VEC channels, kh * kw cycles per output pixel;
-- add, max pool, copy: one cycle per pixel and VEC channels.
+- add, max pool, copy, channel scale: one cycle per output pixel and VEC channels;
+- global average pool: one cycle per input pixel and VEC channels.
 Channel counts are the padded (physical) ones, so edge effects of tiling are in the count. The csim engine
 counts the same iterations, and tests hold the two equal; a layer's time is then the larger of its cycles at
 the clock and its DDR traffic at the board's bandwidth (the engine overlaps the two). Pipeline fill, descriptor
@@ -25,7 +26,8 @@ class LayerShape:
     out_c: int         # physical channels written
     kh: int
     kw: int
-    conv_h: int        # convolution output size (before a fused pool); the output size for other ops
+    conv_h: int        # convolution output size (before a fused pool); the input size of a global average
+                       # pool; the output size for other ops
     conv_w: int
     depthwise: bool = False
 
@@ -34,6 +36,8 @@ class LayerShape:
         if d.op == Op.CONV:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
                        bool(d.flags & Flag.DEPTHWISE))
+        if d.op == Op.GLOBAL_AVG_POOL:
+            return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
         return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w)
 
 

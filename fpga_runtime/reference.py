@@ -170,6 +170,14 @@ class ReferenceEngine:
             _write_output(act, d, _maxpool(_read_input(act, d), d, d.out_h, d.out_w))
         elif d.op == Op.COPY:
             _write_output(act, d, _read_input(act, d))
+        elif d.op == Op.GLOBAL_AVG_POOL:
+            total = _read_input(act, d).astype(np.int64).sum(axis=(1, 2), keepdims=True)
+            rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
+            _write_output(act, d, requantize(total, rq[:, 0], rq[:, 1], overwrite=True))
+        elif d.op == Op.SCALE:
+            gate = _region(act, d.in2_addr, d.batch, 1, 1, d.in2_c_stride)[..., d.in2_c_offset:d.in2_c_offset + d.out_c]
+            product = _read_input(act, d).astype(np.int64) * gate.astype(np.int64)
+            _write_output(act, d, saturate8(shift_round(product * d.res_mult_a, d.res_shift)))
         else:
             raise ValueError(f"layer {d.layer_id}: unknown op {d.op}")
 

@@ -77,7 +77,10 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         h, w = conv_output_hw(node, graph)
         return LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), node.conv.kernel[0],
                           node.conv.kernel[1], h, w, node.conv.group > 1)
-    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL}.get(node.kind, Op.COPY)
+    if node.kind is OpKind.GLOBAL_AVG_POOL:
+        x = graph.tensors[node.inputs[0]].shape
+        return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
+    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE}.get(node.kind, Op.COPY)
     return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
 
 

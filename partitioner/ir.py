@@ -37,6 +37,7 @@ class OpKind(enum.Enum):
     MAXPOOL = "MaxPool"
     CONCAT = "Concat"
     RESIZE = "Resize"
+    GLOBAL_AVG_POOL = "GlobalAveragePool"
     FUSED_CONV = "FusedConv"
     OTHER = "Other"
 

@@ -22,11 +22,15 @@ def test_golden_case_bit_exact(case):
 def test_golden_case_close_to_float(case):
     """int8 with per-tensor max calibration rounds inputs, weights and outputs: each rounding costs a uniform
     error of 1/sqrt(12) LSB, about 48 dB below a full-range signal; two or three of them and a signal that uses
-    part of its range leave 33-42 dB on these cases. 30 dB (3 % RMS) is the bound; worst element within 10 %."""
+    part of its range leave 33-42 dB on these cases. 30 dB (3 % RMS) is the bound for up to three layers; beyond,
+    the layers' noise powers add up, so the bound falls by 10 log10(layers / 3) dB (27 dB for a six-layer
+    squeeze-and-excitation block). Worst element within 10 %."""
     got = case.out_view.read(case.act_out).astype(np.float64)
     want = case.float_out.astype(np.float64)
     snr = 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2))
-    assert snr >= 30.0, f"{case.name}: {snr:.1f} dB"
+    layers = len(case.descriptors())
+    bound = 30.0 - 10 * np.log10(max(1.0, layers / 3))
+    assert snr >= bound, f"{case.name}: {snr:.1f} dB over {layers} layers (bound {bound:.1f})"
     assert np.max(np.abs(got - want)) <= 0.1 * np.max(np.abs(want))
 
 

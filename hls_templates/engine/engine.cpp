@@ -299,7 +299,34 @@ void conv_depthwise(const Descriptor &d, word_t *act, const word_t *consts, cons
     }
 }
 
-// ADD, MAXPOOL and COPY work on V channels per cycle.
+// Global average pool: V channels at a time, one input pixel per cycle into int32 sums, then the per-channel
+// requantisation (the multiplier holds 1 / pixels).
+void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uint64_t &cycles) {
+    for (int n = 0; n < d.batch; ++n)
+        for (int c = 0; c < d.out_c; c += V) {
+            int32_t sum[V];
+#pragma HLS ARRAY_PARTITION variable=sum complete
+            for (int v = 0; v < V; ++v) sum[v] = 0;
+            for (int y = 0; y < d.in_h; ++y)
+                for (int x = 0; x < d.in_w; ++x) {
+#pragma HLS PIPELINE II=1
+                    int8_t xv[V];
+                    read_input<V>(d, act, n, y, x, c, xv);
+                    for (int v = 0; v < V; ++v) sum[v] += xv[v];
+                    ++cycles;
+                }
+            int8_t out[V];
+            for (int v = 0; v < V; ++v) {
+#pragma HLS UNROLL
+                int32_t mult = (int32_t)u32_at(consts, d.requant_addr + 8 * (c + v));
+                int32_t shift = (int32_t)u32_at(consts, d.requant_addr + 8 * (c + v) + 4);
+                out[v] = sat8(shift_round((int64_t)sum[v] * (int64_t)mult, shift));
+            }
+            store_vec<V>(act, pixel(d.out_addr, n, 0, 0, 1, 1, d.out_c_stride) + d.out_c_offset + c, out);
+        }
+}
+
+// ADD, MAXPOOL, COPY and SCALE work on V channels per cycle.
 void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const int8_t lut2[256],
                  uint64_t &cycles) {
     for (int n = 0; n < d.batch; ++n)
@@ -321,6 +348,12 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                             }
                     } else {
                         read_input<V>(d, act, n, y, x, c, out);
+                        if (d.op == OP_SCALE) {
+                            int8_t g[V];
+                            load_vec<V>(act, pixel(d.in2_addr, n, 0, 0, 1, 1, d.in2_c_stride) + d.in2_c_offset + c, g);
+                            for (int v = 0; v < V; ++v)
+                                out[v] = sat8(shift_round((int64_t)out[v] * g[v] * d.res_mult_a, d.res_shift));
+                        }
                         if (d.op == OP_ADD) {
                             int8_t b[V];
                             load_vec<V>(act, pixel(d.in2_addr, n, y, x, d.out_h, d.out_w, d.in2_c_stride) + d.in2_c_offset + c, b);
@@ -337,6 +370,7 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
 }
 
 bool fits(const Descriptor &d) {
+    if (d.op < OP_CONV || d.op > OP_SCALE) return false;
     if (d.op != OP_CONV) return true;
     if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL || d.conv_w > ENGINE_MAX_WIDTH) return false;
     if (d.in_c % V || d.out_c % (d.flags & F_DEPTHWISE ? V : R)) return false;
@@ -366,6 +400,8 @@ void engine(const word_t *program, uint32_t layer_count, word_t *act, const word
         if (d.op == OP_CONV) {
             if (d.flags & F_DEPTHWISE) conv_depthwise(d, act, consts, lut1, lut2, count);
             else conv_standard(d, act, consts, lut1, lut2, count);
+        } else if (d.op == OP_GLOBAL_AVG_POOL) {
+            global_avg_pool(d, act, consts, count);
         } else {
             elementwise(d, act, lut1, lut2, count);
         }

@@ -146,6 +146,26 @@ def _concat_duplicate() -> onnx.ModelProto:
     return c.model([c.conv(cat, "tail", 24, 8)])
 
 
+def _squeeze_excite(gate: str) -> Callable[[], onnx.ModelProto]:
+    """MobileNetV3's SE block: GlobalAveragePool -> 1x1 conv -> ReLU -> 1x1 conv -> gate -> channel-wise Mul."""
+    def build() -> onnx.ModelProto:
+        c = _Case(f"squeeze_excite_{gate}", channels=16)
+        x = c.op("Relu", [c.conv("x", "conv", 16, 16)], "relu")
+        squeeze = c.op("GlobalAveragePool", [x], "gap")
+        hidden = c.op("Relu", [c.conv(squeeze, "fc1", 16, 8, k=1)], "fc1_relu")
+        fc2 = c.conv(hidden, "fc2", 8, 16, k=1)
+        g = c.op("HardSigmoid", [fc2], "gate", alpha=1 / 6, beta=0.5) if gate == "hardsigmoid" else \
+            c.op("Sigmoid", [fc2], "gate")
+        return c.model([c.conv(c.op("Mul", [x, g], "excite"), "tail", 16, 8)])
+    return build
+
+
+def _global_avgpool() -> onnx.ModelProto:
+    c = _Case("global_avgpool", channels=8, size=7)
+    x = c.op("Relu", [c.conv("x", "conv", 8, 24)], "relu")
+    return c.model([c.conv(c.op("GlobalAveragePool", [x], "gap"), "fc", 24, 10, k=1)])
+
+
 def _dense() -> onnx.ModelProto:
     c = _Case("dense", channels=40, rank=2)
     w = c.rng.standard_normal((24, 40)) * 0.2
@@ -179,6 +199,9 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "upsample_concat": lambda: _upsample_concat(False),
     "concat_odd_channels": lambda: _upsample_concat(True),
     "concat_duplicate": _concat_duplicate,
+    "global_avgpool": _global_avgpool,
+    "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
+    "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
 }
 
 
@@ -193,7 +216,7 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None,
         table = folder / f"{name}.{TABLE_FILE}"
         table.write_text(json.dumps({"source": "golden case", "ranges": ranges}))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
-                                           offload_everything=True, calibration_frames=2, calibration_table=table,
+                                           offload_everything=True, calibration_frames=8, calibration_table=table,
                                            engine=config or EngineConfig()))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]

@@ -10,6 +10,7 @@ from ..errors import ModelError
 from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from ..lower import stage_names
 from ..op_facts import pool_of
+from ..targets.fpga import gate_operands
 from .memory import ConstArena
 
 _CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
@@ -101,6 +102,8 @@ class LayerEmitter:
     def emit(self, node: Node, layer_id: int) -> Descriptor:
         if node.kind is OpKind.FUSED_CONV:
             return self._conv(node, layer_id)
+        if node.kind is OpKind.MUL:
+            return self._channel_scale(node, layer_id)
         x = self.views[node.inputs[0]]
         y = self.views[node.outputs[0]]
         d = Descriptor(layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
@@ -120,8 +123,30 @@ class LayerEmitter:
         elif node.kind is OpKind.RESIZE:
             d.op = Op.COPY
             d.flags |= Flag.UPSAMPLE2
+        elif node.kind is OpKind.GLOBAL_AVG_POOL:
+            if x.channel_map != y.channel_map:
+                raise ModelError("global average pool whose input and output channel layouts differ", node.label,
+                                 node.op_type)
+            d.op = Op.GLOBAL_AVG_POOL
+            mult, shift = quantize_multiplier(x.scale / (x.h * x.w * y.scale))
+            requant = np.tile(np.array([mult, shift], np.int32), (self._phys(y), 1))
+            d.requant_addr = self.arena.put(requant)
         else:
             raise ModelError(f"no engine layer for {node.kind.value}", node.label, node.op_type)
+        return d
+
+    def _channel_scale(self, node: Node, layer_id: int) -> Descriptor:
+        """A per-channel gate (squeeze-and-excitation): y = x * g[c], rescaled by one multiplier."""
+        data, gate = gate_operands(node, self.graph)
+        x, g, y = self.views[data], self.views[gate], self.views[node.outputs[0]]
+        if not (x.channel_map == g.channel_map == y.channel_map):
+            raise ModelError("channel scale of tensors with different channel layouts", node.label, node.op_type)
+        d = Descriptor(op=Op.SCALE, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
+                       conv_h=x.h, conv_w=x.w)
+        _set_view(d, "in", x, self._phys(x))
+        _set_view(d, "out", y, self._phys(y))
+        _set_view(d, "in2", g, 0)
+        d.res_mult_a, d.res_shift = quantize_multiplier(x.scale * g.scale / y.scale)
         return d
 
     def copy(self, src: TensorView, dst: TensorView, layer_id: int) -> Descriptor:

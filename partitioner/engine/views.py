@@ -121,11 +121,33 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         out = view(node.outputs[0], addr, stride, 0)
         out.channel_map = [off + k for t, off in zip(node.inputs, offsets) for k in range(_nhwc(graph, t)[3])]
         layout.views[node.outputs[0]] = out
+    mirror = _mirrored_layouts(graph, fpga_nodes)
     for name in fpga_nodes:
         node = graph.nodes[name]
         for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
-            if t not in layout.views:
-                n, h, w, c, _ = _nhwc(graph, t)
-                stride = config.padded(c)
-                layout.views[t] = view(t, arena.alloc(n * h * w * stride), stride, 0)
+            if t in layout.views:
+                continue
+            n, h, w, c, _ = _nhwc(graph, t)
+            like = layout.views.get(mirror.get(t, ""))
+            channel_map = list(like.channel_map) if like is not None else list(range(c))
+            stride = config.padded(max(channel_map, default=-1) + 1)
+            layout.views[t] = view(t, arena.alloc(n * h * w * stride), stride, 0)
+            layout.views[t].channel_map = channel_map
     return layout
+
+
+def _mirrored_layouts(graph: Graph, fpga_nodes: list[str]) -> dict[str, str]:
+    """Tensors that must share another's channel placement: a global average pool's output its input's, and a
+    channel gate (SE block) and the gated result the gated activation's, which may be a concat with padding
+    between its slots. Channels are independent there, so the engine keeps each where it was."""
+    from ..targets.fpga import gate_operands
+    mirror: dict[str, str] = {}
+    for name in fpga_nodes:
+        node = graph.nodes[name]
+        if node.kind is OpKind.GLOBAL_AVG_POOL:
+            mirror[node.outputs[0]] = node.inputs[0]
+        elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
+            data, gate = operands
+            mirror[gate] = data
+            mirror[node.outputs[0]] = data
+    return mirror

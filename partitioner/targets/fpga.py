@@ -121,6 +121,31 @@ def _add(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES
 
 
+def _global_avg_pool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    x = graph.tensors[node.inputs[0]].shape
+    if len(x) != 4 or x[2] * x[3] > LIMITS.max_spatial ** 2:
+        return no("only a global average pool of an NCHW tensor")
+    return YES
+
+
+def gate_operands(node: Node, graph: Graph) -> tuple[str, str] | None:
+    """(data, gate) of a Mul that scales an [N, C, H, W] activation by an [N, C, 1, 1] one (an SE block's gate)."""
+    if len(node.inputs) != 2 or any(graph.const(t) is not None for t in node.inputs):
+        return None
+    shapes = [graph.tensors[t].shape for t in node.inputs]
+    for data, gate in ((0, 1), (1, 0)):
+        a, g = shapes[data], shapes[gate]
+        if a is not None and g is not None and len(a) == len(g) == 4 and tuple(g) == (a[0], a[1], 1, 1):
+            return node.inputs[data], node.inputs[gate]
+    return None
+
+
+def _scale(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    if gate_operands(node, graph) is None:
+        return no("only a per-channel scale of an activation by an [N, C, 1, 1] one (squeeze-and-excitation)")
+    return YES
+
+
 def _resize(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES if upsample_factor(node, graph) == 2 else no("only nearest-neighbour x2 upsampling")
 
@@ -141,6 +166,8 @@ RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
     OpKind.ADD: _add,
     OpKind.RESIZE: _resize,
     OpKind.CONCAT: _concat,
+    OpKind.GLOBAL_AVG_POOL: _global_avg_pool,
+    OpKind.MUL: _scale,
 }
 
 _WHY_NOT = {
@@ -161,4 +188,4 @@ def check(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
 
 
 _ACTIVATIONS = {OpKind.RELU, OpKind.LEAKY_RELU, OpKind.CLIP, OpKind.SIGMOID, OpKind.HARD_SIGMOID,
-                OpKind.HARD_SWISH, OpKind.MUL}
+                OpKind.HARD_SWISH}
