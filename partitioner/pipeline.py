@@ -10,7 +10,8 @@ from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
 from .passes.exporter_forms import (canonical_hard_activations, decompose_max_pools, decompose_upsample,
-                                    fold_channel_affine, fold_pad, remove_exporter_noops, split_conv_outputs)
+                                    expand_grouped_convs, fold_channel_affine, fold_pad, remove_exporter_noops,
+                                    split_conv_outputs)
 
 Pass = Callable[[Graph], Graph]
 
@@ -20,6 +21,7 @@ FUSION: list[Pass] = [
     canonical_hard_activations,  # Clip(x + 3, 0, 6) / 6 forms -> HardSigmoid / HardSwish
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
+    expand_grouped_convs,   # grouped (not depthwise) conv -> block-diagonal standard conv
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools

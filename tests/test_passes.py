@@ -208,6 +208,7 @@ def test_exporter_noops_disappear():
     c = n.node("Concat", [d], "one", axis=1)
     s = n.node("Slice", [c, n.const("s0", np.array([0, 0])), n.const("s1", np.array([2 ** 62, 2 ** 62])),
                          n.const("ax", np.array([2, 3]))], "all")
+    s = n.node("Resize", [s, "", n.const("ones", np.array([1, 1, 1, 1], np.float32))], "by_one", mode="nearest")
     model = n.model([n.conv(s, "b")])
     g = run_fusion(ir_of(model))
     assert _kinds(g) == [("FUSED_CONV", "conv 3x3"), ("FUSED_CONV", "conv 3x3")]
@@ -325,4 +326,15 @@ def test_c2f_split_becomes_convs_of_the_halves(spelling):
     assert kinds == ["FUSED_CONV", "FUSED_CONV", "FUSED_CONV", "CONCAT", "FUSED_CONV"], _kinds(g)
     origins = g.origin_names()
     assert sorted(origins) == sorted(o.name for o in model.graph.node)       # each original node once
+    _same_numbers(model, g)
+
+
+def test_grouped_convs_become_block_diagonal_up_to_eight_groups():
+    n = Net(channels=16)
+    w2 = n._w("g2.w", (16, 8, 3, 3), 0.2)
+    a = n.node("Conv", ["x", w2], "g2", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=2)
+    w16 = n._w("g16.w", (32, 1, 3, 3), 0.2)              # depth multiplier 2: 16 groups, more than 8
+    model = n.model([n.node("Conv", [a, w16], "g16", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=16)])
+    g = run_fusion(ir_of(model))
+    assert [node.conv.group for node in g.nodes.values()] == [1, 16]
     _same_numbers(model, g)

@@ -1,13 +1,14 @@
 """Rewrite what exporters spell in many ways into the forms the engine passes know, so ops between convs do not
 cut the FPGA work into fragments. Every rewrite computes the same numbers (exactly, or to float rounding):
 
-- exporter no-ops: Identity, inference Dropout, full-range Slice, single-input Concat;
+- exporter no-ops: Identity, inference Dropout, full-range Slice, single-input Concat, Resize by 1;
 - HardSigmoid and HardSwish spelt with Add/Clip/Div/Mul (opset 12 and older exports, Paddle);
 - per-channel Mul/Add/Sub/Div by constants after a conv (a BatchNorm an exporter left unfolded);
 - a zero Pad before a conv, and a Pad before a max pool where padding cannot win the max, into their pads;
 - max pools of odd kernels above 3 with stride 1 (SPP, SPPF) as chains of 3x3 ones;
 - nearest upsampling by 4 or 8 (FPN) as chains of x2 ones;
-- channel slices and splits of a conv's output as convs of the slices (C2f, route layers).
+- channel slices and splits of a conv's output as convs of the slices (C2f, route layers);
+- grouped convs (not depthwise) as block-diagonal standard convs.
 """
 from __future__ import annotations
 
@@ -64,6 +65,11 @@ def _full_range_slice(node: Node, graph: Graph) -> bool:
     return True
 
 
+def _same_static_shape(graph: Graph, a: str, b: str) -> bool:
+    ta, tb = graph.tensors[a], graph.tensors[b]
+    return ta.is_static and tb.is_static and ta.shape == tb.shape
+
+
 def remove_exporter_noops(graph: Graph) -> Graph:
     for node in list(graph.nodes.values()):
         outs = [o for o in node.outputs if o]
@@ -79,6 +85,8 @@ def remove_exporter_noops(graph: Graph) -> Graph:
             _drop_passthrough(graph, node, node.inputs[0])
         elif node.op_type == "Slice" and _full_range_slice(node, graph):
             _drop_passthrough(graph, node, node.inputs[0])
+        elif node.kind is OpKind.RESIZE and _same_static_shape(graph, node.inputs[0], node.outputs[0]):
+            _drop_passthrough(graph, node, node.inputs[0])          # a resize by 1 (any mode) copies
     graph.prune_tensors()
     return graph
 
@@ -436,3 +444,33 @@ def _splice_many(graph: Graph, old: list[Node], new: list[Node]) -> None:
             rebuilt[name] = node
     graph.nodes = rebuilt
     graph.touch()
+
+
+MAX_EXPANDED_GROUPS = 8
+
+
+def expand_grouped_convs(graph: Graph) -> Graph:
+    """A grouped conv that is not depthwise (ResNeXt, ShuffleNet, depth multipliers) as a standard conv with
+    block-diagonal weights: exact, on the engine, at `group` times the MACs; above MAX_EXPANDED_GROUPS groups
+    that price is too high and the conv stays as it is."""
+    for node in list(graph.nodes.values()):
+        if node.kind is not OpKind.FUSED_CONV or node.conv.form is not ConvForm.CONV:
+            continue
+        spec = node.conv
+        x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
+        if spec.group == 1 or x is None or y is None or (spec.group == x[1] == y[1]):
+            continue
+        if spec.group > MAX_EXPANDED_GROUPS:
+            continue
+        w = graph.const(spec.weight)
+        g, cout, cin_g = spec.group, w.shape[0], w.shape[1]
+        full = np.zeros((cout, cin_g * g) + w.shape[2:], w.dtype)
+        per_out = cout // g
+        for k in range(g):
+            full[k * per_out:(k + 1) * per_out, k * cin_g:(k + 1) * cin_g] = w[k * per_out:(k + 1) * per_out]
+        wname = graph.new_const(f"{node.name}_weight_dense", full)
+        node.inputs = [node.inputs[0], wname] + node.inputs[2:]
+        node.conv = replace(spec, weight=wname, group=1)
+        graph.touch()
+    graph.prune_tensors()
+    return graph
