@@ -4,7 +4,7 @@ tensors in and out of the engine's memory.
 - `memory.bin`: the constant region (weights, biases, requantisation tables, lookup tables, programs);
   the activation region (`act_bytes`, zero-initialised) is separate, one per frame in flight.
 - `engine.json`: the engine parameters, the programs (one per FPGA subgraph) and a view of every tensor that
-  crosses between the CPU and the engine.
+  crosses between the CPU and the engine, and of every layer's output (to compare layers with float).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ import enum
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -35,7 +35,7 @@ from .report import write_report
 from .staging import StagedFolder
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
-from .verify import DEFAULT_TOLERANCE, OutputCheck, int8_accuracy, verify
+from .verify import DEFAULT_TOLERANCE, LayerAccuracy, OutputCheck, int8_accuracy, verify
 
 
 class TargetName(str, enum.Enum):
@@ -78,10 +78,21 @@ class BuildResult:
     timings: list[tuple[str, float]]
     accuracy: AccuracyReport | None = None
     exploration: Exploration | None = None
+    layers: list[LayerAccuracy] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
         return self.checks is not None and all(c.ok for c in self.checks)
+
+    def below(self, min_cosine: float) -> tuple[str, str] | None:
+        """(worst output, first layer) where int8 falls below `min_cosine` against float, or None."""
+        if self.accuracy is None:
+            return None
+        low = [o for o in self.accuracy.outputs if o.cosine < min_cosine]
+        if not low:
+            return None
+        first = next((layer.tensor for layer in self.layers if layer.cosine < min_cosine), "none of the FPGA layers")
+        return min(low, key=lambda o: o.cosine).name, first
 
 
 def _save_graph(graph, path: Path) -> None:
@@ -177,6 +188,7 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
                                              imported.folded, engine, build_id))
     warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
+    layers: list[LayerAccuracy] = []
     calibration: Calibration | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
         calibration = _calibration(cfg, plan, warnings)
@@ -186,8 +198,10 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
         plan.write(out_dir)
         if cfg.accuracy:
             feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)
-            accuracy = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
-            (out_dir / "accuracy.json").write_text(json.dumps(accuracy.as_dict(), indent=1) + "\n")
+            accuracy, layers = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
+            record = {**accuracy.as_dict(), "calibration": calibration.source,
+                      "layers": [asdict(layer) for layer in layers]}
+            (out_dir / "accuracy.json").write_text(json.dumps(record, indent=1) + "\n")
     else:
         skip("compile", "no FPGA subgraph")
         skip("accuracy", "no FPGA subgraph")
@@ -200,5 +214,5 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     plan.write(out_dir)
     if exploration is not None and exploration.chosen is None:
         warnings.append(exploration.note)
-    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration)
-    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration)
+    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers)
+    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers)

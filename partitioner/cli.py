@@ -73,6 +73,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="fix the engine's PE array (e.g. 16x16) instead of exploring")
 @click.option("--target-fps", type=float, default=None, help="choose the smallest engine that reaches this rate")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
+@click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
+              help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")
 @click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
@@ -81,6 +83,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
          calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
+         min_cosine: float | None,
          save_steps: bool, no_picture: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
@@ -118,6 +121,10 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         if result.accuracy.detections:
             d = result.accuracy.detections
             click.echo(f"  detections: {d.summary()}")
+    if min_cosine is not None and (low := result.below(min_cosine)) is not None:
+        click.echo(f"error: int8 output {low[0]!r} has cosine below {min_cosine} against float; the first FPGA "
+                   f"layer below it is {low[1]!r} (report.md lists every layer)", err=True)
+        sys.exit(1)
     if result.checks is not None:
         for c in result.checks:
             status = "ok" if c.ok else "FAIL"

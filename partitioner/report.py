@@ -67,7 +67,8 @@ def design_section(exploration) -> list[str]:
 
 
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
-                 verification: list | None = None, accuracy=None, exploration=None, calibration=None) -> Path:
+                 verification: list | None = None, accuracy=None, exploration=None, calibration=None,
+                 layers: list | None = None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -97,8 +98,15 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
     if exploration is not None and exploration.chosen is not None:
         lines += design_section(exploration)
     if accuracy is not None:
-        lines += ["## int8 accuracy (reference backend vs float original, one seeded frame)", ""]
+        lines += ["## int8 accuracy (reference backend vs float original, one frame)", ""]
+        if calibration is not None and "random" in calibration.source:
+            lines += ["**The int8 scales come from seeded random frames**: on a trained model these figures say "
+                      "little about real inputs. Calibrate with representative frames (`--calibrate DIR`).", ""]
         lines += accuracy.markdown() + [""]
+    if layers:
+        lines += ["### Per FPGA layer (int8 output read back from engine memory vs the float partition)", ""]
+        lines += _table(["layer output", "subgraph", "cosine", "SNR dB"],
+                        [[x.tensor, x.subgraph, f"{x.cosine:.5f}", f"{x.snr_db:.1f}"] for x in layers]) + [""]
     if fpga:
         lines += ["## Fused FPGA layers", ""]
         rows = [[s.name, l.name, l.describe, f"{l.macs / 1e6:.1f}", ", ".join(l.covers)] for s in fpga for l in s.layers]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.accuracy import AccuracyReport
+from fpga_runtime.accuracy import AccuracyReport, output_accuracy
 from fpga_runtime.accuracy import compare as accuracy_compare
 from fpga_runtime.frames import original_outputs
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
@@ -67,8 +67,26 @@ def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance
     return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance)
 
 
-def int8_accuracy(plan: Plan, build_dir: Path, model_path: Path, feeds: dict[str, np.ndarray]) -> AccuracyReport:
-    """The int8 pipeline (reference backend) against the float original, on one frame."""
+def int8_accuracy(plan: Plan, build_dir: Path, model_path: Path, feeds: dict[str, np.ndarray]
+                  ) -> tuple[AccuracyReport, list["LayerAccuracy"]]:
+    """The int8 pipeline (reference backend) against the float original on one frame: per model output, and per
+    FPGA layer against the float partition's same tensor (read back from engine memory), in execution order."""
+    from .engine.calibrate import fpga_float_values
+    want, owner = next(fpga_float_values(plan, [feeds]))
+    layers = []
     with Session(build_dir) as session:
         got = dict(zip(session.output_names, session.run(None, feeds)))
-    return accuracy_compare(original_outputs(model_path, feeds), got)
+        for name, value in want.items():
+            view = session.image.tensors.get(name)
+            if name in owner and view is not None:
+                acc = output_accuracy(name, value, session.backend.read(view))
+                layers.append(LayerAccuracy(name, owner[name], acc.cosine, acc.snr_db))
+    return accuracy_compare(original_outputs(model_path, feeds), got), layers
+
+
+@dataclass
+class LayerAccuracy:
+    tensor: str                # ONNX name of the layer's output
+    subgraph: str
+    cosine: float
+    snr_db: float

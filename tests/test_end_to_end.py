@@ -85,3 +85,21 @@ def test_console_entry_point_runs_as_a_process(tmp_path, zoo):
 def test_full_size(tmp_path, zoo, name, heads):
     _, plan = _partition(zoo(name), tmp_path / "b")
     _check_detection_plan(plan, tmp_path / "b", head_count=heads)
+
+
+def test_per_layer_accuracy_and_min_cosine(tmp_path, zoo):
+    model = zoo("resblock")
+    result = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "b"), "--offload-all", "--no-picture",
+                                       "--min-cosine", "0.5"])
+    assert result.exit_code == 0, result.stderr
+    record = json.loads((tmp_path / "b" / "accuracy.json").read_text())
+    assert record["layers"] and all(-1 <= x["cosine"] <= 1 for x in record["layers"])
+    assert "random" in record["calibration"]
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert "Per FPGA layer" in report and "seeded random frames" in report
+    result = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "c"), "--offload-all", "--no-picture",
+                                       "--min-cosine", "0.9999999"])
+    assert result.exit_code == 1
+    error = [line for line in result.stderr.splitlines() if line.startswith("error")]
+    first = next(x["tensor"] for x in record["layers"] if x["cosine"] < 0.9999999)
+    assert len(error) == 1 and f"first FPGA layer below it is '{first}'" in error[0], result.stderr

@@ -68,11 +68,13 @@ def _exposed(plan: Plan, name: str) -> tuple[Path, list[str]]:
     model.graph.output.extend(onnx.helper.make_tensor_value_info(t, onnx.TensorProto.FLOAT, None) for t in extra)
     dst = src.with_name(f"_calibrate_{src.name}")
     onnx.save(model, str(dst))
-    return dst, [o.name for o in model.graph.output]
+    return dst, list(dict.fromkeys(out for n in model.graph.node for out in n.output if out))      # execution order
 
 
-def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]]) -> dict[str, float]:
-    """max |x| per ONNX tensor name, over all frames, for every tensor computed in an FPGA subgraph or read by one."""
+def fpga_float_values(plan: Plan, frames: list[dict[str, np.ndarray]]):
+    """Per frame, ({ONNX name: float32 value} of every tensor an FPGA subgraph reads or computes, fused stages
+    included, in execution order; {name: FPGA subgraph that computes it}), from the float partition on
+    onnxruntime."""
     sessions = []
     temporary = []
     for sg in plan.subgraphs:
@@ -82,19 +84,30 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]]) -> dict[
             sessions.append((sg, _session(path), names))
         else:
             sessions.append((sg, _session(plan.root / sg.onnx), [t.name for t in sg.outputs]))
-    ranges: dict[str, float] = {}
     try:
         for feeds in frames:
             values = dict(feeds)
+            seen: dict[str, np.ndarray] = {}
+            owner: dict[str, str] = {}
             for sg, sess, names in sessions:
                 outs = sess.run(names, {t.name: values[t.name] for t in sg.inputs})
                 values.update(zip(names, outs))
                 if sg.device == "fpga":
+                    owner.update((name, sg.name) for name in names)
                     for name in [t.name for t in sg.inputs] + names:
-                        v = values[name]
-                        if v.dtype == np.float32 and v.size:
-                            ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))))
+                        if values[name].dtype == np.float32:
+                            seen[name] = values[name]
+            yield seen, owner
     finally:
         for path in temporary:
             path.unlink(missing_ok=True)
+
+
+def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]]) -> dict[str, float]:
+    """max |x| per ONNX tensor name, over all frames, for every tensor computed in an FPGA subgraph or read by one."""
+    ranges: dict[str, float] = {}
+    for seen, _ in fpga_float_values(plan, frames):
+        for name, v in seen.items():
+            if v.size:
+                ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))))
     return ranges

@@ -52,6 +52,9 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     for sg in fpga:
         for t in sg.inputs + sg.outputs:
             boundary[graph.tensors[t].onnx_name] = layout.views[t]
+    for n in nodes:                      # every layer's output too: per-layer accuracy reads them back
+        for t in graph.nodes[n].outputs:
+            boundary.setdefault(graph.tensors[t].onnx_name, layout.views[t])
     warnings += emitter.notes
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
