@@ -2,6 +2,7 @@
 reason, int8 accuracy against float onnxruntime beside onnxruntime's own `quantize_static`, and time.
 
     python benchmarks/partition_quality.py [CORPUS_DIR] [--zoo] [--board zcu104] [--only NAME ...]
+                                           [--method max|percentile|mse] [--no-ort]
 
 CORPUS_DIR (default build/corpus) is what `scripts/export_corpus.sh` writes: ONNX exports of ultralytics,
 torchvision and PaddleOCR-style detectors with calibration and held-out frames. `--zoo` adds this project's
@@ -82,13 +83,13 @@ def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], f
 
 
 def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None, eval_frame: dict | None,
-            board: str, folder: Path) -> dict:
+            board: str, folder: Path, method: str = "max", with_ort: bool = True) -> dict:
     row: dict = {"model": name}
     t0 = time.perf_counter()
     try:
         result = run_partition(PartitionConfig(model=model, out_dir=folder / "build", board=board, verify=True,
                                                picture=False, calibrate_dir=calibrate_dir,
-                                               inputs=eval_frame or {}))
+                                               inputs=eval_frame or {}, calibration_method=method))
     except ModelError as exc:
         row.update(status=f"dies: {exc.message()[:80]}")
         return row
@@ -108,7 +109,7 @@ def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None,
         want = original_outputs(model, feeds)
         row["int8"] = {k: output_accuracy(k, v, got[k]) for k, v in want.items()
                        if v.dtype.kind == "f" and v.shape == got[k].shape}
-        if calibrate_dir is not None:
+        if calibrate_dir is not None and with_ort:
             frames = [np.load(p) for p in sorted(calibrate_dir.glob("*.npy"))]
             try:
                 row["ort"] = ort_qdq_cosines(model, input_name, frames, feeds, folder)
@@ -136,6 +137,9 @@ def main() -> None:
     ap.add_argument("--zoo", action="store_true", help="add the zoo's detection models (random calibration)")
     ap.add_argument("--board", default="zcu104")
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--method", default="max", choices=["max", "percentile", "mse"],
+                    help="int8 calibration method (partition --calibration-method)")
+    ap.add_argument("--no-ort", action="store_true", help="skip onnxruntime's quantize_static column")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -149,7 +153,7 @@ def main() -> None:
             print(f"{name} ...", file=sys.stderr, flush=True)
             work = Path(tmp) / name.replace(" ", "_")
             work.mkdir()
-            rows.append(measure(name, path, input_name, calib, feeds, args.board, work))
+            rows.append(measure(name, path, input_name, calib, feeds, args.board, work, args.method, not args.no_ort))
     print("| model | status | GMAC | conv MACs on FPGA | FPGA subgraphs | sequential segments | parallel groups | "
           "partition s |")
     print("|---|---|---|---|---|---|---|---|")

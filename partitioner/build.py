@@ -63,6 +63,7 @@ class PartitionConfig:
     calibrate_dir: Path | None = None        # .npy frames or images; none: seeded random frames
     calibration_frames: int = 4
     calibration_table: Path | None = None    # a fpga/calibration.json of an earlier build: its ranges, no frames
+    calibration_method: str = "mse"          # max | percentile | mse (engine/calibrate.py)
     engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
     target_fps: float | None = None
     compute_units: int | None = None          # restrict the exploration to this many engine instances
@@ -124,11 +125,13 @@ def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str]) -> Calib
     if cfg.calibrate_dir is not None:
         frames = load_frames(cfg.calibrate_dir, plan.inputs)
         if frames:
-            return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames)
+            return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames,
+                               method=cfg.calibration_method)
     warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
                     "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
     frames = [seeded_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
-    return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames)
+    return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames,
+                       method=cfg.calibration_method)
 
 
 def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:

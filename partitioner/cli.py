@@ -65,6 +65,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="folder of .npy frames or images for int8 calibration (default: seeded random, testing only)")
 @click.option("--calibration-frames", type=click.IntRange(min=1), default=4, show_default=True,
               help="seeded random frames when no --calibrate folder is given")
+@click.option("--calibration-method", type=click.Choice(["max", "percentile", "mse"]), default="mse",
+              show_default=True, help="how a tensor's int8 range is chosen from the calibration frames")
 @click.option("--calibration-table", type=click.Path(dir_okay=False, exists=True, path_type=Path), default=None,
               help="reuse the int8 ranges of an earlier build (its fpga/calibration.json) instead of calibrating")
 @click.option("--compute-units", type=click.IntRange(min=1), default=None,
@@ -81,7 +83,7 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
-         calibration_table: Path | None,
+         calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
          min_cosine: float | None,
          save_steps: bool, no_picture: bool, offload_all: bool, debug: bool) -> None:
@@ -91,7 +93,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
-        accuracy=not no_accuracy,
+        calibration_method=calibration_method, accuracy=not no_accuracy,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:

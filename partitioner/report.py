@@ -82,7 +82,7 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
              "- times are estimates of the analytic cost model (cost.py), for the board, not measurements"]
     if calibration is not None:
         lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
-                     "ranges, max-abs per tensor")
+                     f"ranges, {calibration.description}")
     lines.append("")
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]

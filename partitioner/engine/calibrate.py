@@ -18,8 +18,11 @@ from fpga_runtime.plan import Plan
 
 from ..errors import ModelError
 
-METHOD = "max-abs, per tensor, symmetric"
+METHODS = {"max": "max-abs, per tensor, symmetric",
+           "percentile": "99.99th percentile of |x|, per tensor, symmetric",
+           "mse": "clipping threshold of least int8 mean squared error, per tensor, symmetric"}
 TABLE_FILE = "calibration.json"
+_BINS = 2048
 
 
 @dataclass
@@ -31,15 +34,20 @@ class Calibration:
     frames: list[dict[str, np.ndarray]] = field(default_factory=list)
     table: dict[str, float] | None = None
     frame_count: int = 0
+    method: str = "max"
+
+    @property
+    def description(self) -> str:
+        return METHODS.get(self.method, self.method)
 
     def ranges(self, plan: Plan) -> dict[str, float]:
         if self.table is None:
-            self.table = calibration_ranges(plan, self.frames)
+            self.table = calibration_ranges(plan, self.frames, self.method)
             self.frame_count = len(self.frames)
         return self.table
 
     def save(self, folder: Path) -> None:
-        record = {"source": self.source, "frames": self.frame_count, "method": METHOD, "ranges": self.table}
+        record = {"source": self.source, "frames": self.frame_count, "method": self.method, "ranges": self.table}
         (folder / TABLE_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     @classmethod
@@ -50,7 +58,7 @@ class Calibration:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError(f"{path}: not a calibration table (a fpga/{TABLE_FILE} of a build): {exc}") from None
         return cls(f"table {path} ({raw.get('source', 'unknown source')})", table=ranges,
-                   frame_count=int(raw.get("frames", 0)))
+                   frame_count=int(raw.get("frames", 0)), method=str(raw.get("method", "max")))
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -103,11 +111,40 @@ def fpga_float_values(plan: Plan, frames: list[dict[str, np.ndarray]]):
             path.unlink(missing_ok=True)
 
 
-def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]]) -> dict[str, float]:
-    """max |x| per ONNX tensor name, over all frames, for every tensor computed in an FPGA subgraph or read by one."""
-    ranges: dict[str, float] = {}
+def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: str = "max") -> dict[str, float]:
+    """The int8 range per ONNX tensor name, for every tensor computed in an FPGA subgraph or read by one: max |x|
+    over all frames, or (a second pass, over a histogram of |x| up to that max) its 99.99th percentile or the
+    clipping threshold that minimises the int8 mean squared error (rounding below it, clipping above)."""
+    peak: dict[str, float] = {}
     for seen, _ in fpga_float_values(plan, frames):
         for name, v in seen.items():
             if v.size:
-                ranges[name] = max(ranges.get(name, 0.0), float(np.max(np.abs(v))))
-    return ranges
+                peak[name] = max(peak.get(name, 0.0), float(np.max(np.abs(v))))
+    if method == "max":
+        return peak
+    hist: dict[str, np.ndarray] = {}
+    for seen, _ in fpga_float_values(plan, frames):
+        for name, v in seen.items():
+            if v.size and peak[name] > 0 and np.isfinite(peak[name]):
+                counts, _ = np.histogram(np.abs(v), _BINS, (0.0, peak[name]))
+                hist[name] = hist.get(name, 0) + counts
+    choose = _percentile if method == "percentile" else _least_squared_error
+    return {name: (choose(hist[name], peak[name]) if name in hist else value) for name, value in peak.items()}
+
+
+def _percentile(counts: np.ndarray, peak: float, q: float = 0.9999) -> float:
+    cdf = np.cumsum(counts) / max(1, counts.sum())
+    return float((np.searchsorted(cdf, q) + 1) / len(counts) * peak)
+
+
+def _least_squared_error(counts: np.ndarray, peak: float) -> float:
+    """argmin over thresholds T of sum_x [x <= T] (T / 127)^2 / 12 + [x > T] (x - T)^2, on bin centres."""
+    centres = (np.arange(len(counts)) + 0.5) / len(counts) * peak
+    best, best_err = peak, np.inf
+    for k in range(len(counts) // 16, len(counts) + 1, 8):
+        t = k / len(counts) * peak
+        over = centres > t
+        err = counts[~over].sum() * (t / 127) ** 2 / 12 + np.sum(counts[over] * (centres[over] - t) ** 2)
+        if err < best_err:
+            best, best_err = t, err
+    return float(best)

@@ -12,7 +12,7 @@ from ..codegen import write_hls
 from ..cost import node_cost
 from ..ir import OpKind
 from ..partition import Device, Partition
-from .calibrate import METHOD, Calibration
+from .calibrate import Calibration
 from .layers import LayerEmitter
 from .memory import ActivationArena, ConstArena
 from .views import plan_layout, tensor_scales
@@ -58,7 +58,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     warnings += emitter.notes
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
-                                     "method": METHOD}, build_id=build_id)
+                                     "method": calibration.description}, build_id=build_id)
     image.save(out_dir / ENGINE_DIR, consts.image())
     calibration.save(out_dir / ENGINE_DIR)
     write_hls(out_dir, graph.name, config, every, board)
