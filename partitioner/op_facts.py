@@ -89,3 +89,11 @@ def conv_pads(node: Node, graph: Graph) -> tuple[int, int, int, int] | None:
     if auto == "SAME_UPPER":
         return (small[0], small[1], big[0], big[1])
     return (big[0], big[1], small[0], small[1])
+
+
+def scalar_const(graph: Graph, tensor: str) -> float | None:
+    """The value of a one-element constant tensor, else None."""
+    value = graph.const(tensor)
+    if value is None or np.asarray(value).size != 1:
+        return None
+    return float(np.asarray(value).reshape(()))

@@ -9,9 +9,10 @@ from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
-from .passes.exporter_forms import (canonical_hard_activations, decompose_max_pools, decompose_upsample,
-                                    expand_grouped_convs, fold_channel_affine, fold_pad, remove_exporter_noops,
-                                    split_conv_outputs)
+from .passes.cleanup import remove_exporter_noops
+from .passes.decompose import decompose_max_pools, decompose_upsample, expand_grouped_convs, split_conv_outputs
+from .passes.folding import fold_channel_affine, fold_pad
+from .passes.hard_activations import canonical_hard_activations
 
 Pass = Callable[[Graph], Graph]
 

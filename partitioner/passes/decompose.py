@@ -1,0 +1,197 @@
+"""Rewrites into pieces the engine runs, each computing the same numbers: max pools of odd kernels 5..15 with
+stride 1 (SPP, SPPF) as chains of 3x3 ones, nearest upsampling by 4 or 8 as chains of x2, channel slices and
+splits of a conv's output as convs of the slices (C2f, route layers), grouped convs as block-diagonal ones."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from onnx import helper
+
+from ..ir import ConvForm, Graph, Node, OpKind, ResidualAdd, Tensor
+from ..op_facts import pool_of, replicating_upsample
+
+
+def _intermediate(graph: Graph, like: str, hint: str) -> str:
+    t = graph.tensors[like]
+    name = graph.names.fresh(hint)
+    graph.add_tensor(Tensor(name, name, t.elem_type, t.shape))
+    return name
+
+
+def decompose_max_pools(graph: Graph) -> Graph:
+    """MaxPool k x k (k odd, 5..15), stride 1, padding k // 2 on every side: (k - 1) / 2 chained 3x3 pools with
+    padding 1 take the max over the same window (padding never wins a max)."""
+    for node in list(graph.nodes.values()):
+        pool = pool_of(node)
+        if pool is None or pool.ceil_mode or pool.strides != (1, 1) or pool.kernel[0] != pool.kernel[1]:
+            continue
+        k = pool.kernel[0]
+        if k < 5 or k % 2 == 0 or k > 15 or pool.pads != (k // 2,) * 4:
+            continue
+        x = node.inputs[0]
+        chain = []
+        for i in range((k - 1) // 2):
+            last = i == (k - 1) // 2 - 1
+            out = node.outputs[0] if last else _intermediate(graph, node.outputs[0], f"{node.name}_3x3_{i}")
+            chain.append(Node(graph.names.fresh(f"{node.name}_3x3_{i}"), OpKind.MAXPOOL, "MaxPool", [x], [out],
+                              list(node.origin) if last else [], attrs={
+                                  "kernel_shape": helper.make_attribute("kernel_shape", [3, 3]),
+                                  "pads": helper.make_attribute("pads", [1, 1, 1, 1]),
+                                  "strides": helper.make_attribute("strides", [1, 1])}))
+            x = out
+        _splice(graph, node, chain)
+    graph.prune_tensors()
+    return graph
+
+
+def decompose_upsample(graph: Graph) -> Graph:
+    """Nearest upsampling by 4 or 8 (replicating modes) as chained x2 Resizes: the x2 one is what the engine
+    reads for free (conv read mode) or copies."""
+    for node in list(graph.nodes.values()):
+        factor = replicating_upsample(node, graph)
+        if factor not in (4, 8):
+            continue
+        steps = factor.bit_length() - 1
+        x = node.inputs[0]
+        scales = graph.new_const(f"{node.name}_x2", np.array([1, 1, 2, 2], np.float32))
+        chain = []
+        n, c, h, w = graph.tensors[x].shape
+        for i in range(steps):
+            last = i == steps - 1
+            if last:
+                out = node.outputs[0]
+            else:
+                out = graph.names.fresh(f"{node.name}_x2_{i}")
+                graph.add_tensor(Tensor(out, out, graph.tensors[x].elem_type, (n, c, h * 2 ** (i + 1),
+                                                                                w * 2 ** (i + 1))))
+            chain.append(Node(graph.names.fresh(f"{node.name}_x2_{i}"), OpKind.RESIZE, "Resize", [x, "", scales],
+                              [out], list(node.origin) if last else [], attrs={
+                                  "mode": helper.make_attribute("mode", "nearest"),
+                                  "coordinate_transformation_mode": helper.make_attribute(
+                                      "coordinate_transformation_mode", "asymmetric"),
+                                  "nearest_mode": helper.make_attribute("nearest_mode", "floor")}))
+            x = out
+        _splice(graph, node, chain)
+    graph.prune_tensors()
+    return graph
+
+
+def _splice(graph: Graph, node: Node, chain: list[Node]) -> None:
+    """Put `chain` where `node` stood, in order. Only the last link carries the original node's name, so the
+    plan still names every original node once."""
+    order = list(graph.nodes)
+    rebuilt: dict[str, Node] = {}
+    for name in order:
+        if name == node.name:
+            rebuilt.update((c.name, c) for c in chain)
+        else:
+            rebuilt[name] = graph.nodes[name]
+    graph.nodes = rebuilt
+    graph.touch()
+
+
+def _channel_pieces(node: Node, graph: Graph, channels: int) -> list[tuple[str, int, int]] | None:
+    """[(output, first channel, end)] of a Slice or Split of a 4-D tensor along channels; None otherwise."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Slice" and len(node.inputs) >= 4 and all(graph.const(t) is not None for t in node.inputs[1:4]):
+        starts, ends, axes = (np.asarray(graph.const(t)).ravel() for t in node.inputs[1:4])
+        steps = graph.const(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] else np.ones(1)
+        if len(axes) != 1 or int(axes[0]) % 4 != 1 or int(np.asarray(steps).ravel()[0]) != 1:
+            return None
+        start, end = int(starts[0]), int(ends[0])
+        start = max(0, start + channels if start < 0 else start)
+        end = min(channels, end + channels if end < 0 else end)
+        return [(node.outputs[0], start, end)] if end > start else None
+    if node.op_type == "Split" and node.attr("axis", 0) % 4 == 1:
+        outs = node.outputs
+        if len(node.inputs) > 1 and node.inputs[1]:
+            sizes = graph.const(node.inputs[1])
+            if sizes is None:
+                return None
+            sizes = [int(s) for s in np.asarray(sizes).ravel()]
+        elif channels % len(outs) == 0:
+            sizes = [channels // len(outs)] * len(outs)
+        else:
+            return None
+        bounds = np.cumsum([0] + sizes)
+        if bounds[-1] != channels or not all(outs):
+            return None
+        return [(o, int(a), int(b)) for o, a, b in zip(outs, bounds[:-1], bounds[1:])]
+    return None
+
+
+def split_conv_outputs(graph: Graph) -> Graph:
+    """A conv whose output is only ever read through channel slices (YOLOv8's C2f split, Darknet route groups)
+    becomes one conv per slice, each with its rows of the weights: the pieces are ordinary engine tensors a
+    concat can write and a conv can read, and no data moves. Exact: a conv's output channels are independent."""
+    for conv in list(graph.nodes.values()):
+        if conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV or conv.conv.group != 1:
+            continue
+        spec, y = conv.conv, conv.outputs[0]
+        shape = graph.tensors[y].shape
+        users = graph.consumers(y)
+        if y in graph.outputs or not users or shape is None or len(shape) != 4 or \
+                any(isinstance(s, ResidualAdd) for s in spec.epilogue):
+            continue
+        pieces = [_channel_pieces(u, graph, shape[1]) for u in users]
+        if any(p is None for p in pieces) or any(u.inputs[0] != y for u in users):
+            continue
+        w, b = graph.const(spec.weight), graph.const(spec.bias) if spec.bias else None
+        made: list[Node] = []
+        for user, parts in zip(users, pieces):
+            for k, (out, start, end) in enumerate(parts):
+                origin = (conv.origin if not made else []) + (user.origin if k == 0 else [])
+                name = graph.names.fresh(f"{conv.name}_ch{start}_{end}")
+                wname = graph.new_const(f"{name}_weight", np.ascontiguousarray(w[start:end]))
+                bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[start:end])) if b is not None else None
+                stages = tuple(f"{s}__ch{start}_{end}" for s in spec.stages)
+                made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname] + ([bname] if bname
+                                 else []), [out], origin, conv=replace(spec, weight=wname, bias=bname, stages=stages)))
+        _splice_many(graph, [conv] + users, made)
+    graph.prune_tensors()
+    return graph
+
+
+def _splice_many(graph: Graph, old: list[Node], new: list[Node]) -> None:
+    """Replace the nodes `old` by `new`, placed where the first of `old` stood (they read only its inputs)."""
+    drop = {n.name for n in old}
+    rebuilt: dict[str, Node] = {}
+    for name, node in graph.nodes.items():
+        if name == old[0].name:
+            rebuilt.update((n.name, n) for n in new)
+        if name not in drop:
+            rebuilt[name] = node
+    graph.nodes = rebuilt
+    graph.touch()
+
+
+MAX_EXPANDED_GROUPS = 8
+
+
+def expand_grouped_convs(graph: Graph) -> Graph:
+    """A grouped conv that is not depthwise (ResNeXt, ShuffleNet, depth multipliers) as a standard conv with
+    block-diagonal weights: exact, on the engine, at `group` times the MACs; above MAX_EXPANDED_GROUPS groups
+    that price is too high and the conv stays as it is."""
+    for node in list(graph.nodes.values()):
+        if node.kind is not OpKind.FUSED_CONV or node.conv.form is not ConvForm.CONV:
+            continue
+        spec = node.conv
+        x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
+        if spec.group == 1 or x is None or y is None or (spec.group == x[1] == y[1]):
+            continue
+        if spec.group > MAX_EXPANDED_GROUPS:
+            continue
+        w = graph.const(spec.weight)
+        g, cout, cin_g = spec.group, w.shape[0], w.shape[1]
+        full = np.zeros((cout, cin_g * g) + w.shape[2:], w.dtype)
+        per_out = cout // g
+        for k in range(g):
+            full[k * per_out:(k + 1) * per_out, k * cin_g:(k + 1) * cin_g] = w[k * per_out:(k + 1) * per_out]
+        wname = graph.new_const(f"{node.name}_weight_dense", full)
+        node.inputs = [node.inputs[0], wname] + node.inputs[2:]
+        node.conv = replace(spec, weight=wname, group=1)
+        graph.touch()
+    graph.prune_tensors()
+    return graph

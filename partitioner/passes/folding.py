@@ -1,0 +1,131 @@
+"""Folds of what exporters leave between convs into the conv (or pool) itself, exact up to float rounding:
+per-channel Mul/Div/Add/Sub by constants (a BatchNorm left unfolded), a zero Pad before a conv, and a Pad
+before a max pool where padding cannot win the max."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+from onnx import helper
+
+from ..ir import ConvForm, Graph, Node, OpKind
+from ..op_facts import clip_bounds, pool_of, scalar_const
+
+
+_NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
+
+
+def _per_channel(graph: Graph, tensor: str, channels: int, rank: int) -> np.ndarray | None:
+    """A constant that broadcasts over the channel axis only (scalar, [C], [C,1,1], [1,C,1,1]) as a [C] vector."""
+    value = graph.const(tensor)
+    if value is None:
+        return None
+    v = np.asarray(value, np.float64)
+    if v.size == 1:
+        return np.full(channels, float(v.reshape(())))
+    shape = (1,) * (rank - v.ndim) + v.shape
+    want = [1] * rank
+    want[1] = channels
+    if list(shape) != want:
+        return None
+    return v.reshape(channels)
+
+
+def fold_channel_affine(graph: Graph) -> Graph:
+    """conv -> Mul/Div/Add/Sub by per-channel constants -> the conv's weights and bias (exact up to rounding)."""
+    changed = True
+    while changed:
+        changed = False
+        for conv in list(graph.nodes.values()):
+            if conv.kind is not OpKind.FUSED_CONV or conv.conv.epilogue or conv.conv.upsample != 1:
+                continue
+            user = graph.sole_consumer(conv.outputs[0])
+            if user is None or user.op_type not in ("Mul", "Div", "Add", "Sub") or len(user.inputs) != 2:
+                continue
+            y = conv.outputs[0]
+            other = user.inputs[1] if user.inputs[0] == y else user.inputs[0]
+            if other == y or (user.op_type in ("Div", "Sub") and user.inputs[0] != y):
+                continue
+            shape = graph.tensors[y].shape
+            if shape is None or graph.tensors[user.outputs[0]].shape != shape:
+                continue
+            vec = _per_channel(graph, other, shape[1], len(shape))
+            if vec is None or (user.op_type == "Div" and np.any(vec == 0)):
+                continue
+            spec = conv.conv
+            w = graph.const(spec.weight).astype(np.float64)
+            b = graph.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(w.shape[0])
+            if user.op_type in ("Mul", "Div"):
+                k = vec if user.op_type == "Mul" else 1.0 / vec
+                w = w * k.reshape((-1,) + (1,) * (w.ndim - 1))
+                b = b * k
+            else:
+                b = b + (vec if user.op_type == "Add" else -vec)
+            wname = graph.new_const(f"{conv.name}_weight_affine", w.astype(np.float32))
+            bname = graph.new_const(f"{conv.name}_bias_affine", b.astype(np.float32))
+            fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname, bname],
+                         list(user.outputs), conv.origin + user.origin, conv=replace(spec, weight=wname, bias=bname))
+            graph.replace([conv.name, user.name], fused)
+            changed = True
+    graph.prune_tensors()
+    return graph
+
+
+def _spatial_pads(node: Node, graph: Graph) -> tuple[tuple[int, int, int, int], float] | None:
+    """((top, left, bottom, right), value) of a constant-mode Pad of a 4-D tensor that pads H and W only."""
+    mode = node.attr("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if node.op_type != "Pad" or mode != "constant" or len(node.inputs) < 2:
+        return None
+    pads = graph.const(node.inputs[1])
+    value = scalar_const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else 0.0
+    axes = graph.const(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
+    x = graph.tensors[node.inputs[0]]
+    if pads is None or value is None or x.shape is None or len(x.shape) != 4:
+        return None
+    pads = [int(p) for p in np.asarray(pads).ravel()]
+    axes = [int(a) % 4 for a in np.asarray(axes).ravel()] if axes is not None else [0, 1, 2, 3]
+    full = [0] * 8
+    for i, a in enumerate(axes):
+        full[a], full[a + 4] = pads[i], pads[i + len(axes)]
+    if any(full[i] for i in (0, 1, 4, 5)) or any(p < 0 for p in full):
+        return None
+    return (full[2], full[3], full[6], full[7]), value
+
+
+def _never_negative(graph: Graph, tensor: str) -> bool:
+    p = graph.producer(tensor)
+    if p is None:
+        return False
+    if p.kind in _NONNEGATIVE:
+        return True
+    if p.kind is OpKind.CLIP:
+        lo = (clip_bounds(p, graph) or (None, None))[0]
+        return lo is not None and lo >= 0
+    return False
+
+
+def fold_pad(graph: Graph) -> Graph:
+    for pad in list(graph.nodes.values()):
+        found = _spatial_pads(pad, graph)
+        user = graph.sole_consumer(pad.outputs[0]) if found else None
+        if user is None or user.inputs[0] != pad.outputs[0]:
+            continue
+        extra, value = found
+        if user.kind is OpKind.FUSED_CONV and user.conv.form is ConvForm.CONV and user.conv.upsample == 1 \
+                and value == 0.0:
+            pads = tuple(a + b for a, b in zip(user.conv.pads, extra))
+            fused = Node(user.name, OpKind.FUSED_CONV, "FusedConv", [pad.inputs[0]] + user.inputs[1:],
+                         list(user.outputs), pad.origin + user.origin, conv=replace(user.conv, pads=pads))
+            graph.replace([pad.name, user.name], fused)
+        elif user.kind is OpKind.MAXPOOL and pool_of(user) is not None and \
+                (value == -np.inf or value == 0.0 and _never_negative(graph, pad.inputs[0])):
+            old = pool_of(user).pads
+            attrs = dict(user.attrs)
+            attrs["pads"] = helper.make_attribute("pads", [old[0] + extra[0], old[1] + extra[1],
+                                                           old[2] + extra[2], old[3] + extra[3]])
+            merged = Node(user.name, OpKind.MAXPOOL, "MaxPool", [pad.inputs[0]], list(user.outputs),
+                          pad.origin + user.origin, attrs=attrs)
+            graph.replace([pad.name, user.name], merged)
+    graph.prune_tensors()
+    return graph
