@@ -338,3 +338,16 @@ def test_grouped_convs_become_block_diagonal_up_to_eight_groups():
     g = run_fusion(ir_of(model))
     assert [node.conv.group for node in g.nodes.values()] == [1, 16]
     _same_numbers(model, g)
+
+
+def test_two_slices_of_the_same_channels_get_their_own_convs_and_names():
+    n = Net(channels=4)
+    y = n.node("Relu", [n.conv("x", "c")], "r")
+    parts = [n.node("Slice", [y, n.const(f"s{i}", np.array([0])), n.const(f"e{i}", np.array([2])),
+                              n.const(f"a{i}", np.array([1]))], f"half{i}") for i in range(2)]
+    model = n.model([n.node("Add", parts, "sum")])
+    g = run_fusion(ir_of(model))
+    convs = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV]
+    stages = [s for node in convs for s in node.conv.stages]
+    assert len(convs) == 2 and len(stages) == len(set(stages))
+    _same_numbers(model, g)

@@ -97,3 +97,26 @@ def test_trained_head_biases_never_overflow_and_stay_accurate(tmp_path):
         got = s.run(None, feeds)[0]
     want = original_outputs(path, feeds)["head"]
     assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))
+
+
+def test_adds_mixing_a_concat_and_a_plain_tensor_compile(tmp_path):
+    """An add (and a conv's residual) whose operands are a concat, with padding between its slots, and a conv
+    output: the conv writes in the concat's channel placement instead of the compile refusing the model."""
+    import onnx
+    from fpga_runtime import Session
+    from fpga_runtime.frames import original_outputs, random_frame
+    from graphs import Net
+    from partitioner.build import PartitionConfig, run_partition
+    n = Net(channels=4, size=8)
+    cat = n.node("Concat", [n.conv("x", "a"), n.conv("x", "b")], "cat", axis=1)
+    s = n.node("Add", [cat, n.conv("x", "c", cout=8)], "sum")
+    r = n.node("Add", [n.conv(s, "d", cin=8, cout=8), cat], "res")
+    path = n.save([n.conv(r, "e", cin=8)], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, accuracy=False,
+                                           offload_everything=True))
+    assert {s.device for s in result.plan.subgraphs} == {"fpga"}
+    feeds = random_frame(result.plan, 2)
+    with Session(tmp_path / "b") as session:
+        got = session.run(None, feeds)[0]
+    want = original_outputs(path, feeds)["e"]
+    assert 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2)) >= 20.0

@@ -137,14 +137,22 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
 
 
 def _mirrored_layouts(graph: Graph, fpga_nodes: list[str]) -> dict[str, str]:
-    """Tensors that must share another's channel placement: a global average pool's output its input's, and a
-    channel gate (SE block) and the gated result the gated activation's, which may be a concat with padding
-    between its slots. Channels are independent there, so the engine keeps each where it was."""
+    """Tensors that must share another's channel placement, which may be a concat's with padding between its
+    slots: a global average pool's output its input's; a channel gate (SE block) and the gated result the gated
+    activation's; both addends and the sum of an element-wise add, and a conv's output the residual it adds.
+    Channels are independent there, so the engine keeps each where the first operand has it."""
+    from ..ir import ResidualAdd
     from ..targets.fpga import gate_operands
     mirror: dict[str, str] = {}
     for name in fpga_nodes:
         node = graph.nodes[name]
-        if node.kind is OpKind.GLOBAL_AVG_POOL:
+        residual = [s.tensor for s in node.conv.epilogue if isinstance(s, ResidualAdd)] if node.conv else []
+        if residual:
+            mirror[node.outputs[0]] = residual[0]
+        elif node.kind is OpKind.ADD:
+            mirror[node.inputs[1]] = node.inputs[0]
+            mirror[node.outputs[0]] = node.inputs[0]
+        elif node.kind is OpKind.GLOBAL_AVG_POOL:
             mirror[node.outputs[0]] = node.inputs[0]
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands

@@ -146,7 +146,7 @@ def split_conv_outputs(graph: Graph) -> Graph:
                 name = graph.names.fresh(f"{conv.name}_ch{start}_{end}")
                 wname = graph.new_const(f"{name}_weight", np.ascontiguousarray(w[start:end]))
                 bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[start:end])) if b is not None else None
-                stages = tuple(f"{s}__ch{start}_{end}" for s in spec.stages)
+                stages = tuple(graph.names.fresh(f"{s}__ch{start}_{end}") for s in spec.stages)
                 made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname] + ([bname] if bname
                                  else []), [out], origin, conv=replace(spec, weight=wname, bias=bname, stages=stages)))
         _splice_many(graph, [conv] + users, made)
