@@ -97,3 +97,15 @@ def scalar_const(graph: Graph, tensor: str) -> float | None:
     if value is None or np.asarray(value).size != 1:
         return None
     return float(np.asarray(value).reshape(()))
+
+
+def gate_operands(node: Node, graph: Graph) -> tuple[str, str] | None:
+    """(data, gate) of a Mul that scales an [N, C, H, W] activation by an [N, C, 1, 1] one (an SE block's gate)."""
+    if len(node.inputs) != 2 or any(graph.const(t) is not None for t in node.inputs):
+        return None
+    shapes = [graph.tensors[t].shape for t in node.inputs]
+    for data, gate in ((0, 1), (1, 0)):
+        a, g = shapes[data], shapes[gate]
+        if a is not None and g is not None and len(a) == len(g) == 4 and tuple(g) == (a[0], a[1], 1, 1):
+            return node.inputs[data], node.inputs[gate]
+    return None

@@ -13,6 +13,8 @@ from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.session import Session
 from fpga_runtime.plan import Plan
 
+from .engine.calibrate import fpga_float_values
+
 # BN folding and re-association change float rounding: errors are relative to the output's magnitude, with an
 # absolute floor (as numpy.allclose combines atol and rtol) for outputs whose values are all small (a sigmoid
 # map near zero: float32 rounding of the O(1) values behind it is ~1e-7 absolute, a large part of 1e-3).
@@ -67,11 +69,18 @@ def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance
     return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance)
 
 
+@dataclass
+class LayerAccuracy:
+    tensor: str                # ONNX name of the layer's output
+    subgraph: str
+    cosine: float
+    snr_db: float
+
+
 def int8_accuracy(plan: Plan, build_dir: Path, model_path: Path, feeds: dict[str, np.ndarray]
-                  ) -> tuple[AccuracyReport, list["LayerAccuracy"]]:
+                  ) -> tuple[AccuracyReport, list[LayerAccuracy]]:
     """The int8 pipeline (reference backend) against the float original on one frame: per model output, and per
     FPGA layer against the float partition's same tensor (read back from engine memory), in execution order."""
-    from .engine.calibrate import fpga_float_values
     want, owner = next(fpga_float_values(plan, [feeds]))
     layers = []
     with Session(build_dir) as session:
@@ -83,10 +92,3 @@ def int8_accuracy(plan: Plan, build_dir: Path, model_path: Path, feeds: dict[str
                 layers.append(LayerAccuracy(name, owner[name], acc.cosine, acc.snr_db))
     return accuracy_compare(original_outputs(model_path, feeds), got), layers
 
-
-@dataclass
-class LayerAccuracy:
-    tensor: str                # ONNX name of the layer's output
-    subgraph: str
-    cosine: float
-    snr_db: float

@@ -2,11 +2,16 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
+from fpga_runtime import Session
 from fpga_runtime.abi import Act, Flag, Op
+from fpga_runtime.frames import original_outputs, random_frame
 from fpga_runtime.reference import ReferenceEngine
 from golden_replay import CASE_FILES, Case
+from graphs import Net
+from partitioner.build import PartitionConfig, run_partition
 
 
 @pytest.fixture(params=CASE_FILES, ids=lambda p: p.stem)
@@ -76,11 +81,6 @@ def test_trained_head_biases_never_overflow_and_stay_accurate(tmp_path):
     """A detection head as training leaves it: small 1x1 weights, large biases (objectness priors around -5..-9),
     on a small-range input. The int32 bias would not fit at the plain weight scale; the compiler widens those
     channels' weight scale instead of refusing the model, and says so."""
-    import onnx
-    from fpga_runtime import Session
-    from fpga_runtime.frames import original_outputs, random_frame
-    from graphs import Net
-    from partitioner.build import PartitionConfig, run_partition
     n = Net(channels=64, size=8, seed=3)
     trunk = n.node("Relu", [n.conv("x", "trunk")], "trunk_relu")
     w = (n.rng.standard_normal((18, 64, 1, 1)) * 2e-6).astype(np.float32)
@@ -102,11 +102,6 @@ def test_trained_head_biases_never_overflow_and_stay_accurate(tmp_path):
 def test_adds_mixing_a_concat_and_a_plain_tensor_compile(tmp_path):
     """An add (and a conv's residual) whose operands are a concat, with padding between its slots, and a conv
     output: the conv writes in the concat's channel placement instead of the compile refusing the model."""
-    import onnx
-    from fpga_runtime import Session
-    from fpga_runtime.frames import original_outputs, random_frame
-    from graphs import Net
-    from partitioner.build import PartitionConfig, run_partition
     n = Net(channels=4, size=8)
     cat = n.node("Concat", [n.conv("x", "a"), n.conv("x", "b")], "cat", axis=1)
     s = n.node("Add", [cat, n.conv("x", "c", cout=8)], "sum")

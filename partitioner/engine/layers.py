@@ -9,8 +9,7 @@ from fpga_runtime.engine_image import TensorView
 from ..errors import ModelError
 from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from ..lower import stage_names
-from ..op_facts import pool_of
-from ..targets.fpga import gate_operands
+from ..op_facts import gate_operands, pool_of
 from .memory import ConstArena
 
 _CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}

@@ -18,8 +18,9 @@ import numpy as np
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import TensorView
 
-from ..ir import Graph, OpKind
+from ..ir import Graph, OpKind, ResidualAdd
 from ..lower import stage_names
+from ..op_facts import gate_operands
 from .memory import ActivationArena
 
 
@@ -141,8 +142,6 @@ def _mirrored_layouts(graph: Graph, fpga_nodes: list[str]) -> dict[str, str]:
     slots: a global average pool's output its input's; a channel gate (SE block) and the gated result the gated
     activation's; both addends and the sum of an element-wise add, and a conv's output the residual it adds.
     Channels are independent there, so the engine keeps each where the first operand has it."""
-    from ..ir import ResidualAdd
-    from ..targets.fpga import gate_operands
     mirror: dict[str, str] = {}
     for name in fpga_nodes:
         node = graph.nodes[name]

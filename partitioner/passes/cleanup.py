@@ -14,15 +14,14 @@ def _rewire(graph: Graph, old: str, new: str) -> None:
     graph.touch()
 
 
-def _drop_passthrough(graph: Graph, node: Node, source: str) -> bool:
+def _drop_passthrough(graph: Graph, node: Node, source: str) -> None:
     """Remove a node whose output equals its input `source`, unless the output is a model output."""
     out = node.outputs[0]
     if out in graph.outputs:
-        return False
+        return
     _rewire(graph, out, source)
     del graph.nodes[node.name]
     graph.touch()
-    return True
 
 
 def _full_range_slice(node: Node, graph: Graph) -> bool:

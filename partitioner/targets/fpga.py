@@ -12,7 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..ir import Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import pool_of, upsample_factor
+from ..op_facts import gate_operands, pool_of, upsample_factor
 from . import YES, Verdict, no
 
 NAME = "fpga"
@@ -126,18 +126,6 @@ def _global_avg_pool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verd
     if len(x) != 4 or x[2] * x[3] > LIMITS.max_spatial ** 2:
         return no("only a global average pool of an NCHW tensor")
     return YES
-
-
-def gate_operands(node: Node, graph: Graph) -> tuple[str, str] | None:
-    """(data, gate) of a Mul that scales an [N, C, H, W] activation by an [N, C, 1, 1] one (an SE block's gate)."""
-    if len(node.inputs) != 2 or any(graph.const(t) is not None for t in node.inputs):
-        return None
-    shapes = [graph.tensors[t].shape for t in node.inputs]
-    for data, gate in ((0, 1), (1, 0)):
-        a, g = shapes[data], shapes[gate]
-        if a is not None and g is not None and len(a) == len(g) == 4 and tuple(g) == (a[0], a[1], 1, 1):
-            return node.inputs[data], node.inputs[gate]
-    return None
 
 
 def _scale(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
