@@ -1,0 +1,1 @@
+"""The RTL engine under Verilator: building the simulator library and driving it."""

