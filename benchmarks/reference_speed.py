@@ -14,7 +14,7 @@ import numpy as np
 import onnxruntime as ort
 from _zoo import partitioned
 
-from fpga_runtime.csim_backend import CsimEngine
+from fpga_runtime.backends.csim import CsimEngine
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine

@@ -28,6 +28,12 @@ class Board:
     cpu_gbps: float          # estimate: host memory throughput for element-wise work, GB/s
 
     @property
+    def port_bits(self) -> int:
+        """Data width of one fabric port to DDR: S_AXI_HP on Zynq-7000 (64), S_AXI_HP(C) on Zynq UltraScale+
+        (128), a DDR4 controller's AXI port on Alveo (512)."""
+        return {"zynq7": 64, "zynqmp": 128}.get(self.family, 512)
+
+    @property
     def int8_macs_per_dsp(self) -> int:
         """DSP48E2 (UltraScale+) packs two int8 products sharing one operand; DSP48E1 does one."""
         return 1 if self.family == "zynq7" else 2

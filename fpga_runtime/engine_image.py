@@ -78,6 +78,7 @@ class EngineImage:
     abi_version: int = ABI_VERSION
     calibration: dict = field(default_factory=dict)
     build_id: str | None = None          # the plan's: a plan and an image of two runs are never mixed
+    board: str | None = None             # the board the engine was generated for (memory timing in simulation)
 
     def save(self, folder: Path, const: bytes) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -93,7 +94,7 @@ class EngineImage:
         return cls(EngineConfig(**raw["config"]), raw["const_bytes"], raw["act_bytes"],
                    {k: Program(**v) for k, v in raw["programs"].items()},
                    {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
-                   raw.get("calibration", {}), raw.get("build_id"))
+                   raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
 
     def load_constants(self, folder: Path) -> np.ndarray:
         return np.fromfile(folder / "memory.bin", np.uint8)

@@ -12,11 +12,12 @@ import jinja2
 from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.boards import Board
-from hls_templates import ENGINE, ROOT
+from hls_templates import ENGINE, ROOT, RTL
 
 from .names import safe_identifier
 
 HLS_DIR = "hls"
+RTL_DIR = "rtl"
 SOURCES = ["engine.h", "engine.cpp", "csim_main.cpp", "testbench.cpp"]
 # Vivado board files, where the board has one (the part alone works too, without board presets)
 BOARD_PARTS = {"pynq-z2": "tul.com.tw:pynq-z2:part0:1.0", "ultra96v2": "avnet.com:ultra96v2:part0:1.2",
@@ -38,9 +39,25 @@ GOLDEN_TILE_INPUTS = 7 * 7 * 64
 def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[str, int]:
     """Sizes the generated engine needs for this build's layers."""
     widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
+    pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
     wtiles = [d.kh * d.kw * d.in_c * config.pe_rows for d in descriptors
               if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
-    return {"max_width": max(widths), "wbuf_bytes": max(wtiles)}
+    wbuf = max(wtiles)
+    return {"max_width": max(widths), "wbuf_bytes": wbuf, "pool_width": max(pooled),
+            "weight_rows": -(-wbuf // (config.pe_rows * config.vec))}
+
+
+def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
+    """The SystemVerilog engine with this build's parameters, and the Verilator harness, in `<fpga>/rtl`."""
+    folder = fpga / RTL_DIR
+    (folder / "sim").mkdir(parents=True, exist_ok=True)
+    for src in sorted(RTL.glob("*.sv")):
+        shutil.copyfile(src, folder / src.name)
+    shutil.copyfile(RTL / "sim" / "harness.cpp", folder / "sim" / "harness.cpp")
+    rtl_context = dict(context, max_width=context["pool_width"],
+                       pack=int(board is None or board.int8_macs_per_dsp == 2))
+    (folder / "engine_config.svh").write_text(_env().get_template("rtl/engine_config.svh.j2").render(rtl_context))
+    return folder
 
 
 def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
@@ -57,6 +74,7 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
     (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
     for name in SOURCES:
         shutil.copyfile(ENGINE / name, folder / name)
+    write_rtl(fpga, context, board)
     if board is None:
         return folder
     context.update(python=sys.executable, board=board.name, part=board.part, family=board.family, board_part=BOARD_PARTS.get(board.name),

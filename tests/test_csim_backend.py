@@ -14,7 +14,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, EngineConfig, unpack_program
-from fpga_runtime.csim_backend import CsimEngine, ap_types_dir
+from fpga_runtime.backends.csim import CsimEngine, ap_types_dir
 from fpga_runtime.cycle_model import LayerShape, layer_cycles
 from fpga_runtime.session import Session
 from fpga_runtime.boards import BOARDS

@@ -34,7 +34,7 @@ class MemoryTiming:
     latency: int = 40
     port_bytes: int = 16
     ddr_bytes_per_cycle: float = 64.0
-    max_reads: int = 32
+    max_reads: int = 64
 
     @classmethod
     def of_board(cls, ddr_gbps: float, clock_mhz: float, port_bits: int, latency_ns: float = 130.0,

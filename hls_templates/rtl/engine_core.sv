@@ -355,7 +355,7 @@ module engine_core
   logic [23:0]   ab_idx;
   logic          a_idle;
   logic [63:0]   act_bytes_read;
-  axi_run_reader #(.DW(DW), .TAGW(TAGW), .QDEPTH(64), .MAX_OUT(32)) areader (
+  axi_run_reader #(.DW(DW), .TAGW(TAGW), .QDEPTH(128), .MAX_OUT(64)) areader (
     .clk, .rst_n, .run_valid(a_run_valid), .run_ready(a_run_ready), .run_addr(act_base + a_run_addr),
     .run_beats(a_run_beats), .run_pad(a_run_pad), .run_fill(a_run_fill), .run_tag(a_tag),
     .beat_valid(ab_valid), .beat_ready(ab_ready), .beat_data(ab_data), .beat_tag(ab_tag_bits),

@@ -58,7 +58,8 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     warnings += emitter.notes
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
-                                     "method": calibration.description}, build_id=build_id)
+                                     "method": calibration.description}, build_id=build_id,
+                        board=board.name if board is not None else None)
     image.save(out_dir / ENGINE_DIR, consts.image())
     calibration.save(out_dir / ENGINE_DIR)
     write_hls(out_dir, graph.name, config, every, board)

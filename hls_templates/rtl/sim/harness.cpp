@@ -24,7 +24,7 @@ struct MemConfig {
     int latency = 40;            // cycles from a request to its first data / its write response
     int port_bytes = 16;         // bytes per cycle one HP port carries
     double ddr_bytes = 64.0;     // bytes per cycle the DDR gives all ports together
-    int max_reads = 32;          // read bursts a port accepts before ARREADY falls
+    int max_reads = 64;          // read bursts a port accepts before ARREADY falls
 };
 
 // DDR bandwidth as a token bucket: every cycle adds ddr_bytes, every beat takes its bytes.

