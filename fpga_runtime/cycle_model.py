@@ -1,21 +1,33 @@
-"""Cycle model of the ABI v1 engine (hls_templates/engine/engine.cpp), per layer.
+"""Cycle model of the RTL engine (hls_templates/rtl), per layer, fitted to Verilator clock cycles.
 
-It follows the engine's loop nest, one pipelined iteration per cycle (II=1):
-- standard conv: for each tile of PE_ROWS output channels, the weight tile is read (one 64-byte beat per
-  cycle), then every output pixel takes kh * kw * (in_c / VEC) cycles, each doing PE_ROWS x VEC MACs;
-- depthwise conv: for each tile of VEC channels, kh * kw cycles per output pixel;
-- add, max pool, copy, channel scale: one cycle per output pixel and VEC channels;
-- global average pool: one cycle per input pixel and VEC channels.
-Channel counts are the padded (physical) ones, so edge effects of tiling are in the count. The csim engine
-counts the same iterations, and tests hold the two equal; a layer's time is then the larger of its cycles at
-the clock and its DDR traffic at the board's bandwidth (the engine overlaps the two). Pipeline fill, descriptor
-fetch and the fused pool's extra cycles are not counted yet: RTL simulation (Verilator) is to calibrate them.
+It follows the RTL's structure (benchmarks/rtl_cycles.py measures it, tests/test_cycle_model.py holds the
+two within 5 %):
+- the MAC stage takes one activation beat (VEC channels of one pixel) per cycle: a standard conv needs
+  kh * kw * in_c / VEC beats per output pixel for each tile of PE_ROWS output channels (plus the residual
+  operand's beats), a depthwise conv kh * kw per pixel for each tile of VEC channels; add and channel scale
+  read two beats per output beat, max pooling one per window tap, copy and global average pooling one;
+- before each output-channel tile the controller reads the tile's biases, requantisation table and weights
+  (one beat per cycle), each read paying the memory latency once; the tile then pays the latency again for
+  its first input beat and for its last write response;
+- a layer pays its descriptor fetch and lookup tables;
+- where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`).
+The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from .abi import Descriptor, EngineConfig, Flag, Op
+
+MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
+
+# Fitted to Verilator cycles (benchmarks/rtl_cycles.py --fit): cycles a tile, a layer and a lookup table
+# cost beyond their beats, as (per memory latency, constant).
+TILE_OVERHEAD = (5.0, 20.0)
+LAYER_OVERHEAD = (1.0, 12.0)
+LUT_OVERHEAD = (1.0, 3.0)
+GAP_TILE_OVERHEAD = (4.0, 16.0)
+ELEMENTWISE_OVERHEAD = (2.0, 10.0)
 
 
 @dataclass(frozen=True)
@@ -24,33 +36,62 @@ class LayerShape:
     batch: int
     in_c: int          # physical (padded) channels read
     out_c: int         # physical channels written
-    kh: int
+    kh: int            # kernel, or the max-pool window of a MAXPOOL layer
     kw: int
     conv_h: int        # convolution output size (before a fused pool); the input size of a global average
                        # pool; the output size for other ops
     conv_w: int
     depthwise: bool = False
+    residual: bool = False
+    luts: int = 0      # lookup tables the layer loads (LUT activations)
 
     @classmethod
     def of(cls, d: Descriptor) -> "LayerShape":
+        luts = int(d.act1 == 2 and d.op in (Op.CONV, Op.ADD))
+        luts += int(d.act2 == 2 and (d.op == Op.ADD or (d.op == Op.CONV and d.flags & Flag.RESIDUAL)))
         if d.op == Op.CONV:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
-                       bool(d.flags & Flag.DEPTHWISE))
+                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts)
         if d.op == Op.GLOBAL_AVG_POOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
-        return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w)
+        if d.op == Op.MAXPOOL:
+            return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.pool_kh, d.pool_kw, d.out_h, d.out_w)
+        return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w, luts=luts)
+
+
+def latency_cycles(cfg: EngineConfig) -> int:
+    return max(1, round(MEMORY_LATENCY_NS * cfg.clock_mhz / 1000))
+
+
+def _cost(overhead: tuple[float, float], latency: int) -> float:
+    return overhead[0] * latency + overhead[1]
 
 
 def layer_cycles(s: LayerShape, cfg: EngineConfig) -> int:
+    v, r = cfg.vec, cfg.pe_rows
+    latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
-    if s.op == Op.CONV and s.depthwise:
-        return (s.out_c // cfg.vec) * pixels * s.kh * s.kw
+    tile = _cost(TILE_OVERHEAD, latency)
+    fixed = _cost(LAYER_OVERHEAD, latency) + s.luts * (_cost(LUT_OVERHEAD, latency) + 256 // v)
     if s.op == Op.CONV:
-        tiles = s.out_c // cfg.pe_rows
-        ic_tiles = s.in_c // cfg.vec
-        weight_beats = s.kh * s.kw * ic_tiles * cfg.pe_rows * cfg.vec // 64
-        return s.batch * tiles * weight_beats + tiles * pixels * s.kh * s.kw * ic_tiles
-    return pixels * (s.out_c // cfg.vec)
+        lanes = v if s.depthwise else r
+        params = -(-4 * lanes // v) + -(-8 * lanes // v)
+        if s.depthwise:
+            tiles = s.out_c // v
+            per_pixel = s.kh * s.kw + s.residual
+            weights = s.kh * s.kw
+        else:
+            tiles = s.out_c // r
+            per_pixel = s.kh * s.kw * (s.in_c // v) + s.residual * max(1, r // v)
+            weights = s.kh * s.kw * (s.in_c // v) * r
+        return round(fixed + tiles * (tile + params + weights + pixels * per_pixel))
+    c_tiles = s.out_c // v
+    if s.op == Op.GLOBAL_AVG_POOL:
+        return round(fixed + c_tiles * (_cost(GAP_TILE_OVERHEAD, latency) + 8 + pixels))
+    if s.op == Op.COPY:
+        return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + pixels * (s.in_c // v))
+    beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
+    return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + pixels * c_tiles * beats)
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float) -> float:

@@ -19,7 +19,7 @@ ACT_BASE = 0x2_0000_0000
 STATUS = 0x48
 ERROR_LAYER = 0x4C
 COUNTERS = 0x50
-COUNTER_NAMES = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_output", "stall_drain",
+COUNTER_NAMES = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_output", "stall_epilogue",
                  "act_bytes_read", "const_bytes_read", "act_bytes_written"]
 PROFILE_COLS = 2 + len(COUNTER_NAMES)
 

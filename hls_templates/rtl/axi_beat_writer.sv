@@ -1,11 +1,14 @@
-// AXI4 write master: beats (address, data, byte strobes) in, INCR bursts out. Consecutive beats to
-// consecutive addresses are merged into one burst of up to MAX_BURST beats (never across 4 KiB); a burst
-// is sent when it is full, when the next beat does not continue it, or when no beat arrives for a cycle.
-// Up to MAX_OUT bursts wait for their write response.
+// AXI4 write master: beats (address, data, byte strobes) in, INCR bursts out. Beats go straight into a data
+// queue; consecutive beats to consecutive addresses share one burst of up to MAX_BURST beats (never across
+// 4 KiB), closed when the next beat does not continue it, when it is full, or after a cycle without a beat.
+// Closed bursts queue for the address channel, so gathering, addresses and data all overlap; a burst's data
+// follows its address. Up to MAX_OUT bursts wait for their write response.
 module axi_beat_writer #(
   parameter int DW = 128,
   parameter int MAX_BURST = 16,
-  parameter int MAX_OUT = 16
+  parameter int MAX_OUT = 16,
+  parameter int WDEPTH = 64,       // data beats queued, power of two
+  parameter int ADEPTH = 16        // closed bursts queued, power of two
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -35,74 +38,74 @@ module axi_beat_writer #(
   localparam int BEAT_SHIFT = $clog2(B);
   localparam int BW = $clog2(MAX_BURST + 1);
 
-  // the burst being gathered
-  logic [DW-1:0]   g_data[MAX_BURST];
-  logic [B-1:0]    g_strb[MAX_BURST];
-  logic [63:0]     g_addr;
-  logic [BW-1:0]   g_count;
-  // the burst being sent
-  logic [DW-1:0]   s_data[MAX_BURST];
-  logic [B-1:0]    s_strb[MAX_BURST];
-  logic [BW-1:0]   s_count, s_sent;
-  logic            s_busy, s_aw_done;
-  logic [$clog2(MAX_OUT+1)-1:0] outstanding;
-
+  // ---- the burst being gathered --------------------------------------------------------------------
+  logic          g_open;
+  logic [63:0]   g_addr;
+  logic [BW-1:0] g_count;
   wire [63:0] g_next = g_addr + (64'(g_count) << BEAT_SHIFT);
-  wire continues = g_count != 0 && in_addr == g_next && g_count != BW'(MAX_BURST) && g_next[11:0] != 12'd0;
-  // hand the gathered burst to the sender when the sender is free and the burst cannot grow now
-  wire flush = g_count != 0 && !s_busy && !(in_valid && continues);
-  assign in_ready = g_count == 0 || continues || flush;
+  wire continues = g_open && in_addr == g_next && g_count != BW'(MAX_BURST) && g_next[11:0] != 12'd0;
 
-  assign m_awvalid = s_busy && !s_aw_done && outstanding < MAX_OUT;
-  assign m_awlen = 8'(s_count - 1'b1);
+  // ---- queues: data beats, closed bursts (address, length), lengths of bursts whose address went out
+  logic wq_push, wq_pop, wq_empty;
+  logic [$clog2(WDEPTH):0] wq_count;
+  logic [DW+B-1:0] wq_dout;
+  sync_fifo #(.W(DW + B), .DEPTH(WDEPTH)) wq (.clk, .rst_n, .push(wq_push), .din({in_strb, in_data}), .pop(wq_pop),
+                                              .dout(wq_dout), .empty(wq_empty), .count(wq_count));
+  logic aq_push, aq_empty;
+  logic [$clog2(ADEPTH):0] aq_count;
+  logic [63+BW:0] aq_din, aq_dout;
+  sync_fifo #(.W(64 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
+                                               .dout(aq_dout), .empty(aq_empty), .count(aq_count));
+  logic lq_empty, lq_pop;
+  logic [BW-1:0] lq_dout;
+  logic [$clog2(ADEPTH):0] lq_count;
+  sync_fifo #(.W(BW), .DEPTH(ADEPTH)) lq (.clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[63+BW:64]),
+                                          .pop(lq_pop), .dout(lq_dout), .empty(lq_empty), .count(lq_count));
+
+  assign in_ready = wq_count < WDEPTH[$clog2(WDEPTH):0] - 1 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 1;
+  wire fire = in_valid && in_ready;
+  assign wq_push = fire;
+  // close the open burst when a beat does not continue it, or when no beat comes
+  assign aq_push = g_open && (fire ? !continues : 1'b1);
+  assign aq_din = {g_count, g_addr};
+
+  logic [$clog2(MAX_OUT+1)-1:0] outstanding;
+  assign m_awvalid = !aq_empty && outstanding < MAX_OUT;
+  assign m_awaddr = aq_dout[63:0];
+  assign m_awlen = 8'(aq_dout[63+BW:64] - 1'b1);
   assign m_awsize = 3'(BEAT_SHIFT);
   assign m_awburst = 2'b01;
-  assign m_wvalid = s_busy && s_aw_done && s_sent != s_count;   // data after its address
-  assign m_wdata = s_data[s_sent[$clog2(MAX_BURST)-1:0]];
-  assign m_wstrb = s_strb[s_sent[$clog2(MAX_BURST)-1:0]];
-  assign m_wlast = s_sent == s_count - 1'b1;
-  assign m_bready = 1'b1;
-  assign idle = g_count == 0 && !s_busy && outstanding == 0;
 
-  logic [63:0] s_addr;
-  assign m_awaddr = s_addr;
+  // ---- data channel: the beats of bursts whose address is out --------------------------------------
+  logic [BW-1:0] w_sent;
+  assign m_wvalid = !lq_empty && !wq_empty;
+  assign m_wdata = wq_dout[DW-1:0];
+  assign m_wstrb = wq_dout[DW+B-1:DW];
+  assign m_wlast = w_sent == lq_dout - 1'b1;
+  assign wq_pop = m_wvalid && m_wready;
+  assign lq_pop = wq_pop && m_wlast;
+  assign m_bready = 1'b1;
+  assign idle = !g_open && aq_empty && lq_empty && wq_empty && outstanding == 0;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      g_count <= '0; s_busy <= 1'b0; s_aw_done <= 1'b0; s_sent <= '0; s_count <= '0; outstanding <= '0;
-      bytes_written <= '0; g_addr <= '0; s_addr <= '0;
+      g_open <= 1'b0; g_count <= '0; g_addr <= '0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
     end else begin
-      if (flush) begin
-        for (int i = 0; i < MAX_BURST; i++) begin
-          s_data[i] <= g_data[i];
-          s_strb[i] <= g_strb[i];
-        end
-        s_addr <= g_addr;
-        s_count <= g_count;
-        s_sent <= '0;
-        s_aw_done <= 1'b0;
-        s_busy <= 1'b1;
-      end
-      if (in_valid && in_ready) begin
+      if (fire) begin
         if (continues) begin
-          g_data[g_count[$clog2(MAX_BURST)-1:0]] <= in_data;
-          g_strb[g_count[$clog2(MAX_BURST)-1:0]] <= in_strb;
           g_count <= g_count + 1'b1;
         end else begin
-          g_data[0] <= in_data;
-          g_strb[0] <= in_strb;
+          g_open <= 1'b1;
           g_addr <= in_addr;
           g_count <= BW'(1);
         end
-      end else if (flush) begin
-        g_count <= '0;
+      end else if (g_open) begin
+        g_open <= 1'b0;
       end
-      if (m_awvalid && m_awready) s_aw_done <= 1'b1;
-      if (m_wvalid && m_wready) begin
-        s_sent <= s_sent + 1'b1;
+      if (wq_pop) begin
+        w_sent <= m_wlast ? '0 : w_sent + 1'b1;
         bytes_written <= bytes_written + 64'(B);
       end
-      if (s_busy && s_aw_done && s_sent == s_count) s_busy <= 1'b0;
       outstanding <= outstanding + ((m_awvalid && m_awready) ? 1'b1 : 1'b0) - (m_bvalid ? 1'b1 : 1'b0);
     end
   end

@@ -727,6 +727,7 @@ module engine_core
   logic [63:0] n_mac, n_in, n_wt, n_out, n_drain;
   logic [63:0] clock;
   state_t taken_from;
+  wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
   assign ap_idle = st == S_IDLE;
   assign ap_ready = st == S_IDLE && ap_start;
   assign cycles = cycle_count;
@@ -745,9 +746,10 @@ module engine_core
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
       if (c2_valid && (c2_tag.kind == K_MAC || c2_tag.kind == K_DW)) n_mac <= n_mac + 64'd1;
       if (collecting || st == S_TAKE) n_wt <= n_wt + 64'd1;
-      if (st == S_RUN && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
-      if (st == S_RUN && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
-      if (st == S_DRAIN) n_drain <= n_drain + 64'd1;
+      // why the array is not taking a beat: no input yet, results backing up, or the tile's tail
+      if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
+      if (streaming && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
+      if ((st == S_RUN || st == S_DRAIN) && !streaming) n_drain <= n_drain + 64'd1;
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
         c_off <= 8'(c_want_addr[VSH-1:0]);

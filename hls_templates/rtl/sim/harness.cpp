@@ -124,7 +124,7 @@ struct Sim {
         if (aw) act.writes.push_back(new_aw);
         if (w && !act.writes.empty()) {
             ddr->tokens -= BEAT;
-            act.wfree_at = cycle + beat_cycles();
+            act.wfree_at = cycle - 1 + beat_cycles();   // the beat went on the clock edge before this cycle
             Burst &b = act.writes.front();
             uint8_t *dst = at(b.addr + (uint64_t)b.done * BEAT, BEAT);
             if (dst)
