@@ -17,6 +17,7 @@ import numpy as np
 
 from .accuracy import compare, find_detection_outputs, summarise
 from .backends import BACKENDS, BackendError
+from .profile import build_profile, profile_table, write_profile
 from .boards import BOARDS
 from .frames import original_outputs, random_frame
 from .images import ImageError, detection_list, draw_detections, load_image, write_detections
@@ -127,10 +128,15 @@ def main() -> None:
 @click.option("--in-flight", type=COUNT, default=IN_FLIGHT, show_default=True, help="frames pipelined at once")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
+@click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
-        compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool) -> None:
+        compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool,
+        profile: bool) -> None:
     """Run BUILD (a `partition` output folder) on a backend."""
+    if profile and backend != "verilator":
+        raise click.BadParameter("--profile measures RTL clock cycles: use it with --backend verilator",
+                                 param_hint="--profile")
     with Session(build, backend, compute_units, slots=1 if sequential else in_flight) as session:
         given = _Frames(session, inputs, images, frames, seed, resize)
         if given.note:
@@ -148,9 +154,16 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
         model = Path(session.plan.model["path"])
         if not model.is_absolute():
             model = session.plan.root / model
+        layers = build_profile(session.image, session.backend.const, session.backend.runs) \
+            if profile and session.backend else None
     click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {backend}, {mode}")
     out_dir = out_dir or build / "run"
     out_dir.mkdir(parents=True, exist_ok=True)
+    if layers is not None:
+        write_profile(layers, out_dir / "profile.json")
+        cfg = session.image.config
+        click.echo(profile_table(layers, cfg.pe_rows, cfg.vec, limit=40))
+        click.echo(f"profile: {out_dir / 'profile.json'}")
     for k, out in enumerate(outputs):
         for name, value in out.items():
             np.save(out_dir / f"frame{k}_{name.replace('/', '_')}.npy", value)

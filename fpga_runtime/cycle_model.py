@@ -23,11 +23,11 @@ MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric
 
 # Fitted to Verilator cycles (benchmarks/rtl_cycles.py --fit): cycles a tile, a layer and a lookup table
 # cost beyond their beats, as (per memory latency, constant).
-TILE_OVERHEAD = (5.0, 20.0)
+TILE_OVERHEAD = (5.0, 47.0)
 LAYER_OVERHEAD = (1.0, 12.0)
 LUT_OVERHEAD = (1.0, 3.0)
-GAP_TILE_OVERHEAD = (4.0, 16.0)
-ELEMENTWISE_OVERHEAD = (2.0, 10.0)
+GAP_TILE_OVERHEAD = (3.0, 27.0)
+ELEMENTWISE_OVERHEAD = (2.0, 36.0)
 
 
 @dataclass(frozen=True)
@@ -44,19 +44,28 @@ class LayerShape:
     depthwise: bool = False
     residual: bool = False
     luts: int = 0      # lookup tables the layer loads (LUT activations)
+    pool_tail: int = 0 # cycles a fused max pool emits after the tile's last conv row (pool_tail_cycles)
 
     @classmethod
     def of(cls, d: Descriptor) -> "LayerShape":
         luts = int(d.act1 == 2 and d.op in (Op.CONV, Op.ADD))
-        luts += int(d.act2 == 2 and (d.op == Op.ADD or (d.op == Op.CONV and d.flags & Flag.RESIDUAL)))
+        luts += int(d.act2 == 2 and (d.op == Op.ADD or (d.op == Op.CONV and bool(d.flags & Flag.RESIDUAL))))
         if d.op == Op.CONV:
+            tail = pool_tail_cycles(d.conv_h, d.out_h, d.out_w, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_pad_t) \
+                if d.flags & Flag.POOL else 0
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
-                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts)
+                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail)
         if d.op == Op.GLOBAL_AVG_POOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
         if d.op == Op.MAXPOOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.pool_kh, d.pool_kw, d.out_h, d.out_w)
         return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w, luts=luts)
+
+
+def pool_tail_cycles(conv_h: int, out_h: int, out_w: int, kh: int, kw: int, sh: int, pad_t: int) -> int:
+    """The pooled rows whose window reaches the last conv row wait for it, then take a cycle per window tap."""
+    rows = sum(1 for py in range(out_h) if py * sh - pad_t + kh >= conv_h)
+    return rows * out_w * kh * kw
 
 
 def latency_cycles(cfg: EngineConfig) -> int:
@@ -84,7 +93,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig) -> int:
             tiles = s.out_c // r
             per_pixel = s.kh * s.kw * (s.in_c // v) + s.residual * max(1, r // v)
             weights = s.kh * s.kw * (s.in_c // v) * r
-        return round(fixed + tiles * (tile + params + weights + pixels * per_pixel))
+        return round(fixed + tiles * (tile + params + weights + pixels * per_pixel + s.pool_tail))
     c_tiles = s.out_c // v
     if s.op == Op.GLOBAL_AVG_POOL:
         return round(fixed + c_tiles * (_cost(GAP_TILE_OVERHEAD, latency) + 8 + pixels))

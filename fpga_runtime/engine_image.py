@@ -66,6 +66,7 @@ class Program:
     addr: int
     layers: int
     macs: int
+    layer_names: list[str] = field(default_factory=list)     # the ONNX node each descriptor stands for
 
 
 @dataclass

@@ -51,7 +51,7 @@ def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
     """The SystemVerilog engine with this build's parameters, and the Verilator harness, in `<fpga>/rtl`."""
     folder = fpga / RTL_DIR
     (folder / "sim").mkdir(parents=True, exist_ok=True)
-    for src in sorted(RTL.glob("*.sv")):
+    for src in sorted(RTL.glob("*.sv")) + sorted(RTL.glob("*.svh")):
         shutil.copyfile(src, folder / src.name)
     shutil.copyfile(RTL / "sim" / "harness.cpp", folder / "sim" / "harness.cpp")
     rtl_context = dict(context, max_width=context["pool_width"],

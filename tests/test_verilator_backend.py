@@ -127,3 +127,36 @@ def test_missing_rtl_is_a_clear_error(tmp_path, zoo):
     shutil.rmtree(out / "fpga" / "rtl")
     with pytest.raises(BackendError, match="no RTL engine"):
         Session(out, backend="verilator")
+
+
+def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
+    """The cycle model (fitted to RTL cycles) within 5 % of Verilator on every layer of a small YOLOv3-tiny that
+    takes more than 10,000 cycles and on the whole model; within 8 % on the golden cases' tiny layers, where
+    fixed costs dominate."""
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    from fpga_runtime.rtl_sim.single_layer import program_descriptors
+    engine, cases = golden
+    for case in cases:
+        act = case.act_in.copy()
+        for addr, n in case.programs:
+            result = engine.run(act, case.const, addr, n)
+            for measured, d in zip(result.layers, program_descriptors(case.const, addr, n)):
+                model = layer_cycles(LayerShape.of(d), case.config)
+                assert abs(model / measured.cycles - 1) < 0.08, (case.name, d.layer_id, measured.cycles, model)
+    out = tmp_path / "yt"
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", 160), out_dir=out, picture=False, accuracy=False))
+    with Session(out, backend="verilator") as sim:
+        sim.run(None, random_frame(sim.plan, 1))
+        total_rtl = total_model = 0
+        for run in sim.backend.runs:
+            descriptors = program_descriptors(sim.backend.const, run.program.addr, run.program.layers)
+            assert len(run.result.layers) == len(descriptors)
+            for measured, d in zip(run.result.layers, descriptors):
+                model = layer_cycles(LayerShape.of(d), sim.image.config)
+                total_rtl += measured.cycles
+                total_model += model
+                if measured.cycles > 10_000:
+                    assert abs(model / measured.cycles - 1) < 0.05, (d.layer_id, measured.cycles, model)
+        assert abs(total_model / total_rtl - 1) < 0.05
+        for run in sim.backend.runs:        # the per-layer split adds up to the engine's own CYCLES register
+            assert abs(sum(layer.cycles for layer in run.result.layers) - run.result.cycles) <= 8

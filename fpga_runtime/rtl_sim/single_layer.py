@@ -45,7 +45,7 @@ def standalone(d: Descriptor, const: np.ndarray, seed: int = 0) -> tuple[np.ndar
     moved = replace(d, in_addr=0, in2_addr=in2_addr, out_addr=out_addr)
     program = np.frombuffer(pack_program([moved]), np.uint8)
     addr = _aligned(const.size)
-    full = np.zeros(addr + program.size, np.uint8)
+    full = np.zeros(_aligned(addr + program.size), np.uint8)     # regions are whole 64-byte blocks
     full[:const.size] = const
     full[addr:] = program
     return act, full, addr

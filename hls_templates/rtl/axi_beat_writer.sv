@@ -1,6 +1,7 @@
 // AXI4 write master: beats (address, data, byte strobes) in, INCR bursts out. Beats go straight into a data
 // queue; consecutive beats to consecutive addresses share one burst of up to MAX_BURST beats (never across
-// 4 KiB), closed when the next beat does not continue it, when it is full, or after a cycle without a beat.
+// 4 KiB), closed when the next beat does not continue it, when it is full, or after IDLE_CLOSE cycles
+// without a beat (a layer that writes every few cycles still gets long bursts).
 // Closed bursts queue for the address channel, so gathering, addresses and data all overlap; a burst's data
 // follows its address. Up to MAX_OUT bursts wait for their write response.
 module axi_beat_writer #(
@@ -8,7 +9,8 @@ module axi_beat_writer #(
   parameter int MAX_BURST = 16,
   parameter int MAX_OUT = 16,
   parameter int WDEPTH = 64,       // data beats queued, power of two
-  parameter int ADEPTH = 16        // closed bursts queued, power of two
+  parameter int ADEPTH = 16,       // closed bursts queued, power of two
+  parameter int IDLE_CLOSE = 8
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -42,6 +44,7 @@ module axi_beat_writer #(
   logic          g_open;
   logic [63:0]   g_addr;
   logic [BW-1:0] g_count;
+  logic [$clog2(IDLE_CLOSE+1)-1:0] g_idle;
   wire [63:0] g_next = g_addr + (64'(g_count) << BEAT_SHIFT);
   wire continues = g_open && in_addr == g_next && g_count != BW'(MAX_BURST) && g_next[11:0] != 12'd0;
 
@@ -65,8 +68,8 @@ module axi_beat_writer #(
   assign in_ready = wq_count < WDEPTH[$clog2(WDEPTH):0] - 1 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 1;
   wire fire = in_valid && in_ready;
   assign wq_push = fire;
-  // close the open burst when a beat does not continue it, or when no beat comes
-  assign aq_push = g_open && (fire ? !continues : 1'b1);
+  // close the open burst when a beat does not continue it, or when no beat has come for a while
+  assign aq_push = g_open && (fire ? !continues : g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0]);
   assign aq_din = {g_count, g_addr};
 
   logic [$clog2(MAX_OUT+1)-1:0] outstanding;
@@ -89,9 +92,10 @@ module axi_beat_writer #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      g_open <= 1'b0; g_count <= '0; g_addr <= '0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
+      g_open <= 1'b0; g_count <= '0; g_idle <= '0; g_addr <= '0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
     end else begin
       if (fire) begin
+        g_idle <= '0;
         if (continues) begin
           g_count <= g_count + 1'b1;
         end else begin
@@ -99,8 +103,10 @@ module axi_beat_writer #(
           g_addr <= in_addr;
           g_count <= BW'(1);
         end
-      end else if (g_open) begin
+      end else if (aq_push) begin
         g_open <= 1'b0;
+      end else if (g_open) begin
+        g_idle <= g_idle + 1'b1;
       end
       if (wq_pop) begin
         w_sent <= m_wlast ? '0 : w_sent + 1'b1;

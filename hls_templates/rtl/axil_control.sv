@@ -37,7 +37,7 @@ module axil_control #(
 
   function automatic logic [31:0] merge(input logic [31:0] old, input logic [31:0] data, input logic [3:0] strb);
     for (int i = 0; i < 4; i++) if (strb[i]) old[8*i +: 8] = data[8*i +: 8];
-    return old;
+    merge = old;
   endfunction
 
   // ---- reads ------------------------------------------------------------------------------------
@@ -47,9 +47,9 @@ module axil_control #(
 
   function automatic logic [31:0] counter_word(input logic [11:0] a);
     int idx;
-    idx = (int'(a) - 'h50) >> 3;
-    if (idx < 0 || idx >= NCOUNTERS) return 32'd0;
-    return a[2] ? counters[64*idx + 32 +: 32] : counters[64*idx +: 32];
+    idx = (32'(a) - 32'h50) >> 3;
+    if (a < 12'h50 || idx >= NCOUNTERS) counter_word = 32'd0;
+    else counter_word = a[2] ? counters[64*idx + 32 +: 32] : counters[64*idx +: 32];
   endfunction
 
   always_ff @(posedge clk) begin

@@ -7,9 +7,9 @@
 // and returns tagged beats in order; the MAC stage consumes one beat per cycle (R x V products for a
 // standard conv); the epilogue requantises, applies activations and residuals; results go to the writer or,
 // with a fused max pool, to a ring of conv rows that the pool emitter reduces.
-module engine_core
-  import engine_pkg::*;
-#(
+import engine_pkg::*;
+
+module engine_core #(
   parameter int V = 16,            // input-channel lanes; the activation port is 8*V bits
   parameter int R = 16,            // output channels in parallel
   parameter int MAXK = 7,          // largest kernel (conv and fused pool)
@@ -55,7 +55,29 @@ module engine_core
   localparam int VSH = $clog2(V);
   localparam int RSH = $clog2(R);
 
-  desc_t d;
+  // the descriptor of the running layer: 128 little-endian bytes as fields
+  logic [1023:0] desc_raw;
+  engine_pkg::desc_t d;
+  always_comb begin
+    d.op = desc_raw[0*8 +: 8];            d.flags = desc_raw[1*8 +: 8];          d.act1 = desc_raw[2*8 +: 8];
+    d.act2 = desc_raw[3*8 +: 8];          d.batch = desc_raw[4*8 +: 16];         d.in_h = desc_raw[6*8 +: 16];
+    d.in_w = desc_raw[8*8 +: 16];         d.in_c = desc_raw[10*8 +: 16];         d.in_c_stride = desc_raw[12*8 +: 16];
+    d.in_c_offset = desc_raw[14*8 +: 16]; d.out_h = desc_raw[16*8 +: 16];        d.out_w = desc_raw[18*8 +: 16];
+    d.out_c = desc_raw[20*8 +: 16];       d.out_c_stride = desc_raw[22*8 +: 16]; d.out_c_offset = desc_raw[24*8 +: 16];
+    d.conv_h = desc_raw[26*8 +: 16];      d.conv_w = desc_raw[28*8 +: 16];
+    d.kh = desc_raw[30*8 +: 8];           d.kw = desc_raw[31*8 +: 8];            d.stride_h = desc_raw[32*8 +: 8];
+    d.stride_w = desc_raw[33*8 +: 8];     d.dil_h = desc_raw[34*8 +: 8];         d.dil_w = desc_raw[35*8 +: 8];
+    d.pad_t = desc_raw[36*8 +: 8];        d.pad_l = desc_raw[37*8 +: 8];         d.pad_b = desc_raw[38*8 +: 8];
+    d.pad_r = desc_raw[39*8 +: 8];        d.pool_kh = desc_raw[40*8 +: 8];       d.pool_kw = desc_raw[41*8 +: 8];
+    d.pool_sh = desc_raw[42*8 +: 8];      d.pool_sw = desc_raw[43*8 +: 8];       d.pool_pad_t = desc_raw[44*8 +: 8];
+    d.pool_pad_l = desc_raw[45*8 +: 8];   d.pool_pad_b = desc_raw[46*8 +: 8];    d.pool_pad_r = desc_raw[47*8 +: 8];
+    d.act_lo = desc_raw[48*8 +: 8];       d.act_hi = desc_raw[49*8 +: 8];        d.res_shift = desc_raw[50*8 +: 8];
+    d.in2_c_stride = desc_raw[52*8 +: 16]; d.in2_c_offset = desc_raw[54*8 +: 16];
+    d.in_addr = desc_raw[56*8 +: 32];     d.in2_addr = desc_raw[60*8 +: 32];     d.weight_addr = desc_raw[64*8 +: 32];
+    d.bias_addr = desc_raw[68*8 +: 32];   d.requant_addr = desc_raw[72*8 +: 32]; d.lut1_addr = desc_raw[76*8 +: 32];
+    d.lut2_addr = desc_raw[80*8 +: 32];   d.out_addr = desc_raw[84*8 +: 32];     d.res_mult_a = desc_raw[88*8 +: 32];
+    d.res_mult_b = desc_raw[92*8 +: 32];  d.layer_id = desc_raw[96*8 +: 32];
+  end
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -101,10 +123,10 @@ module engine_core
 
   // byte range [addr, addr + len) of the constant region as whole beats
   function automatic logic [63:0] beat_floor(input logic [63:0] a);
-    return a & ~64'(B - 1);
+    beat_floor = a & ~64'(B - 1);
   endfunction
   function automatic logic [23:0] beats_for(input logic [63:0] a, input logic [31:0] len);
-    return 24'((64'(a[VSH-1:0]) + 64'(len) + 64'(B - 1)) >> VSH);
+    beats_for = 24'((64'(a[VSH-1:0]) + 64'(len) + 64'(B - 1)) >> VSH);
   endfunction
 
   logic [63:0] c_want_addr;
@@ -157,568 +179,139 @@ module engine_core
   end
 
   // ---- layer checks: a program built for a bigger engine is refused, never run past a buffer ----------
-  function automatic logic fits(input desc_t x);
-    logic ok;
-    ok = x.op >= OP_CONV && x.op <= OP_SCALE && x.batch != 0;
-    ok = ok && (x.in_c[VSH-1:0] == 0 || VSH == 0) && x.in_c != 0;
-    if (x.op == OP_CONV) begin
-      ok = ok && x.kh != 0 && x.kw != 0 && x.kh <= MAXK && x.kw <= MAXK && x.stride_h != 0 && x.stride_w != 0
-              && x.dil_h != 0 && x.dil_w != 0;
-      if (x.flags[F_DEPTHWISE])
-        ok = ok && x.out_c == x.in_c && 32'(x.kh) * 32'(x.kw) <= WROWS;
-      else
-        ok = ok && (x.out_c & 16'(R - 1)) == 0 && 32'(x.kh) * 32'(x.kw) * 32'(x.in_c >> VSH) <= WROWS;
-      if (x.flags[F_POOL])
-        ok = ok && x.pool_kh != 0 && x.pool_kw != 0 && x.pool_kh <= MAXK && x.pool_sh != 0 && x.pool_sw != 0
-                && x.conv_w <= MAX_W && x.pool_sh <= RINGK;
-    end else begin
-      ok = ok && (x.out_c & 16'(V - 1)) == 0;
-      if (x.op == OP_MAXPOOL) ok = ok && x.pool_kh != 0 && x.pool_kw != 0 && x.pool_sh != 0 && x.pool_sw != 0;
-    end
-    return ok;
-  endfunction
-
-  // =====================================================================================================
-  // address generator: a layer's (tile's) loop nest as tagged read runs
-  // =====================================================================================================
-  typedef struct packed {
-    kind_t       kind;
-    logic        first, last;
-    logic [15:0] waddr;
-    logic [31:0] oaddr;
-    logic [15:0] n, y, x;
-  } tag_t;
-  localparam int TAGW = $bits(tag_t);
-
-  logic ag_active, ag_start;
-  logic [15:0] ag_n, ag_y, ag_x, ag_c;
-  logic [7:0]  ag_ky, ag_kx;
-  logic        ag_ph;
-  logic [15:0] lim_y, lim_x, lim_c;
-  logic [7:0]  lim_ky, lim_kx;
-  logic        has_ph1;
+  logic layer_fits;
   always_comb begin
-    lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
-    has_ph1 = has_res || d.op == OP_ADD || d.op == OP_SCALE;
-    case (d.op)
-      OP_CONV: begin lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw; end
-      OP_GAP:  begin lim_y = d.in_h; lim_x = d.in_w; end
-      OP_MAXPOOL: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh;
-                        lim_kx = d.pool_kw; end
-      OP_COPY: begin lim_y = d.out_h; lim_x = d.out_w; end
-      default: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; end
-    endcase
+    logic ok;
+    ok = d.op >= OP_CONV && d.op <= OP_SCALE && d.batch != 0;
+    ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
+    if (d.op == OP_CONV) begin
+      ok = ok && d.kh != 0 && d.kw != 0 && d.kh <= MAXK && d.kw <= MAXK && d.stride_h != 0 && d.stride_w != 0
+              && d.dil_h != 0 && d.dil_w != 0;
+      if (d.flags[F_DEPTHWISE])
+        ok = ok && d.out_c == d.in_c && 32'(d.kh) * 32'(d.kw) <= WROWS;
+      else
+        ok = ok && (d.out_c & 16'(R - 1)) == 0 && 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= WROWS;
+      if (d.flags[F_POOL])
+        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_kh <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
+                && d.conv_w <= MAX_W && d.pool_sh <= RINGK;
+    end else begin
+      ok = ok && (d.out_c & 16'(V - 1)) == 0;
+      if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
+    end
+    layer_fits = ok;
   end
 
-  logic signed [31:0] iy, ix;
-  logic inb;
+  // =====================================================================================================
+  // the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer
+  // =====================================================================================================
+  localparam int TAGW = engine_pkg::TAG_BITS;
+  logic ag_active, ag_start;
+  logic a_run_valid, a_run_ready, a_run_pad;
   logic [63:0] a_run_addr;
   logic [23:0] a_run_beats;
-  logic a_run_pad;
   logic [7:0] a_run_fill;
-  tag_t a_tag;
-  function automatic logic [31:0] pixel(input logic [31:0] base, input logic [15:0] n, input logic [31:0] y,
-                                        input logic [31:0] x, input logic [15:0] h, input logic [15:0] w,
-                                        input logic [15:0] stride);
-    return base + ((32'(n) * 32'(h) + y) * 32'(w) + x) * 32'(stride);
-  endfunction
-  always_comb begin
-    logic last_tap;
-    logic [31:0] cv, in_pix, out_pix;
-    last_tap = ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1;
-    cv = 32'(ag_c) << VSH;
-    if (is_conv) begin
-      iy = 32'(ag_y) * 32'(d.stride_h) - 32'(d.pad_t) + 32'(ag_ky) * 32'(d.dil_h);
-      ix = 32'(ag_x) * 32'(d.stride_w) - 32'(d.pad_l) + 32'(ag_kx) * 32'(d.dil_w);
-    end else if (d.op == OP_MAXPOOL) begin
-      iy = 32'(ag_y) * 32'(d.pool_sh) - 32'(d.pool_pad_t) + 32'(ag_ky);
-      ix = 32'(ag_x) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(ag_kx);
-    end else begin
-      iy = 32'(ag_y);
-      ix = 32'(ag_x);
-    end
-    inb = iy >= 0 && ix >= 0 && iy < (32'(d.in_h) << up) && ix < (32'(d.in_w) << up);
-    in_pix = pixel(d.in_addr, ag_n, 32'(iy) >> up, 32'(ix) >> up, d.in_h, d.in_w, d.in_c_stride) + 32'(d.in_c_offset);
-    out_pix = pixel(d.out_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.out_c_stride) + 32'(d.out_c_offset);
-    a_tag = '0;
-    a_tag.n = ag_n; a_tag.y = ag_y; a_tag.x = ag_x;
-    a_run_pad = 1'b0;
-    a_run_fill = 8'd0;
-    a_run_beats = 24'd1;
-    a_run_addr = '0;
-    if (!ag_ph) begin
-      a_run_pad = !inb;
-      case (d.op)
-        OP_CONV: begin
-          a_tag.first = ag_ky == 0 && ag_kx == 0;
-          a_tag.last = last_tap && !has_res;
-          a_tag.oaddr = out_pix + 32'(c0);
-          if (dw) begin
-            a_tag.kind = K_DW;
-            a_run_addr = 64'(in_pix + 32'(c0));
-            a_tag.waddr = 16'(ag_ky) * 16'(d.kw) + 16'(ag_kx);
-          end else begin
-            a_tag.kind = K_MAC;
-            a_run_addr = 64'(in_pix);
-            a_run_beats = 24'(d.in_c >> VSH);
-            a_tag.waddr = (16'(ag_ky) * 16'(d.kw) + 16'(ag_kx)) * (d.in_c >> VSH);
-          end
-        end
-        OP_MAXPOOL: begin
-          a_tag.kind = K_POOL;
-          a_tag.first = ag_ky == 0 && ag_kx == 0;
-          a_tag.last = last_tap;
-          a_run_fill = 8'h80;
-          a_run_addr = 64'(in_pix + cv);
-          a_tag.oaddr = out_pix + cv;
-        end
-        OP_COPY: begin
-          a_tag.kind = K_COPY;
-          a_tag.last = 1'b1;
-          a_run_addr = 64'(in_pix);
-          a_run_beats = 24'(d.in_c >> VSH);
-          a_tag.oaddr = out_pix;
-        end
-        OP_GAP: begin
-          a_tag.kind = K_GAP;
-          a_tag.first = ag_y == 0 && ag_x == 0;
-          a_tag.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
-          a_run_pad = 1'b0;
-          a_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), 32'(ag_x), d.in_h, d.in_w, d.in_c_stride)
-                            + 32'(d.in_c_offset) + 32'(c0));
-          a_tag.oaddr = d.out_addr + 32'(ag_n) * 32'(d.out_c_stride) + 32'(d.out_c_offset) + 32'(c0);
-        end
-        default: begin        // ADD, SCALE: the first operand
-          a_tag.kind = K_A;
-          a_run_addr = 64'(in_pix + cv);
-          a_tag.oaddr = out_pix + cv;
-        end
-      endcase
-    end else begin
-      a_tag.last = 1'b1;
-      a_tag.oaddr = out_pix + (is_conv ? 32'(c0) : cv);
-      if (is_conv) begin
-        a_tag.kind = K_RES;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);
-        a_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-      end else if (d.op == OP_ADD) begin
-        a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + cv);
-      end else begin
-        a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'd0, 32'd0, 16'd1, 16'd1, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + cv);
-      end
-    end
-  end
+  logic [TAGW-1:0] a_tag;
+  address_generator #(.V(V), .B(B)) agen (
+    .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
+    .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
-  logic a_run_ready;
-  wire a_run_valid = ag_active;
-  always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      ag_active <= 1'b0;
-    end else if (ag_start) begin
-      ag_active <= 1'b1;
-      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0;
-    end else if (a_run_valid && a_run_ready) begin
-      if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
-        if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
-        else ag_kx <= ag_kx + 8'd1;
-      end else if (!ag_ph && has_ph1) begin
-        ag_ph <= 1'b1;
-      end else begin
-        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0;
-        if (ag_c != lim_c - 16'd1) ag_c <= ag_c + 16'd1;
-        else begin
-          ag_c <= '0;
-          if (ag_x != lim_x - 16'd1) ag_x <= ag_x + 16'd1;
-          else begin
-            ag_x <= '0;
-            if (ag_y != lim_y - 16'd1) ag_y <= ag_y + 16'd1;
-            else begin
-              ag_y <= '0;
-              if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
-              else ag_active <= 1'b0;
-            end
-          end
-        end
-      end
-    end
-  end
-
-  // ---- activation reads ----------------------------------------------------------------------------
   logic          ab_valid, ab_ready, ab_last;
   logic [DW-1:0] ab_data;
-  logic [TAGW-1:0] ab_tag_bits;
+  logic [TAGW-1:0] ab_tag;
   logic [23:0]   ab_idx;
   logic          a_idle;
   logic [63:0]   act_bytes_read;
   axi_run_reader #(.DW(DW), .TAGW(TAGW), .QDEPTH(128), .MAX_OUT(64)) areader (
     .clk, .rst_n, .run_valid(a_run_valid), .run_ready(a_run_ready), .run_addr(act_base + a_run_addr),
     .run_beats(a_run_beats), .run_pad(a_run_pad), .run_fill(a_run_fill), .run_tag(a_tag),
-    .beat_valid(ab_valid), .beat_ready(ab_ready), .beat_data(ab_data), .beat_tag(ab_tag_bits),
+    .beat_valid(ab_valid), .beat_ready(ab_ready), .beat_data(ab_data), .beat_tag(ab_tag),
     .beat_idx(ab_idx), .beat_last(ab_last), .idle(a_idle), .bytes_read(act_bytes_read),
     .m_arvalid(m_act_arvalid), .m_arready(m_act_arready), .m_araddr(m_act_araddr), .m_arlen(m_act_arlen),
     .m_arsize(m_act_arsize), .m_arburst(m_act_arburst), .m_rvalid(m_act_rvalid), .m_rready(m_act_rready),
     .m_rdata(m_act_rdata), .m_rlast(m_act_rlast));
-  tag_t ab_tag;
-  assign ab_tag = tag_t'(ab_tag_bits);
 
-  // =====================================================================================================
-  // MAC stage: C1 (weight row read, products summed per output channel), C2 (accumulate, hand over)
-  // =====================================================================================================
-  typedef struct packed {
-    logic [G*32-1:0] acc;       // accumulators (conv, global average pool)
-    logic [G*8-1:0]  b;         // residual operand, or the second operand of ADD / SCALE
-    logic [DW-1:0]   a;         // first operand, copied beat or max-pool result
-    logic [31:0]     oaddr;
-    logic [15:0]     n, y, x;
-  } item_t;
-  localparam int ITEMW = $bits(item_t);
-
-  logic epi_push;
-  item_t epi_din;
+  // pixels between the MAC stage and the epilogue
+  localparam int ITEMW = G * 32 + G * 8 + DW + 32 + 3 * 16;
+  logic item_valid, mac_busy, mac_beat;
+  logic [G*32-1:0] item_acc;
+  logic [G*8-1:0] item_b;
+  logic [DW-1:0] item_a;
+  logic [31:0] item_oaddr;
+  logic [15:0] item_n, item_y, item_x;
   logic epi_pop, epi_empty;
-  logic [ITEMW-1:0] epi_dout_bits;
+  logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
+  logic [G*32-1:0] bias_bits, mult_bits;
+  logic [G*8-1:0] shift_bits;
+  logic [256*8-1:0] lut1_bits, lut2_bits;
+  logic [R*DW-1:0] w_rdata_bits;
+  always_comb begin
+    for (int i = 0; i < G; i++) begin
+      bias_bits[32*i +: 32] = bias[i];
+      mult_bits[32*i +: 32] = mult[i];
+      shift_bits[8*i +: 8] = shift[i];
+    end
+    for (int i = 0; i < 256; i++) begin
+      lut1_bits[8*i +: 8] = lut1[i];
+      lut2_bits[8*i +: 8] = lut2[i];
+    end
+    for (int r = 0; r < R; r++) w_rdata_bits[r*DW +: DW] = w_rdata[r];
+  end
+  mac_stage #(.V(V), .R(R), .WAW(WAW), .PACK(PACK)) mac (
+    .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid, .ab_ready, .ab_data, .ab_tag_bits(ab_tag), .ab_idx,
+    .ab_last, .room(epi_count <= 5'd12), .w_raddr, .w_rdata(w_rdata_bits), .item_valid, .item_acc, .item_b,
+    .item_a, .item_oaddr, .item_n, .item_y, .item_x, .busy(mac_busy), .mac_beat);
   sync_fifo #(.W(ITEMW), .DEPTH(16)) epi_fifo (
-    .clk, .rst_n, .push(epi_push), .din(epi_din), .pop(epi_pop), .dout(epi_dout_bits), .empty(epi_empty),
-    .count(epi_count));
+    .clk, .rst_n, .push(item_valid), .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x}),
+    .pop(epi_pop), .dout(epi_dout), .empty(epi_empty), .count(epi_count));
 
-  assign ab_ready = epi_count <= 5'd12;          // room for everything in C1 and C2
-  wire ab_fire = ab_valid && ab_ready;
-  assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
+  logic e_valid, e_busy;
+  logic [G*8-1:0] e_q;
+  logic [31:0] e_oaddr;
+  logic [15:0] e_n, e_y, e_x;
+  logic [G*32-1:0] e_in_acc;
+  logic [G*8-1:0] e_in_b;
+  logic [DW-1:0] e_in_a;
+  logic [31:0] e_in_oaddr;
+  logic [15:0] e_in_n, e_in_y, e_in_x;
+  assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x} = epi_dout;
+  epilogue #(.V(V), .G(G)) epi (
+    .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .lut1(lut1_bits), .lut2(lut2_bits),
+    .in_valid(epi_pop), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
+    .in_y(e_in_y), .in_x(e_in_x), .out_valid(e_valid), .out_q(e_q), .out_oaddr(e_oaddr), .out_n(e_n),
+    .out_y(e_y), .out_x(e_x), .busy(e_busy));
 
-  logic c1_valid, c1_last;
-  logic [DW-1:0] c1_data;
-  tag_t c1_tag;
-  logic [23:0] c1_idx;
-  logic c2_valid, c2_last;
-  tag_t c2_tag;
-  logic [23:0] c2_idx;
-  logic [DW-1:0] c2_data;
-  logic signed [31:0] c2_sum[G];
-  logic signed [31:0] acc[G];
-  logic [G*8-1:0] res;
-  logic [DW-1:0] abuf;
-
-  // products of one beat: standard conv sums V products per output channel; depthwise one per lane
-  logic signed [15:0] prod[R][V];
-  for (genvar r = 0; r < R; r += 2) begin : g_rows
-    for (genvar v = 0; v < V; v++) begin : g_lanes
-      if (r + 1 < R) begin : g_pair
-        mac_pair #(.PACK(PACK)) mp (.x(c1_data[8*v +: 8]), .w_hi(w_rdata[r + 1][8*v +: 8]),
-                                    .w_lo(w_rdata[r][8*v +: 8]), .p_hi(prod[r + 1][v]), .p_lo(prod[r][v]));
-      end else begin : g_single
-        assign prod[r][v] = $signed(c1_data[8*v +: 8]) * $signed(w_rdata[r][8*v +: 8]);
-      end
-    end
-  end
-
-  always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      c1_valid <= 1'b0; c2_valid <= 1'b0;
-    end else begin
-      c1_valid <= ab_fire;
-      c1_data <= ab_data; c1_tag <= ab_tag; c1_idx <= ab_idx; c1_last <= ab_last;
-      c2_valid <= c1_valid;
-      c2_data <= c1_data; c2_tag <= c1_tag; c2_idx <= c1_idx; c2_last <= c1_last;
-      for (int i = 0; i < G; i++) begin
-        logic signed [31:0] s;
-        s = '0;
-        if (c1_tag.kind == K_MAC) begin
-          if (i < R) for (int v = 0; v < V; v++) s = s + 32'(prod[i][v]);
-        end else if (c1_tag.kind == K_DW) begin
-          if (i < V) s = 32'($signed(c1_data[8*i +: 8])) * 32'($signed(w_rdata[0][8*i +: 8]));
-        end else if (i < V) begin
-          s = 32'($signed(c1_data[8*i +: 8]));
-        end
-        c2_sum[i] <= s;
-      end
-    end
-  end
-
-  // C2: accumulate and hand the finished pixel to the epilogue
-  logic signed [31:0] acc_next[G];
-  logic [G*8-1:0] res_next;
-  logic [DW-1:0] abuf_next;
-  always_comb begin
-    logic start;
-    start = c2_tag.first && c2_idx == 0;
-    res_next = res;
-    abuf_next = abuf;
-    for (int i = 0; i < G; i++) begin
-      acc_next[i] = acc[i];
-      case (c2_tag.kind)
-        K_MAC, K_DW: acc_next[i] = (start ? bias[i] : acc[i]) + c2_sum[i];
-        K_GAP:       acc_next[i] = (start ? 32'sd0 : acc[i]) + c2_sum[i];
-        default: ;
-      endcase
-    end
-    case (c2_tag.kind)
-      K_POOL: for (int v = 0; v < V; v++)
-                abuf_next[8*v +: 8] = (start || $signed(c2_data[8*v +: 8]) > $signed(abuf[8*v +: 8]))
-                                      ? c2_data[8*v +: 8] : abuf[8*v +: 8];
-      K_A, K_COPY: abuf_next = c2_data;
-      K_RES: begin
-        if (nl >= 8'(V)) res_next[c2_idx[7:0] * DW +: DW] = c2_data;
-        else res_next[DW-1:0] = c2_data >> (8 * (c0 & 16'(V - 1)));
-      end
-      K_B: res_next[DW-1:0] = c2_data;
-      default: ;
-    endcase
-  end
-  always_ff @(posedge clk) begin
-    if (c2_valid) begin
-      for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
-      res <= res_next;
-      abuf <= abuf_next;
-    end
-  end
-  always_comb begin
-    epi_push = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
-    for (int i = 0; i < G; i++) epi_din.acc[32*i +: 32] = acc_next[i];
-    epi_din.b = res_next;
-    epi_din.a = abuf_next;
-    epi_din.oaddr = c2_tag.kind == K_COPY ? c2_tag.oaddr + 32'(c2_idx) * 32'(V) : c2_tag.oaddr;
-    epi_din.n = c2_tag.n;
-    epi_din.y = c2_tag.y;
-    epi_din.x = c2_tag.x;
-  end
-
-  // =====================================================================================================
-  // epilogue: E1 requantise / rescale / act1, E2 residual and act2
-  // =====================================================================================================
-  typedef struct packed {
-    logic [G*8-1:0] q;
-    logic [31:0]    oaddr;
-    logic [15:0]    n, y, x;
-  } out_t;
-  localparam int OUTW = $bits(out_t);
-
-  function automatic logic signed [7:0] activate(input logic [7:0] kind, input logic signed [7:0] q,
-                                                 input logic [7:0] table_[256]);
-    if (kind == ACT_CLAMP) return clamp8(q, d.act_lo, d.act_hi);
-    if (kind == ACT_LUT) return table_[lut_index(q)];
-    return q;
-  endfunction
-
-  item_t e_in;
-  assign e_in = item_t'(epi_dout_bits);
-  logic e1_valid, e2_valid;
-  logic [G*8-1:0] e1_q, e1_b;
-  item_t e1_item;
-  out_t e2_out;
-  logic dest_room;
-  assign epi_pop = !epi_empty && dest_room;
-
-  always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      e1_valid <= 1'b0; e2_valid <= 1'b0;
-    end else begin
-      e1_valid <= epi_pop;
-      e1_item <= e_in;
-      for (int i = 0; i < G; i++) begin
-        logic signed [7:0] q, a8, b8;
-        a8 = i < V ? e_in.a[8*i +: 8] : 8'sd0;
-        b8 = e_in.b[8*i +: 8];
-        case (d.op)
-          OP_CONV: q = activate(d.act1, requantize(e_in.acc[32*i +: 32], mult[i], shift[i]), lut1);
-          OP_GAP: q = requantize(e_in.acc[32*i +: 32], mult[i], shift[i]);
-          OP_ADD: q = activate(d.act1, rescale2(a8, b8, d.res_mult_a, d.res_mult_b, d.res_shift), lut1);
-          OP_SCALE: q = gate(a8, b8, d.res_mult_a, d.res_shift);
-          default: q = a8;
-        endcase
-        e1_q[8*i +: 8] <= q;
-      end
-      e2_valid <= e1_valid;
-      e2_out.oaddr <= e1_item.oaddr;
-      e2_out.n <= e1_item.n; e2_out.y <= e1_item.y; e2_out.x <= e1_item.x;
-      for (int i = 0; i < G; i++) begin
-        logic signed [7:0] q;
-        q = e1_q[8*i +: 8];
-        if (has_res) q = activate(d.act2, rescale2(q, e1_item.b[8*i +: 8], d.res_mult_a, d.res_mult_b,
-                                                   d.res_shift), lut2);
-        else if (d.op == OP_ADD) q = activate(d.act2, q, lut2);
-        e2_out.q[8*i +: 8] <= q;
-      end
-    end
-  end
-
-  // =====================================================================================================
-  // results: to the writer, or (fused pool) into the ring of conv rows
-  // =====================================================================================================
-  typedef struct packed {
-    logic [G*8-1:0] q;
-    logic [31:0]    oaddr;
-  } witem_t;
-  localparam int WITEMW = $bits(witem_t);
-
+  // results, straight from the epilogue or through the fused pool, queue for the writer
+  localparam int WITEMW = G * 8 + 32;
   logic wq_push, wq_pop, wq_empty;
-  witem_t wq_din, wq_dout;
-  logic [WITEMW-1:0] wq_dout_bits;
+  logic [WITEMW-1:0] wq_din, wq_dout;
   logic [4:0] wq_count;
+  logic p_room, p_valid, p_done, p_busy;
+  logic [G*8-1:0] p_q;
+  logic [31:0] p_oaddr;
+  pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W)) pool (
+    .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
+    .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
+    .out_room(wq_count <= 5'd10), .done(p_done), .busy(p_busy));
+  assign epi_pop = !epi_empty && (has_pool ? p_room : wq_count <= 5'd11);
+  assign wq_push = has_pool ? p_valid : e_valid;
+  assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(16)) wq (
-    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout_bits), .empty(wq_empty),
+    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout), .empty(wq_empty),
     .count(wq_count));
-  assign wq_dout = witem_t'(wq_dout_bits);
-
-  logic rq_pop, rq_empty;
-  logic [OUTW-1:0] rq_dout_bits;
-  logic [4:0] rq_count;
-  out_t rq_dout;
-  sync_fifo #(.W(OUTW), .DEPTH(16)) rq (
-    .clk, .rst_n, .push(e2_valid && has_pool), .din(e2_out), .pop(rq_pop), .dout(rq_dout_bits),
-    .empty(rq_empty), .count(rq_count));
-  assign rq_dout = out_t'(rq_dout_bits);
-  assign dest_room = has_pool ? rq_count <= 5'd12 : wq_count <= 5'd11;
-
-  // pool emitter state
-  logic [15:0] em_n, em_py, em_px;
-  logic [7:0]  em_ky, em_kx;
-  logic [15:0] rows_done;
-  logic        em_busy, em_done;
-  logic signed [31:0] em_first;                  // first conv row of pooled row em_py
-  logic signed [31:0] ring_low;
-  assign ring_low = em_first;
-
-  // ring RAM: RINGK rows x MAX_W pixels x G bytes
-  localparam int RAW = $clog2(RINGK * MAX_W);
-  logic [G*8-1:0] ring[RINGK * MAX_W];
-  logic ring_we;
-  logic [RAW-1:0] ring_waddr, ring_raddr;
-  logic [G*8-1:0] ring_rdata;
-  always_ff @(posedge clk) begin
-    if (ring_we) ring[ring_waddr] <= rq_dout.q;
-    ring_rdata <= ring[ring_raddr];
-  end
-  wire rq_ok = !rq_empty && rq_dout.n == em_n && $signed({16'd0, rq_dout.y}) < ring_low + RINGK;
-  assign rq_pop = rq_ok;
-  assign ring_we = rq_ok;
-  assign ring_waddr = RAW'((32'(rq_dout.y) % RINGK) * MAX_W + 32'(rq_dout.x));
-
-  // emitter: for each pooled pixel, read its window's taps from the ring (one per cycle), then emit
-  logic signed [31:0] er_y, er_x;
-  logic er_in;
-  logic tap_valid, tap_in, tap_last, tap_first;
-  logic [31:0] tap_oaddr;
-  logic [G*8-1:0] best;
-  wire [31:0] need_rows = (em_first + 32'(d.pool_kh) > 32'(d.conv_h)) ? 32'(d.conv_h) : 32'(em_first + 32'(d.pool_kh));
-  wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
-  wire em_step = has_pool && !em_done && em_can_row && wq_count <= 5'd10;
-  always_comb begin
-    er_y = em_first + 32'(em_ky);
-    er_x = 32'(em_px) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(em_kx);
-    er_in = er_y >= 0 && er_x >= 0 && er_y < 32'(d.conv_h) && er_x < 32'(d.conv_w);
-    ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
-  end
-
-  always_ff @(posedge clk) begin
-    if (!rst_n || ag_start) begin
-      em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
-      em_done <= !has_pool; tap_valid <= 1'b0;
-      em_first <= -32'(d.pool_pad_t);
-    end else begin
-      if (ring_we && rq_dout.x == d.conv_w - 16'd1) rows_done <= rq_dout.y + 16'd1;
-      tap_valid <= em_step;
-      tap_in <= er_in;
-      tap_first <= em_ky == 0 && em_kx == 0;
-      tap_last <= em_ky == d.pool_kh - 8'd1 && em_kx == d.pool_kw - 8'd1;
-      tap_oaddr <= pixel(d.out_addr, em_n, 32'(em_py), 32'(em_px), d.out_h, d.out_w, d.out_c_stride)
-                   + 32'(d.out_c_offset) + 32'(c0);
-      if (em_step) begin
-        em_busy <= 1'b1;
-        if (em_kx != d.pool_kw - 8'd1) em_kx <= em_kx + 8'd1;
-        else begin
-          em_kx <= '0;
-          if (em_ky != d.pool_kh - 8'd1) em_ky <= em_ky + 8'd1;
-          else begin
-            em_ky <= '0;
-            if (em_px != d.out_w - 16'd1) em_px <= em_px + 16'd1;
-            else begin
-              em_px <= '0;
-              em_busy <= 1'b0;
-              if (em_py != d.out_h - 16'd1) begin
-                em_py <= em_py + 16'd1;
-                em_first <= em_first + 32'(d.pool_sh);
-              end else begin
-                em_py <= '0;
-                em_first <= -32'(d.pool_pad_t);
-                rows_done <= '0;
-                if (em_n != d.batch - 16'd1) em_n <= em_n + 16'd1;
-                else em_done <= 1'b1;
-              end
-            end
-          end
-        end
-      end
-    end
-  end
-  // tap results, one cycle after the ring read
-  logic [G*8-1:0] best_next;
-  always_comb begin
-    for (int i = 0; i < G; i++) begin
-      logic signed [7:0] cur, v;
-      cur = tap_first ? -8'sd128 : best[8*i +: 8];
-      v = ring_rdata[8*i +: 8];
-      best_next[8*i +: 8] = (tap_in && v > cur) ? v : cur;
-    end
-  end
-  always_ff @(posedge clk) if (tap_valid) best <= best_next;
-
-  always_comb begin
-    if (has_pool) begin
-      wq_push = tap_valid && tap_last;
-      wq_din.q = best_next;
-      wq_din.oaddr = tap_oaddr;
-    end else begin
-      wq_push = e2_valid;
-      wq_din.q = e2_out.q;
-      wq_din.oaddr = e2_out.oaddr;
-    end
-  end
-
-  // ---- serialiser: a result of nl channels becomes nl / V beats, or one beat with byte strobes -------
-  logic [7:0] ser_k;
-  logic          w_valid, w_ready;
-  logic [63:0]   w_addr;
-  logic [DW-1:0] w_data;
-  logic [V-1:0]  w_strb;
-  wire [7:0] ser_beats = nl > 8'(V) ? 8'(nl >> VSH) : 8'd1;
-  always_comb begin
-    logic [31:0] lane;
-    lane = wq_dout.oaddr & 32'(V - 1);
-    w_valid = !wq_empty;
-    if (nl >= 8'(V)) begin
-      w_addr = act_base + 64'(wq_dout.oaddr) + 64'(ser_k) * 64'(V);
-      w_data = wq_dout.q[32'(ser_k) * DW +: DW];
-      w_strb = '1;
-    end else begin
-      w_addr = act_base + 64'(wq_dout.oaddr & ~32'(V - 1));
-      w_data = DW'(wq_dout.q) << (8 * lane);
-      w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
-    end
-  end
-  assign wq_pop = w_valid && w_ready && ser_k == ser_beats - 8'd1;
-  always_ff @(posedge clk) begin
-    if (!rst_n) ser_k <= '0;
-    else if (w_valid && w_ready) ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
-  end
 
   logic wr_idle;
   logic [63:0] act_bytes_written;
-  axi_beat_writer #(.DW(DW), .MAX_BURST(16), .MAX_OUT(16)) writer (
-    .clk, .rst_n, .in_valid(w_valid), .in_ready(w_ready), .in_addr(w_addr), .in_data(w_data), .in_strb(w_strb),
-    .idle(wr_idle), .bytes_written(act_bytes_written),
+  result_writer #(.V(V), .G(G)) rwriter (
+    .clk, .rst_n, .nl, .act_base, .in_valid(!wq_empty), .in_pop(wq_pop), .in_q(wq_dout[WITEMW-1:32]),
+    .in_oaddr(wq_dout[31:0]), .idle(wr_idle), .bytes_written(act_bytes_written),
     .m_awvalid(m_act_awvalid), .m_awready(m_act_awready), .m_awaddr(m_act_awaddr), .m_awlen(m_act_awlen),
     .m_awsize(m_act_awsize), .m_awburst(m_act_awburst), .m_wvalid(m_act_wvalid), .m_wready(m_act_wready),
     .m_wdata(m_act_wdata), .m_wstrb(m_act_wstrb), .m_wlast(m_act_wlast), .m_bvalid(m_act_bvalid),
     .m_bready(m_act_bready));
 
-  wire drained = !ag_active && a_idle && !c1_valid && !c2_valid && epi_empty && !e1_valid && !e2_valid
-                 && wq_empty && rq_empty && em_done && !tap_valid && wr_idle;
+  wire drained = !ag_active && a_idle && !mac_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
+                 && !p_busy && wr_idle;
 
   // =====================================================================================================
   // controller sequence
@@ -744,7 +337,7 @@ module engine_core
       ap_done <= 1'b0;
       ag_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
-      if (c2_valid && (c2_tag.kind == K_MAC || c2_tag.kind == K_DW)) n_mac <= n_mac + 64'd1;
+      if (mac_beat) n_mac <= n_mac + 64'd1;
       if (collecting || st == S_TAKE) n_wt <= n_wt + 64'd1;
       // why the array is not taking a beat: no input yet, results backing up, or the tile's tail
       if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
@@ -771,7 +364,7 @@ module engine_core
         end
         S_TAKE: case (taken_from)
           S_DESC: begin
-            d <= parse_descriptor(cbuf[1023:0]);
+            desc_raw <= cbuf[1023:0];
             st <= S_CHECK;
           end
           S_LUT1: begin
@@ -802,7 +395,7 @@ module engine_core
           tile <= '0;
           tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (d.op == OP_GAP ? d.out_c >> VSH : 16'd1);
           nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
-          if (!fits(d)) begin
+          if (!layer_fits) begin
             status <= 32'd1;
             error_layer <= layer;
             st <= S_FINISH;

@@ -1,5 +1,5 @@
-// Kernel ABI v1 in SystemVerilog: op codes, flags, the descriptor, and the integer arithmetic of
-// fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine).
+// Kernel ABI v1 in SystemVerilog: op codes, flags, the descriptor and the tag of a read run. The integer
+// arithmetic is in engine_functions.svh (module-scope functions: yosys mis-reads functions in packages).
 package engine_pkg;
 
   localparam logic [7:0] OP_CONV = 8'd1, OP_ADD = 8'd2, OP_MAXPOOL = 8'd3, OP_COPY = 8'd4,
@@ -33,76 +33,16 @@ package engine_pkg;
     logic [31:0] layer_id;
   } desc_t;
 
-  // The 128 little-endian bytes of a descriptor, as fields.
-  function automatic desc_t parse_descriptor(input logic [1023:0] b);
-    desc_t d;
-    d.op = b[0*8 +: 8];            d.flags = b[1*8 +: 8];          d.act1 = b[2*8 +: 8];
-    d.act2 = b[3*8 +: 8];          d.batch = b[4*8 +: 16];         d.in_h = b[6*8 +: 16];
-    d.in_w = b[8*8 +: 16];         d.in_c = b[10*8 +: 16];         d.in_c_stride = b[12*8 +: 16];
-    d.in_c_offset = b[14*8 +: 16]; d.out_h = b[16*8 +: 16];        d.out_w = b[18*8 +: 16];
-    d.out_c = b[20*8 +: 16];       d.out_c_stride = b[22*8 +: 16]; d.out_c_offset = b[24*8 +: 16];
-    d.conv_h = b[26*8 +: 16];      d.conv_w = b[28*8 +: 16];
-    d.kh = b[30*8 +: 8];           d.kw = b[31*8 +: 8];            d.stride_h = b[32*8 +: 8];
-    d.stride_w = b[33*8 +: 8];     d.dil_h = b[34*8 +: 8];         d.dil_w = b[35*8 +: 8];
-    d.pad_t = b[36*8 +: 8];        d.pad_l = b[37*8 +: 8];         d.pad_b = b[38*8 +: 8];
-    d.pad_r = b[39*8 +: 8];        d.pool_kh = b[40*8 +: 8];       d.pool_kw = b[41*8 +: 8];
-    d.pool_sh = b[42*8 +: 8];      d.pool_sw = b[43*8 +: 8];       d.pool_pad_t = b[44*8 +: 8];
-    d.pool_pad_l = b[45*8 +: 8];   d.pool_pad_b = b[46*8 +: 8];    d.pool_pad_r = b[47*8 +: 8];
-    d.act_lo = b[48*8 +: 8];       d.act_hi = b[49*8 +: 8];        d.res_shift = b[50*8 +: 8];
-    d.in2_c_stride = b[52*8 +: 16]; d.in2_c_offset = b[54*8 +: 16];
-    d.in_addr = b[56*8 +: 32];     d.in2_addr = b[60*8 +: 32];     d.weight_addr = b[64*8 +: 32];
-    d.bias_addr = b[68*8 +: 32];   d.requant_addr = b[72*8 +: 32]; d.lut1_addr = b[76*8 +: 32];
-    d.lut2_addr = b[80*8 +: 32];   d.out_addr = b[84*8 +: 32];     d.res_mult_a = b[88*8 +: 32];
-    d.res_mult_b = b[92*8 +: 32];  d.layer_id = b[96*8 +: 32];
-    return d;
-  endfunction
+  localparam int DESC_BITS = 792;                  // $bits(desc_t), spelt out for yosys
 
-  function automatic logic signed [7:0] sat8(input logic signed [63:0] v);
-    if (v < -64'sd128) return -8'sd128;
-    if (v > 64'sd127) return 8'sd127;
-    return v[7:0];
-  endfunction
-
-  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity
-  function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
-    logic signed [63:0] bias;
-    if (s == 8'd0) return v;
-    bias = 64'sd1 <<< (s - 8'd1);
-    return (v + bias) >>> s;
-  endfunction
-
-  function automatic logic signed [7:0] requantize(input logic signed [31:0] acc, input logic signed [31:0] mult,
-                                                   input logic [7:0] shift);
-    logic signed [63:0] product;
-    product = 64'(acc) * 64'(mult);
-    return sat8(shift_round(product, shift));
-  endfunction
-
-  function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
-                                                 input logic signed [31:0] ma, input logic signed [31:0] mb,
-                                                 input logic [7:0] shift);
-    logic signed [63:0] total;
-    total = 64'(a) * 64'(ma) + 64'(b) * 64'(mb);
-    return sat8(shift_round(total, shift));
-  endfunction
-
-  function automatic logic signed [7:0] gate(input logic signed [7:0] x, input logic signed [7:0] g,
-                                             input logic signed [31:0] ma, input logic [7:0] shift);
-    logic signed [63:0] product;
-    product = 64'(x) * 64'(g) * 64'(ma);
-    return sat8(shift_round(product, shift));
-  endfunction
-
-  function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,
-                                               input logic signed [7:0] hi);
-    if (q < lo) return lo;
-    if (q > hi) return hi;
-    return q;
-  endfunction
-
-  // index of q in a 256-entry table: q + 128
-  function automatic logic [7:0] lut_index(input logic signed [7:0] q);
-    return {~q[7], q[6:0]};
-  endfunction
+  // What a run of activation beats is for, carried with each of its beats through the reader.
+  typedef struct packed {
+    kind_t       kind;
+    logic        first, last;     // the run starts / ends a pixel's accumulation
+    logic [15:0] waddr;           // weight RAM row of the run's first beat
+    logic [31:0] oaddr;           // where the pixel's result goes (activation region offset)
+    logic [15:0] n, y, x;         // the result's image and conv coordinates (fused pool ring)
+  } tag_t;
+  localparam int TAG_BITS = 3 + 2 + 16 + 32 + 3 * 16;
 
 endpackage

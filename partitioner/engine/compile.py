@@ -35,19 +35,22 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     layer_id = 0
     for sg in fpga:
         descriptors = []
+        names = []
         for n in sg.nodes:
             node = graph.nodes[n]
             for c in (c for c in layout.copies if c.before == n):
                 descriptors.append(emitter.copy(layout.views[c.src], layout.views[c.dst], layer_id))
+                names.append(f"copy of {graph.tensors[c.src].onnx_name}")
                 layer_id += 1
             if node.kind is OpKind.CONCAT:
                 continue
             descriptors.append(emitter.emit(node, layer_id))
+            names.append(node.label)
             layer_id += 1
         every += descriptors
         addr = consts.put(pack_program(descriptors))
         programs[sg.name] = Program(sg.name, addr, len(descriptors), sum(node_cost(graph.nodes[n], graph).macs
-                                                                         for n in sg.nodes))
+                                                                         for n in sg.nodes), names)
     boundary = {}
     for sg in fpga:
         for t in sg.inputs + sg.outputs:

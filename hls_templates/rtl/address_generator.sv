@@ -1,0 +1,181 @@
+// Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
+// each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle. The MAC stage walks the
+// same nest by the tags alone.
+import engine_pkg::*;
+
+module address_generator #(
+  parameter int V = 16,
+  parameter int B = 16             // bytes per activation beat
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic        ag_start,    // begin the tile's nest
+  input  logic [15:0] c0,          // first output channel of the tile
+  input  logic [7:0]  nl,          // channels of a pixel result (PE rows, or lanes)
+  output logic        ag_active,
+  output logic        a_run_valid,
+  input  logic        a_run_ready,
+  output logic [63:0] a_run_addr,  // offset in the activation region
+  output logic [23:0] a_run_beats,
+  output logic        a_run_pad,
+  output logic [7:0]  a_run_fill,
+  output logic [engine_pkg::TAG_BITS-1:0] a_tag_bits
+);
+  `include "engine_functions.svh"
+  localparam int VSH = $clog2(V);
+  engine_pkg::desc_t d;
+  assign d = desc;
+  wire is_conv = d.op == OP_CONV;
+  wire dw = is_conv && d.flags[F_DEPTHWISE];
+  wire has_res = is_conv && d.flags[F_RESIDUAL];
+  wire up = d.flags[F_UPSAMPLE2];
+  engine_pkg::tag_t a_tag;
+  assign a_tag_bits = a_tag;
+
+  logic [15:0] ag_n, ag_y, ag_x, ag_c;
+  logic [7:0]  ag_ky, ag_kx;
+  logic        ag_ph;
+  logic [15:0] lim_y, lim_x, lim_c;
+  logic [7:0]  lim_ky, lim_kx;
+  logic        has_ph1;
+  always_comb begin
+    lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
+    has_ph1 = has_res || d.op == OP_ADD || d.op == OP_SCALE;
+    case (d.op)
+      OP_CONV: begin lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw; end
+      OP_GAP:  begin lim_y = d.in_h; lim_x = d.in_w; end
+      OP_MAXPOOL: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh;
+                        lim_kx = d.pool_kw; end
+      OP_COPY: begin lim_y = d.out_h; lim_x = d.out_w; end
+      default: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; end
+    endcase
+  end
+
+  logic signed [31:0] iy, ix;
+  logic inb;
+  always_comb begin
+    logic last_tap;
+    logic [31:0] cv, in_pix, out_pix;
+    last_tap = ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1;
+    cv = 32'(ag_c) << VSH;
+    if (is_conv) begin
+      iy = 32'(ag_y) * 32'(d.stride_h) - 32'(d.pad_t) + 32'(ag_ky) * 32'(d.dil_h);
+      ix = 32'(ag_x) * 32'(d.stride_w) - 32'(d.pad_l) + 32'(ag_kx) * 32'(d.dil_w);
+    end else if (d.op == OP_MAXPOOL) begin
+      iy = 32'(ag_y) * 32'(d.pool_sh) - 32'(d.pool_pad_t) + 32'(ag_ky);
+      ix = 32'(ag_x) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(ag_kx);
+    end else begin
+      iy = 32'(ag_y);
+      ix = 32'(ag_x);
+    end
+    inb = iy >= 0 && ix >= 0 && iy < (32'(d.in_h) << up) && ix < (32'(d.in_w) << up);
+    in_pix = pixel(d.in_addr, ag_n, 32'(iy) >> up, 32'(ix) >> up, d.in_h, d.in_w, d.in_c_stride) + 32'(d.in_c_offset);
+    out_pix = pixel(d.out_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.out_c_stride) + 32'(d.out_c_offset);
+    a_tag = '0;
+    a_tag.n = ag_n; a_tag.y = ag_y; a_tag.x = ag_x;
+    a_run_pad = 1'b0;
+    a_run_fill = 8'd0;
+    a_run_beats = 24'd1;
+    a_run_addr = '0;
+    if (!ag_ph) begin
+      a_run_pad = !inb;
+      case (d.op)
+        OP_CONV: begin
+          a_tag.first = ag_ky == 0 && ag_kx == 0;
+          a_tag.last = last_tap && !has_res;
+          a_tag.oaddr = out_pix + 32'(c0);
+          if (dw) begin
+            a_tag.kind = K_DW;
+            a_run_addr = 64'(in_pix + 32'(c0));
+            a_tag.waddr = 16'(ag_ky) * 16'(d.kw) + 16'(ag_kx);
+          end else begin
+            a_tag.kind = K_MAC;
+            a_run_addr = 64'(in_pix);
+            a_run_beats = 24'(d.in_c >> VSH);
+            a_tag.waddr = (16'(ag_ky) * 16'(d.kw) + 16'(ag_kx)) * (d.in_c >> VSH);
+          end
+        end
+        OP_MAXPOOL: begin
+          a_tag.kind = K_POOL;
+          a_tag.first = ag_ky == 0 && ag_kx == 0;
+          a_tag.last = last_tap;
+          a_run_fill = 8'h80;
+          a_run_addr = 64'(in_pix + cv);
+          a_tag.oaddr = out_pix + cv;
+        end
+        OP_COPY: begin
+          a_tag.kind = K_COPY;
+          a_tag.last = 1'b1;
+          a_run_addr = 64'(in_pix);
+          a_run_beats = 24'(d.in_c >> VSH);
+          a_tag.oaddr = out_pix;
+        end
+        OP_GAP: begin
+          a_tag.kind = K_GAP;
+          a_tag.first = ag_y == 0 && ag_x == 0;
+          a_tag.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
+          a_run_pad = 1'b0;
+          a_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), 32'(ag_x), d.in_h, d.in_w, d.in_c_stride)
+                            + 32'(d.in_c_offset) + 32'(c0));
+          a_tag.oaddr = d.out_addr + 32'(ag_n) * 32'(d.out_c_stride) + 32'(d.out_c_offset) + 32'(c0);
+        end
+        default: begin        // ADD, SCALE: the first operand
+          a_tag.kind = K_A;
+          a_run_addr = 64'(in_pix + cv);
+          a_tag.oaddr = out_pix + cv;
+        end
+      endcase
+    end else begin
+      a_tag.last = 1'b1;
+      a_tag.oaddr = out_pix + (is_conv ? 32'(c0) : cv);
+      if (is_conv) begin
+        a_tag.kind = K_RES;
+        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride)
+                          + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);
+        a_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
+      end else if (d.op == OP_ADD) begin
+        a_tag.kind = K_B;
+        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.in2_c_stride)
+                          + 32'(d.in2_c_offset) + cv);
+      end else begin
+        a_tag.kind = K_B;
+        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'd0, 32'd0, 16'd1, 16'd1, d.in2_c_stride)
+                          + 32'(d.in2_c_offset) + cv);
+      end
+    end
+  end
+
+  assign a_run_valid = ag_active;
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      ag_active <= 1'b0;
+    end else if (ag_start) begin
+      ag_active <= 1'b1;
+      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0;
+    end else if (a_run_valid && a_run_ready) begin
+      if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
+        if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
+        else ag_kx <= ag_kx + 8'd1;
+      end else if (!ag_ph && has_ph1) begin
+        ag_ph <= 1'b1;
+      end else begin
+        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0;
+        if (ag_c != lim_c - 16'd1) ag_c <= ag_c + 16'd1;
+        else begin
+          ag_c <= '0;
+          if (ag_x != lim_x - 16'd1) ag_x <= ag_x + 16'd1;
+          else begin
+            ag_x <= '0;
+            if (ag_y != lim_y - 16'd1) ag_y <= ag_y + 16'd1;
+            else begin
+              ag_y <= '0;
+              if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
+              else ag_active <= 1'b0;
+            end
+          end
+        end
+      end
+    end
+  end
+endmodule

@@ -1,0 +1,56 @@
+// The integer arithmetic of fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine) and
+// tensor addressing, `include`d inside each module that needs them.
+
+  // byte offset of pixel (n, y, x) of an NHWC tensor at `base` with `stride` channels per pixel
+  function automatic logic [31:0] pixel(input logic [31:0] base, input logic [15:0] n, input logic [31:0] y,
+                                        input logic [31:0] x, input logic [15:0] h, input logic [15:0] w,
+                                        input logic [15:0] stride);
+    pixel = base + ((32'(n) * 32'(h) + y) * 32'(w) + x) * 32'(stride);
+  endfunction
+
+  function automatic logic signed [7:0] sat8(input logic signed [63:0] v);
+    if (v < -64'sd128) sat8 = -8'sd128;
+    else if (v > 64'sd127) sat8 = 8'sd127;
+    else sat8 = v[7:0];
+  endfunction
+
+  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity
+  function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
+    logic signed [63:0] bias;
+    bias = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
+    shift_round = (v + bias) >>> s;
+  endfunction
+
+  function automatic logic signed [7:0] requantize(input logic signed [31:0] acc, input logic signed [31:0] mult,
+                                                   input logic [7:0] shift);
+    logic signed [63:0] product;
+    product = 64'(acc) * 64'(mult);
+    requantize = sat8(shift_round(product, shift));
+  endfunction
+
+  function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
+                                                 input logic signed [31:0] ma, input logic signed [31:0] mb,
+                                                 input logic [7:0] shift);
+    logic signed [63:0] total;
+    total = 64'(a) * 64'(ma) + 64'(b) * 64'(mb);
+    rescale2 = sat8(shift_round(total, shift));
+  endfunction
+
+  function automatic logic signed [7:0] gate(input logic signed [7:0] x, input logic signed [7:0] g,
+                                             input logic signed [31:0] ma, input logic [7:0] shift);
+    logic signed [63:0] product;
+    product = 64'(x) * 64'(g) * 64'(ma);
+    gate = sat8(shift_round(product, shift));
+  endfunction
+
+  function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,
+                                               input logic signed [7:0] hi);
+    if (q < lo) clamp8 = lo;
+    else if (q > hi) clamp8 = hi;
+    else clamp8 = q;
+  endfunction
+
+  // index of q in a 256-entry table: q + 128
+  function automatic logic [7:0] lut_index(input logic signed [7:0] q);
+    lut_index = {~q[7], q[6:0]};
+  endfunction

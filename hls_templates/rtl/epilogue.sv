@@ -1,0 +1,82 @@
+// Epilogue, two pipelined stages per pixel result of G lanes: E1 requantises a conv or global-average-pool
+// accumulator (int64 product, rounding shift, saturation) and applies act1, or rescales ADD / SCALE operands;
+// E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table.
+import engine_pkg::*;
+
+module epilogue #(
+  parameter int V = 16,
+  parameter int G = 16             // lanes: max(PE rows, V)
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic [G*32-1:0] mult,
+  input  logic [G*8-1:0]  shift,
+  input  logic [256*8-1:0] lut1,
+  input  logic [256*8-1:0] lut2,
+  input  logic            in_valid,
+  input  logic [G*32-1:0] in_acc,
+  input  logic [G*8-1:0]  in_b,
+  input  logic [8*V-1:0]  in_a,
+  input  logic [31:0]     in_oaddr,
+  input  logic [15:0]     in_n, in_y, in_x,
+  output logic            out_valid,
+  output logic [G*8-1:0]  out_q,
+  output logic [31:0]     out_oaddr,
+  output logic [15:0]     out_n, out_y, out_x,
+  output logic            busy
+);
+  `include "engine_functions.svh"
+  engine_pkg::desc_t d;
+  assign d = desc;
+  wire has_res = d.op == OP_CONV && d.flags[F_RESIDUAL];
+
+  function automatic logic signed [7:0] activate1(input logic signed [7:0] q);
+    if (d.act1 == ACT_CLAMP) activate1 = clamp8(q, d.act_lo, d.act_hi);
+    else if (d.act1 == ACT_LUT) activate1 = lut1[8 * lut_index(q) +: 8];
+    else activate1 = q;
+  endfunction
+  function automatic logic signed [7:0] activate2(input logic signed [7:0] q);
+    if (d.act2 == ACT_CLAMP) activate2 = clamp8(q, d.act_lo, d.act_hi);
+    else if (d.act2 == ACT_LUT) activate2 = lut2[8 * lut_index(q) +: 8];
+    else activate2 = q;
+  endfunction
+
+  logic e1_valid;
+  logic [G*8-1:0] e1_q, e1_b;
+  logic [31:0] e1_oaddr;
+  logic [15:0] e1_n, e1_y, e1_x;
+  assign busy = e1_valid || out_valid;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      e1_valid <= 1'b0; out_valid <= 1'b0;
+    end else begin
+      e1_valid <= in_valid;
+      e1_b <= in_b;
+      e1_oaddr <= in_oaddr; e1_n <= in_n; e1_y <= in_y; e1_x <= in_x;
+      for (int i = 0; i < G; i++) begin
+        logic signed [7:0] q, a8, b8;
+        a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
+        b8 = in_b[8*i +: 8];
+        case (d.op)
+          OP_CONV: q = activate1(requantize(in_acc[32*i +: 32], mult[32*i +: 32], shift[8*i +: 8]));
+          OP_GAP: q = requantize(in_acc[32*i +: 32], mult[32*i +: 32], shift[8*i +: 8]);
+          OP_ADD: q = activate1(rescale2(a8, b8, d.res_mult_a, d.res_mult_b, d.res_shift));
+          OP_SCALE: q = gate(a8, b8, d.res_mult_a, d.res_shift);
+          default: q = a8;
+        endcase
+        e1_q[8*i +: 8] <= q;
+      end
+      out_valid <= e1_valid;
+      out_oaddr <= e1_oaddr; out_n <= e1_n; out_y <= e1_y; out_x <= e1_x;
+      for (int i = 0; i < G; i++) begin
+        logic signed [7:0] q;
+        q = e1_q[8*i +: 8];
+        if (has_res) q = activate2(rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift));
+        else if (d.op == OP_ADD) q = activate2(q);
+        out_q[8*i +: 8] <= q;
+      end
+    end
+  end
+endmodule

@@ -1,0 +1,145 @@
+// MAC stage: takes one tagged activation beat per cycle. C1 reads the weight row (R x V bytes) and forms the
+// products, summed per output channel for a standard conv (R x V MACs), lane by lane for a depthwise conv;
+// C2 accumulates (bias first) and, when the tag says a pixel is complete, hands the pixel to the epilogue
+// with its residual or second operand. Ready only while the epilogue queue has room for both stages.
+import engine_pkg::*;
+
+module mac_stage #(
+  parameter int V = 16,
+  parameter int R = 16,
+  parameter int WAW = 10,          // weight RAM address bits
+  parameter bit PACK = 1
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [7:0]  nl,                    // channels of a pixel result: R (standard conv) or V
+  input  logic [15:0] c0,                    // first output channel of the tile
+  input  logic [(R > V ? R : V)*32-1:0] bias,
+  // tagged beats from the reader
+  input  logic        ab_valid,
+  output logic        ab_ready,
+  input  logic [8*V-1:0] ab_data,
+  input  logic [engine_pkg::TAG_BITS-1:0] ab_tag_bits,
+  input  logic [23:0] ab_idx,
+  input  logic        ab_last,
+  input  logic        room,                  // the epilogue queue can take what C1 and C2 hold
+  // weight RAM read port
+  output logic [WAW-1:0] w_raddr,
+  input  logic [R*8*V-1:0] w_rdata,
+  // finished pixels
+  output logic        item_valid,
+  output logic [(R > V ? R : V)*32-1:0] item_acc,
+  output logic [(R > V ? R : V)*8-1:0]  item_b,
+  output logic [8*V-1:0] item_a,
+  output logic [31:0] item_oaddr,
+  output logic [15:0] item_n, item_y, item_x,
+  output logic        busy,
+  output logic        mac_beat               // a beat went through the array this cycle
+);
+  localparam int DW = 8 * V;
+  localparam int G = R > V ? R : V;
+  engine_pkg::tag_t ab_tag;
+  assign ab_tag = ab_tag_bits;
+  assign ab_ready = room;
+  wire ab_fire = ab_valid && ab_ready;
+  assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
+
+  logic c1_valid, c1_last;
+  logic [DW-1:0] c1_data;
+  engine_pkg::tag_t c1_tag;
+  logic [23:0] c1_idx;
+  logic c2_valid, c2_last;
+  engine_pkg::tag_t c2_tag;
+  logic [23:0] c2_idx;
+  logic [DW-1:0] c2_data;
+  logic signed [31:0] c2_sum[G];
+  logic signed [31:0] acc[G];
+  logic [G*8-1:0] res;
+  logic [DW-1:0] abuf;
+
+  // products of one beat: standard conv sums V products per output channel; depthwise one per lane
+  logic signed [15:0] prod[R][V];
+  for (genvar r = 0; r < R; r += 2) begin : g_rows
+    for (genvar v = 0; v < V; v++) begin : g_lanes
+      if (r + 1 < R) begin : g_pair
+        mac_pair #(.PACK(PACK)) mp (.x(c1_data[8*v +: 8]), .w_hi(w_rdata[(r + 1) * DW + 8*v +: 8]),
+                                    .w_lo(w_rdata[r * DW + 8*v +: 8]), .p_hi(prod[r + 1][v]), .p_lo(prod[r][v]));
+      end else begin : g_single
+        assign prod[r][v] = $signed(c1_data[8*v +: 8]) * $signed(w_rdata[r * DW + 8*v +: 8]);
+      end
+    end
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      c1_valid <= 1'b0; c2_valid <= 1'b0;
+    end else begin
+      c1_valid <= ab_fire;
+      c1_data <= ab_data; c1_tag <= ab_tag; c1_idx <= ab_idx; c1_last <= ab_last;
+      c2_valid <= c1_valid;
+      c2_data <= c1_data; c2_tag <= c1_tag; c2_idx <= c1_idx; c2_last <= c1_last;
+      for (int i = 0; i < G; i++) begin
+        logic signed [31:0] s;
+        s = '0;
+        if (c1_tag.kind == K_MAC) begin
+          if (i < R) for (int v = 0; v < V; v++) s = s + 32'(prod[i][v]);
+        end else if (c1_tag.kind == K_DW) begin
+          if (i < V) s = 32'($signed(c1_data[8*i +: 8])) * 32'($signed(w_rdata[8*i +: 8]));
+        end else if (i < V) begin
+          s = 32'($signed(c1_data[8*i +: 8]));
+        end
+        c2_sum[i] <= s;
+      end
+    end
+  end
+
+  // C2: accumulate and hand the finished pixel to the epilogue
+  logic signed [31:0] acc_next[G];
+  logic [G*8-1:0] res_next;
+  logic [DW-1:0] abuf_next;
+  always_comb begin
+    logic start;
+    start = c2_tag.first && c2_idx == 0;
+    res_next = res;
+    abuf_next = abuf;
+    for (int i = 0; i < G; i++) begin
+      acc_next[i] = acc[i];
+      case (c2_tag.kind)
+        K_MAC, K_DW: acc_next[i] = (start ? $signed(bias[32*i +: 32]) : acc[i]) + c2_sum[i];
+        K_GAP:       acc_next[i] = (start ? 32'sd0 : acc[i]) + c2_sum[i];
+        default: ;
+      endcase
+    end
+    case (c2_tag.kind)
+      K_POOL: for (int v = 0; v < V; v++)
+                abuf_next[8*v +: 8] = (start || $signed(c2_data[8*v +: 8]) > $signed(abuf[8*v +: 8]))
+                                      ? c2_data[8*v +: 8] : abuf[8*v +: 8];
+      K_A, K_COPY: abuf_next = c2_data;
+      K_RES: begin
+        if (nl >= 8'(V)) res_next[c2_idx[7:0] * DW +: DW] = c2_data;
+        else res_next[DW-1:0] = c2_data >> (8 * (c0 & 16'(V - 1)));
+      end
+      K_B: res_next[DW-1:0] = c2_data;
+      default: ;
+    endcase
+  end
+  always_ff @(posedge clk) begin
+    if (c2_valid) begin
+      for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
+      res <= res_next;
+      abuf <= abuf_next;
+    end
+  end
+  always_comb begin
+    item_valid = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
+    for (int i = 0; i < G; i++) item_acc[32*i +: 32] = acc_next[i];
+    item_b = res_next;
+    item_a = abuf_next;
+    item_oaddr = c2_tag.kind == K_COPY ? c2_tag.oaddr + 32'(c2_idx) * 32'(V) : c2_tag.oaddr;
+    item_n = c2_tag.n;
+    item_y = c2_tag.y;
+    item_x = c2_tag.x;
+  end
+  assign busy = c1_valid || c2_valid;
+  assign mac_beat = c2_valid && (c2_tag.kind == K_MAC || c2_tag.kind == K_DW);
+endmodule

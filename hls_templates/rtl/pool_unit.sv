@@ -1,0 +1,146 @@
+// Max pool fused behind a conv: conv rows go into a ring of RINGK rows; as soon as every conv row of a
+// pooled row's window is in, the emitter reads the window's taps from the ring (one per cycle) and emits
+// the pooled pixel. A conv row waits only while the ring holds rows the emitter still needs.
+import engine_pkg::*;
+
+module pool_unit #(
+  parameter int G = 16,
+  parameter int MAXK = 7,
+  parameter int MAX_W = 64
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic        start,             // a tile begins: forget the last one
+  input  logic [15:0] c0,
+  // conv results (E2) of a pooled layer
+  input  logic            in_valid,
+  input  logic [G*8-1:0]  in_q,
+  input  logic [15:0]     in_n, in_y, in_x,
+  output logic            room,          // the input queue can take what the epilogue holds
+  // pooled pixels
+  output logic            out_valid,
+  output logic [G*8-1:0]  out_q,
+  output logic [31:0]     out_oaddr,
+  input  logic            out_room,
+  output logic            done,          // every pooled row of the tile is out
+  output logic            busy
+);
+  `include "engine_functions.svh"
+  localparam int RINGK = MAXK + 1;
+  localparam int QW = G * 8 + 3 * 16;
+  engine_pkg::desc_t d;
+  assign d = desc;
+  wire has_pool = d.op == OP_CONV && d.flags[F_POOL];
+
+  logic rq_pop, rq_empty;
+  logic [QW-1:0] rq_dout;
+  logic [4:0] rq_count;
+  logic [G*8-1:0] rq_q;
+  logic [15:0] rq_n, rq_y, rq_x;
+  sync_fifo #(.W(QW), .DEPTH(16)) rq (
+    .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
+    .empty(rq_empty), .count(rq_count));
+  assign {rq_q, rq_n, rq_y, rq_x} = rq_dout;
+  assign room = rq_count <= 5'd12;
+
+  // pool emitter state
+  logic [15:0] em_n, em_py, em_px;
+  logic [7:0]  em_ky, em_kx;
+  logic [15:0] rows_done;
+  logic        em_busy, em_done;
+  logic signed [31:0] em_first;                  // first conv row of pooled row em_py
+  logic signed [31:0] ring_low;
+  assign ring_low = em_first;
+
+  // ring RAM: RINGK rows x MAX_W pixels x G bytes
+  localparam int RAW = $clog2(RINGK * MAX_W);
+  logic [G*8-1:0] ring[RINGK * MAX_W];
+  logic ring_we;
+  logic [RAW-1:0] ring_waddr, ring_raddr;
+  logic [G*8-1:0] ring_rdata;
+  always_ff @(posedge clk) begin
+    if (ring_we) ring[ring_waddr] <= rq_q;
+    ring_rdata <= ring[ring_raddr];
+  end
+  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < ring_low + RINGK;
+  assign rq_pop = rq_ok;
+  assign ring_we = rq_ok;
+  assign ring_waddr = RAW'((32'(rq_y) % RINGK) * MAX_W + 32'(rq_x));
+
+  // emitter: for each pooled pixel, read its window's taps from the ring (one per cycle), then emit
+  logic signed [31:0] er_y, er_x;
+  logic er_in;
+  logic tap_valid, tap_in, tap_last, tap_first;
+  logic [31:0] tap_oaddr;
+  logic [G*8-1:0] best;
+  wire [31:0] need_rows = (em_first + 32'(d.pool_kh) > 32'(d.conv_h)) ? 32'(d.conv_h) : 32'(em_first + 32'(d.pool_kh));
+  wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
+  wire em_step = has_pool && !em_done && em_can_row && out_room;
+  always_comb begin
+    er_y = em_first + 32'(em_ky);
+    er_x = 32'(em_px) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(em_kx);
+    er_in = er_y >= 0 && er_x >= 0 && er_y < 32'(d.conv_h) && er_x < 32'(d.conv_w);
+    ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
+  end
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || start) begin
+      em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
+      em_done <= !has_pool; tap_valid <= 1'b0;
+      em_first <= 32'sd0 - 32'(d.pool_pad_t);
+    end else begin
+      if (ring_we && rq_x == d.conv_w - 16'd1) rows_done <= rq_y + 16'd1;
+      tap_valid <= em_step;
+      tap_in <= er_in;
+      tap_first <= em_ky == 0 && em_kx == 0;
+      tap_last <= em_ky == d.pool_kh - 8'd1 && em_kx == d.pool_kw - 8'd1;
+      tap_oaddr <= pixel(d.out_addr, em_n, 32'(em_py), 32'(em_px), d.out_h, d.out_w, d.out_c_stride)
+                   + 32'(d.out_c_offset) + 32'(c0);
+      if (em_step) begin
+        em_busy <= 1'b1;
+        if (em_kx != d.pool_kw - 8'd1) em_kx <= em_kx + 8'd1;
+        else begin
+          em_kx <= '0;
+          if (em_ky != d.pool_kh - 8'd1) em_ky <= em_ky + 8'd1;
+          else begin
+            em_ky <= '0;
+            if (em_px != d.out_w - 16'd1) em_px <= em_px + 16'd1;
+            else begin
+              em_px <= '0;
+              em_busy <= 1'b0;
+              if (em_py != d.out_h - 16'd1) begin
+                em_py <= em_py + 16'd1;
+                em_first <= em_first + 32'(d.pool_sh);
+              end else begin
+                em_py <= '0;
+                em_first <= 32'sd0 - 32'(d.pool_pad_t);
+                rows_done <= '0;
+                if (em_n != d.batch - 16'd1) em_n <= em_n + 16'd1;
+                else em_done <= 1'b1;
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+  // tap results, one cycle after the ring read
+  logic [G*8-1:0] best_next;
+  always_comb begin
+    for (int i = 0; i < G; i++) begin
+      logic signed [7:0] cur, v;
+      cur = tap_first ? -8'sd128 : best[8*i +: 8];
+      v = ring_rdata[8*i +: 8];
+      best_next[8*i +: 8] = (tap_in && v > cur) ? v : cur;
+    end
+  end
+  always_ff @(posedge clk) if (tap_valid) best <= best_next;
+
+
+  assign out_valid = tap_valid && tap_last;
+  assign out_q = best_next;
+  assign out_oaddr = tap_oaddr;
+  assign done = em_done;
+  assign busy = !rq_empty || tap_valid;
+endmodule
