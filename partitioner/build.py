@@ -32,6 +32,7 @@ from .partition import Device, Partition, partition
 from .pipeline import run_fusion
 from .plan_writer import write_build
 from .report import write_report
+from .synth import synthesize
 from .staging import StagedFolder
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
@@ -68,6 +69,7 @@ class PartitionConfig:
     target_fps: float | None = None
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
+    synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
 
 
 @dataclass
@@ -152,7 +154,8 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     timings: list[tuple[str, float]] = []
     explores = cfg.engine is None and cfg.target is TargetName.FPGA
     names = (["import", "fuse"] + (["explore"] if explores else []) + ["partition", "write", "compile"]
-             + (["accuracy"] if cfg.accuracy else []) + ["report"] + (["verify"] if cfg.verify else []))
+             + (["accuracy"] if cfg.accuracy else []) + (["synth"] if cfg.synth else []) + ["report"]
+             + (["verify"] if cfg.verify else []))
 
     def step(name: str, fn: Callable):
         t0 = time.perf_counter()
@@ -193,6 +196,7 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     accuracy: AccuracyReport | None = None
     layers: list[LayerAccuracy] = []
     calibration: Calibration | None = None
+    synthesis: dict | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
         calibration = _calibration(cfg, plan, warnings)
         _, more = step("compile", lambda: compile_engine(part, plan, engine, calibration, out_dir, board, build_id))
@@ -205,9 +209,12 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
             record = {**accuracy.as_dict(), "calibration": calibration.source,
                       "layers": [asdict(layer) for layer in layers]}
             (out_dir / "accuracy.json").write_text(json.dumps(record, indent=1) + "\n")
+        if cfg.synth:
+            synthesis = step("synth", lambda: synthesize(out_dir / ENGINE_DIR, board, echo))
     else:
         skip("compile", "no FPGA subgraph")
         skip("accuracy", "no FPGA subgraph")
+        skip("synth", "no FPGA subgraph")
     picture = step("report", lambda: draw(part, out_dir) if cfg.picture else None)
     checks = None
     if cfg.verify:
@@ -217,5 +224,5 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     plan.write(out_dir)
     if exploration is not None and exploration.chosen is None:
         warnings.append(exploration.note)
-    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers)
+    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis)
     return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers)

@@ -79,6 +79,7 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")
 @click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
+@click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
@@ -86,14 +87,14 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
          min_cosine: float | None,
-         save_steps: bool, no_picture: bool, offload_all: bool, debug: bool) -> None:
+         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
-        calibration_method=calibration_method, accuracy=not no_accuracy,
+        calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:

@@ -66,9 +66,24 @@ def design_section(exploration) -> list[str]:
     return lines + ["", "First row: chosen; then the fastest alternatives.", ""]
 
 
+def synthesis_section(synthesis: dict, exploration) -> list[str]:
+    """yosys' count for one compute unit beside the resource model's estimate (when the exploration ran)."""
+    model = exploration.chosen.resources.times(1) if exploration is not None and exploration.chosen else None
+    units = exploration.chosen.config.compute_units if model is not None else 1
+    rows = []
+    for key, attr in (("DSP", "dsp"), ("BRAM36", "bram36"), ("URAM", "uram"), ("LUT", "lut"), ("FF", "ff")):
+        estimate = getattr(model, attr) / units if model is not None else None
+        rows.append([key, f"{synthesis[key]:g}", "-" if estimate is None else f"{estimate:g}"])
+    return (["## Synthesis (yosys synth_xilinx, one compute unit)", "",
+             f"Family `{synthesis['family']}`, {synthesis.get('seconds', 0):g} s; fpga/synth/resources.json and "
+             "yosys.log. yosys maps only bare multiplies into DSPs on UltraScale+, so its LUT and FF counts are "
+             "pessimistic; DSP and RAM counts are the ones to trust.", ""]
+            + _table(["resource", "yosys", "resource model"], rows) + [""])
+
+
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
-                 layers: list | None = None) -> Path:
+                 layers: list | None = None, synthesis: dict | None = None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -97,6 +112,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
                          for c in verification]) + [""]
     if exploration is not None and exploration.chosen is not None:
         lines += design_section(exploration)
+    if synthesis is not None:
+        lines += synthesis_section(synthesis, exploration)
     if accuracy is not None:
         lines += ["## int8 accuracy (reference backend vs float original, one frame)", ""]
         if calibration is not None and "random" in calibration.source:
