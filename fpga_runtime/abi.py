@@ -174,6 +174,14 @@ class Reg(enum.IntEnum):
     CONST_BASE_HI = 0x34
     CYCLES_LO = 0x3C      # read-only: cycles of the last run
     CYCLES_HI = 0x40
+    STATUS = 0x48         # RTL engine, read-only: bit0 the last program was refused
+    ERROR_LAYER = 0x4C    # the refused layer
+    COUNTERS = 0x50       # nine 64-bit counters (PERF_COUNTERS), two words each
+
+
+# the RTL engine's performance counters from Reg.COUNTERS on, in order (docs/kernel-abi.md)
+PERF_COUNTERS = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_output", "stall_epilogue",
+                 "act_bytes_read", "const_bytes_read", "act_bytes_written"]
 
 
 CTRL_START, CTRL_DONE, CTRL_IDLE, CTRL_READY = 0x1, 0x2, 0x4, 0x8

@@ -24,7 +24,8 @@ def test_descriptor_table_in_the_document_matches_the_code():
 
 
 def test_register_map_in_the_document_matches_the_code():
-    for reg in (Reg.PROGRAM_LO, Reg.LAYER_COUNT, Reg.ACT_BASE_LO, Reg.CONST_BASE_LO, Reg.CYCLES_LO):
+    for reg in (Reg.PROGRAM_LO, Reg.LAYER_COUNT, Reg.ACT_BASE_LO, Reg.CONST_BASE_LO, Reg.CYCLES_LO, Reg.STATUS,
+                Reg.ERROR_LAYER, Reg.COUNTERS):
         assert f"| 0x{reg.value:02X}" in DOC
 
 

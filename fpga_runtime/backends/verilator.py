@@ -13,9 +13,11 @@ import numpy as np
 
 from . import BackendError, HostMemoryBackend, timed
 from ..boards import BOARDS
+from ..cycle_model import LayerShape, layer_cycles
 from ..engine_image import EngineImage, Program
 from ..rtl_sim.build import ToolchainError
 from ..rtl_sim.engine import MemoryTiming, RtlEngine, RunResult, SimulationError
+from ..rtl_sim.single_layer import program_descriptors
 
 RTL_DIR = "rtl"
 
@@ -34,6 +36,12 @@ def board_timing(image: EngineImage, units: int) -> MemoryTiming:
     return MemoryTiming.of_board(board.ddr_gbps, image.config.clock_mhz, board.port_bits, units=units)
 
 
+def watchdog_cycles(const: np.ndarray, program: Program, config) -> int:
+    """A program that runs 20 times longer than the cycle model says (plus a million cycles) has hung."""
+    model = sum(layer_cycles(LayerShape.of(d), config) for d in program_descriptors(const, program.addr, program.layers))
+    return 20 * model + 1_000_000
+
+
 class VerilatorBackend(HostMemoryBackend):
     name = "verilator"
 
@@ -50,13 +58,15 @@ class VerilatorBackend(HostMemoryBackend):
             raise BackendError(str(exc)) from None
         self.runs: list[ProgramRun] = []
         self._lock = threading.Lock()
+        self.watchdog = {name: watchdog_cycles(self.const, p, image.config) for name, p in image.programs.items()}
 
     def start(self, program: Program, unit: int = 0, slot: int = 0) -> Future:
         return self.pool.submit(unit, timed, program, unit, self._run_unit, unit, program, self.acts[slot])
 
     def _run_unit(self, unit: int, program: Program, act: np.ndarray) -> int:
         try:
-            result = self.sims[unit].run(act, self.const, program.addr, program.layers, program.subgraph)
+            result = self.sims[unit].run(act, self.const, program.addr, program.layers, program.subgraph,
+                                         self.watchdog.get(program.subgraph))
         except SimulationError as exc:
             raise BackendError(str(exc)) from None
         with self._lock:

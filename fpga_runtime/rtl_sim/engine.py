@@ -10,18 +10,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..abi import CTRL_START, Reg
+from ..abi import CTRL_START, PERF_COUNTERS, Reg
 from ..cycle_model import MEMORY_LATENCY_NS
 from .build import build_library
 
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
 CONST_BASE = 0x1_0000_0000
 ACT_BASE = 0x2_0000_0000
-STATUS = 0x48
-ERROR_LAYER = 0x4C
-COUNTERS = 0x50
-COUNTER_NAMES = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_output", "stall_epilogue",
-                 "act_bytes_read", "const_bytes_read", "act_bytes_written"]
+COUNTER_NAMES = PERF_COUNTERS
 PROFILE_COLS = 2 + len(COUNTER_NAMES)
 
 
@@ -117,7 +113,8 @@ class RtlEngine:
         return self.read_reg(lo) | self.read_reg(lo + 4) << 32
 
     def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int,
-            program_name: str = "program") -> RunResult:
+            program_name: str = "program", max_cycles: int | None = None) -> RunResult:
+        """One program; a run longer than `max_cycles` (default: the engine's) is a hang."""
         if not (act.flags.c_contiguous and const.flags.c_contiguous):
             raise ValueError("memory regions must be contiguous")
         lib, h = self.lib, self.handle
@@ -134,22 +131,23 @@ class RtlEngine:
         self.write_reg(Reg.CTRL, CTRL_START)
         profile = np.zeros((layers + 2, PROFILE_COLS), np.uint64)
         used = ctypes.c_uint32(0)
-        hung = lib.sim_wait(h, self.max_cycles, profile.ctypes.data, profile.shape[0], ctypes.byref(used))
+        limit = max_cycles or self.max_cycles
+        hung = lib.sim_wait(h, limit, profile.ctypes.data, profile.shape[0], ctypes.byref(used))
         fault_addr = ctypes.c_uint64(0)
         if lib.sim_fault(h, ctypes.byref(fault_addr)):
             raise SimulationError(f"{program_name}: the engine accessed {fault_addr.value:#x}, outside the constant "
                                   "and activation regions")
         if hung:
             layer = lib.sim_layer(h)
-            raise SimulationError(f"{program_name}: the engine did not finish within {self.max_cycles:,} cycles "
+            raise SimulationError(f"{program_name}: the engine did not finish within {limit:,} cycles "
                                   f"(hung in layer {layer} of {layers})")
         self.write_reg(Reg.ISR, self.read_reg(Reg.ISR))        # toggle-on-write: clears what is set
         self.read_reg(Reg.CTRL)                                 # clears ap_done
-        if self.read_reg(STATUS) & 1:
-            raise SimulationError(f"{program_name}: the engine refused layer {self.read_reg(ERROR_LAYER)} (it was not "
+        if self.read_reg(Reg.STATUS) & 1:
+            raise SimulationError(f"{program_name}: the engine refused layer {self.read_reg(Reg.ERROR_LAYER)} (it was not "
                                   "generated for this layer's size: partition the model again)")
         cycles = self.read_reg64(Reg.CYCLES_LO)
-        counters = {name: self.read_reg64(COUNTERS + 8 * i) for i, name in enumerate(COUNTER_NAMES)}
+        counters = {name: self.read_reg64(Reg.COUNTERS + 8 * i) for i, name in enumerate(COUNTER_NAMES)}
         rows = profile[:used.value]
         per_layer = []
         for a, b in zip(rows[:-1], rows[1:]):

@@ -47,5 +47,5 @@ def standalone(d: Descriptor, const: np.ndarray, seed: int = 0) -> tuple[np.ndar
     addr = _aligned(const.size)
     full = np.zeros(_aligned(addr + program.size), np.uint8)     # regions are whole 64-byte blocks
     full[:const.size] = const
-    full[addr:] = program
+    full[addr:addr + program.size] = program
     return act, full, addr

@@ -73,7 +73,7 @@ module axi_beat_writer #(
   assign aq_din = {g_count, g_addr};
 
   logic [$clog2(MAX_OUT+1)-1:0] outstanding;
-  assign m_awvalid = !aq_empty && outstanding < MAX_OUT;
+  assign m_awvalid = !aq_empty && outstanding < MAX_OUT && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
   assign m_awaddr = aq_dout[63:0];
   assign m_awlen = 8'(aq_dout[63+BW:64] - 1'b1);
   assign m_awsize = 3'(BEAT_SHIFT);
