@@ -108,7 +108,11 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         if node.kind is not OpKind.CONCAT:
             continue
         n, h, w, _, _ = _nhwc(graph, node.outputs[0])
-        slots = [config.padded(_nhwc(graph, t)[3]) for t in node.inputs]
+        # an input placed already (an inner concat, or a tensor read twice) keeps its channel placement in
+        # its copy; its slot is as wide as that placement
+        maps = [list(layout.views[t].channel_map) if t in layout.views else list(range(_nhwc(graph, t)[3]))
+                for t in node.inputs]
+        slots = [config.padded(max(m, default=-1) + 1) for m in maps]
         stride = sum(slots)
         addr = arena.alloc(n * h * w * stride)
         offsets = [sum(slots[:i]) for i in range(len(slots))]
@@ -116,11 +120,12 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
             if t in layout.views:
                 copy_name = graph.names.fresh(f"{onnx[t]}_copy")
                 layout.views[copy_name] = view(t, addr, stride, off, name=copy_name)
+                layout.views[copy_name].channel_map = list(maps[i])
                 layout.copies.append(Copy(t, copy_name, name))
             else:
                 layout.views[t] = view(t, addr, stride, off)
         out = view(node.outputs[0], addr, stride, 0)
-        out.channel_map = [off + k for t, off in zip(node.inputs, offsets) for k in range(_nhwc(graph, t)[3])]
+        out.channel_map = [off + k for m, off in zip(maps, offsets) for k in m]
         layout.views[node.outputs[0]] = out
     mirror = _mirrored_layouts(graph, fpga_nodes)
     for name in fpga_nodes:

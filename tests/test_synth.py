@@ -1,0 +1,31 @@
+"""`partition --synth`: yosys synth_xilinx of the build's RTL engine into fpga/synth/resources.json, and the
+report beside the resource model. The synthesis itself takes minutes, so it is in the slow tier."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fpga_runtime.abi import EngineConfig
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.synth import count_resources
+
+
+def test_cells_become_board_resources():
+    cells = {"DSP48E2": 130, "RAMB36E2": 3, "RAMB18E2": 5, "URAM288": 2, "LUT6": 10, "LUT2": 5, "RAM64M8": 4,
+             "SRLC32E": 1, "FDRE": 40, "FDSE": 2, "CARRY8": 9, "IBUF": 7}
+    r = count_resources(cells, "xcup")
+    assert r == {"DSP": 130, "BRAM36": 5.5, "URAM": 2, "LUT": 20, "FF": 42, "family": "xcup"}
+
+
+@pytest.mark.slow
+def test_partition_synth_writes_resources(tmp_path, zoo):
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=out, picture=False, accuracy=False,
+                                  offload_everything=True, synth=True, engine=EngineConfig(vec=8, pe_rows=8)))
+    r = json.loads((out / "fpga" / "synth" / "resources.json").read_text())
+    assert r["family"] == "xcup"
+    assert r["DSP"] >= 8 * 8 // 2            # the MAC array alone: two int8 products per DSP48E2
+    assert r["BRAM36"] + r["URAM"] > 0 and r["LUT"] > 0 and r["FF"] > 0
+    assert (out / "fpga" / "synth" / "yosys.log").stat().st_size > 0
+    assert "## Synthesis (yosys synth_xilinx" in (out / "report.md").read_text()
