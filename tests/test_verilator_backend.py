@@ -44,9 +44,10 @@ def test_every_golden_case_bit_exact(golden):
         assert all(c > 0 for c in cycles)
 
 
-@pytest.mark.parametrize("rows,vec", [(8, 16), (32, 16)])
+@pytest.mark.parametrize("rows,vec", [(8, 16), (32, 16), (16, 32)])
 def test_other_array_shapes_bit_exact(tmp_path, rows, vec):
-    """PE rows below the lanes write with byte strobes; above them, a result spans several beats."""
+    """PE rows below the lanes write with byte strobes; above them, a result spans several beats; 32 lanes put
+    descriptors mid-beat."""
     config = EngineConfig(vec=vec, pe_rows=rows)
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool"]
@@ -160,3 +161,14 @@ def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
         assert abs(total_model / total_rtl - 1) < 0.05
         for run in sim.backend.runs:        # the per-layer split adds up to the engine's own CYCLES register
             assert abs(sum(layer.cycles for layer in run.result.layers) - run.result.cycles) <= 8
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["yolov3-tiny", "ssd-mobilenet-v1"])
+def test_full_size_models_equal_reference(tmp_path, zoo, name):
+    out = tmp_path / name
+    run_partition(PartitionConfig(model=zoo(name), out_dir=out, picture=False, accuracy=False))
+    with Session(out, backend="reference") as ref, Session(out, backend="verilator") as sim:
+        feeds = random_frame(ref.plan, 7)
+        for a, b in zip(ref.run(None, feeds), sim.run(None, feeds)):
+            assert np.array_equal(a, b)

@@ -364,7 +364,7 @@ module engine_core #(
         end
         S_TAKE: case (taken_from)
           S_DESC: begin
-            desc_raw <= cbuf[1023:0];
+            desc_raw <= cbuf[8 * 32'(c_off) +: 1024];      // the program header puts it 16 bytes into a beat
             st <= S_CHECK;
           end
           S_LUT1: begin
