@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from fpga_runtime.abi import Flag, Op  # noqa: E402
 from fpga_runtime.backends.verilator import board_timing  # noqa: E402
+from fpga_runtime.boards import port_bytes  # noqa: E402
 from fpga_runtime.cycle_model import LayerShape, layer_cycles  # noqa: E402
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage  # noqa: E402
 from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
@@ -63,7 +64,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
     engine = RtlEngine(folder / "rtl", board_timing(image, 1))
     rows, sim_cycles, sim_seconds = [], 0, 0.0
     for key, d in sorted(first.items(), key=lambda kv: -useful_macs(kv[1])):
-        model = layer_cycles(LayerShape.of(d), cfg)
+        model = layer_cycles(LayerShape.of(d), cfg, port_bytes(image.board))
         if model > max_layer_cycles:
             print(f"  skipped {describe(d)}: ~{model:,} cycles", file=sys.stderr)
             continue

@@ -67,3 +67,9 @@ def board(name: str) -> Board:
         return BOARDS[name.lower()]
     except KeyError:
         raise KeyError(f"unknown board {name!r}; known boards: {', '.join(BOARDS)}") from None
+
+
+def port_bytes(name: str | None) -> int:
+    """Bytes per cycle of one fabric port to DDR on the named board (a ZU+ HP port's without a known board)."""
+    b = BOARDS.get((name or "").lower())
+    return b.port_bits // 8 if b is not None else 16

@@ -10,6 +10,8 @@ two within 5 %):
   (one beat per cycle), each read paying the memory latency once; the tile then pays the latency again for
   its first input beat and for its last write response;
 - a layer pays its descriptor fetch and lookup tables;
+- a beat wider than the board's port to DDR (`port_bytes`: 16 on Zynq UltraScale+ HP ports, 8 on Zynq-7000)
+  takes several port cycles, so input and weight beats cost ceil(VEC / port_bytes) cycles each;
 - where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`).
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
@@ -45,6 +47,7 @@ class LayerShape:
     residual: bool = False
     luts: int = 0      # lookup tables the layer loads (LUT activations)
     pool_tail: int = 0 # cycles a fused max pool emits after the tile's last conv row (pool_tail_cycles)
+    inside: float = 1.0  # share of a conv's input taps inside the input (the rest is zero padding, no memory)
 
     @classmethod
     def of(cls, d: Descriptor) -> "LayerShape":
@@ -53,13 +56,24 @@ class LayerShape:
         if d.op == Op.CONV:
             tail = pool_tail_cycles(d.conv_h, d.out_h, d.out_w, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_pad_t) \
                 if d.flags & Flag.POOL else 0
+            up = 2 if d.flags & Flag.UPSAMPLE2 else 1
+            inside = (taps_inside(d.conv_h, d.kh, d.stride_h, d.pad_t, d.dil_h, d.in_h * up)
+                      * taps_inside(d.conv_w, d.kw, d.stride_w, d.pad_l, d.dil_w, d.in_w * up))
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
-                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail)
+                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, inside)
         if d.op == Op.GLOBAL_AVG_POOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
         if d.op == Op.MAXPOOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.pool_kh, d.pool_kw, d.out_h, d.out_w)
         return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w, luts=luts)
+
+
+def taps_inside(n_out: int, k: int, stride: int, pad: int, dil: int, n_in: int) -> float:
+    """Share of (output position, kernel tap) pairs along one axis that read inside the input."""
+    if n_out <= 0 or k <= 0:
+        return 1.0
+    inside = sum(1 for y in range(n_out) for t in range(k) if 0 <= y * stride - pad + t * dil < n_in)
+    return inside / (n_out * k)
 
 
 def pool_tail_cycles(conv_h: int, out_h: int, out_w: int, kh: int, kw: int, sh: int, pad_t: int) -> int:
@@ -76,8 +90,9 @@ def _cost(overhead: tuple[float, float], latency: int) -> float:
     return overhead[0] * latency + overhead[1]
 
 
-def layer_cycles(s: LayerShape, cfg: EngineConfig) -> int:
+def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     v, r = cfg.vec, cfg.pe_rows
+    beat = -(-v // port_bytes)            # port cycles per activation or weight beat
     latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
     tile = _cost(TILE_OVERHEAD, latency)
@@ -93,15 +108,18 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig) -> int:
             tiles = s.out_c // r
             per_pixel = s.kh * s.kw * (s.in_c // v) + s.residual * max(1, r // v)
             weights = s.kh * s.kw * (s.in_c // v) * r
-        return round(fixed + tiles * (tile + params + weights + pixels * per_pixel + s.pool_tail))
+        per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
+        taps = pixels * s.kh * s.kw * (1 if s.depthwise else s.in_c // v)
+        rest = pixels * per_pixel - taps
+        return round(fixed + tiles * (tile + params + beat * (weights + rest) + per_tap * taps + s.pool_tail))
     c_tiles = s.out_c // v
     if s.op == Op.GLOBAL_AVG_POOL:
-        return round(fixed + c_tiles * (_cost(GAP_TILE_OVERHEAD, latency) + 8 + pixels))
+        return round(fixed + c_tiles * (_cost(GAP_TILE_OVERHEAD, latency) + 8 + beat * pixels))
     if s.op == Op.COPY:
-        return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + pixels * (s.in_c // v))
+        return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + beat * pixels * (s.in_c // v))
     beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
-    return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + pixels * c_tiles * beats)
+    return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + beat * pixels * c_tiles * beats)
 
 
-def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float) -> float:
-    return max(layer_cycles(s, cfg) / (cfg.clock_mhz * 1e6), nbytes / (ddr_gbps * 1e9))
+def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:
+    return max(layer_cycles(s, cfg, port_bytes) / (cfg.clock_mhz * 1e6), nbytes / (ddr_gbps * 1e9))

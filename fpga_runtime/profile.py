@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from .abi import Descriptor, Flag, Op
+from .boards import port_bytes
 from .cycle_model import LayerShape, layer_cycles
 from .engine_image import EngineImage
 from .rtl_sim.single_layer import program_descriptors
@@ -46,7 +47,7 @@ def build_profile(image: EngineImage, const: np.ndarray, runs) -> dict:
                 "subgraph": run.program.subgraph, "program": run.program.subgraph, "layer": int(d.layer_id),
                 "name": run.program.layer_names[k] if k < len(run.program.layer_names) else "",
                 "op": op_name(d), "macs": layer_macs(d), "cycles": 0,
-                "model_cycles": layer_cycles(LayerShape.of(d), cfg), "mac_busy": 0,
+                "model_cycles": layer_cycles(LayerShape.of(d), cfg, port_bytes(image.board)), "mac_busy": 0,
                 "stalls": {s: 0 for s in STALLS}, "bytes_read": 0, "bytes_written": 0})
             c = measured.counters
             row["cycles"] += measured.cycles

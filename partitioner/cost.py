@@ -13,7 +13,7 @@ import numpy as np
 from fpga_runtime import timing
 from fpga_runtime.abi import EngineConfig, Op
 from fpga_runtime.boards import Board
-from fpga_runtime.cycle_model import LayerShape, layer_cycles
+from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
 
 from .ir import ConvForm, Graph, Node, OpKind
 
@@ -75,8 +75,15 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
     if node.kind is OpKind.FUSED_CONV:
         x = graph.tensors[node.inputs[0]].shape
         h, w = conv_output_hw(node, graph)
-        return LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), node.conv.kernel[0],
-                          node.conv.kernel[1], h, w, node.conv.group > 1)
+        spec = node.conv
+        inside = 1.0
+        if spec.form is not ConvForm.DENSE:
+            inside = (taps_inside(h, spec.kernel[0], spec.strides[0], spec.pads[0], spec.dilations[0],
+                                  x[2] * spec.upsample)
+                      * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],
+                                    x[3] * spec.upsample))
+        return LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
+                          spec.group > 1, inside=inside)
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
@@ -124,7 +131,7 @@ class CostModel:
     def layer_split(self, node: Node, graph: Graph, cost: NodeCost) -> tuple[float, float]:
         """(compute seconds, memory seconds) of one engine layer."""
         shape = layer_shape(node, graph, self.engine)
-        cycles = layer_cycles(shape, self.engine) if shape else 0
+        cycles = layer_cycles(shape, self.engine, self.board.port_bits // 8) if shape else 0
         return cycles / (self.engine.clock_mhz * 1e6), cost.bytes / (self.board.ddr_gbps * 1e9)
 
     def region(self, nodes: list[Node], graph: Graph, boundary_elements: int) -> RegionEstimate:

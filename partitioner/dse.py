@@ -55,7 +55,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
         macs += cost.macs
         if shape is None:
             continue
-        frame += max(layer_cycles(shape, cfg) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
+        frame += max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
         if shape.kh and not shape.depthwise and node.conv is not None:
             wbuf = max(wbuf, shape.kh * shape.kw * shape.in_c * cfg.pe_rows)
             width = max(width, shape.conv_w)

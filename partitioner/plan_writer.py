@@ -47,8 +47,9 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
         if sg.device is Device.FPGA:
             costs = {n: node_cost(graph.nodes[n], graph) for n in sg.nodes}
             shapes = {n: layer_shape(graph.nodes[n], graph, engine) for n in sg.nodes}
+            port = board.port_bits // 8
             layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
-                            costs[n].macs, costs[n].bytes, layer_cycles(shapes[n], engine) if shapes[n] else 0)
+                            costs[n].macs, costs[n].bytes, layer_cycles(shapes[n], engine, port) if shapes[n] else 0)
                       for n in sg.nodes]
         specs.append(SubgraphSpec(
             name=sg.name, device=sg.device.value, role=sg.role.value,
