@@ -6,9 +6,10 @@ two within 5 %):
   kh * kw * in_c / VEC beats per output pixel for each tile of PE_ROWS output channels (plus the residual
   operand's beats), a depthwise conv kh * kw per pixel for each tile of VEC channels; add and channel scale
   read two beats per output beat, max pooling one per window tap, copy and global average pooling one;
-- before each output-channel tile the controller reads the tile's biases, requantisation table and weights
-  (one beat per cycle), each read paying the memory latency once; the tile then pays the latency again for
-  its first input beat and for its last write response;
+- each output-channel tile needs its biases, requantisation table and weights (one beat per cycle), each read
+  paying the memory latency once; the first tile of a layer loads before it runs, every later tile loads into
+  the other bank while the one before it runs, so a tile costs the longer of its run and the next load; a run
+  pays the latency for its first input beat and for its last write response;
 - a layer pays its descriptor fetch and lookup tables;
 - a beat wider than the board's port to DDR (`port_bytes`: 16 on Zynq UltraScale+ HP ports, 8 on Zynq-7000)
   takes several port cycles, so input and weight beats cost ceil(VEC / port_bytes) cycles each;
@@ -23,12 +24,13 @@ from .abi import Descriptor, EngineConfig, Flag, Op
 
 MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
 
-# Fitted to Verilator cycles (benchmarks/rtl_cycles.py --fit): cycles a tile, a layer and a lookup table
-# cost beyond their beats, as (per memory latency, constant).
-TILE_OVERHEAD = (5.0, 47.0)
+# Fitted to Verilator cycles (benchmarks/rtl_cycles.py): cycles a tile's load (biases, requantisation table,
+# weights), a tile's run, a layer and a lookup table cost beyond their beats, as (per memory latency, constant).
+TILE_LOAD_OVERHEAD = (3.0, 20.0)
+TILE_RUN_OVERHEAD = (2.0, 27.0)
 LAYER_OVERHEAD = (1.0, 12.0)
 LUT_OVERHEAD = (1.0, 3.0)
-GAP_TILE_OVERHEAD = (3.0, 27.0)
+GAP_LOAD_OVERHEAD = (1.0, 8.0)
 ELEMENTWISE_OVERHEAD = (2.0, 36.0)
 
 
@@ -95,8 +97,8 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     beat = -(-v // port_bytes)            # port cycles per activation or weight beat
     latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
-    tile = _cost(TILE_OVERHEAD, latency)
     fixed = _cost(LAYER_OVERHEAD, latency) + s.luts * (_cost(LUT_OVERHEAD, latency) + 256 // v)
+    run_fixed = _cost(TILE_RUN_OVERHEAD, latency)
     if s.op == Op.CONV:
         lanes = v if s.depthwise else r
         params = -(-4 * lanes // v) + -(-8 * lanes // v)
@@ -110,11 +112,14 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
             weights = s.kh * s.kw * (s.in_c // v) * r
         per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
         taps = pixels * s.kh * s.kw * (1 if s.depthwise else s.in_c // v)
-        rest = pixels * per_pixel - taps
-        return round(fixed + tiles * (tile + params + beat * (weights + rest) + per_tap * taps + s.pool_tail))
+        run = run_fixed + per_tap * taps + beat * (pixels * per_pixel - taps) + s.pool_tail
+        load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * weights
+        return round(fixed + load + run + (tiles - 1) * max(run, load))
     c_tiles = s.out_c // v
     if s.op == Op.GLOBAL_AVG_POOL:
-        return round(fixed + c_tiles * (_cost(GAP_TILE_OVERHEAD, latency) + 8 + beat * pixels))
+        run = run_fixed + beat * pixels
+        load = _cost(GAP_LOAD_OVERHEAD, latency) + 8
+        return round(fixed + load + run + (c_tiles - 1) * max(run, load))
     if s.op == Op.COPY:
         return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + beat * pixels * (s.in_c // v))
     beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)

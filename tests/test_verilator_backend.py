@@ -146,7 +146,7 @@ def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
                 assert abs(model / measured.cycles - 1) < 0.08, (case.name, d.layer_id, measured.cycles, model)
     out = tmp_path / "yt"
     run_partition(PartitionConfig(model=zoo("yolov3-tiny", 160), out_dir=out, picture=False, accuracy=False))
-    with Session(out, backend="verilator") as sim:
+    with Session(out, backend="verilator", compute_units=1) as sim:     # the whole DDR for one unit: compute-bound
         sim.run(None, random_frame(sim.plan, 1))
         total_rtl = total_model = 0
         for run in sim.backend.runs:

@@ -96,8 +96,10 @@ module engine_core #(
   logic [7:0]  nl;                             // channels a pixel result holds: R (standard conv) or V
   logic        run_error;
   logic [63:0] cycle_count;
-  logic signed [31:0] bias[G], mult[G];
-  logic [7:0] shift[G];
+  // two banks of tile parameters and weights: the next tile loads while this one runs
+  logic        cur_bank;                       // the bank the running tile reads
+  logic signed [31:0] bias[2*G], mult[2*G];
+  logic [7:0] shift[2*G];
   logic [7:0] lut1[256], lut2[256];
 
   // ---- constant-port reads: one run at a time, collected into cbuf or written to the weight RAM -------
@@ -129,23 +131,38 @@ module engine_core #(
     beats_for = 24'((64'(a[VSH-1:0]) + 64'(len) + 64'(B - 1)) >> VSH);
   endfunction
 
+  // the prefetch: tile + 1's biases, requantisation table and weights while tile runs
+  typedef enum logic [1:0] {PF_IDLE, PF_BIAS, PF_RQ, PF_WEIGHTS} pf_t;
+  pf_t pf_st;
+  logic pf_take, pf_ready;
+  wire pf_collecting = pf_st != PF_IDLE && !pf_take;
+  logic main_collecting;
+  state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
+  logic [15:0] ctile, cc0;
+  always_comb begin
+    cst = main_collecting ? st : pf_st == PF_BIAS ? S_BIAS : pf_st == PF_RQ ? S_RQ : S_WEIGHTS;
+    ctile = main_collecting ? tile : tile + 16'd1;
+    cc0 = is_conv && !dw ? ctile << RSH : ctile << VSH;
+  end
+  wire ld_bank = main_collecting ? cur_bank : !cur_bank;
+
   logic [63:0] c_want_addr;
   logic [31:0] c_want_len;
   always_comb begin
     c_want_addr = '0;
     c_want_len = 32'd0;
-    case (st)
+    case (cst)
       S_DESC: begin c_want_addr = program_addr + 64'd16 + 64'(layer) * 64'd128; c_want_len = 32'd128; end
       S_LUT1: begin c_want_addr = const_base + 64'(d.lut1_addr); c_want_len = 32'd256; end
       S_LUT2: begin c_want_addr = const_base + 64'(d.lut2_addr); c_want_len = 32'd256; end
-      S_BIAS: begin c_want_addr = const_base + 64'(d.bias_addr) + 64'(c0) * 64'd4; c_want_len = 32'(nl) * 32'd4; end
-      S_RQ:   begin c_want_addr = const_base + 64'(d.requant_addr) + 64'(c0) * 64'd8; c_want_len = 32'(nl) * 32'd8; end
+      S_BIAS: begin c_want_addr = const_base + 64'(d.bias_addr) + 64'(cc0) * 64'd4; c_want_len = 32'(nl) * 32'd4; end
+      S_RQ:   begin c_want_addr = const_base + 64'(d.requant_addr) + 64'(cc0) * 64'd8; c_want_len = 32'(nl) * 32'd8; end
       S_WEIGHTS: begin
         if (dw) begin
-          c_want_addr = const_base + 64'(d.weight_addr) + 64'(tile) * 64'(d.kh) * 64'(d.kw) * 64'(V);
+          c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(V);
           c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(V);
         end else begin
-          c_want_addr = const_base + 64'(d.weight_addr) + 64'(tile) * 64'(d.kh) * 64'(d.kw) * 64'(d.in_c) * 64'(R);
+          c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(d.in_c) * 64'(R);
           c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(d.in_c) * 32'(R);
         end
       end
@@ -154,8 +171,9 @@ module engine_core #(
   end
   wire need_lut1 = d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
   wire need_lut2 = d.act2 == ACT_LUT && (has_res || d.op == OP_ADD);
-  wire collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2) || st == S_BIAS
-                    || st == S_RQ || (st == S_WEIGHTS && d.op != OP_GAP);
+  assign main_collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
+                           || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && d.op != OP_GAP);
+  wire collecting = main_collecting || pf_collecting;
   assign c_run_valid = collecting && !c_issued;
   assign c_run_addr = beat_floor(c_want_addr);
   assign c_run_beats = beats_for(c_want_addr, c_want_len);
@@ -167,14 +185,14 @@ module engine_core #(
   logic [WAW-1:0] w_wrow, w_raddr;
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
   logic [DW-1:0] w_rdata[R];
-  assign w_we = st == S_WEIGHTS && cb_valid;
+  assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   assign w_wrow = dw ? WAW'(cb_idx) : WAW'(cb_idx >> RSH);
   assign w_wbank = dw ? '0 : cb_idx[RSH > 0 ? RSH-1 : 0:0];
   for (genvar r = 0; r < R; r++) begin : g_wbank
-    logic [DW-1:0] bank[WROWS];
+    logic [DW-1:0] bank[2 * WROWS];
     always_ff @(posedge clk) begin
-      if (w_we && (R == 1 || w_wbank == r)) bank[w_wrow] <= cb_data;
-      w_rdata[r] <= bank[w_raddr];
+      if (w_we && (R == 1 || w_wbank == r)) bank[32'(ld_bank) * WROWS + 32'(w_wrow)] <= cb_data;
+      w_rdata[r] <= bank[32'(cur_bank) * WROWS + 32'(w_raddr)];
     end
   end
 
@@ -247,9 +265,9 @@ module engine_core #(
   logic [R*DW-1:0] w_rdata_bits;
   always_comb begin
     for (int i = 0; i < G; i++) begin
-      bias_bits[32*i +: 32] = bias[i];
-      mult_bits[32*i +: 32] = mult[i];
-      shift_bits[8*i +: 8] = shift[i];
+      bias_bits[32*i +: 32] = bias[32'(cur_bank) * G + i];
+      mult_bits[32*i +: 32] = mult[32'(cur_bank) * G + i];
+      shift_bits[8*i +: 8] = shift[32'(cur_bank) * G + i];
     end
     for (int i = 0; i < 256; i++) begin
       lut1_bits[8*i +: 8] = lut1[i];
@@ -328,7 +346,8 @@ module engine_core #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
+      st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
+      pf_ready <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
       error_layer <= '0; layer <= '0; clock <= '0; c_off <= '0;
       n_mac <= '0; n_in <= '0; n_wt <= '0; n_out <= '0; n_drain <= '0;
       base_act_rd <= '0; base_act_wr <= '0; base_const <= '0;
@@ -338,7 +357,7 @@ module engine_core #(
       ag_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
       if (mac_beat) n_mac <= n_mac + 64'd1;
-      if (collecting || st == S_TAKE) n_wt <= n_wt + 64'd1;
+      if (main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)) n_wt <= n_wt + 64'd1;
       // why the array is not taking a beat: no input yet, results backing up, or the tile's tail
       if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
       if (streaming && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
@@ -347,8 +366,37 @@ module engine_core #(
         c_issued <= 1'b1;
         c_off <= 8'(c_want_addr[VSH-1:0]);
       end
-      if (collecting && st != S_WEIGHTS && cb_valid) cbuf[32'(cb_idx) * DW +: DW] <= cb_data;
-      if (collecting && c_done) begin         // every beat is in: take them next cycle
+      if (collecting && cst != S_WEIGHTS && cb_valid) cbuf[32'(cb_idx) * DW +: DW] <= cb_data;
+      // the prefetch takes its beats into the other bank
+      if (pf_collecting && c_done) begin
+        c_issued <= 1'b0;
+        pf_take <= 1'b1;
+      end
+      if (pf_take) begin
+        pf_take <= 1'b0;
+        case (pf_st)
+          PF_BIAS: begin
+            for (int i = 0; i < G; i++) bias[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
+            pf_st <= PF_RQ;
+          end
+          PF_RQ: begin
+            for (int i = 0; i < G; i++) begin
+              mult[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
+              shift[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
+            end
+            pf_st <= d.op == OP_GAP ? PF_IDLE : PF_WEIGHTS;
+            pf_ready <= d.op == OP_GAP;
+          end
+          default: begin
+            pf_st <= PF_IDLE;
+            pf_ready <= 1'b1;
+          end
+        endcase
+      end
+      // a tile starts: prefetch the next one of the layer
+      if (ag_start && (is_conv || d.op == OP_GAP) && tile + 16'd1 < tiles)
+        pf_st <= is_conv ? PF_BIAS : PF_RQ;
+      if (main_collecting && c_done) begin    // every beat is in: take them next cycle
         c_issued <= 1'b0;
         taken_from <= st;
         st <= S_TAKE;
@@ -376,13 +424,13 @@ module engine_core #(
             st <= S_TILE;
           end
           S_BIAS: begin
-            for (int i = 0; i < G; i++) bias[i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
+            for (int i = 0; i < G; i++) bias[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
             st <= S_RQ;
           end
           S_RQ: begin
             for (int i = 0; i < G; i++) begin
-              mult[i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
-              shift[i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
+              mult[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
+              shift[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
             end
             st <= S_WEIGHTS;
           end
@@ -405,13 +453,16 @@ module engine_core #(
         end
         S_LUT1: if (!need_lut1) st <= S_LUT2;
         S_LUT2: if (!need_lut2) st <= S_TILE;
-        S_TILE: begin
+        S_TILE: if (pf_st == PF_IDLE && !pf_take) begin      // a prefetch still loading is waited for
           c0 <= is_conv && !dw ? tile << RSH : tile << VSH;
-          if (is_conv) st <= S_BIAS;
-          else if (d.op == OP_GAP) begin
-            for (int i = 0; i < G; i++) bias[i] <= '0;
-            st <= S_RQ;
-          end else begin
+          if (pf_ready) begin                  // prefetched while the last tile ran: switch banks and go
+            pf_ready <= 1'b0;
+            cur_bank <= !cur_bank;
+            st <= S_RUN;
+            ag_start <= 1'b1;
+          end else if (is_conv) st <= S_BIAS;
+          else if (d.op == OP_GAP) st <= S_RQ;
+          else begin
             st <= S_RUN;
             ag_start <= 1'b1;
           end
