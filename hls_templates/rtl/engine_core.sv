@@ -58,26 +58,9 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  always_comb begin
-    d.op = desc_raw[0*8 +: 8];            d.flags = desc_raw[1*8 +: 8];          d.act1 = desc_raw[2*8 +: 8];
-    d.act2 = desc_raw[3*8 +: 8];          d.batch = desc_raw[4*8 +: 16];         d.in_h = desc_raw[6*8 +: 16];
-    d.in_w = desc_raw[8*8 +: 16];         d.in_c = desc_raw[10*8 +: 16];         d.in_c_stride = desc_raw[12*8 +: 16];
-    d.in_c_offset = desc_raw[14*8 +: 16]; d.out_h = desc_raw[16*8 +: 16];        d.out_w = desc_raw[18*8 +: 16];
-    d.out_c = desc_raw[20*8 +: 16];       d.out_c_stride = desc_raw[22*8 +: 16]; d.out_c_offset = desc_raw[24*8 +: 16];
-    d.conv_h = desc_raw[26*8 +: 16];      d.conv_w = desc_raw[28*8 +: 16];
-    d.kh = desc_raw[30*8 +: 8];           d.kw = desc_raw[31*8 +: 8];            d.stride_h = desc_raw[32*8 +: 8];
-    d.stride_w = desc_raw[33*8 +: 8];     d.dil_h = desc_raw[34*8 +: 8];         d.dil_w = desc_raw[35*8 +: 8];
-    d.pad_t = desc_raw[36*8 +: 8];        d.pad_l = desc_raw[37*8 +: 8];         d.pad_b = desc_raw[38*8 +: 8];
-    d.pad_r = desc_raw[39*8 +: 8];        d.pool_kh = desc_raw[40*8 +: 8];       d.pool_kw = desc_raw[41*8 +: 8];
-    d.pool_sh = desc_raw[42*8 +: 8];      d.pool_sw = desc_raw[43*8 +: 8];       d.pool_pad_t = desc_raw[44*8 +: 8];
-    d.pool_pad_l = desc_raw[45*8 +: 8];   d.pool_pad_b = desc_raw[46*8 +: 8];    d.pool_pad_r = desc_raw[47*8 +: 8];
-    d.act_lo = desc_raw[48*8 +: 8];       d.act_hi = desc_raw[49*8 +: 8];        d.res_shift = desc_raw[50*8 +: 8];
-    d.in2_c_stride = desc_raw[52*8 +: 16]; d.in2_c_offset = desc_raw[54*8 +: 16];
-    d.in_addr = desc_raw[56*8 +: 32];     d.in2_addr = desc_raw[60*8 +: 32];     d.weight_addr = desc_raw[64*8 +: 32];
-    d.bias_addr = desc_raw[68*8 +: 32];   d.requant_addr = desc_raw[72*8 +: 32]; d.lut1_addr = desc_raw[76*8 +: 32];
-    d.lut2_addr = desc_raw[80*8 +: 32];   d.out_addr = desc_raw[84*8 +: 32];     d.res_mult_a = desc_raw[88*8 +: 32];
-    d.res_mult_b = desc_raw[92*8 +: 32];  d.layer_id = desc_raw[96*8 +: 32];
-  end
+  logic layer_fits;
+  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS)) layer_desc (
+    .raw(desc_raw), .desc(d), .fits(layer_fits));
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -184,40 +167,14 @@ module engine_core #(
   logic          w_we;
   logic [WAW-1:0] w_wrow, w_raddr;
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
-  logic [DW-1:0] w_rdata[R];
+  logic [R*DW-1:0] w_rdata_bits;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   assign w_wrow = dw ? WAW'(cb_idx) : WAW'(cb_idx >> RSH);
   assign w_wbank = dw ? '0 : cb_idx[RSH > 0 ? RSH-1 : 0:0];
-  for (genvar r = 0; r < R; r++) begin : g_wbank
-    logic [DW-1:0] bank[2 * WROWS];
-    always_ff @(posedge clk) begin
-      if (w_we && (R == 1 || w_wbank == r)) bank[32'(ld_bank) * WROWS + 32'(w_wrow)] <= cb_data;
-      w_rdata[r] <= bank[32'(cur_bank) * WROWS + 32'(w_raddr)];
-    end
-  end
+  weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
+    .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank),
+    .rrow(w_raddr), .rdata(w_rdata_bits));
 
-  // ---- layer checks: a program built for a bigger engine is refused, never run past a buffer ----------
-  logic layer_fits;
-  always_comb begin
-    logic ok;
-    ok = d.op >= OP_CONV && d.op <= OP_SCALE && d.batch != 0;
-    ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
-    if (d.op == OP_CONV) begin
-      ok = ok && d.kh != 0 && d.kw != 0 && d.kh <= MAXK && d.kw <= MAXK && d.stride_h != 0 && d.stride_w != 0
-              && d.dil_h != 0 && d.dil_w != 0;
-      if (d.flags[F_DEPTHWISE])
-        ok = ok && d.out_c == d.in_c && 32'(d.kh) * 32'(d.kw) <= WROWS;
-      else
-        ok = ok && (d.out_c & 16'(R - 1)) == 0 && 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= WROWS;
-      if (d.flags[F_POOL])
-        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_kh <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
-                && d.conv_w <= MAX_W && d.pool_sh <= RINGK;
-    end else begin
-      ok = ok && (d.out_c & 16'(V - 1)) == 0;
-      if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
-    end
-    layer_fits = ok;
-  end
 
   // =====================================================================================================
   // the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer
@@ -262,7 +219,6 @@ module engine_core #(
   logic [G*32-1:0] bias_bits, mult_bits;
   logic [G*8-1:0] shift_bits;
   logic [256*8-1:0] lut1_bits, lut2_bits;
-  logic [R*DW-1:0] w_rdata_bits;
   always_comb begin
     for (int i = 0; i < G; i++) begin
       bias_bits[32*i +: 32] = bias[32'(cur_bank) * G + i];
@@ -273,7 +229,6 @@ module engine_core #(
       lut1_bits[8*i +: 8] = lut1[i];
       lut2_bits[8*i +: 8] = lut2[i];
     end
-    for (int r = 0; r < R; r++) w_rdata_bits[r*DW +: DW] = w_rdata[r];
   end
   mac_stage #(.V(V), .R(R), .WAW(WAW), .PACK(PACK)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid, .ab_ready, .ab_data, .ab_tag_bits(ab_tag), .ab_idx,

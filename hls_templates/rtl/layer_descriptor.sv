@@ -1,0 +1,62 @@
+// A layer descriptor: its 128 little-endian bytes as the fields of engine_pkg::desc_t, and whether this
+// engine (its kernel, weight RAM and pool-ring sizes) can run it.
+import engine_pkg::*;
+
+module layer_descriptor #(
+  parameter int V = 16,
+  parameter int R = 16,
+  parameter int MAXK = 7,
+  parameter int MAX_W = 64,
+  parameter int WROWS = 1024
+) (
+  input  logic [1023:0] raw,
+  output logic [engine_pkg::DESC_BITS-1:0] desc,
+  output logic fits
+);
+  localparam int VSH = $clog2(V);
+  localparam int RINGK = MAXK + 1;
+  engine_pkg::desc_t d;
+  assign desc = d;
+  always_comb begin
+    d.op = raw[0*8 +: 8];            d.flags = raw[1*8 +: 8];          d.act1 = raw[2*8 +: 8];
+    d.act2 = raw[3*8 +: 8];          d.batch = raw[4*8 +: 16];         d.in_h = raw[6*8 +: 16];
+    d.in_w = raw[8*8 +: 16];         d.in_c = raw[10*8 +: 16];         d.in_c_stride = raw[12*8 +: 16];
+    d.in_c_offset = raw[14*8 +: 16]; d.out_h = raw[16*8 +: 16];        d.out_w = raw[18*8 +: 16];
+    d.out_c = raw[20*8 +: 16];       d.out_c_stride = raw[22*8 +: 16]; d.out_c_offset = raw[24*8 +: 16];
+    d.conv_h = raw[26*8 +: 16];      d.conv_w = raw[28*8 +: 16];
+    d.kh = raw[30*8 +: 8];           d.kw = raw[31*8 +: 8];            d.stride_h = raw[32*8 +: 8];
+    d.stride_w = raw[33*8 +: 8];     d.dil_h = raw[34*8 +: 8];         d.dil_w = raw[35*8 +: 8];
+    d.pad_t = raw[36*8 +: 8];        d.pad_l = raw[37*8 +: 8];         d.pad_b = raw[38*8 +: 8];
+    d.pad_r = raw[39*8 +: 8];        d.pool_kh = raw[40*8 +: 8];       d.pool_kw = raw[41*8 +: 8];
+    d.pool_sh = raw[42*8 +: 8];      d.pool_sw = raw[43*8 +: 8];       d.pool_pad_t = raw[44*8 +: 8];
+    d.pool_pad_l = raw[45*8 +: 8];   d.pool_pad_b = raw[46*8 +: 8];    d.pool_pad_r = raw[47*8 +: 8];
+    d.act_lo = raw[48*8 +: 8];       d.act_hi = raw[49*8 +: 8];        d.res_shift = raw[50*8 +: 8];
+    d.in2_c_stride = raw[52*8 +: 16]; d.in2_c_offset = raw[54*8 +: 16];
+    d.in_addr = raw[56*8 +: 32];     d.in2_addr = raw[60*8 +: 32];     d.weight_addr = raw[64*8 +: 32];
+    d.bias_addr = raw[68*8 +: 32];   d.requant_addr = raw[72*8 +: 32]; d.lut1_addr = raw[76*8 +: 32];
+    d.lut2_addr = raw[80*8 +: 32];   d.out_addr = raw[84*8 +: 32];     d.res_mult_a = raw[88*8 +: 32];
+    d.res_mult_b = raw[92*8 +: 32];  d.layer_id = raw[96*8 +: 32];
+  end
+
+  // a program built for a bigger engine is refused, never run past a buffer
+  always_comb begin
+    logic ok;
+    ok = d.op >= OP_CONV && d.op <= OP_SCALE && d.batch != 0;
+    ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
+    if (d.op == OP_CONV) begin
+      ok = ok && d.kh != 0 && d.kw != 0 && d.kh <= MAXK && d.kw <= MAXK && d.stride_h != 0 && d.stride_w != 0
+              && d.dil_h != 0 && d.dil_w != 0;
+      if (d.flags[F_DEPTHWISE])
+        ok = ok && d.out_c == d.in_c && 32'(d.kh) * 32'(d.kw) <= WROWS;
+      else
+        ok = ok && (d.out_c & 16'(R - 1)) == 0 && 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= WROWS;
+      if (d.flags[F_POOL])
+        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_kh <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
+                && d.conv_w <= MAX_W && d.pool_sh <= RINGK;
+    end else begin
+      ok = ok && (d.out_c & 16'(V - 1)) == 0;
+      if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
+    end
+    fits = ok;
+  end
+endmodule
