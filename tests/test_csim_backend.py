@@ -82,8 +82,8 @@ def test_hostile_names_never_reach_generated_code(tmp_path):
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("tclsh") is None, reason="needs make and tclsh")
 def test_generated_build_scripts(tmp_path, zoo):
-    """A build for a non-default engine: the Makefile's g++ testbench passes on golden vectors made for that
-    engine; the Tcl scripts are complete (tclsh); each board gets the right processor and flow."""
+    """A build for a non-default engine: the Makefile's g++ testbench and its Verilator replay pass on golden
+    vectors made for that engine; the Tcl scripts are complete (tclsh); each board gets the right processor and flow."""
     root = Path(__file__).resolve().parent.parent
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=out, picture=False, accuracy=False,
@@ -91,6 +91,10 @@ def test_generated_build_scripts(tmp_path, zoo):
     env = {**os.environ, "PYTHONPATH": str(root)}
     proc = subprocess.run(["make", "-C", str(out / "fpga"), "csim-gcc", f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"{len(CASES)} passed, 0 failed" in proc.stdout
+    proc = subprocess.run(["make", "-C", str(out / "fpga"), "verilator", f"PYTHON={sys.executable}"],
+                          capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert f"{len(CASES)} passed, 0 failed" in proc.stdout
     for name in BOARDS:
