@@ -50,7 +50,6 @@ module engine_core #(
   localparam int B = V;                        // bytes per beat
   localparam int DW = 8 * V;
   localparam int G = R > V ? R : V;            // lanes of the epilogue
-  localparam int RINGK = MAXK + 1;             // conv rows kept for the fused pool
   localparam int CB = (8 * G > 256 ? 8 * G : 256) + B;    // bytes collected from the constant port
   localparam int VSH = $clog2(V);
   localparam int RSH = $clog2(R);
@@ -65,7 +64,6 @@ module engine_core #(
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
   wire has_pool = is_conv && d.flags[F_POOL];
-  wire up = d.flags[F_UPSAMPLE2];
 
   // =====================================================================================================
   // controller
@@ -77,7 +75,6 @@ module engine_core #(
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
   logic [7:0]  nl;                             // channels a pixel result holds: R (standard conv) or V
-  logic        run_error;
   logic [63:0] cycle_count;
   // two banks of tile parameters and weights: the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
