@@ -24,25 +24,14 @@ from fpga_runtime.backends.verilator import board_timing  # noqa: E402
 from fpga_runtime.boards import port_bytes  # noqa: E402
 from fpga_runtime.cycle_model import LayerShape, layer_cycles  # noqa: E402
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage  # noqa: E402
+from fpga_runtime.profile import layer_macs, op_name  # noqa: E402
 from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
 from fpga_runtime.rtl_sim.single_layer import layer_key, program_descriptors, standalone  # noqa: E402
-
-OPS = {Op.CONV: "conv", Op.ADD: "add", Op.MAXPOOL: "maxpool", Op.COPY: "copy", Op.GLOBAL_AVG_POOL: "gap",
-       Op.SCALE: "scale"}
-
-
-def useful_macs(d) -> int:
-    if d.op != Op.CONV:
-        return 0
-    pixels = d.batch * d.conv_h * d.conv_w
-    if d.flags & Flag.DEPTHWISE:
-        return pixels * d.kh * d.kw * d.out_c
-    return pixels * d.kh * d.kw * d.in_c * d.out_c
 
 
 def describe(d) -> str:
     if d.op != Op.CONV:
-        return f"{OPS[d.op]} {d.out_h}x{d.out_w}x{d.out_c}"
+        return f"{op_name(d)} {d.out_h}x{d.out_w}x{d.out_c}"
     kind = "dw" if d.flags & Flag.DEPTHWISE else "conv"
     extra = "+res" if d.flags & Flag.RESIDUAL else ""
     extra += "+pool" if d.flags & Flag.POOL else ""
@@ -63,7 +52,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
             first.setdefault(key, d)
     engine = RtlEngine(folder / "rtl", board_timing(image, 1))
     rows, sim_cycles, sim_seconds = [], 0, 0.0
-    for key, d in sorted(first.items(), key=lambda kv: -useful_macs(kv[1])):
+    for key, d in sorted(first.items(), key=lambda kv: -layer_macs(kv[1])):
         model = layer_cycles(LayerShape.of(d), cfg, port_bytes(image.board))
         if model > max_layer_cycles:
             print(f"  skipped {describe(d)}: ~{model:,} cycles", file=sys.stderr)
@@ -75,12 +64,12 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
         sim_cycles += result.cycles
         c = result.counters
         rows.append(dict(layer=describe(d), count=counts[key], cycles=result.cycles, model=model,
-                         util=useful_macs(d) / (result.cycles * cfg.pe_rows * cfg.vec),
+                         util=layer_macs(d) / (result.cycles * cfg.pe_rows * cfg.vec),
                          busy=c["mac_busy"] / result.cycles, stall_in=c["stall_input"] / result.cycles,
                          stall_w=c["stall_weights"] / result.cycles, stall_out=c["stall_output"] / result.cycles,
                          drain=c["stall_epilogue"] / result.cycles,
                          ddr=c["act_bytes_read"] + c["act_bytes_written"] + c["const_bytes_read"],
-                         macs=useful_macs(d)))
+                         macs=layer_macs(d)))
         print(f"  {rows[-1]['layer']}: {result.cycles:,} cycles", file=sys.stderr, flush=True)
     engine.close()
     return {"build": build.name, "config": cfg, "rows": rows, "sim_cycles": sim_cycles, "sim_seconds": sim_seconds}

@@ -12,6 +12,7 @@ from fpga_runtime.abi import Descriptor, EngineConfig, Op, pack_program
 from fpga_runtime.backends import BackendError
 from fpga_runtime.frames import random_frame
 from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
+from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from fpga_runtime.session import Session
 from golden_replay import CASE_FILES, Case
 from partitioner.build import PartitionConfig, run_partition
@@ -52,9 +53,7 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec):
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool"]
     cases = {n: make_case(n, tmp_path, config) for n in names}
-    from fpga_runtime.abi import unpack_program, HEADER_SIZE, DESCRIPTOR_SIZE
-    descriptors = [d for c in cases.values() for a, k in c["programs"]
-                   for d in unpack_program(c["const"][a:a + HEADER_SIZE + k * DESCRIPTOR_SIZE].tobytes())]
+    descriptors = [d for c in cases.values() for a, k in c["programs"] for d in program_descriptors(c["const"], a, k)]
     engine = rtl_engine(tmp_path / "rtl", config, descriptors)
     for name, case in cases.items():
         act = case["act_in"].copy()
@@ -135,7 +134,6 @@ def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
     takes more than 10,000 cycles and on the whole model; within 8 % on the golden cases' tiny layers, where
     fixed costs dominate."""
     from fpga_runtime.cycle_model import LayerShape, layer_cycles
-    from fpga_runtime.rtl_sim.single_layer import program_descriptors
     engine, cases = golden
     for case in cases:
         act = case.act_in.copy()

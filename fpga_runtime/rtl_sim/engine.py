@@ -17,8 +17,7 @@ from .build import build_library
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
 CONST_BASE = 0x1_0000_0000
 ACT_BASE = 0x2_0000_0000
-COUNTER_NAMES = PERF_COUNTERS
-PROFILE_COLS = 2 + len(COUNTER_NAMES)
+PROFILE_COLS = 2 + len(PERF_COUNTERS)
 
 
 class SimulationError(Exception):
@@ -147,10 +146,10 @@ class RtlEngine:
             raise SimulationError(f"{program_name}: the engine refused layer {self.read_reg(Reg.ERROR_LAYER)} (it was not "
                                   "generated for this layer's size: partition the model again)")
         cycles = self.read_reg64(Reg.CYCLES_LO)
-        counters = {name: self.read_reg64(Reg.COUNTERS + 8 * i) for i, name in enumerate(COUNTER_NAMES)}
+        counters = {name: self.read_reg64(Reg.COUNTERS + 8 * i) for i, name in enumerate(PERF_COUNTERS)}
         rows = profile[:used.value]
         per_layer = []
         for a, b in zip(rows[:-1], rows[1:]):
             per_layer.append(LayerCounters(int(a[0]), int(b[1] - a[1]),
-                                           {n: int(b[2 + i] - a[2 + i]) for i, n in enumerate(COUNTER_NAMES)}))
+                                           {n: int(b[2 + i] - a[2 + i]) for i, n in enumerate(PERF_COUNTERS)}))
         return RunResult(cycles, counters, per_layer)

@@ -115,6 +115,7 @@ module engine_core #(
   typedef enum logic [1:0] {PF_IDLE, PF_BIAS, PF_RQ, PF_WEIGHTS} pf_t;
   pf_t pf_st;
   logic pf_take, pf_ready;
+  logic take_params, take_rq, take_bank;
   wire pf_collecting = pf_st != PF_IDLE && !pf_take;
   logic main_collecting;
   state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
@@ -299,7 +300,7 @@ module engine_core #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
-      pf_ready <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
+      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
       error_layer <= '0; layer <= '0; clock <= '0; c_off <= '0;
       n_mac <= '0; n_in <= '0; n_wt <= '0; n_out <= '0; n_drain <= '0;
       base_act_rd <= '0; base_act_wr <= '0; base_const <= '0;
@@ -319,7 +320,17 @@ module engine_core #(
         c_off <= 8'(c_want_addr[VSH-1:0]);
       end
       if (collecting && cst != S_WEIGHTS && cb_valid) cbuf[32'(cb_idx) * DW +: DW] <= cb_data;
-      // the prefetch takes its beats into the other bank
+      // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
+      take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
+      take_rq <= cst == S_RQ;
+      take_bank <= ld_bank;
+      if (take_params && !take_rq)
+        for (int i = 0; i < G; i++) bias[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
+      if (take_params && take_rq)
+        for (int i = 0; i < G; i++) begin
+          mult[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
+          shift[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
+        end
       if (pf_collecting && c_done) begin
         c_issued <= 1'b0;
         pf_take <= 1'b1;
@@ -327,15 +338,8 @@ module engine_core #(
       if (pf_take) begin
         pf_take <= 1'b0;
         case (pf_st)
-          PF_BIAS: begin
-            for (int i = 0; i < G; i++) bias[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
-            pf_st <= PF_RQ;
-          end
+          PF_BIAS: pf_st <= PF_RQ;
           PF_RQ: begin
-            for (int i = 0; i < G; i++) begin
-              mult[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
-              shift[32'(!cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
-            end
             pf_st <= d.op == OP_GAP ? PF_IDLE : PF_WEIGHTS;
             pf_ready <= d.op == OP_GAP;
           end
@@ -375,17 +379,8 @@ module engine_core #(
             for (int i = 0; i < 256; i++) lut2[i] <= cbuf[8*i +: 8];
             st <= S_TILE;
           end
-          S_BIAS: begin
-            for (int i = 0; i < G; i++) bias[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
-            st <= S_RQ;
-          end
-          S_RQ: begin
-            for (int i = 0; i < G; i++) begin
-              mult[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
-              shift[32'(cur_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
-            end
-            st <= S_WEIGHTS;
-          end
+          S_BIAS: st <= S_RQ;
+          S_RQ: st <= S_WEIGHTS;
           default: begin          // S_WEIGHTS: the weight RAM is full
             st <= S_RUN;
             ag_start <= 1'b1;

@@ -50,8 +50,6 @@ module pool_unit #(
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
-  logic signed [31:0] ring_low;
-  assign ring_low = em_first;
 
   // ring RAM: RINGK rows x MAX_W pixels x G bytes
   localparam int RAW = $clog2(RINGK * MAX_W);
@@ -63,7 +61,7 @@ module pool_unit #(
     if (ring_we) ring[ring_waddr] <= rq_q;
     ring_rdata <= ring[ring_raddr];
   end
-  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < ring_low + RINGK;
+  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < em_first + RINGK;
   assign rq_pop = rq_ok;
   assign ring_we = rq_ok;
   assign ring_waddr = RAW'((32'(rq_y) % RINGK) * MAX_W + 32'(rq_x));

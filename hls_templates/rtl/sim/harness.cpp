@@ -226,8 +226,6 @@ SIM_API Sim *sim_new(void) {
 
 SIM_API void sim_free(Sim *s) { delete s; }
 
-SIM_API int sim_vec(void) { return ENGINE_VEC; }
-
 SIM_API void sim_config(Sim *s, int latency, int port_bytes, double ddr_bytes_per_cycle, int max_reads) {
     s->cfg.latency = latency;
     s->cfg.port_bytes = port_bytes;
