@@ -187,6 +187,50 @@ PERF_COUNTERS = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_out
 CTRL_START, CTRL_DONE, CTRL_IDLE, CTRL_READY = 0x1, 0x2, 0x4, 0x8
 
 
+@dataclass(frozen=True)
+class RegisterSpec:
+    """One s_axilite register as the overlay metadata (.hwh) describes it. Names are those Vitis HLS gives the
+    engine's arguments (`program_1`/`program_2` for a 64-bit pointer), so a Vivado export of the HLS IP and the
+    generated metadata name the same registers; `rtl_only` marks the RTL engine's additions."""
+
+    name: str
+    offset: int
+    access: str                                        # "read-write" | "read-only" | "write-only"
+    description: str
+    fields: tuple[tuple[str, int, int, str], ...] = ()  # name, bit offset, bit width, access
+    rtl_only: bool = False
+
+
+def _word64(name: str, offset: int, access: str, what: str, rtl_only: bool = False) -> list[RegisterSpec]:
+    return [RegisterSpec(f"{name}_1", offset, access, f"{what}, bits 31:0", rtl_only=rtl_only),
+            RegisterSpec(f"{name}_2", offset + 4, access, f"{what}, bits 63:32", rtl_only=rtl_only)]
+
+
+REGISTER_MAP: list[RegisterSpec] = [
+    RegisterSpec("CTRL", Reg.CTRL, "read-write", "control signals",
+                 (("AP_START", 0, 1, "read-write"), ("AP_DONE", 1, 1, "read-only"), ("AP_IDLE", 2, 1, "read-only"),
+                  ("AP_READY", 3, 1, "read-only"), ("RESERVED_1", 4, 3, "read-only"),
+                  ("AUTO_RESTART", 7, 1, "read-write"), ("RESERVED_2", 8, 24, "read-only"))),
+    RegisterSpec("GIER", Reg.GIE, "read-write", "global interrupt enable",
+                 (("Enable", 0, 1, "read-write"), ("RESERVED", 1, 31, "read-only"))),
+    RegisterSpec("IP_IER", Reg.IER, "read-write", "interrupt enable",
+                 (("CHAN0_INT_EN", 0, 1, "read-write"), ("CHAN1_INT_EN", 1, 1, "read-write"),
+                  ("RESERVED_0", 2, 30, "read-only"))),
+    RegisterSpec("IP_ISR", Reg.ISR, "read-write", "interrupt status (toggle on write)",
+                 (("CHAN0_INT_ST", 0, 1, "read-write"), ("CHAN1_INT_ST", 1, 1, "read-write"),
+                  ("RESERVED_0", 2, 30, "read-only"))),
+    *_word64("program", Reg.PROGRAM_LO, "write-only", "address of the program"),
+    RegisterSpec("layer_count", Reg.LAYER_COUNT, "write-only", "descriptors to run"),
+    *_word64("act", Reg.ACT_BASE_LO, "write-only", "base of the activation region"),
+    *_word64("consts", Reg.CONST_BASE_LO, "write-only", "base of the constant region"),
+    *_word64("cycles", Reg.CYCLES_LO, "read-only", "clock cycles of the last run"),
+    RegisterSpec("status", Reg.STATUS, "read-only", "bit0: the last program was refused", rtl_only=True),
+    RegisterSpec("error_layer", Reg.ERROR_LAYER, "read-only", "the refused layer", rtl_only=True),
+    *[r for i, name in enumerate(PERF_COUNTERS)
+      for r in _word64(name, Reg.COUNTERS + 8 * i, "read-only", f"performance counter {name}", rtl_only=True)],
+]
+
+
 # ---- integer semantics -------------------------------------------------------------------------------------
 def saturate8(x: np.ndarray) -> np.ndarray:
     return np.clip(x, -128, 127).astype(np.int8)

@@ -20,6 +20,7 @@ from .backends import BACKENDS, BackendError
 from .profile import build_profile, profile_table, write_profile
 from .boards import BOARDS
 from .frames import original_outputs, random_frame
+from .ladder import DEFAULT_RUNGS, RUNGS
 from .images import ImageError, detection_list, draw_detections, load_image, write_detections
 from .plan import PlanError, check_feeds
 from .policy import CPU_WORKERS, IN_FLIGHT
@@ -129,15 +130,22 @@ def main() -> None:
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
+@click.option("--simulate", type=click.Choice(["verilator", "csim"]), default=None,
+              help="pynq: a simulated board (PYNQ's driver path on the RTL or the C-simulated engine)")
+@click.option("--overlay", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="pynq: the bitstream to load, its .hwh beside it [default: BUILD/fpga/overlay/build/]")
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
         compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool,
-        profile: bool) -> None:
-    """Run BUILD (a `partition` output folder) on a backend."""
+        profile: bool, simulate: str | None, overlay: Path | None) -> None:
+    """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
     if profile and backend != "verilator":
         raise click.BadParameter("--profile measures RTL clock cycles: use it with --backend verilator",
                                  param_hint="--profile")
-    with Session(build, backend, compute_units, slots=1 if sequential else in_flight) as session:
+    if (simulate or overlay) and backend != "pynq":
+        raise click.BadParameter("--simulate and --overlay are options of --backend pynq", param_hint="--backend")
+    with Session(build, backend, compute_units, slots=1 if sequential else in_flight, simulate=simulate,
+                 overlay=overlay) as session:
         given = _Frames(session, inputs, images, frames, seed, resize)
         if given.note:
             click.echo(f"note: {given.note}", err=True)
@@ -156,7 +164,8 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
             model = session.plan.root / model
         layers = build_profile(session.image, session.backend.const, session.backend.runs) \
             if profile and session.backend else None
-    click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {backend}, {mode}")
+    where = f"{backend} (simulated board, {simulate})" if simulate else backend
+    click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {where}, {mode}")
     out_dir = out_dir or build / "run"
     out_dir.mkdir(parents=True, exist_ok=True)
     if layers is not None:
@@ -228,6 +237,48 @@ def _accuracy(build: Path, backend: str, model: Path, feeds: list[dict], outputs
     if summary.detections:
         pooled = "" if len(reports) == 1 else ", pooled over the frames"
         click.echo(f"  detections{pooled}: {summary.detections.summary()}")
+
+
+@main.command("deploy")
+@click.argument("build", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output", "out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="the bundle folder to write (then copy it to the board)")
+@click.option("--with-model", is_flag=True, help="include the original ONNX model (accuracy checks on the board)")
+@click.option("--force", is_flag=True, help="write into a folder that is not empty")
+@_one_line_errors
+def deploy_cmd(build: Path, out: Path, with_model: bool, force: bool) -> None:
+    """Write a self-contained folder that runs BUILD on the board: `./run.sh` there = fpga-run run --backend pynq."""
+    from .deploy import deploy
+    manifest = deploy(build, out, with_model, force)
+    click.echo(f"bundle: {out} ({len(manifest['files'])} files and the runtime; overlay {manifest['overlay']})")
+    click.echo(f"on the board: pip3 install -r requirements-board.txt && ./run.sh   (see {out / 'README.md'})")
+
+
+@main.command("check")
+@click.argument("build", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--backends", default=",".join(DEFAULT_RUNGS), show_default=True,
+              help=f"comma-separated, from: {', '.join(RUNGS)}")
+@click.option("--frames", type=COUNT, default=1, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--compute-units", type=COUNT, default=None, help="[default: the build's]")
+@_one_line_errors
+def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units: int | None) -> None:
+    """The verification ladder: the same frames through every backend and onnxruntime float; exit 0 only where
+    every integer backend is bit-exact with the reference."""
+    from .ladder import check, table
+    from .plan import read_plan
+    plan = read_plan(build)
+    feeds = [random_frame(plan, seed + i) for i in range(frames)]
+    model = Path(plan.model["path"])
+    model = model if model.is_absolute() else plan.root / model
+    rungs, float_row, agree = check(build, [b.strip() for b in backends.split(",") if b.strip()], feeds,
+                                    model if model.is_file() else None, compute_units,
+                                    progress=lambda m: click.echo(m, err=True))
+    click.echo(table(rungs, float_row))
+    if float_row is None:
+        click.echo(f"(no float row: the original model {model} is gone)")
+    click.echo("all integer backends agree" if agree else "the integer backends DISAGREE (or one did not run)")
+    sys.exit(0 if agree else 1)
 
 
 @main.command("predict")

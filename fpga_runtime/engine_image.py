@@ -48,9 +48,13 @@ class TensorView:
         q = self.quantize(x)
         self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)] = q
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes from addr the tensor spans (with the channels of its neighbours in a shared stride)."""
+        return self.n * self.h * self.w * self.c_stride
+
     def region(self, memory: np.ndarray) -> np.ndarray:
-        size = self.n * self.h * self.w * self.c_stride
-        return memory[self.addr:self.addr + size].view(np.int8).reshape(self.n, self.h, self.w, self.c_stride)
+        return memory[self.addr:self.addr + self.nbytes].view(np.int8).reshape(self.n, self.h, self.w, self.c_stride)
 
     def read_int8(self, memory: np.ndarray) -> np.ndarray:
         return self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)]

@@ -16,8 +16,13 @@ from .policy import CPU_WORKERS, check_counts
 
 class Session:
     def __init__(self, build_dir: str | Path, backend: str = "reference", compute_units: int | None = None,
-                 slots: int = 1, timeout_s: float = 600.0):
+                 slots: int = 1, timeout_s: float = 600.0, simulate: str | None = None, overlay: str | Path | None = None):
+        """`simulate` ("verilator" | "csim") runs the pynq backend on a simulated board; `overlay` is the
+        bitstream the pynq backend loads (default: the build's)."""
         check_counts(compute_units=compute_units, slots=slots)
+        if (simulate or overlay) and backend != "pynq":
+            raise PlanError("simulate and overlay are options of the pynq backend")
+        options = {"simulate": simulate, "overlay": overlay, "timeout_s": timeout_s} if backend == "pynq" else {}
         self.plan: Plan = read_plan(build_dir)
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
@@ -31,7 +36,7 @@ class Session:
             if not (engine_dir / "engine.json").exists():
                 raise PlanError(f"{build_dir}: FPGA subgraphs but no compiled engine in {ENGINE_DIR}/")
             self.image = EngineImage.load(engine_dir)
-            self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots)
+            self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots, **options)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         self._cpu = {s.name: ort.InferenceSession(str(self.plan.onnx_path(s)), options,

@@ -1,5 +1,6 @@
 """Write the FPGA side of a build: `<build>/fpga/hls/` (the engine sources with a generated config header,
-the testbench, run_hls.tcl), `<build>/fpga/overlay/` (the Vivado block design script, or the Alveo flow note)
+the testbench, run_hls.tcl), `<build>/fpga/overlay/` (the Vivado block design script and the PYNQ metadata it
+implies, or the Alveo flow note)
 and `<build>/fpga/Makefile`. Names from the model reach these files only as safe identifiers."""
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from fpga_runtime.boards import Board
 from hls_templates import ENGINE, ROOT, RTL
 
 from .names import safe_identifier
+from .overlay import write_overlay
 
 HLS_DIR = "hls"
 RTL_DIR = "rtl"
@@ -85,6 +87,6 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
     if board.family == "alveo":
         (overlay / "alveo_flow.md").write_text(env.get_template("overlay/alveo_flow.md.j2").render(context))
     else:
-        (overlay / "overlay.tcl").write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(context))
+        write_overlay(overlay, env, context, board)
     (fpga / "Makefile").write_text(env.get_template("Makefile.j2").render(context))
     return folder

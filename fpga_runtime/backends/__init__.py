@@ -24,6 +24,7 @@ BACKENDS = {
     "reference": "fpga_runtime.backends.reference:ReferenceBackend",
     "csim": "fpga_runtime.backends.csim:CsimBackend",
     "verilator": "fpga_runtime.backends.verilator:VerilatorBackend",
+    "pynq": "fpga_runtime.backends.pynq_board:PynqBackend",
 }
 
 
@@ -123,7 +124,8 @@ def timed(program: Program, unit: int, fn, *args) -> RunStats:
 
 
 def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int | None = None,
-                 slots: int = 1) -> Backend:
+                 slots: int = 1, **options) -> Backend:
+    """`options` go to the backend's constructor (the pynq backend's `simulate`, `overlay`, `timeout_s`)."""
     if name not in BACKENDS:
         raise BackendError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
     module, _, cls = BACKENDS[name].partition(":")
@@ -131,4 +133,4 @@ def load_backend(name: str, image: EngineImage, folder: Path, compute_units: int
         backend_cls = getattr(importlib.import_module(module), cls)
     except ImportError as exc:
         raise BackendError(f"backend {name!r} cannot be loaded: {exc}") from None
-    return backend_cls(image, folder, compute_units, slots)
+    return backend_cls(image, folder, compute_units, slots, **options)

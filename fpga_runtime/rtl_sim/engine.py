@@ -76,6 +76,9 @@ class _Lib:
                 lib.sim_layer.argtypes = [ctypes.c_void_p]
                 lib.sim_layer.restype = ctypes.c_uint32
                 lib.sim_fault.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
+                lib.sim_idle.argtypes = [ctypes.c_void_p]
+                lib.sim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+                lib.sim_run.restype = ctypes.c_uint64
                 lib.sim_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint32,
                                          ctypes.POINTER(ctypes.c_uint32)]
                 cls._cache[path] = lib
@@ -110,6 +113,25 @@ class RtlEngine:
 
     def read_reg64(self, lo: int) -> int:
         return self.read_reg(lo) | self.read_reg(lo + 4) << 32
+
+    def map_regions(self, regions: list[tuple[int, np.ndarray]]) -> None:
+        """What the engine's masters can reach: (bus address, contiguous host array) pairs; the arrays must stay
+        alive while mapped."""
+        self.lib.sim_clear_regions(self.handle)
+        for base, array in regions:
+            self.lib.sim_map(self.handle, base, array.ctypes.data, array.nbytes)
+
+    def advance(self, max_cycles: int) -> int:
+        """Clock the engine until it is idle or `max_cycles` pass; the cycles it took."""
+        return self.lib.sim_run(self.handle, max_cycles)
+
+    def idle(self) -> bool:
+        return bool(self.lib.sim_idle(self.handle))
+
+    def fault(self) -> int | None:
+        """The first address the engine reached outside every mapped region, if any."""
+        addr = ctypes.c_uint64(0)
+        return addr.value if self.lib.sim_fault(self.handle, ctypes.byref(addr)) else None
 
     def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int,
             program_name: str = "program", max_cycles: int | None = None) -> RunResult:

@@ -36,9 +36,11 @@ module engine_top #(
   input  logic m_axi_const_rlast,
   // profiling taps (left unconnected in the overlay)
   output logic [31:0] layer_index,
-  output logic [64*9-1:0] perf
+  output logic [64*9-1:0] perf,
+  output logic idle
 );
   logic ap_start, ap_ready, ap_done, ap_idle;
+  assign idle = ap_idle;
   logic [63:0] program_addr, act_base, const_base, cycles;
   logic [31:0] layer_count, status, error_layer;
 

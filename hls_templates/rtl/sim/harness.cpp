@@ -234,7 +234,7 @@ SIM_API void sim_config(Sim *s, int latency, int port_bytes, double ddr_bytes_pe
     s->own_ddr.cap = 4 * ddr_bytes_per_cycle + 2 * ENGINE_VEC;
 }
 
-SIM_API void sim_clear_regions(Sim *s) { s->regions.clear(); }
+SIM_API void sim_clear_regions(Sim *s) { s->regions.clear(); s->fault = 0; }
 SIM_API void sim_map(Sim *s, uint64_t base, uint8_t *ptr, uint64_t size) { s->regions.push_back({base, size, ptr}); }
 
 SIM_API void sim_reg_write(Sim *s, uint32_t addr, uint32_t data) { s->lite_write(addr, data); }
@@ -242,6 +242,15 @@ SIM_API uint32_t sim_reg_read(Sim *s, uint32_t addr) { return s->lite_read(addr)
 SIM_API uint64_t sim_cycle(Sim *s) { return s->cycle; }
 SIM_API uint32_t sim_layer(Sim *s) { return s->top->layer_index; }
 SIM_API int sim_fault(Sim *s, uint64_t *addr) { *addr = s->fault_addr; return s->fault; }
+SIM_API int sim_idle(Sim *s) { return s->top->idle; }
+
+// Step up to `max_cycles`, stopping early once the engine is idle (a simulated board advances its engine this
+// way while the host polls); returns the cycles stepped.
+SIM_API uint64_t sim_run(Sim *s, uint64_t max_cycles) {
+    uint64_t n = 0;
+    while (n < max_cycles && !s->top->idle) { s->step(); ++n; }
+    return n;
+}
 
 // Step until the interrupt line rises (ap_done with GIE and IER set) or `max_cycles` pass (returns 1).
 // Every layer change appends a row to `profile` (capacity `rows`): layer, cycle, then the 9 counters.
