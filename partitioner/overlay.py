@@ -34,7 +34,8 @@ class ProcessingSystem:
 ZYNQ7 = ProcessingSystem(
     "processing_system7", "xilinx.com:ip:processing_system7:5.5", "M_AXI_GP0",
     ("S_AXI_HP0", "S_AXI_HP1", "S_AXI_HP2", "S_AXI_HP3"), "IRQ_F2P", "FCLK_CLK0", 0x43C0_0000, 0x7FFF_FFFF,
-    0x1FFF_FFFF, {"enable": "PCW_FPGA_FCLK{i}_ENABLE", "freq": "PCW_FPGA{i}_PERIPHERAL_FREQMHZ",
+    0x1FFF_FFFF, {"enable": "PCW_FPGA_FCLK{i}_ENABLE", "freq": "PCW_ACT_FPGA{i}_PERIPHERAL_FREQMHZ",
+                  "asked": "PCW_FPGA{i}_PERIPHERAL_FREQMHZ",
                   "div0": "PCW_FCLK{i}_PERIPHERAL_DIVISOR0", "div1": "PCW_FCLK{i}_PERIPHERAL_DIVISOR1",
                   "srcsel": "PCW_FCLK{i}_PERIPHERAL_CLKSRC"})
 ZYNQMP = ProcessingSystem(
@@ -68,6 +69,8 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str) -> di
                    (ps.clock_params["div0"].format(i=i), div0 if on else 1),
                    (ps.clock_params["div1"].format(i=i), div1 if on else 1),
                    (ps.clock_params["srcsel"].format(i=i), 0)]
+        if "asked" in ps.clock_params:
+            clocks.append((ps.clock_params["asked"].format(i=i), f"{clock_mhz:g}" if on else "0"))
     return {"ps": ps, "engines": engines, "units": units, "intc": {"name": "axi_intc_0", "base": intc_base,
             "high": intc_base + ENGINE_SPAN - 1}, "ps_clocks": clocks, "clock_achieved_mhz": achieved,
             "engine_vlnv": ENGINE_VLNV, "masters": MASTERS, "registers": REGISTER_MAP, "engine_span": ENGINE_SPAN,

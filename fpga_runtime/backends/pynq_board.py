@@ -36,6 +36,7 @@ ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"
 OVERLAY_DIR = "overlay"
 REQUIRED_REGISTERS = ["CTRL", "IP_ISR", "program_1", "program_2", "layer_count", "act_1", "act_2", "consts_1",
                       "consts_2", "cycles_1", "cycles_2"]
+STAND_IN = "sim-overlay-"
 BOARD_TIMEOUT_S = 60.0
 SIM_TIMEOUT_S = 3600.0
 
@@ -111,7 +112,7 @@ def overlay_files(folder: Path, overlay: Path | None, simulate: str | None) -> P
     if not simulate:
         raise BackendError(f"no bitstream at {built} (and its .hwh): run `make -C {folder} bitstream` where Vivado is "
                            "installed and copy overlay/build/ to the board, or pass --overlay PATH.bit")
-    stand_in = Path(tempfile.mkdtemp(prefix="sim-overlay-")) / built.name
+    stand_in = Path(tempfile.mkdtemp(prefix=STAND_IN)) / built.name
     stand_in.write_text("simulated board: no bitstream, the fabric is simulated\n")
     shutil.copyfile(generated[0], stand_in.with_suffix(".hwh"))
     return stand_in
@@ -127,6 +128,7 @@ class PynqBackend(Backend):
         self.simulate = simulate
         self.timeout_s = timeout_s or (SIM_TIMEOUT_S if simulate else BOARD_TIMEOUT_S)
         bitfile = overlay_files(folder, overlay, simulate)
+        self._stand_in = bitfile.parent if bitfile.parent.name.startswith(STAND_IN) else None
         self.device = self._device(simulate, sim_timing)
         try:
             with warnings.catch_warnings():
@@ -218,3 +220,5 @@ class PynqBackend(Backend):
         self.pool.close()
         if self.simulate:
             self.device.close()
+        if self._stand_in is not None:
+            shutil.rmtree(self._stand_in, ignore_errors=True)

@@ -76,9 +76,10 @@ class _Lib:
                 lib.sim_layer.argtypes = [ctypes.c_void_p]
                 lib.sim_layer.restype = ctypes.c_uint32
                 lib.sim_fault.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64)]
-                lib.sim_idle.argtypes = [ctypes.c_void_p]
-                lib.sim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
-                lib.sim_run.restype = ctypes.c_uint64
+                if hasattr(lib, "sim_run"):        # engines generated before the simulated board lack it
+                    lib.sim_idle.argtypes = [ctypes.c_void_p]
+                    lib.sim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+                    lib.sim_run.restype = ctypes.c_uint64
                 lib.sim_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint32,
                                          ctypes.POINTER(ctypes.c_uint32)]
                 cls._cache[path] = lib

@@ -15,6 +15,15 @@ from .processing_system import clock_windows, pl0_clock_mhz
 from .units import CsimUnit, RegisterFile, RtlUnit
 
 ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"
+
+
+def pynq_version() -> str:
+    from importlib.metadata import version
+    return version("pynq")
+
+
+def _pynq_major() -> int:
+    return int(pynq_version().split(".")[0])
 ENGINES = ("verilator", "csim")
 
 
@@ -30,6 +39,10 @@ class SimulatedBoard(Device):
         spec = BOARDS.get((board or "").lower()) or BOARDS["zcu104"]
         if spec.family not in ("zynq7", "zynqmp"):
             raise ValueError(f"board {spec.name} is not a Zynq: PYNQ runs on Zynq-7000 and Zynq UltraScale+ boards")
+        if spec.family == "zynq7" and _pynq_major() >= 4:
+            raise ValueError(f"{spec.name} is a Zynq-7000 board, which PYNQ {pynq_version()} no longer supports (its "
+                             "overlay loader cannot read a Zynq-7000 PS clock); simulate it under pynq 3.x, the "
+                             "version the board's image ships")
         self.board = spec
         self.name = f"simulated {spec.name}"
         self.arch = "armv7l" if spec.family == "zynq7" else "aarch64"

@@ -36,6 +36,10 @@ class RtlUnit:
         from ..rtl_sim.engine import RtlEngine
         self.name = name
         self.engine = RtlEngine(rtl, timing, quiet=quiet)
+        if not hasattr(self.engine.lib, "sim_run"):
+            self.engine.close()
+            raise SimulatedBoardError(f"{rtl}: an RTL engine from an older version, without the idle output the "
+                                      "simulated board clocks it by: partition the model again")
         self.memory = memory
         self.quantum = quantum
         self.lock = threading.Lock()
