@@ -215,3 +215,17 @@ def test_first_difference_names_the_tensor():
     b = [{"x": np.zeros((2, 2), np.float32), "y": np.array([0, 1, 3, 3], np.int8)}]
     assert first_difference(a, a) is None
     assert first_difference(a, b) == "frame 0, tensor y: 1 of 4 values differ (max |diff| 1)"
+
+
+@pytest.mark.board
+def test_on_the_board():
+    """On a board with PYNQ: FPGA_BOARD_BUILD names a build (or deploy bundle) with its bitstream in
+    fpga/overlay/build/; its outputs must equal the reference backend's, bit for bit."""
+    folder = os.environ.get("FPGA_BOARD_BUILD")
+    if not folder:
+        pytest.skip("set FPGA_BOARD_BUILD to a build folder with its bitstream, on the board")
+    frames = [random_frame(Session(folder).plan, seed) for seed in (1, 2)]
+    expected = reference_outputs(folder, frames)
+    with Session(folder, backend="pynq", slots=2) as board:
+        assert_same(expected, list(board.stream(frames)))
+        assert all(s.cycles > 0 for s in board.stats)
