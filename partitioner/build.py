@@ -25,7 +25,7 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
-from .dse import UNITS, Exploration, explore
+from .dse import UNITS, Exploration, check_fixed, describe, explore
 from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
@@ -104,13 +104,34 @@ def _save_graph(graph, path: Path) -> None:
     onnx.save(model, str(path))
 
 
-def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
-    """Explore on the layers a full offload would put on the FPGA (the cost model needs a design first)."""
+def _offload_all(graph, board) -> tuple[list[str], int]:
+    """The layers a full offload would put on the FPGA (the cost model needs a design first), and in how many
+    subgraphs."""
     draft = partition(graph, fpga_target, CostModel(board), offload_everything=True)
     fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
-    nodes = [n for sg in fpga for n in sg.nodes]
+    return [n for sg in fpga for n in sg.nodes], max(1, len(fpga))
+
+
+def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
+    """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
+    nodes, subgraphs = _offload_all(graph, board)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
-    return explore(graph, nodes, max(1, len(fpga)), board, cfg.target_fps, units)
+    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units)
+    if exploration.chosen is None:
+        raise ModelError(exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else ""))
+    if cfg.target_fps is not None and exploration.chosen.fps < cfg.target_fps:
+        best = exploration.chosen
+        raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
+                         f"that fits, {describe(best)}, gives {best.fps:.1f} fps (modelled)")
+    return exploration
+
+
+def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
+    nodes, subgraphs = _offload_all(graph, board)
+    if nodes:
+        why = check_fixed(graph, nodes, subgraphs, engine, board)
+        if why:
+            raise ModelError(why)
 
 
 def seeded_frame(plan: Plan, seed: int, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
@@ -185,8 +206,9 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     engine = cfg.engine or EngineConfig(clock_mhz=board.clock_mhz)
     if explores:
         exploration = step("explore", lambda: _explore(graph, board, cfg))
-        if exploration.chosen:
-            engine = exploration.chosen.config
+        engine = exploration.chosen.config
+    elif cfg.engine is not None and cfg.target is TargetName.FPGA:
+        _check_fixed_engine(graph, board, cfg.engine)
     part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, engine),
                                                cfg.offload_everything))
     build_id = uuid.uuid4().hex
@@ -222,7 +244,5 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
                                                cfg.tolerance))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(out_dir)
-    if exploration is not None and exploration.chosen is None:
-        warnings.append(exploration.note)
     write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis)
     return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers)

@@ -73,7 +73,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="engine instances in the overlay [default: chosen by the design-space exploration]")
 @click.option("--engine", "engine_shape", default=None, metavar="ROWSxVEC",
               help="fix the engine's PE array (e.g. 16x16) instead of exploring")
-@click.option("--target-fps", type=float, default=None, help="choose the smallest engine that reaches this rate")
+@click.option("--target-fps", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="choose the smallest engine that reaches this rate (an error where none does)")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
               help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")

@@ -66,6 +66,20 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             for uram in ((False, True) if board.uram else (False,))]
 
 
+def describe(d: Design) -> str:
+    c = d.config
+    return f"{c.pe_rows}x{c.vec} x {c.compute_units} unit{'s' if c.compute_units > 1 else ''}"
+
+
+def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> str | None:
+    """Why an engine fixed by hand (--engine, --compute-units) does not fit the board, or None where it does
+    (weights in BRAM or, on parts with it, UltraRAM)."""
+    designs = _evaluate(graph, nodes, subgraphs, cfg, board)
+    if any(d.resources.fits(board) for d in designs):
+        return None
+    return f"engine {describe(designs[0])} does not fit {board.name}: needs {'; '.join(designs[0].resources.over_budget(board))}"
+
+
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS) -> Exploration:
     designs = [d for v in VECS for r in ROWS for k in units
@@ -73,7 +87,9 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                                   EngineConfig(vec=v, pe_rows=r, compute_units=k, clock_mhz=board.clock_mhz), board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
-        return Exploration(board, None, [], f"no engine fits {board.name} within its budget")
+        smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)
+        return Exploration(board, None, [], f"no engine design fits {board.name}: the smallest, {describe(smallest)}, "
+                                            f"needs {'; '.join(smallest.resources.over_budget(board))}")
     if target_fps is not None:
         meeting = [d for d in feasible if d.fps >= target_fps]
         if meeting:

@@ -48,6 +48,13 @@ class Resources:
         return all(used <= BUDGET * have for used, have in zip(self.as_tuple()[:4],
                                                                    (board.dsp, board.bram36, board.uram, board.lut)))
 
+    def over_budget(self, board: Board) -> list[str]:
+        """Each resource past the budget, as "DSP 2,240 of zcu104's 1,468 (85 % of 1,728)"."""
+        return [f"{name} {used:,} of {board.name}'s {int(BUDGET * have):,} ({BUDGET:.0%} of {have:,})"
+                for name, used, have in zip(("DSP", "BRAM36", "URAM", "LUT"), self.as_tuple()[:4],
+                                            (board.dsp, board.bram36, board.uram, board.lut))
+                if used > BUDGET * have]
+
     def share(self, board: Board) -> dict[str, float]:
         return {k: (v / have if have else 0.0) for k, v, have in
                 zip(("dsp", "bram36", "uram", "lut"), self.as_tuple()[:4], (board.dsp, board.bram36, board.uram,

@@ -63,3 +63,27 @@ def test_build_uses_the_explored_design(tmp_path, zoo):
     header = (tmp_path / "b" / "fpga" / "hls" / "engine_config.h").read_text()
     assert f"#define ENGINE_VEC {chosen.vec}" in header and f"#define ENGINE_PE_ROWS {chosen.pe_rows}" in header
     assert "Engine design" in (tmp_path / "b" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--engine", "64x64"], r"error: engine 64x64 x 1 unit does not fit zcu104: needs DSP [\d,]+ of zcu104's 1,468 "
+                            r"\(85% of 1,728\)"),
+    (["--engine", "16x16", "--compute-units", "9", "--board", "pynq-z2"],
+     r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 187"),
+    (["--compute-units", "40"], r"error: no engine design fits zcu104: the smallest, 8x8 x 40 units, needs DSP"),
+    (["--target-fps", "1e9"], r"error: --target-fps 1e\+09: no engine design reaches it on zcu104; the fastest that "
+                              r"fits, \d+x\d+ x \d units?, gives [\d.]+ fps \(modelled\)"),
+    (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
+])
+def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):
+    """A design that does not fit the board, or a rate no design reaches, is one line and exit 2, and nothing
+    is written."""
+    import re
+    from click.testing import CliRunner
+    from partitioner.cli import main
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, [str(zoo("yolov3-tiny", 96)), "-o", str(out), "--no-picture", "--no-accuracy",
+                                       *args])
+    assert result.exit_code == 2, result.output
+    assert re.search(message, result.output), result.output
+    assert not (out / "plan.json").exists()
