@@ -68,6 +68,8 @@ class Plan:
     engine: str | None = None                            # compiled FPGA programs and memory image
     engine_config: dict[str, Any] | None = None          # abi.EngineConfig of the build
     build_id: str | None = None                          # the same in engine.json: parts of one build belong together
+    unit_resources: dict[str, dict] | None = None        # one engine unit's estimated DSP/BRAM36/URAM/LUT/FF per board
+    resource_budget: float | None = None                 # share of each resource the engines may use
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,7 +117,7 @@ def read_plan(folder_or_file: str | Path) -> Plan:
     plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                 _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                 raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
-                raw.get("build_id"), root=path.parent)
+                raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"), root=path.parent)
     _check_order(plan)
     _check_parts(plan)
     return plan
@@ -153,6 +155,24 @@ def _check_order(plan: Plan) -> None:
     missing_out = [t.name for t in plan.outputs if t.name not in available]
     if missing_out:
         raise PlanError(f"model outputs {missing_out} are produced by no subgraph")
+
+
+def check_fits(plan: Plan, board: str, units: int) -> None:
+    """Refuse to predict a board the build's engine does not fit (resources as `partition` estimated them)."""
+    per_unit = (plan.unit_resources or {}).get(board)
+    if not per_unit or plan.resource_budget is None:
+        return
+    from .boards import BOARDS
+    b = BOARDS[board]
+    budget = plan.resource_budget
+    over = [f"{name} {units * per_unit[key]:,} of {board}'s {int(budget * have):,} ({budget:.0%} of {have:,})"
+            for name, key, have in (("DSP", "dsp", b.dsp), ("BRAM36", "bram36", b.bram36), ("URAM", "uram", b.uram),
+                                    ("LUT", "lut", b.lut))
+            if units * per_unit[key] > budget * have]
+    if over:
+        cfg = plan.engine_config or {}
+        raise PlanError(f"engine {cfg.get('pe_rows')}x{cfg.get('vec')} x {units} unit{'s' if units > 1 else ''} does "
+                        f"not fit {board}: needs {'; '.join(over)}")
 
 
 def check_feeds(plan: Plan, feeds: dict) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from . import timing
 from .boards import Board, board as board_by_name
-from .plan import Plan, read_plan
+from .plan import Plan, check_fits, read_plan
 from .policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts, upward_ranks
 from .trace import Span
 
@@ -112,6 +112,7 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     plan = read_plan(build_dir)
     compute_units = compute_units or build_compute_units(plan)
     b = board_by_name(board or plan.board)
+    check_fits(plan, b.name, compute_units)
     durations = durations_for(plan, b)
     makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
     critical = max(upward_ranks(plan, durations).values())

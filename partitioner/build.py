@@ -14,6 +14,7 @@ import onnx
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.accuracy import AccuracyReport
+from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.frames import random_frame
@@ -25,7 +26,8 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
-from .dse import UNITS, Exploration, check_fixed, describe, explore
+from .dse import UNITS, Exploration, check_fixed, describe, explore, unit_resources
+from .resources import BUDGET
 from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
@@ -224,6 +226,10 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
         _, more = step("compile", lambda: compile_engine(part, plan, engine, calibration, out_dir, board, build_id))
         warnings += more
         plan.engine = f"{ENGINE_DIR}/engine.json"
+        fpga_sgs = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
+        plan.unit_resources = unit_resources(graph, [n for sg in fpga_sgs for n in sg.nodes], len(fpga_sgs), engine,
+                                             BOARDS.values())
+        plan.resource_budget = BUDGET
         plan.write(out_dir)
         if cfg.accuracy:
             feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)

@@ -71,6 +71,18 @@ def describe(d: Design) -> str:
     return f"{c.pe_rows}x{c.vec} x {c.compute_units} unit{'s' if c.compute_units > 1 else ''}"
 
 
+def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, boards) -> dict[str, dict]:
+    """One compute unit of this engine on every board of the catalog (weights in BRAM or UltraRAM, whichever
+    leaves more room), recorded in the plan so `fpga-run predict --board` can refuse a board it does not fit."""
+    from dataclasses import asdict, replace
+    out = {}
+    for b in boards:
+        designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
+        best = min(designs, key=lambda d: max(d.resources.share(b).values()))
+        out[b.name] = asdict(best.resources)
+    return out
+
+
 def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> str | None:
     """Why an engine fixed by hand (--engine, --compute-units) does not fit the board, or None where it does
     (weights in BRAM or, on parts with it, UltraRAM)."""

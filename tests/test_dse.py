@@ -87,3 +87,20 @@ def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):
     assert result.exit_code == 2, result.output
     assert re.search(message, result.output), result.output
     assert not (out / "plan.json").exists()
+
+
+def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
+    """The plan records one unit's estimated resources per board; predict refuses a board or a unit count that
+    does not fit, in one line."""
+    from click.testing import CliRunner
+    from fpga_runtime.cli import main as fpga_run
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=out, picture=False, accuracy=False,
+                                  engine=EngineConfig(vec=16, pe_rows=16)))
+    fits = CliRunner().invoke(fpga_run, ["predict", str(out), "--board", "kv260"])
+    assert fits.exit_code == 0, fits.output
+    small = CliRunner().invoke(fpga_run, ["predict", str(out), "--board", "pynq-z2"])
+    assert small.exit_code == 2
+    assert "error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 304 of pynq-z2's 187 (85% of 220)" in small.output
+    many = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "12"])
+    assert many.exit_code == 2 and "x 12 units does not fit zcu104: needs DSP" in many.output
