@@ -22,12 +22,12 @@ from .boards import BOARDS
 from .frames import original_outputs, random_frame
 from .ladder import DEFAULT_RUNGS, RUNGS
 from .images import ImageError, detection_list, draw_detections, load_image, write_detections
-from .plan import PlanError, check_feeds
-from .policy import CPU_WORKERS, IN_FLIGHT
+from .plan import PlanError, check_feeds, read_plan
+from .policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from .scheduler import Scheduler, TaskError
 from .session import Session
 from .trace import Span, write_chrome_trace, write_gantt
-from .virtual_time import predict
+from .virtual_time import build_compute_units, predict
 
 USER_ERRORS = (PlanError, BackendError, TaskError, ImageError, ValueError, OSError)
 COUNT = click.IntRange(min=1)
@@ -126,7 +126,8 @@ def main() -> None:
               help="where outputs (.npy), accuracy and traces go [default: BUILD/run]")
 @click.option("--compute-units", type=COUNT, default=None, help="engine instances to use [default: the build's]")
 @click.option("--cpu-workers", type=COUNT, default=CPU_WORKERS, show_default=True)
-@click.option("--in-flight", type=COUNT, default=IN_FLIGHT, show_default=True, help="frames pipelined at once")
+@click.option("--in-flight", type=COUNT, default=None,
+              help=f"frames pipelined at once [default: compute units + 1, at least {IN_FLIGHT}]")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
@@ -136,7 +137,7 @@ def main() -> None:
               help="pynq: the bitstream to load, its .hwh beside it [default: BUILD/fpga/overlay/build/]")
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
-        compute_units: int | None, cpu_workers: int, in_flight: int, sequential: bool, no_accuracy: bool,
+        compute_units: int | None, cpu_workers: int, in_flight: int | None, sequential: bool, no_accuracy: bool,
         profile: bool, simulate: str | None, overlay: Path | None) -> None:
     """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
     if profile and backend != "verilator":
@@ -144,6 +145,7 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
                                  param_hint="--profile")
     if (simulate or overlay) and backend != "pynq":
         raise click.BadParameter("--simulate and --overlay are options of --backend pynq", param_hint="--backend")
+    in_flight = in_flight or default_in_flight(compute_units or build_compute_units(read_plan(build)))
     with Session(build, backend, compute_units, slots=1 if sequential else in_flight, simulate=simulate,
                  overlay=overlay) as session:
         given = _Frames(session, inputs, images, frames, seed, resize)
@@ -288,13 +290,14 @@ def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units:
               help="engine instances; repeat for a sweep [default: the build's]")
 @click.option("--cpu-workers", type=COUNT, default=CPU_WORKERS, show_default=True)
 @click.option("--frames", type=COUNT, default=1, show_default=True)
-@click.option("--in-flight", type=COUNT, default=IN_FLIGHT, show_default=True)
+@click.option("--in-flight", type=COUNT, default=None,
+              help=f"[default: compute units + 1, at least {IN_FLIGHT}]")
 @click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Chrome trace of the last prediction")
 @click.option("--gantt", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @_one_line_errors
 def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_workers: int, frames: int,
-                in_flight: int, trace: Path | None, gantt: Path | None) -> None:
+                in_flight: int | None, trace: Path | None, gantt: Path | None) -> None:
     """Predict latency and throughput of BUILD on a board in virtual time (durations from the cycle model and
     timing.py). The defaults are those of `fpga-run run`."""
     predictions = [predict(build, n, board, cpu_workers, frames, in_flight) for n in (units or (None,))]

@@ -18,6 +18,12 @@ CPU_WORKERS = 2
 IN_FLIGHT = 2
 
 
+def default_in_flight(compute_units: int) -> int:
+    """Frames in flight by default: one per compute unit and one more for the CPU stages, so that k units are
+    all busy as the design-space exploration assumed (it models k frames at once); at least IN_FLIGHT."""
+    return max(IN_FLIGHT, compute_units + 1)
+
+
 def check_counts(**counts: int | None) -> None:
     """Worker, unit, slot and frame counts must be whole numbers >= 1 (None: the default applies)."""
     for name, value in counts.items():

@@ -14,7 +14,7 @@ from pathlib import Path
 from . import timing
 from .boards import Board, board as board_by_name
 from .plan import Plan, check_fits, read_plan
-from .policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts, upward_ranks
+from .policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
 from .trace import Span
 
 
@@ -105,12 +105,13 @@ def build_compute_units(plan: Plan) -> int:
 
 
 def predict(build_dir: str | Path, compute_units: int | None = None, board: str | None = None,
-            cpu_workers: int = CPU_WORKERS, frames: int = 1, in_flight: int = IN_FLIGHT) -> Prediction:
+            cpu_workers: int = CPU_WORKERS, frames: int = 1, in_flight: int | None = None) -> Prediction:
     """Latency and throughput of a build on a board in virtual time; the defaults are `fpga-run run`'s (compute
     units: the build's)."""
     check_counts(compute_units=compute_units, cpu_workers=cpu_workers, frames=frames, in_flight=in_flight)
     plan = read_plan(build_dir)
     compute_units = compute_units or build_compute_units(plan)
+    in_flight = in_flight or default_in_flight(compute_units)
     b = board_by_name(board or plan.board)
     check_fits(plan, b.name, compute_units)
     durations = durations_for(plan, b)

@@ -106,3 +106,17 @@ def test_fpga_run_command(builds, tmp_path):
     result = runner.invoke(fpga_run, ["predict", str(builds["yolov3-tiny"]), "--board", "ZCU104",
                                       "--compute-units", "1", "--compute-units", "2"])
     assert result.exit_code == 0 and result.output.count("| zcu104 |") == 2, result.output
+
+
+def test_default_frames_in_flight_keep_every_unit_busy(builds, tmp_path):
+    """The exploration models k compute units on k frames at once; by default `run` and `predict` admit one
+    frame per unit plus one for the CPU stages (at least 2)."""
+    from fpga_runtime.policy import default_in_flight
+    from fpga_runtime.virtual_time import build_compute_units
+    build = builds["yolov3-tiny"]
+    units = build_compute_units(read_plan(build))
+    result = CliRunner().invoke(fpga_run, ["run", str(build), "--no-accuracy", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert f"{units} compute unit(s), 2 CPU worker(s), {max(2, units + 1)} in flight" in result.output
+    assert default_in_flight(1) == 2 and default_in_flight(3) == 4
+    assert predict(build, frames=8).makespan_s <= predict(build, frames=8, in_flight=1).makespan_s
