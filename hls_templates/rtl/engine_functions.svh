@@ -28,19 +28,16 @@
     requantize = sat8(shift_round(product, shift));
   endfunction
 
+  // a * ma + b * mb needs 41 bits; at 48 bits the rounding shift is exact for every shift (from 41 on the
+  // result is 0), so the shifter and adders are 48 bits wide, not 64
   function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
                                                  input logic signed [31:0] ma, input logic signed [31:0] mb,
                                                  input logic [7:0] shift);
-    logic signed [63:0] total;
-    total = 64'(a) * 64'(ma) + 64'(b) * 64'(mb);
-    rescale2 = sat8(shift_round(total, shift));
-  endfunction
-
-  function automatic logic signed [7:0] gate(input logic signed [7:0] x, input logic signed [7:0] g,
-                                             input logic signed [31:0] ma, input logic [7:0] shift);
-    logic signed [63:0] product;
-    product = 64'(x) * 64'(g) * 64'(ma);
-    gate = sat8(shift_round(product, shift));
+    logic signed [47:0] total, bias;
+    total = 48'(a) * 48'(ma) + 48'(b) * 48'(mb);
+    bias = shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1);
+    total = shift > 8'd47 ? 48'sd0 : (total + bias) >>> shift;
+    rescale2 = sat8(64'(total));
   endfunction
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,

@@ -1,6 +1,7 @@
 // Epilogue, two pipelined stages per pixel result of G lanes: E1 requantises a conv or global-average-pool
-// accumulator (int64 product, rounding shift, saturation) and applies act1, or rescales ADD / SCALE operands;
-// E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table.
+// accumulator, or SCALE's gated value (int64 product, rounding shift, saturation) and applies a conv's act1;
+// E2 rescales and adds ADD's operands or a conv's residual operand and applies act1 (ADD) and act2.
+// Activations are a clamp or a 256-entry table.
 import engine_pkg::*;
 
 module epilogue #(
@@ -48,6 +49,8 @@ module epilogue #(
   logic [15:0] e1_n, e1_y, e1_x;
   assign busy = e1_valid || out_valid;
 
+  // one 32x32 multiplier per lane in E1 (a conv or GAP accumulator by its requantisation multiplier, or SCALE's
+  // x * g by res_mult_a) and one rescale (two 8x32 products) in E2 (ADD's operands, or a conv and its residual)
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       e1_valid <= 1'b0; out_valid <= 1'b0;
@@ -57,15 +60,18 @@ module epilogue #(
       e1_oaddr <= in_oaddr; e1_n <= in_n; e1_y <= in_y; e1_x <= in_x;
       for (int i = 0; i < G; i++) begin
         logic signed [7:0] q, a8, b8;
+        logic signed [15:0] g16;
+        logic signed [31:0] x32, m32;
+        logic [7:0] s;
         a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
         b8 = in_b[8*i +: 8];
-        case (d.op)
-          OP_CONV: q = activate1(requantize(in_acc[32*i +: 32], mult[32*i +: 32], shift[8*i +: 8]));
-          OP_GAP: q = requantize(in_acc[32*i +: 32], mult[32*i +: 32], shift[8*i +: 8]);
-          OP_ADD: q = activate1(rescale2(a8, b8, d.res_mult_a, d.res_mult_b, d.res_shift));
-          OP_SCALE: q = gate(a8, b8, d.res_mult_a, d.res_shift);
-          default: q = a8;
-        endcase
+        g16 = a8 * b8;
+        x32 = d.op == OP_SCALE ? 32'(g16) : in_acc[32*i +: 32];
+        m32 = d.op == OP_SCALE ? d.res_mult_a : mult[32*i +: 32];
+        s = d.op == OP_SCALE ? d.res_shift : shift[8*i +: 8];
+        q = requantize(x32, m32, s);
+        if (d.op == OP_CONV) q = activate1(q);
+        else if (d.op != OP_GAP && d.op != OP_SCALE) q = a8;      // ADD rescales in E2; other ops pass
         e1_q[8*i +: 8] <= q;
       end
       out_valid <= e1_valid;
@@ -73,8 +79,9 @@ module epilogue #(
       for (int i = 0; i < G; i++) begin
         logic signed [7:0] q;
         q = e1_q[8*i +: 8];
-        if (has_res) q = activate2(rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift));
-        else if (d.op == OP_ADD) q = activate2(q);
+        if (has_res || d.op == OP_ADD) q = rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift);
+        if (d.op == OP_ADD) q = activate1(q);
+        if (has_res || d.op == OP_ADD) q = activate2(q);
         out_q[8*i +: 8] <= q;
       end
     end

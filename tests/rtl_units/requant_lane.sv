@@ -12,7 +12,9 @@ module requant_lane (
   output logic signed [7:0]  gated
 );
   `include "engine_functions.svh"
+  logic signed [15:0] g16;
+  assign g16 = a * b;
   assign q = requantize(acc, mult, shift);
   assign added = rescale2(a, b, mult_a, mult_b, shift);
-  assign gated = gate(a, b, mult_a, shift);
+  assign gated = requantize(32'(g16), mult_a, shift);      // the channel gate, as the epilogue computes it
 endmodule
