@@ -21,11 +21,12 @@
     shift_round = (v + bias) >>> s;
   endfunction
 
-  function automatic logic signed [7:0] requantize(input logic signed [31:0] acc, input logic signed [31:0] mult,
-                                                   input logic [7:0] shift);
-    logic signed [63:0] product;
-    product = 64'(acc) * 64'(mult);
-    requantize = sat8(shift_round(product, shift));
+  // sat8(round((x * m + y * n) >> shift)): the epilogue's first stage for every op (requantisation: y = 0; ADD:
+  // both operands; SCALE: x = input * gate)
+  function automatic logic signed [7:0] scale_sum(input logic signed [31:0] x, input logic signed [31:0] m,
+                                                  input logic signed [7:0] y, input logic signed [31:0] n,
+                                                  input logic [7:0] shift);
+    scale_sum = sat8(shift_round(64'(x) * 64'(m) + 64'(y) * 64'(n), shift));
   endfunction
 
   // a * ma + b * mb needs 41 bits; at 48 bits the rounding shift is exact for every shift (from 41 on the

@@ -1,7 +1,6 @@
 // Epilogue, two pipelined stages per pixel result of G lanes: E1 requantises a conv or global-average-pool
-// accumulator, or SCALE's gated value (int64 product, rounding shift, saturation) and applies a conv's act1;
-// E2 rescales and adds ADD's operands or a conv's residual operand and applies act1 (ADD) and act2.
-// Activations are a clamp or a 256-entry table.
+// accumulator, SCALE's gated value or ADD's two operands (int64 products, rounding shift, saturation) and
+// applies act1; E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table.
 import engine_pkg::*;
 
 module epilogue #(
@@ -49,8 +48,9 @@ module epilogue #(
   logic [15:0] e1_n, e1_y, e1_x;
   assign busy = e1_valid || out_valid;
 
-  // one 32x32 multiplier per lane in E1 (a conv or GAP accumulator by its requantisation multiplier, or SCALE's
-  // x * g by res_mult_a) and one rescale (two 8x32 products) in E2 (ADD's operands, or a conv and its residual)
+  // E1 per lane: one 32x32 product (a conv or GAP accumulator by its requantisation multiplier, SCALE's x * g or
+  // ADD's first operand by res_mult_a) plus ADD's second product, one rounding shift, act1 for conv and ADD;
+  // E2: a conv's residual rescale (two 8x32 products, 48 bits) and act2. Two table lookups per lane, not three.
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       e1_valid <= 1'b0; out_valid <= 1'b0;
@@ -63,15 +63,17 @@ module epilogue #(
         logic signed [15:0] g16;
         logic signed [31:0] x32, m32;
         logic [7:0] s;
+        logic per_channel;
         a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
         b8 = in_b[8*i +: 8];
         g16 = a8 * b8;
-        x32 = d.op == OP_SCALE ? 32'(g16) : in_acc[32*i +: 32];
-        m32 = d.op == OP_SCALE ? d.res_mult_a : mult[32*i +: 32];
-        s = d.op == OP_SCALE ? d.res_shift : shift[8*i +: 8];
-        q = requantize(x32, m32, s);
-        if (d.op == OP_CONV) q = activate1(q);
-        else if (d.op != OP_GAP && d.op != OP_SCALE) q = a8;      // ADD rescales in E2; other ops pass
+        per_channel = d.op == OP_CONV || d.op == OP_GAP;
+        x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g16) : 32'(a8);
+        m32 = per_channel ? mult[32*i +: 32] : d.res_mult_a;
+        s = per_channel ? shift[8*i +: 8] : d.res_shift;
+        q = scale_sum(x32, m32, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b, s);
+        if (d.op == OP_CONV || d.op == OP_ADD) q = activate1(q);
+        else if (!per_channel && d.op != OP_SCALE) q = a8;          // other ops pass their input
         e1_q[8*i +: 8] <= q;
       end
       out_valid <= e1_valid;
@@ -79,8 +81,7 @@ module epilogue #(
       for (int i = 0; i < G; i++) begin
         logic signed [7:0] q;
         q = e1_q[8*i +: 8];
-        if (has_res || d.op == OP_ADD) q = rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift);
-        if (d.op == OP_ADD) q = activate1(q);
+        if (has_res) q = rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift);
         if (has_res || d.op == OP_ADD) q = activate2(q);
         out_q[8*i +: 8] <= q;
       end

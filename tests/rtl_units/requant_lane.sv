@@ -9,12 +9,14 @@ module requant_lane (
   input  logic signed [31:0] mult_b,
   output logic signed [7:0]  q,
   output logic signed [7:0]  added,
+  output logic signed [7:0]  residual,
   output logic signed [7:0]  gated
 );
   `include "engine_functions.svh"
   logic signed [15:0] g16;
   assign g16 = a * b;
-  assign q = requantize(acc, mult, shift);
-  assign added = rescale2(a, b, mult_a, mult_b, shift);
-  assign gated = requantize(32'(g16), mult_a, shift);      // the channel gate, as the epilogue computes it
+  assign q = scale_sum(acc, mult, 8'sd0, mult_b, shift);          // requantisation
+  assign added = scale_sum(32'(a), mult_a, b, mult_b, shift);      // ADD
+  assign residual = rescale2(a, b, mult_a, mult_b, shift);         // a conv's residual, 48 bits wide
+  assign gated = scale_sum(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule
