@@ -69,7 +69,7 @@ class Plan:
     engine_config: dict[str, Any] | None = None          # abi.EngineConfig of the build
     build_id: str | None = None                          # the same in engine.json: parts of one build belong together
     unit_resources: dict[str, dict] | None = None        # one engine unit's estimated DSP/BRAM36/URAM/LUT/FF per board
-    resource_budget: float | None = None                 # share of each resource the engines may use
+    resource_budget: dict[str, float] | None = None      # share of each resource the engines may use
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -165,10 +165,10 @@ def check_fits(plan: Plan, board: str, units: int) -> None:
     from .boards import BOARDS
     b = BOARDS[board]
     budget = plan.resource_budget
-    over = [f"{name} {units * per_unit[key]:,} of {board}'s {int(budget * have):,} ({budget:.0%} of {have:,})"
+    over = [f"{name} {units * per_unit[key]:,} of {board}'s {int(budget[key] * have):,} ({budget[key]:.0%} of {have:,})"
             for name, key, have in (("DSP", "dsp", b.dsp), ("BRAM36", "bram36", b.bram36), ("URAM", "uram", b.uram),
                                     ("LUT", "lut", b.lut))
-            if units * per_unit[key] > budget * have]
+            if units * per_unit[key] > budget[key] * have]
     if over:
         cfg = plan.engine_config or {}
         raise PlanError(f"engine {cfg.get('pe_rows')}x{cfg.get('vec')} x {units} unit{'s' if units > 1 else ''} does "

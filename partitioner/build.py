@@ -119,9 +119,9 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     nodes, subgraphs = _offload_all(graph, board)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
     exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units)
-    if exploration.chosen is None:
+    if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
         raise ModelError(exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else ""))
-    if cfg.target_fps is not None and exploration.chosen.fps < cfg.target_fps:
+    if cfg.target_fps is not None and exploration.chosen is not None and exploration.chosen.fps < cfg.target_fps:
         best = exploration.chosen
         raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
                          f"that fits, {describe(best)}, gives {best.fps:.1f} fps (modelled)")
@@ -206,12 +206,16 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     graph = step("fuse", fuse)
     exploration = None
     engine = cfg.engine or EngineConfig(clock_mhz=board.clock_mhz)
+    target = TARGETS[cfg.target]
     if explores:
         exploration = step("explore", lambda: _explore(graph, board, cfg))
-        engine = exploration.chosen.config
+        if exploration.chosen is not None:
+            engine = exploration.chosen.config
+        else:                      # no engine fits the board: a CPU build that says why
+            target = cpu_target
     elif cfg.engine is not None and cfg.target is TargetName.FPGA:
         _check_fixed_engine(graph, board, cfg.engine)
-    part = step("partition", lambda: partition(graph, TARGETS[cfg.target], CostModel(board, engine),
+    part = step("partition", lambda: partition(graph, target, CostModel(board, engine),
                                                cfg.offload_everything))
     build_id = uuid.uuid4().hex
     plan = step("write", lambda: write_build(part, out_dir, cfg.model, cfg.target.value, board,
@@ -229,7 +233,7 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
         fpga_sgs = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
         plan.unit_resources = unit_resources(graph, [n for sg in fpga_sgs for n in sg.nodes], len(fpga_sgs), engine,
                                              BOARDS.values())
-        plan.resource_budget = BUDGET
+        plan.resource_budget = dict(BUDGET)
         plan.write(out_dir)
         if cfg.accuracy:
             feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)
@@ -250,5 +254,7 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
                                                cfg.tolerance))
     plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
     plan.write(out_dir)
+    if exploration is not None and exploration.chosen is None:
+        warnings.append(f"{exploration.note}: every layer stays on the CPU")
     write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis)
     return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers)

@@ -1,18 +1,21 @@
-"""Resource model of one engine compute unit, per parameter. Estimates for the design-space exploration;
-DSP and BRAM counts follow from the engine's structure, LUT and FF counts are rough (to be checked against
-synthesis: yosys here, Vivado on a real build).
+"""Resource model of one engine compute unit, per parameter, fitted to yosys `synth_xilinx -family xcup` of the
+RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
+yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-- MAC array: PE_ROWS x VEC int8 multipliers. A DSP48E2 (UltraScale+) computes two int8 products that share
-  one operand (the engine broadcasts each input lane to all PE rows, so row pairs share it): ceil(R*V / 2)
-  DSPs; a DSP48E1 (Zynq-7000) one product each.
-- Epilogue: per output lane one 32x32 requantisation multiply (2 DSPs in a 27x18 cascade when the shift
-  discards the low half) and one residual rescale (1 DSP): 3 * PE_ROWS.
+Measured (yosys 0.70, one unit): the whole 16x16 engine 358 DSP, 68.5 BRAM36, 80,703 LUT, 13,883 FF; the MAC
+stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT); the epilogue alone at 2 and
+16 lanes (3,725 and 3,640 LUT per lane, 11 DSP per lane).
+
+- MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
+  one per DSP48E1, plus VEC DSPs of the depthwise path. LUTs: 32.4 per MAC + 161 per lane - 752.
+- Epilogue, G = max(PE_ROWS, VEC) lanes: per lane a 32x32 and an 8x32 product, the 8x8 gate and the residual's
+  two 8x32 products (11 DSP), and two 256-entry table lookups, 64- and 48-bit rounding shifts (3,630 LUT).
+- The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports): 38 DSP,
+  12,700 LUT, 11,500 FF.
 - Weight buffer: the largest weight tile of the build (kh * kw * in_c * PE_ROWS bytes), ping-pong, read
   R*V bytes per cycle: a memory count is the larger of width (R*V*8 / 72 bits) and depth (BRAM36 holds
   4,608 bytes, URAM288 36,864). On parts with UltraRAM the exploration tries the buffer in either.
-- Pool line buffer: max_kernel rows x widest row x granule bytes; lookup tables in LUTRAM.
-- LUTs: 6,000 for AXI masters, descriptor fetch and control; 12 per MAC (adder trees); 150 per output lane
-  (requantisation, activation, saturation). FFs: twice the LUTs.
+- Pool line buffer: max_kernel rows x widest row x granule bytes.
 """
 from __future__ import annotations
 
@@ -24,7 +27,12 @@ from fpga_runtime.boards import Board
 
 BRAM36_BYTES, BRAM36_BITS = 4608, 72
 URAM_BYTES, URAM_BITS = 36864, 72
-BUDGET = 0.85            # share of each resource the engines may use; the rest is for the platform
+# share of each resource the engines may use: the platform (AXI SmartConnects, the interrupt controller, the
+# processor's ports) takes LUTs, FFs and block RAM but no DSP, so only timing closure limits the DSPs
+BUDGET = {"dsp": 0.95, "bram36": 0.85, "uram": 0.85, "lut": 0.85}
+NAMES = {"dsp": "DSP", "bram36": "BRAM36", "uram": "URAM", "lut": "LUT"}
+EPILOGUE_DSP, EPILOGUE_LUT = 11, 3630        # per epilogue lane
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
 
 
 @dataclass(frozen=True)
@@ -45,15 +53,13 @@ class Resources:
         return (self.dsp, self.bram36, self.uram, self.lut, self.ff)
 
     def fits(self, board: Board) -> bool:
-        return all(used <= BUDGET * have for used, have in zip(self.as_tuple()[:4],
-                                                                   (board.dsp, board.bram36, board.uram, board.lut)))
+        return not self.over_budget(board)
 
     def over_budget(self, board: Board) -> list[str]:
         """Each resource past the budget, as "DSP 2,240 of zcu104's 1,468 (85 % of 1,728)"."""
-        return [f"{name} {used:,} of {board.name}'s {int(BUDGET * have):,} ({BUDGET:.0%} of {have:,})"
-                for name, used, have in zip(("DSP", "BRAM36", "URAM", "LUT"), self.as_tuple()[:4],
-                                            (board.dsp, board.bram36, board.uram, board.lut))
-                if used > BUDGET * have]
+        return [f"{NAMES[key]} {getattr(self, key):,} of {board.name}'s {int(BUDGET[key] * getattr(board, key)):,} "
+                f"({BUDGET[key]:.0%} of {getattr(board, key):,})"
+                for key in NAMES if getattr(self, key) > BUDGET[key] * getattr(board, key)]
 
     def share(self, board: Board) -> dict[str, float]:
         return {k: (v / have if have else 0.0) for k, v, have in
@@ -68,12 +74,14 @@ def _memories(nbytes: int, width_bits: int, unit_bytes: int, unit_bits: int) -> 
 def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, weights_in_uram: bool = False
                  ) -> Resources:
     macs = cfg.pe_rows * cfg.vec
-    dsp = math.ceil(macs / board.int8_macs_per_dsp) + 3 * cfg.pe_rows
+    lanes = max(cfg.pe_rows, cfg.vec)
+    dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
     width = macs * 8
     if weights_in_uram:
         bram, uram = 0, 2 * _memories(wbuf_bytes, width, URAM_BYTES, URAM_BITS)
     else:
         bram, uram = 2 * _memories(wbuf_bytes, width, BRAM36_BYTES, BRAM36_BITS), 0
     bram += _memories(cfg.max_kernel * max_width * cfg.granule, cfg.granule * 8, BRAM36_BYTES, BRAM36_BITS)
-    lut = 6000 + 12 * macs + 150 * cfg.pe_rows
-    return Resources(dsp, bram, uram, lut, 2 * lut)
+    lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes)
+    ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes)
+    return Resources(dsp, bram, uram, lut, ff)

@@ -24,10 +24,13 @@ def _fpga_nodes(path):
 
 
 def test_resource_model_per_parameter():
+    """DSPs as yosys counts them for the RTL (358 for a 16x16 unit on xcup: 128 packed MAC pairs, 16 for the
+    depthwise lanes, 11 per epilogue lane, 38 for control); LUTs within a few per cent of yosys's 80,703."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
-    assert small.dsp == 16 * 16 // 2 + 3 * 16                         # two int8 MACs per DSP48E2
-    assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 48
+    assert small.dsp == 16 * 16 // 2 + 16 + 11 * 16 + 38 == 358            # two int8 MACs per DSP48E2
+    assert abs(small.lut / 80_703 - 1) < 0.05 and abs(small.ff / 13_883 - 1) < 0.1
+    assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 16 + 176 + 38
     bigger = compute_unit(EngineConfig(vec=32, pe_rows=16), zcu, 147456 * 2, 208)
     assert bigger.dsp > small.dsp and bigger.bram36 > small.bram36 and bigger.lut > small.lut
     in_uram = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208, weights_in_uram=True)
@@ -66,10 +69,10 @@ def test_build_uses_the_explored_design(tmp_path, zoo):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--engine", "64x64"], r"error: engine 64x64 x 1 unit does not fit zcu104: needs DSP [\d,]+ of zcu104's 1,468 "
-                            r"\(85% of 1,728\)"),
+    (["--engine", "64x64"], r"error: engine 64x64 x 1 unit does not fit zcu104: needs DSP [\d,]+ of zcu104's 1,641 "
+                            r"\(95% of 1,728\)"),
     (["--engine", "16x16", "--compute-units", "9", "--board", "pynq-z2"],
-     r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 187"),
+     r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 209"),
     (["--compute-units", "40"], r"error: no engine design fits zcu104: the smallest, 8x8 x 40 units, needs DSP"),
     (["--target-fps", "1e9"], r"error: --target-fps 1e\+09: no engine design reaches it on zcu104; the fastest that "
                               r"fits, \d+x\d+ x \d units?, gives [\d.]+ fps \(modelled\)"),
@@ -101,6 +104,20 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
     assert fits.exit_code == 0, fits.output
     small = CliRunner().invoke(fpga_run, ["predict", str(out), "--board", "pynq-z2"])
     assert small.exit_code == 2
-    assert "error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 304 of pynq-z2's 187 (85% of 220)" in small.output
+    assert ("error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 486 of pynq-z2's 209 (95% of 220); "
+            "LUT 80,") in small.output
     many = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "12"])
     assert many.exit_code == 2 and "x 12 units does not fit zcu104: needs DSP" in many.output
+
+
+def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, monkeypatch):
+    from dataclasses import replace
+    import fpga_runtime.boards as boards
+    monkeypatch.setitem(boards.BOARDS, "pynq-z2", replace(boards.BOARDS["pynq-z2"], dsp=100))
+    result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=tmp_path / "b", board="pynq-z2",
+                                           picture=False, accuracy=False))
+    assert all(sg.device == "cpu" for sg in result.plan.subgraphs)
+    assert not (tmp_path / "b" / "fpga").exists()
+    why = "no engine design fits pynq-z2: the smallest, 8x8 x 1 unit, needs DSP 198 of pynq-z2's 95"
+    assert any(w.startswith(why) and w.endswith("every layer stays on the CPU") for w in result.warnings)
+    assert why in (tmp_path / "b" / "report.md").read_text()

@@ -52,18 +52,19 @@ def assert_same(expected, got):
             assert np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("board,ps_irq,base,shape", [("zcu104", 121, 0xA000_0000, 16), ("pynq-z2", 61, 0x43C0_0000, 8)])
-def test_generated_metadata_is_what_pynq_reads(tmp_path_factory, zoo, board, ps_irq, base, shape):
+@pytest.mark.parametrize("board,ps_irq,base,shape,units", [("zcu104", 121, 0xA000_0000, 16, 2),
+                                                           ("pynq-z2", 61, 0x43C0_0000, 8, 1)])
+def test_generated_metadata_is_what_pynq_reads(tmp_path_factory, zoo, board, ps_irq, base, shape, units):
     """PYNQ's own parser finds every engine at the address overlay.tcl assigns, with the ABI's register map, its
     interrupt on the AXI interrupt controller, and the engine clock on PL clock 0."""
     from pynqmetadata.frontends import Metadata
     from pynqmetadata.views.runtime import RuntimeMetadataParser
-    out = build(tmp_path_factory, zoo, "two-branch", None, units=2, board=board, shape=shape)
+    out = build(tmp_path_factory, zoo, "two-branch", None, units=units, board=board, shape=shape)
     hwh = next((out / "fpga" / "overlay").glob("*.hwh"))
     parsed = RuntimeMetadataParser(Metadata(input=str(hwh)))
     tcl = (out / "fpga" / "overlay" / "overlay.tcl").read_text()
     engines = sorted(n for n, ip in parsed.ip_dict.items() if ip.get("type") == "fpga-partitioner:kernels:engine:1.0")
-    assert engines == ["engine_0", "engine_1"]
+    assert engines == [f"engine_{i}" for i in range(units)]
     for i, name in enumerate(engines):
         ip = parsed.ip_dict[name]
         assert ip["phys_addr"] == base + 0x10000 * i

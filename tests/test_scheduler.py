@@ -15,6 +15,7 @@ from fpga_runtime.virtual_time import simulate
 from fpga_runtime.scheduler import Scheduler, TaskError
 from fpga_runtime.session import Session
 from partitioner.build import PartitionConfig, run_partition
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.frames import random_frame
 
 
@@ -59,7 +60,7 @@ def test_frames_pipeline_up_to_the_in_flight_bound():
 def tiny_build(tmp_path_factory, zoo):
     out = tmp_path_factory.mktemp("sched") / "b"
     run_partition(PartitionConfig(model=zoo("ssd-mobilenet-v1", 96), out_dir=out, picture=False, accuracy=False,
-                                  offload_everything=True))
+                                  offload_everything=True, engine=EngineConfig(vec=8, pe_rows=8, compute_units=3)))
     return out
 
 

@@ -75,7 +75,7 @@ def test_session_errors(builds, tmp_path):
 def test_predict_bounds_and_boards(builds):
     build = builds["ssd-mobilenet-v1"]
     previous = None
-    for units in (1, 2, 3):
+    for units in (1, 2):
         p = predict(build, compute_units=units)
         assert p.lower_bound_s <= p.makespan_s + 1e-12 <= p.sequential_s + 1e-12
         assert p.critical_path_s <= p.makespan_s + 1e-12
@@ -83,8 +83,8 @@ def test_predict_bounds_and_boards(builds):
         if previous is not None:
             assert p.makespan_s <= previous + 1e-12
         previous = p.makespan_s
-    slow = predict(build, compute_units=1, board="ultra96v2")
-    assert slow.board == "ultra96v2" and slow.makespan_s > predict(build, compute_units=1).makespan_s
+    slow = predict(build, compute_units=1, board="kv260")         # 250 MHz against the ZCU104's 300
+    assert slow.board == "kv260" and slow.makespan_s > predict(build, compute_units=1).makespan_s
     with pytest.raises(PlanError, match="does not fit pynq-z2: needs DSP"):     # the ZCU104's engine on a Z2
         predict(build, compute_units=1, board="pynq-z2")
     many = predict(build, compute_units=2, frames=6, in_flight=3)
