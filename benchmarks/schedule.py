@@ -15,7 +15,8 @@ import numpy as np
 from _zoo import partitioned
 
 from fpga_runtime.frames import random_frame
-from fpga_runtime.virtual_time import predict
+from fpga_runtime.plan import read_plan
+from fpga_runtime.virtual_time import build_compute_units, predict
 from fpga_runtime.scheduler import Scheduler
 from fpga_runtime.session import Session
 
@@ -32,8 +33,9 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for name in ("yolov3", "ssd300-vgg16"):
             build = partitioned(name, Path(tmp), args.board, accuracy=False).plan.root
+            fitting = build_compute_units(read_plan(build))        # more units than the build's do not fit
             for frames in (1, args.frames):
-                for units in (1, 2, 3):
+                for units in range(1, fitting + 1):
                     p = predict(build, units, frames=frames, in_flight=min(frames, 3))
                     fpga_util = np.mean([v for k, v in p.utilisation.items() if k.startswith("fpga")])
                     print(f"| {name} | {units} | {frames} | {p.makespan_s * 1e3:.2f} | {p.critical_path_s * 1e3:.2f} | "
