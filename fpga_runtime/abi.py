@@ -27,6 +27,12 @@ class EngineConfig:
     compute_units: int = 1
     clock_mhz: float = 300.0
     max_kernel: int = 7
+    epilogue_lanes: int = 0    # RTL: result lanes the epilogue takes per cycle (0: all of them, the granule)
+
+    @property
+    def epilogue_passes(self) -> int:
+        """Cycles the RTL epilogue spends on one pixel result."""
+        return self.granule // (self.epilogue_lanes or self.granule)
 
     @property
     def granule(self) -> int:

@@ -13,6 +13,8 @@ two within 5 %):
 - a layer pays its descriptor fetch and lookup tables;
 - a beat wider than the board's port to DDR (`port_bytes`: 16 on Zynq UltraScale+ HP ports, 8 on Zynq-7000)
   takes several port cycles, so input and weight beats cost ceil(VEC / port_bytes) cycles each;
+- an epilogue narrower than the result (`EngineConfig.epilogue_lanes`) takes `epilogue_passes` cycles per pixel
+  result, so a layer that makes results faster than that waits for it;
 - where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`).
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
@@ -94,6 +96,7 @@ def _cost(overhead: tuple[float, float], latency: int) -> float:
 
 def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     v, r = cfg.vec, cfg.pe_rows
+    passes = cfg.epilogue_passes
     beat = -(-v // port_bytes)            # port cycles per activation or weight beat
     latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
@@ -112,7 +115,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
             weights = s.kh * s.kw * (s.in_c // v) * r
         per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
         taps = pixels * s.kh * s.kw * (1 if s.depthwise else s.in_c // v)
-        run = run_fixed + per_tap * taps + beat * (pixels * per_pixel - taps) + s.pool_tail
+        run = run_fixed + max(per_tap * taps + beat * (pixels * per_pixel - taps), passes * pixels) + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * weights
         return round(fixed + load + run + (tiles - 1) * max(run, load))
     c_tiles = s.out_c // v
@@ -121,9 +124,9 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
         load = _cost(GAP_LOAD_OVERHEAD, latency) + 8
         return round(fixed + load + run + (c_tiles - 1) * max(run, load))
     if s.op == Op.COPY:
-        return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + beat * pixels * (s.in_c // v))
+        return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat, passes) * pixels * (s.in_c // v))
     beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
-    return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + beat * pixels * c_tiles * beats)
+    return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat * beats, passes) * pixels * c_tiles)
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

@@ -22,6 +22,7 @@ from .resources import Resources, compute_unit
 VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
+EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
 
 
 @dataclass
@@ -68,7 +69,8 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
 
 def describe(d: Design) -> str:
     c = d.config
-    return f"{c.pe_rows}x{c.vec} x {c.compute_units} unit{'s' if c.compute_units > 1 else ''}"
+    narrow = f" (epilogue {c.epilogue_lanes} lanes)" if c.epilogue_lanes else ""
+    return f"{c.pe_rows}x{c.vec}{narrow} x {c.compute_units} unit{'s' if c.compute_units > 1 else ''}"
 
 
 def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, boards) -> dict[str, dict]:
@@ -94,9 +96,10 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS) -> Exploration:
-    designs = [d for v in VECS for r in ROWS for k in units
+    designs = [d for v in VECS for r in ROWS for p in EPILOGUE_PASSES for k in units
                for d in _evaluate(graph, fpga_nodes, subgraphs,
-                                  EngineConfig(vec=v, pe_rows=r, compute_units=k, clock_mhz=board.clock_mhz), board)]
+                                  EngineConfig(vec=v, pe_rows=r, compute_units=k, clock_mhz=board.clock_mhz,
+                                               epilogue_lanes=max(v, r) // p if p > 1 else 0), board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)

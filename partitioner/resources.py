@@ -8,8 +8,10 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1, plus VEC DSPs of the depthwise path. LUTs: 32.4 per MAC + 161 per lane - 752.
-- Epilogue, G = max(PE_ROWS, VEC) lanes: per lane a 32x32 and an 8x32 product, the 8x8 gate and the residual's
-  two 8x32 products (11 DSP), and two 256-entry table lookups, 64- and 48-bit rounding shifts (3,630 LUT).
+- Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
+  default): per lane a 32x32 and an 8x32 product, the 8x8 gate and the residual's two 8x32 products (11 DSP), and
+  two 256-entry table lookups, 64- and 48-bit rounding shifts (3,630 LUT); with several passes, 38 LUT and
+  80 FF per result lane to hold and slice the result (yosys, G = 16, E = 4: 44 DSP, 15,133 LUT, 1,418 FF).
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports): 38 DSP,
   12,700 LUT, 11,500 FF.
 - Weight buffer: the largest weight tile of the build (kh * kw * in_c * PE_ROWS bytes), ping-pong, read
@@ -74,7 +76,8 @@ def _memories(nbytes: int, width_bits: int, unit_bytes: int, unit_bits: int) -> 
 def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, weights_in_uram: bool = False
                  ) -> Resources:
     macs = cfg.pe_rows * cfg.vec
-    lanes = max(cfg.pe_rows, cfg.vec)
+    lanes = cfg.epilogue_lanes or cfg.granule
+    sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
     dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
     width = macs * 8
     if weights_in_uram:
@@ -82,6 +85,6 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     else:
         bram, uram = 2 * _memories(wbuf_bytes, width, BRAM36_BYTES, BRAM36_BITS), 0
     bram += _memories(cfg.max_kernel * max_width * cfg.granule, cfg.granule * 8, BRAM36_BYTES, BRAM36_BITS)
-    lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes)
-    ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes)
+    lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes + 38 * sliced)
+    ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
     return Resources(dsp, bram, uram, lut, ff)

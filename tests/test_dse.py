@@ -73,9 +73,10 @@ def test_build_uses_the_explored_design(tmp_path, zoo):
                             r"\(95% of 1,728\)"),
     (["--engine", "16x16", "--compute-units", "9", "--board", "pynq-z2"],
      r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 209"),
-    (["--compute-units", "40"], r"error: no engine design fits zcu104: the smallest, 8x8 x 40 units, needs DSP"),
+    (["--compute-units", "40"], r"error: no engine design fits zcu104: the smallest, 8x8 \(epilogue 2 lanes\) x 40 units, "
+                                r"needs DSP"),
     (["--target-fps", "1e9"], r"error: --target-fps 1e\+09: no engine design reaches it on zcu104; the fastest that "
-                              r"fits, \d+x\d+ x \d units?, gives [\d.]+ fps \(modelled\)"),
+                              r"fits, \d+x\d+( \(epilogue \d+ lanes\))? x \d units?, gives [\d.]+ fps \(modelled\)"),
     (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
 ])
 def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):
@@ -118,6 +119,6 @@ def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, mo
                                            picture=False, accuracy=False))
     assert all(sg.device == "cpu" for sg in result.plan.subgraphs)
     assert not (tmp_path / "b" / "fpga").exists()
-    why = "no engine design fits pynq-z2: the smallest, 8x8 x 1 unit, needs DSP 198 of pynq-z2's 95"
+    why = "no engine design fits pynq-z2: the smallest, 8x8 (epilogue 2 lanes) x 1 unit, needs DSP 132 of pynq-z2's 95"
     assert any(w.startswith(why) and w.endswith("every layer stays on the CPU") for w in result.warnings)
     assert why in (tmp_path / "b" / "report.md").read_text()

@@ -15,7 +15,8 @@ module engine_core #(
   parameter int MAXK = 7,          // largest kernel (conv and fused pool)
   parameter int MAX_W = 64,        // widest conv output row with a fused pool
   parameter int WROWS = 1024,      // weight RAM rows (R x V bytes each)
-  parameter bit PACK = 1           // two int8 products per multiplier (DSP48E2)
+  parameter bit PACK = 1,          // two int8 products per multiplier (DSP48E2)
+  parameter int EL = 0             // epilogue lanes per pass (0: all, one pass)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -246,9 +247,10 @@ module engine_core #(
   logic [31:0] e_in_oaddr;
   logic [15:0] e_in_n, e_in_y, e_in_x;
   assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x} = epi_dout;
-  epilogue #(.V(V), .G(G)) epi (
+  logic epi_ready;
+  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL)) epi (
     .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .lut1(lut1_bits), .lut2(lut2_bits),
-    .in_valid(epi_pop), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
+    .in_ready(epi_ready), .in_valid(epi_pop), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
     .in_y(e_in_y), .in_x(e_in_x), .out_valid(e_valid), .out_q(e_q), .out_oaddr(e_oaddr), .out_n(e_n),
     .out_y(e_y), .out_x(e_x), .busy(e_busy));
 
@@ -264,7 +266,7 @@ module engine_core #(
     .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
     .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
     .out_room(wq_count <= 5'd10), .done(p_done), .busy(p_busy));
-  assign epi_pop = !epi_empty && (has_pool ? p_room : wq_count <= 5'd11);
+  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_count <= 5'd11);
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(16)) wq (

@@ -1,0 +1,93 @@
+// The epilogue at E of the G result lanes, applied to a pixel result in G/E passes. Most layers give the
+// epilogue a result every few cycles (a 3x3 conv over 2 beats of input channels: one per 18), so a narrower
+// epilogue costs cycles only on layers that produce a result per cycle or two (1x1 convs over VEC channels,
+// element-wise ops) and saves its multipliers and table lookups (most of a unit's LUTs) on every layer.
+// E = G is the full-width epilogue with no pass sequencing.
+import engine_pkg::*;
+
+module sliced_epilogue #(
+  parameter int V = 16,
+  parameter int G = 16,
+  parameter int E = 16              // lanes per pass; divides G
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic [G*32-1:0] mult,
+  input  logic [G*8-1:0]  shift,
+  input  logic [256*8-1:0] lut1,
+  input  logic [256*8-1:0] lut2,
+  output logic            in_ready,     // an item popped this cycle is taken
+  input  logic            in_valid,
+  input  logic [G*32-1:0] in_acc,
+  input  logic [G*8-1:0]  in_b,
+  input  logic [8*V-1:0]  in_a,
+  input  logic [31:0]     in_oaddr,
+  input  logic [15:0]     in_n, in_y, in_x,
+  output logic            out_valid,
+  output logic [G*8-1:0]  out_q,
+  output logic [31:0]     out_oaddr,
+  output logic [15:0]     out_n, out_y, out_x,
+  output logic            busy
+);
+  localparam int P = G / E;
+
+  if (P == 1) begin : full
+    assign in_ready = 1'b1;
+    epilogue #(.V(V), .G(G)) lanes (
+      .clk, .rst_n, .desc, .mult, .shift, .lut1, .lut2, .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
+      .in_y, .in_x, .out_valid, .out_q, .out_oaddr, .out_n, .out_y, .out_x, .busy);
+  end else begin : passes
+    localparam int KW = $clog2(P);
+    logic active;
+    logic [KW-1:0] k;
+    logic [G*32-1:0] acc;
+    logic [G*8-1:0] b, a;
+    logic [31:0] oaddr;
+    logic [15:0] n, y, x;
+    // the pass of each result in the epilogue's two stages, and the results gathered so far
+    logic [KW-1:0] k1, k2;
+    logic [G*8-1:0] gathered;
+    logic s_valid, s_busy;
+    logic [E*8-1:0] s_q;
+    logic [31:0] s_oaddr;
+    logic [15:0] s_n, s_y, s_x;
+
+    assign in_ready = !active || k == KW'(P - 1);
+
+    epilogue #(.V(E), .G(E)) lanes (
+      .clk, .rst_n, .desc, .mult(mult[32*E*k +: 32*E]), .shift(shift[8*E*k +: 8*E]), .lut1, .lut2,
+      .in_valid(active), .in_acc(acc[32*E*k +: 32*E]), .in_b(b[8*E*k +: 8*E]), .in_a(a[8*E*k +: 8*E]),
+      .in_oaddr(oaddr), .in_n(n), .in_y(y), .in_x(x), .out_valid(s_valid), .out_q(s_q), .out_oaddr(s_oaddr),
+      .out_n(s_n), .out_y(s_y), .out_x(s_x), .busy(s_busy));
+
+    always_ff @(posedge clk) begin
+      if (!rst_n) begin
+        active <= 1'b0; k <= '0; out_valid <= 1'b0;
+      end else begin
+        k1 <= k;
+        k2 <= k1;
+        if (in_valid && in_ready) begin
+          active <= 1'b1; k <= '0;
+          acc <= in_acc; b <= in_b;
+          a <= '0;
+          a[8*V-1:0] <= in_a;                 // lanes past VEC have no first operand
+          oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;
+        end else if (active) begin
+          if (k == KW'(P - 1)) active <= 1'b0;
+          else k <= k + 1'b1;
+        end
+        out_valid <= 1'b0;
+        if (s_valid) begin
+          gathered[8*E*k2 +: 8*E] <= s_q;
+          if (k2 == KW'(P - 1)) begin
+            out_valid <= 1'b1;
+            out_q <= {s_q, gathered[8*E*(P-1)-1:0]};
+            out_oaddr <= s_oaddr; out_n <= s_n; out_y <= s_y; out_x <= s_x;
+          end
+        end
+      end
+    end
+    assign busy = active || s_busy || out_valid;
+  end
+endmodule
