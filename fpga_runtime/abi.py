@@ -191,6 +191,7 @@ PERF_COUNTERS = ["clock", "mac_busy", "stall_input", "stall_weights", "stall_out
 
 
 CTRL_START, CTRL_DONE, CTRL_IDLE, CTRL_READY = 0x1, 0x2, 0x4, 0x8
+ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"    # the engine IP in the overlay (Vivado block design, .hwh)
 
 
 @dataclass(frozen=True)

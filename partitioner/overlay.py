@@ -7,10 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from fpga_runtime.abi import REGISTER_MAP
+from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
 from fpga_runtime.boards import Board
 
-ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
 MASTERS = ["m_axi_gmem0", "m_axi_gmem1", "m_axi_gmem2"]     # the HLS IP's program, activation, constant ports
 

@@ -29,10 +29,9 @@ except ImportError as exc:          # load_backend turns this into a one-line er
                       "pip install pynq==4.0.0)") from None
 
 from . import Backend, BackendError, ThreadedUnits, timed
-from ..abi import CTRL_START, PERF_COUNTERS
+from ..abi import CTRL_START, ENGINE_VLNV, PERF_COUNTERS
 from ..engine_image import EngineImage, Program, TensorView
 
-ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"
 OVERLAY_DIR = "overlay"
 REQUIRED_REGISTERS = ["CTRL", "IP_ISR", "program_1", "program_2", "layer_count", "act_1", "act_2", "consts_1",
                       "consts_2", "cycles_1", "cycles_2"]

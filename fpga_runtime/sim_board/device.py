@@ -9,21 +9,17 @@ from pathlib import Path
 
 from pynq.pl_server.device import Device
 
+from ..abi import ENGINE_VLNV
 from ..boards import BOARDS
 from .memory import SimulatedBoardError, SimulatedMemory
 from .processing_system import clock_windows, pl0_clock_mhz
 from .units import CsimUnit, RegisterFile, RtlUnit
 
-ENGINE_VLNV = "fpga-partitioner:kernels:engine:1.0"
 
 
 def pynq_version() -> str:
     from importlib.metadata import version
     return version("pynq")
-
-
-def _pynq_major() -> int:
-    return int(pynq_version().split(".")[0])
 ENGINES = ("verilator", "csim")
 
 
@@ -39,7 +35,7 @@ class SimulatedBoard(Device):
         spec = BOARDS.get((board or "").lower()) or BOARDS["zcu104"]
         if spec.family not in ("zynq7", "zynqmp"):
             raise ValueError(f"board {spec.name} is not a Zynq: PYNQ runs on Zynq-7000 and Zynq UltraScale+ boards")
-        if spec.family == "zynq7" and _pynq_major() >= 4:
+        if spec.family == "zynq7" and int(pynq_version().split(".")[0]) >= 4:
             raise ValueError(f"{spec.name} is a Zynq-7000 board, which PYNQ {pynq_version()} no longer supports (its "
                              "overlay loader cannot read a Zynq-7000 PS clock); simulate it under pynq 3.x, the "
                              "version the board's image ships")
