@@ -31,6 +31,8 @@ def test_resource_model_per_parameter():
     assert small.dsp == 16 * 16 // 2 + 16 + 11 * 16 + 38 == 358            # two int8 MACs per DSP48E2
     assert abs(small.lut / 80_703 - 1) < 0.05 and abs(small.ff / 13_883 - 1) < 0.1
     assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 16 + 176 + 38
+    narrow = compute_unit(EngineConfig(vec=16, pe_rows=16, epilogue_lanes=8), zcu, 147456, 208)
+    assert narrow.dsp == 270 and abs(narrow.lut / 52_526 - 1) < 0.05      # yosys, the same unit at 8 lanes
     bigger = compute_unit(EngineConfig(vec=32, pe_rows=16), zcu, 147456 * 2, 208)
     assert bigger.dsp > small.dsp and bigger.bram36 > small.bram36 and bigger.lut > small.lut
     in_uram = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208, weights_in_uram=True)
