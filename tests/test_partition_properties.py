@@ -163,3 +163,25 @@ def test_carving_and_parallel_splits_are_convex_and_acyclic(case):
 def test_invariants_on_a_thousand_detector_like_graphs(model, offload_everything):
     with tempfile.TemporaryDirectory() as d:
         _check_invariants(model, Path(d), offload_everything, "zcu104")
+
+
+def test_an_add_whose_operand_is_a_concat_shares_its_layout(tmp_path):
+    """Found by the property test above: a CSP-style split/conv/concat added to the network input. The concat
+    places its output with padding between its slots; the input it is added to must take that placement (it used
+    to keep its own and the engine compiler refused the add)."""
+    from graphs import Net
+    from fpga_runtime.accuracy import output_accuracy
+    from fpga_runtime.frames import original_outputs, random_frame
+    from fpga_runtime.session import Session
+    net = Net(channels=4, size=6)
+    halves = ["n2_a", "n2_b"]
+    net.nodes.append(helper.make_node("Split", [net.conv("x", "n0"), net.const("n2_sizes", np.array([2, 2]))],
+                                      halves, name="n2_split", axis=1))
+    joined = net.node("Concat", [net.conv("n2_a", "n2_c", cin=2, cout=2), "n2_b"], "n2", axis=1)
+    model = net.model([net.conv(net.node("Add", ["x", joined], "n5"), "n13")])
+    _check_invariants(model, tmp_path, True, "zcu104")
+    with Session(tmp_path / "build") as s:
+        frame = random_frame(s.plan, 0)
+        got = s.run(None, frame)[0]
+    assert any(sg.device == "fpga" for sg in s.plan.subgraphs)
+    assert output_accuracy("n13", original_outputs(tmp_path / "m.onnx", frame)["n13"], got).cosine > 0.98

@@ -127,14 +127,17 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         out = view(node.outputs[0], addr, stride, 0)
         out.channel_map = [off + k for m, off in zip(maps, offsets) for k in m]
         layout.views[node.outputs[0]] = out
-    mirror = _mirrored_layouts(graph, fpga_nodes)
+    shared = _shared_layouts(graph, fpga_nodes)
+    members: dict[str, list[str]] = {}
+    for t in list(shared.parent):
+        members.setdefault(shared.find(t), []).append(t)
     for name in fpga_nodes:
         node = graph.nodes[name]
         for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
             if t in layout.views:
                 continue
             n, h, w, c, _ = _nhwc(graph, t)
-            like = layout.views.get(mirror.get(t, ""))
+            like = next((layout.views[m] for m in members.get(shared.find(t), []) if m in layout.views), None)
             channel_map = list(like.channel_map) if like is not None else list(range(c))
             stride = config.padded(max(channel_map, default=-1) + 1)
             layout.views[t] = view(t, arena.alloc(n * h * w * stride), stride, 0)
@@ -142,24 +145,24 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
     return layout
 
 
-def _mirrored_layouts(graph: Graph, fpga_nodes: list[str]) -> dict[str, str]:
-    """Tensors that must share another's channel placement, which may be a concat's with padding between its
-    slots: a global average pool's output its input's; a channel gate (SE block) and the gated result the gated
-    activation's; both addends and the sum of an element-wise add, and a conv's output the residual it adds.
-    Channels are independent there, so the engine keeps each where the first operand has it."""
-    mirror: dict[str, str] = {}
+def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
+    """Tensors that must share one channel placement, which may be a concat's with padding between its slots:
+    a global average pool's output and its input; a channel gate (SE block), the gated activation and the
+    result; both addends and the sum of an element-wise add; a conv's output and the residual it adds. Channels
+    are independent there, so whichever of them is placed first (a concat's output, say) places the others."""
+    groups = _Groups()
     for name in fpga_nodes:
         node = graph.nodes[name]
         residual = [s.tensor for s in node.conv.epilogue if isinstance(s, ResidualAdd)] if node.conv else []
         if residual:
-            mirror[node.outputs[0]] = residual[0]
+            groups.union(node.outputs[0], residual[0])
         elif node.kind is OpKind.ADD:
-            mirror[node.inputs[1]] = node.inputs[0]
-            mirror[node.outputs[0]] = node.inputs[0]
+            groups.union(node.inputs[1], node.inputs[0])
+            groups.union(node.outputs[0], node.inputs[0])
         elif node.kind is OpKind.GLOBAL_AVG_POOL:
-            mirror[node.outputs[0]] = node.inputs[0]
+            groups.union(node.outputs[0], node.inputs[0])
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands
-            mirror[gate] = data
-            mirror[node.outputs[0]] = data
-    return mirror
+            groups.union(gate, data)
+            groups.union(node.outputs[0], data)
+    return groups
