@@ -29,6 +29,12 @@ class EngineConfig:
     max_kernel: int = 7
     epilogue_lanes: int = 0    # RTL: result lanes the epilogue takes per cycle (0: all of them, the granule)
 
+    def describe(self, units: int | None = None) -> str:
+        """"16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""
+        units = self.compute_units if units is None else units
+        narrow = f" (epilogue {self.epilogue_lanes} lanes)" if self.epilogue_lanes else ""
+        return f"{self.pe_rows}x{self.vec}{narrow} x {units} unit{'s' if units > 1 else ''}"
+
     @property
     def epilogue_passes(self) -> int:
         """Cycles the RTL epilogue spends on one pixel result."""

@@ -4,13 +4,12 @@ the generated metadata and the commands that make them), this runtime's sources,
 requirements and a README. `python3 -m fpga_runtime run DIR --backend pynq` on the board needs nothing else."""
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from .engine_image import ENGINE_DIR
-from .plan import PLAN_FILE, PlanError, read_plan
+from .plan import PLAN_FILE, PlanError, file_sha256, read_plan
 
 RUNTIME = Path(__file__).resolve().parent
 # what the runtime imports on the board, beside PYNQ (the image ships it): numpy < 2 for pynq 3.x images,
@@ -24,14 +23,6 @@ ENGINE_SOURCES = ["hls/*.cpp", "hls/*.h", "rtl/*.sv", "rtl/*.svh", "rtl/sim/*.cp
 def _copy(src: Path, dst: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False) -> dict:
@@ -74,7 +65,7 @@ def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False
     (out / "run.sh").chmod(0o755)
     files = sorted(p for p in out.rglob("*") if p.is_file() and "fpga_runtime" not in p.relative_to(out).parts)
     manifest = {"build": str(build.resolve()), "build_id": plan.build_id, "board": plan.board, "overlay": overlay_state,
-                "files": {str(p.relative_to(out)): _sha256(p) for p in files}}
+                "files": {str(p.relative_to(out)): file_sha256(p) for p in files}}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     (out / "README.md").write_text(_readme(plan.board, plan.model.get("name", "model"), overlay_state))
     return manifest

@@ -4,6 +4,7 @@ The runtime reads only this file and the ONNX files it names, so a board needs n
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -162,17 +163,20 @@ def check_fits(plan: Plan, board: str, units: int) -> None:
     per_unit = (plan.unit_resources or {}).get(board)
     if not per_unit or plan.resource_budget is None:
         return
-    from .boards import BOARDS
-    b = BOARDS[board]
-    budget = plan.resource_budget
-    over = [f"{name} {units * per_unit[key]:,} of {board}'s {int(budget[key] * have):,} ({budget[key]:.0%} of {have:,})"
-            for name, key, have in (("DSP", "dsp", b.dsp), ("BRAM36", "bram36", b.bram36), ("URAM", "uram", b.uram),
-                                    ("LUT", "lut", b.lut))
-            if units * per_unit[key] > budget[key] * have]
+    from .abi import EngineConfig
+    from .boards import BOARDS, over_budget
+    over = over_budget(BOARDS[board], {k: units * v for k, v in per_unit.items()}, plan.resource_budget)
     if over:
-        cfg = plan.engine_config or {}
-        raise PlanError(f"engine {cfg.get('pe_rows')}x{cfg.get('vec')} x {units} unit{'s' if units > 1 else ''} does "
-                        f"not fit {board}: needs {'; '.join(over)}")
+        design = EngineConfig(**plan.engine_config).describe(units) if plan.engine_config else f"{units} unit(s)"
+        raise PlanError(f"engine {design} does not fit {board}: needs {'; '.join(over)}")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def check_feeds(plan: Plan, feeds: dict) -> None:

@@ -14,7 +14,7 @@ import onnx
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.accuracy import AccuracyReport
-from fpga_runtime.boards import BOARDS
+from fpga_runtime.boards import BOARDS, BUDGET
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.frames import random_frame
@@ -27,7 +27,6 @@ from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
 from .dse import UNITS, Exploration, check_fixed, describe, explore, unit_resources
-from .resources import BUDGET
 from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition

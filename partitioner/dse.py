@@ -68,9 +68,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
 
 
 def describe(d: Design) -> str:
-    c = d.config
-    narrow = f" (epilogue {c.epilogue_lanes} lanes)" if c.epilogue_lanes else ""
-    return f"{c.pe_rows}x{c.vec}{narrow} x {c.compute_units} unit{'s' if c.compute_units > 1 else ''}"
+    return d.config.describe()
 
 
 def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, boards) -> dict[str, dict]:

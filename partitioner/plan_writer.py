@@ -1,7 +1,6 @@
 """Partition -> build folder: one ONNX file per subgraph and plan.json."""
 from __future__ import annotations
 
-import hashlib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import onnx
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
-from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec
+from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec, file_sha256
 
 from .cost import layer_shape, node_cost
 from .ir import Graph
@@ -23,14 +22,6 @@ SUBGRAPH_DIR = "subgraphs"
 def _spec(graph: Graph, tensor: str) -> TensorSpec:
     t = graph.tensors[tensor]
     return TensorSpec(t.onnx_name, None if t.shape is None else list(t.shape), t.dtype_name)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, board: Board,
@@ -62,7 +53,7 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
                  for n, why in part.fallbacks.items()]
     decisions = [{"nodes": [o for n in d.nodes for o in graph.nodes[n].origin], "accepted": d.accepted,
                   "estimate": d.estimate.as_dict()} for d in part.decisions]
-    model_info = {"path": str(model_path.resolve()), "sha256": _sha256(model_path), "name": graph.name,
+    model_info = {"path": str(model_path.resolve()), "sha256": file_sha256(model_path), "name": graph.name,
                   "opset": graph.opset}
     plan = Plan(PLAN_VERSION, target, board.name, model_info, [_spec(graph, t) for t in graph.inputs],
                 [_spec(graph, t) for t in graph.outputs], specs, list(folded), fallbacks, decisions,

@@ -23,17 +23,13 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.boards import Board
+from fpga_runtime.boards import Board, over_budget
 
 BRAM36_BYTES, BRAM36_BITS = 4608, 72
 URAM_BYTES, URAM_BITS = 36864, 72
-# share of each resource the engines may use: the platform (AXI SmartConnects, the interrupt controller, the
-# processor's ports) takes LUTs, FFs and block RAM but no DSP, so only timing closure limits the DSPs
-BUDGET = {"dsp": 0.95, "bram36": 0.85, "uram": 0.85, "lut": 0.85}
-NAMES = {"dsp": "DSP", "bram36": "BRAM36", "uram": "URAM", "lut": "LUT"}
 EPILOGUE_DSP, EPILOGUE_LUT = 11, 3630        # per epilogue lane
 CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
 
@@ -60,9 +56,7 @@ class Resources:
 
     def over_budget(self, board: Board) -> list[str]:
         """Each resource past the budget, as "DSP 2,240 of zcu104's 1,468 (85 % of 1,728)"."""
-        return [f"{NAMES[key]} {getattr(self, key):,} of {board.name}'s {int(BUDGET[key] * getattr(board, key)):,} "
-                f"({BUDGET[key]:.0%} of {getattr(board, key):,})"
-                for key in NAMES if getattr(self, key) > BUDGET[key] * getattr(board, key)]
+        return over_budget(board, asdict(self))
 
     def share(self, board: Board) -> dict[str, float]:
         return {k: (v / have if have else 0.0) for k, v, have in
