@@ -28,12 +28,15 @@ class EngineConfig:
     clock_mhz: float = 300.0
     max_kernel: int = 7
     epilogue_lanes: int = 0    # RTL: result lanes the epilogue takes per cycle (0: all of them, the granule)
+    pixels: int = 1            # RTL: output pixels per step of the window path (1: no window path)
+    window_words: int = 2048   # RTL: input-window words (vec bytes each) per pixel bank
 
     def describe(self, units: int | None = None) -> str:
-        """"16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""
+        """"4x16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""
         units = self.compute_units if units is None else units
         narrow = f" (epilogue {self.epilogue_lanes} lanes)" if self.epilogue_lanes else ""
-        return f"{self.pe_rows}x{self.vec}{narrow} x {units} unit{'s' if units > 1 else ''}"
+        pixels = f"{self.pixels}x" if self.pixels > 1 else ""
+        return f"{pixels}{self.pe_rows}x{self.vec}{narrow} x {units} unit{'s' if units > 1 else ''}"
 
     @property
     def epilogue_passes(self) -> int:

@@ -71,6 +71,7 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
     context = {"build_name": safe_identifier(build_name), "abi_version": ABI_VERSION, "vec": config.vec,
                "pe_rows": config.pe_rows, "granule": config.granule,
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
+               "pixels": config.pixels, "window_words": config.window_words,
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config)}
     env = _env()

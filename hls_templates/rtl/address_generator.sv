@@ -1,6 +1,8 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
 // each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle. The MAC stage walks the
-// same nest by the tags alone.
+// same nest by the tags alone. On the window path (`win`) the runs are the layer's input rows in order
+// instead (a whole row where its channels are contiguous, else a pixel at a time), each issued only once
+// the window has room for it (`win_limit`).
 import engine_pkg::*;
 
 module address_generator #(
@@ -13,6 +15,8 @@ module address_generator #(
   input  logic        ag_start,    // begin the tile's nest
   input  logic [15:0] c0,          // first output channel of the tile
   input  logic [7:0]  nl,          // channels of a pixel result (PE rows, or lanes)
+  input  logic        win,         // the layer takes the window path
+  input  logic [31:0] win_limit,   // input rows (over the batch) below this may be loaded
   output logic        ag_active,
   output logic        a_run_valid,
   input  logic        a_run_ready,
@@ -144,15 +148,50 @@ module address_generator #(
                           + 32'(d.in2_c_offset) + cv);
       end
     end
+    if (win) begin
+      a_run_pad = 1'b0;
+      a_run_fill = 8'd0;
+      a_run_addr = w_run_addr;
+      a_run_beats = w_run_beats;
+      a_tag = w_tag;
+    end
   end
 
-  assign a_run_valid = ag_active;
+  // the window path's runs: rows of the input, image after image
+  logic [31:0] ag_row;                   // rows issued so far, over the batch
+  wire contiguous = d.in_c == d.in_c_stride;
+  logic [63:0] w_run_addr;
+  logic [23:0] w_run_beats;
+  engine_pkg::tag_t w_tag;
+  always_comb begin
+    w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
+                           d.in_c_stride) + 32'(d.in_c_offset));
+    w_run_beats = contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
+    w_tag = '0;
+    w_tag.kind = K_MAC;
+    w_tag.last = contiguous || ag_x == d.in_w - 16'd1;
+    w_tag.n = ag_n; w_tag.y = ag_y; w_tag.x = ag_x;
+  end
+
+  assign a_run_valid = ag_active && (!win || ag_row < win_limit);
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       ag_active <= 1'b0;
     end else if (ag_start) begin
       ag_active <= 1'b1;
-      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0;
+      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
+    end else if (a_run_valid && a_run_ready && win) begin
+      if (!contiguous && ag_x != d.in_w - 16'd1) ag_x <= ag_x + 16'd1;
+      else begin
+        ag_x <= '0;
+        ag_row <= ag_row + 32'd1;
+        if (ag_y != d.in_h - 16'd1) ag_y <= ag_y + 16'd1;
+        else begin
+          ag_y <= '0;
+          if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
+          else ag_active <= 1'b0;
+        end
+      end
     end else if (a_run_valid && a_run_ready) begin
       if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
         if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end

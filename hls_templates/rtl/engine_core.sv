@@ -16,7 +16,9 @@ module engine_core #(
   parameter int MAX_W = 64,        // widest conv output row with a fused pool
   parameter int WROWS = 1024,      // weight RAM rows (R x V bytes each)
   parameter bit PACK = 1,          // two int8 products per multiplier (DSP48E2)
-  parameter int EL = 0             // epilogue lanes per pass (0: all, one pass)
+  parameter int EL = 0,            // epilogue lanes per pass (0: all, one pass)
+  parameter int P = 1,             // output pixels per step of the window path (1: no window path)
+  parameter int WDEPTH = 2         // input-window words per bank
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -58,9 +60,11 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  logic layer_fits;
-  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(layer_fits));
+  logic layer_fits, win;
+  logic [4:0] win_slots;
+  logic [31:0] win_phase_words, win_row_words;
+  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH)) layer_desc (
+    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .win_slots, .win_phase_words, .win_row_words);
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -164,14 +168,16 @@ module engine_core #(
   // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile) ---------------------------
   localparam int WAW = $clog2(WROWS);
   logic          w_we;
-  logic [WAW-1:0] w_wrow, w_raddr;
+  logic [WAW-1:0] w_wrow, w_raddr, mac_raddr, wc_raddr;
+  logic          wc_re;
+  assign w_raddr = win ? wc_raddr : mac_raddr;
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
   logic [R*DW-1:0] w_rdata_bits;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   assign w_wrow = dw ? WAW'(cb_idx) : WAW'(cb_idx >> RSH);
   assign w_wbank = dw ? '0 : cb_idx[RSH > 0 ? RSH-1 : 0:0];
   weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
-    .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank),
+    .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank), .re(!win || wc_re),
     .rrow(w_raddr), .rdata(w_rdata_bits));
 
 
@@ -185,8 +191,9 @@ module engine_core #(
   logic [23:0] a_run_beats;
   logic [7:0] a_run_fill;
   logic [TAGW-1:0] a_tag;
+  logic [31:0] win_limit;
   address_generator #(.V(V), .B(B)) agen (
-    .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
+    .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
     .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
   logic          ab_valid, ab_ready, ab_last;
@@ -206,7 +213,7 @@ module engine_core #(
 
   // pixels between the MAC stage and the epilogue
   localparam int ITEMW = G * 32 + G * 8 + DW + 32 + 3 * 16;
-  logic item_valid, mac_busy, mac_beat;
+  logic item_valid, mac_busy, mac_beat, mac_ab_ready, mac_item_valid;
   logic [G*32-1:0] item_acc;
   logic [G*8-1:0] item_b;
   logic [DW-1:0] item_a;
@@ -229,10 +236,40 @@ module engine_core #(
       lut2_bits[8*i +: 8] = lut2[i];
     end
   end
+  logic [G*32-1:0] mac_acc;
+  logic [31:0] mac_oaddr;
+  logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW), .PACK(PACK)) mac (
-    .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid, .ab_ready, .ab_data, .ab_tag_bits(ab_tag), .ab_idx,
-    .ab_last, .room(epi_count <= 5'd12), .w_raddr, .w_rdata(w_rdata_bits), .item_valid, .item_acc, .item_b,
-    .item_a, .item_oaddr, .item_n, .item_y, .item_x, .busy(mac_busy), .mac_beat);
+    .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
+    .w_rdata(w_rdata_bits), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b, .item_a,
+    .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
+  assign ab_ready = win || mac_ab_ready;
+
+  // the window path of standard convs (P > 1)
+  logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out;
+  logic [G*32-1:0] wc_acc;
+  logic [31:0] wc_oaddr;
+  logic [15:0] wc_n, wc_y, wc_x;
+  if (P > 1) begin : g_window
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .PACK(PACK)) wconv (
+      .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
+      .start(ag_start && win), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
+      .ab_last, .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
+      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_oaddr(wc_oaddr),
+      .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
+      .wait_output(wc_wait_out));
+  end else begin : g_no_window
+    assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
+    assign wc_acc = '0; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
+  end
+  assign item_valid = mac_item_valid || wc_item_valid;
+  assign item_acc = win ? wc_acc : mac_acc;
+  assign item_oaddr = win ? wc_oaddr : mac_oaddr;
+  assign item_n = win ? wc_n : mac_n;
+  assign item_y = win ? wc_y : mac_y;
+  assign item_x = win ? wc_x : mac_x;
   sync_fifo #(.W(ITEMW), .DEPTH(16)) epi_fifo (
     .clk, .rst_n, .push(item_valid), .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x}),
     .pop(epi_pop), .dout(epi_dout), .empty(epi_empty), .count(epi_count));
@@ -283,7 +320,7 @@ module engine_core #(
     .m_wdata(m_act_wdata), .m_wstrb(m_act_wstrb), .m_wlast(m_act_wlast), .m_bvalid(m_act_bvalid),
     .m_bready(m_act_bready));
 
-  wire drained = !ag_active && a_idle && !mac_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
+  wire drained = !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
                  && !p_busy && wr_idle;
 
   // =====================================================================================================
@@ -311,12 +348,18 @@ module engine_core #(
       ap_done <= 1'b0;
       ag_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
-      if (mac_beat) n_mac <= n_mac + 64'd1;
+      if (mac_beat || wc_beat) n_mac <= n_mac + 64'd1;
       if (main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)) n_wt <= n_wt + 64'd1;
       // why the array is not taking a beat: no input yet, results backing up, or the tile's tail
-      if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
-      if (streaming && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
-      if ((st == S_RUN || st == S_DRAIN) && !streaming) n_drain <= n_drain + 64'd1;
+      if (win) begin                    // window path: the array waits for input rows or for the epilogue
+        if (wc_wait_in) n_in <= n_in + 64'd1;
+        if (wc_wait_out) n_out <= n_out + 64'd1;
+        if ((st == S_RUN || st == S_DRAIN) && !wc_busy) n_drain <= n_drain + 64'd1;
+      end else begin
+        if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
+        if (streaming && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
+        if ((st == S_RUN || st == S_DRAIN) && !streaming) n_drain <= n_drain + 64'd1;
+      end
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
         c_off <= 8'(c_want_addr[VSH-1:0]);

@@ -1,5 +1,6 @@
-// A layer descriptor: its 128 little-endian bytes as the fields of engine_pkg::desc_t, and whether this
-// engine (its kernel, weight RAM and pool-ring sizes) can run it.
+// A layer descriptor: its 128 little-endian bytes as the fields of engine_pkg::desc_t, whether this
+// engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
+// window path (P pixels per step from the on-chip input window) and with which window geometry.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -7,12 +8,20 @@ module layer_descriptor #(
   parameter int R = 16,
   parameter int MAXK = 7,
   parameter int MAX_W = 64,
-  parameter int WROWS = 1024
+  parameter int WROWS = 1024,
+  parameter int P = 1,             // pixels per step of the window path (1: no window path)
+  parameter int WDEPTH = 2         // window words per bank
 ) (
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
-  output logic fits
+  output logic fits,
+  output logic win,                // the layer runs on the window path
+  output logic [4:0] win_slots,    // input rows the window holds
+  output logic [31:0] win_phase_words,  // words of one stride phase of a row in each bank
+  output logic [31:0] win_row_words     // words of a row in each bank
 );
+  `include "engine_functions.svh"
+  localparam int LP = P > 1 ? $clog2(P) : 0;
   localparam int VSH = $clog2(V);
   localparam int RINGK = MAXK + 1;
   engine_pkg::desc_t d;
@@ -58,5 +67,18 @@ module layer_descriptor #(
       if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
     end
     fits = ok;
+  end
+
+  always_comb begin
+    logic s2;
+    logic [31:0] cols;
+    s2 = d.stride_w == 8'd2;
+    cols = (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
+    win_phase_words = cols * 32'(d.in_c >> VSH);
+    win_row_words = win_phase_words << s2;
+    win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
+    win = P > 1 && d.op == OP_CONV && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL]
+          && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
+          && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;
   end
 endmodule

@@ -12,6 +12,7 @@ module weight_ram #(
   input  logic [(R > 1 ? $clog2(R) : 1)-1:0] wlane,
   input  logic [8*V-1:0] wdata,
   input  logic rbank,
+  input  logic re,                 // hold the outputs while the reader stalls
   input  logic [$clog2(WROWS)-1:0] rrow,
   output logic [R*8*V-1:0] rdata
 );
@@ -19,7 +20,7 @@ module weight_ram #(
     logic [8*V-1:0] bank[2 * WROWS];
     always_ff @(posedge clk) begin
       if (we && (R == 1 || wlane == r)) bank[32'(wbank) * WROWS + 32'(wrow)] <= wdata;
-      rdata[r*8*V +: 8*V] <= bank[32'(rbank) * WROWS + 32'(rrow)];
+      if (re) rdata[r*8*V +: 8*V] <= bank[32'(rbank) * WROWS + 32'(rrow)];
     end
   end
 endmodule

@@ -1,0 +1,63 @@
+"""Which conv layers the RTL engine runs on its window path, and with which window geometry: the Python twin of
+`layer_descriptor.sv` (the `win` decision) and `window_slots` in engine_functions.svh, for the cycle model and for
+sizing the window at code generation. docs/kernel-abi.md, "Window path", describes the path itself."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .abi import Descriptor, EngineConfig, Flag, Op
+
+
+def _pow2_at_least(v: int) -> int:
+    p = 1
+    while p < v:
+        p *= 2
+    return p
+
+
+@dataclass(frozen=True)
+class WindowGeometry:
+    slots: int          # input rows the window holds
+    row_words: int      # words of one input row in each of the P banks
+
+    @property
+    def words(self) -> int:
+        return self.slots * self.row_words
+
+
+def row_words(d: Descriptor, cfg: EngineConfig) -> int:
+    """Words of one input row per bank: each stride phase of the row spread over P banks, a word per V channels."""
+    s = 2 if d.stride_w == 2 else 1
+    cols = -(-(-(-d.in_w // s)) // cfg.pixels)
+    return s * cols * (d.in_c // cfg.vec)
+
+
+def window_slots(kh: int, stride: int, words_per_row: int, depth: int) -> int:
+    """kh + stride rows (a power of two, at most 8) so the next rows load while these are read; else kh; else 0."""
+    for rows in (_pow2_at_least(kh + stride), _pow2_at_least(kh)):
+        if rows <= 8 and rows * words_per_row <= depth:
+            return rows
+    return 0
+
+
+def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
+    """A conv the window path can run given a big enough window: standard, undilated, square stride 1 or 2, no
+    fused residual or upsampling read."""
+    return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.UPSAMPLE2)
+            and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))
+
+
+def geometry(d: Descriptor, cfg: EngineConfig, depth: int | None = None) -> WindowGeometry | None:
+    """The layer's window, or None where it takes the per-tap path."""
+    if not eligible(d, cfg):
+        return None
+    words = row_words(d, cfg)
+    slots = window_slots(d.kh, d.stride_h, words, cfg.window_words if depth is None else depth)
+    return WindowGeometry(slots, words) if slots else None
+
+
+def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
+    """Window words per bank that let an eligible layer load ahead (0 for a layer that cannot take the path)."""
+    if not eligible(d, cfg):
+        return 0
+    return min(_pow2_at_least(d.kh + d.stride_h), 8) * row_words(d, cfg)

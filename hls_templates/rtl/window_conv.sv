@@ -1,0 +1,293 @@
+// The window path of a standard conv (docs/kernel-abi.md, "Window path"): the activation stream fills an
+// on-chip window of input rows, each input byte once per output-channel tile, and a P x R x V array computes
+// P neighbouring output pixels of one row per step, all from one weight-RAM row (R x V bytes) and P window
+// banks. Steps walk (ky, kx, input-channel beat) for each group of P pixels, groups along the row, rows down
+// the image. The address generator issues a row's load only once the row it replaces in the window is no
+// longer read (`load_limit`); a row is computed only once the input rows it reads are in (`rows_loaded`).
+// Finished groups go to the epilogue one pixel per cycle while the array goes on with the next group.
+import engine_pkg::*;
+
+module window_conv #(
+  parameter int V = 16,
+  parameter int R = 16,
+  parameter int P = 4,
+  parameter int WDEPTH = 2048,     // window words per bank
+  parameter int WAW = 10,          // weight RAM address bits
+  parameter bit PACK = 1
+) (
+  input  logic clk,
+  input  logic rst_n,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic [4:0]  slots,             // input rows the window holds (a power of two)
+  input  logic [31:0] phase_words,       // words of a row's stride phase in each bank
+  input  logic [31:0] row_words,
+  input  logic        start,             // a tile of a window layer begins
+  input  logic [15:0] c0,
+  input  logic [(R > V ? R : V)*32-1:0] bias,
+  // the activation stream: the layer's input rows in order
+  input  logic        ab_valid,
+  input  logic [8*V-1:0] ab_data,
+  input  logic [engine_pkg::TAG_BITS-1:0] ab_tag_bits,
+  input  logic        ab_last,
+  output logic [31:0] load_limit,        // input rows (counted over the batch) below this may be loaded
+  // weight RAM read port
+  output logic           w_re,
+  output logic [WAW-1:0] w_raddr,
+  input  logic [R*8*V-1:0] w_rdata,
+  // finished pixels
+  input  logic        room,
+  output logic        item_valid,
+  output logic [(R > V ? R : V)*32-1:0] item_acc,
+  output logic [31:0] item_oaddr,
+  output logic [15:0] item_n, item_y, item_x,
+  output logic        busy,
+  output logic        mac_beat,          // a step went through the array
+  output logic        wait_input,        // the next step's rows are not in yet
+  output logic        wait_output        // a finished group waits for the epilogue
+);
+  `include "engine_functions.svh"
+  localparam int DW = 8 * V;
+  localparam int G = R > V ? R : V;
+  localparam int VSH = $clog2(V);
+  localparam int LP = P > 1 ? $clog2(P) : 1;
+  localparam int PB = P > 1 ? $clog2(P) : 1;     // bank index bits
+  localparam int WA = $clog2(WDEPTH);
+  engine_pkg::desc_t d;
+  assign d = desc;
+  engine_pkg::tag_t ab_tag;
+  assign ab_tag = ab_tag_bits;
+  wire s2 = d.stride_w == 8'd2;
+  wire [15:0] cbs = d.in_c >> VSH;
+  wire [31:0] slot_mask = 32'(slots) - 32'd1;
+
+  // ---- window writes: pixels of each row in order, a row's channel beats one after another ---------
+  logic [31:0] rows_loaded;
+  logic [31:0] w_slot_base;                 // first word of the slot the row being written goes to
+  logic [15:0] w_cb, w_colw;                 // channel beat; column * cbs
+  logic [PB-1:0] w_bank;
+  logic w_phase;
+  logic win_we;
+  logic [WA-1:0] win_waddr;
+  assign win_we = ab_valid;
+  assign win_waddr = WA'(w_slot_base + (w_phase ? phase_words : 32'd0) + 32'(w_colw) + 32'(w_cb));
+  wire row_done = ab_valid && ab_tag.last && ab_last;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || start) begin
+      rows_loaded <= '0;
+      w_slot_base <= '0; w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
+    end else if (ab_valid) begin
+      if (row_done) begin
+        rows_loaded <= rows_loaded + 32'd1;
+        w_slot_base <= ((rows_loaded + 32'd1) & slot_mask) == 0 ? 32'd0 : w_slot_base + row_words;
+        w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
+      end else if (w_cb != cbs - 16'd1) begin
+        w_cb <= w_cb + 16'd1;
+      end else begin                          // the next pixel: the other phase, or the next bank and column
+        w_cb <= '0;
+        if (s2 && !w_phase) w_phase <= 1'b1;
+        else begin
+          w_phase <= 1'b0;
+          w_bank <= w_bank + PB'(1);
+          if (P == 1 || w_bank == PB'(P - 1)) w_colw <= w_colw + cbs;
+        end
+      end
+    end
+  end
+
+  // ---- the step sequencer (stage T0) ---------------------------------------------------------------
+  logic active;
+  logic [15:0] n, y, x0;
+  logic [7:0] ky, kx;
+  logic [15:0] cb;
+  logic [WAW-1:0] wrow;
+  logic signed [31:0] img_base, row0, col0;     // first input row of the image; y * S - pad_t; x0 * S - pad_l
+  logic adv;                                     // the pipeline moves this cycle
+
+  logic signed [31:0] iy, ix0, need;
+  logic ready_rows, t0_fire;
+  logic [P*WA-1:0] win_raddr;
+  logic [P-1:0] t0_mask;
+  logic [PB-1:0] t0_rot;
+  always_comb begin
+    logic signed [31:0] j0, jc, g, last_row, lowest;
+    logic [31:0] slot, base;
+    iy = row0 + 32'(ky);
+    ix0 = col0 + 32'(kx);
+    j0 = ix0 >>> s2;
+    jc = j0 >>> LP;
+    g = img_base + iy;
+    slot = 32'(g) & slot_mask;
+    base = (slot[0] ? row_words : 32'd0) + (slot[1] ? row_words << 1 : 32'd0) + (slot[2] ? row_words << 2 : 32'd0)
+           + (s2 && ix0[0] ? phase_words : 32'd0) + 32'(jc * 32'(cbs)) + 32'(cb);
+    t0_rot = PB'($unsigned(j0));
+    for (int b = 0; b < P; b++)
+      win_raddr[b*WA +: WA] = WA'(base + ((P > 1 && 32'(b) < 32'(t0_rot)) ? 32'(cbs) : 32'd0));
+    for (int p = 0; p < P; p++) begin
+      logic signed [31:0] ix;
+      ix = ix0 + (32'(p) << s2);
+      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w) && 32'(x0) + 32'(p) < 32'(d.conv_w);
+    end
+    last_row = row0 + 32'(d.kh) - 32'sd1;
+    need = img_base + (last_row < 32'(d.in_h) - 32'sd1 ? last_row : 32'(d.in_h) - 32'sd1);
+    ready_rows = $signed({1'b0, rows_loaded}) > 33'(need);
+    lowest = img_base + (row0 > 0 ? row0 : 32'sd0);
+    load_limit = active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
+  end
+  assign t0_fire = active && ready_rows && adv;
+  assign w_re = adv;
+  assign w_raddr = wrow;
+  assign wait_input = active && !ready_rows;
+
+  wire last_cb = cb == cbs - 16'd1;
+  wire last_kx = kx == d.kw - 8'd1;
+  wire last_ky = ky == d.kh - 8'd1;
+  wire last_step = last_cb && last_kx && last_ky;
+  wire first_step = cb == 0 && kx == 0 && ky == 0;
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      active <= 1'b0;
+    end else if (start) begin
+      active <= 1'b1;
+      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0;
+      img_base <= '0; row0 <= -32'(d.pad_t); col0 <= -32'(d.pad_l);
+    end else if (t0_fire) begin
+      if (!last_step) begin
+        wrow <= wrow + WAW'(1);
+        if (!last_cb) cb <= cb + 16'd1;
+        else begin
+          cb <= '0;
+          if (!last_kx) kx <= kx + 8'd1;
+          else begin kx <= '0; ky <= ky + 8'd1; end
+        end
+      end else begin                       // the group is issued: the next group, row or image
+        wrow <= '0; cb <= '0; kx <= '0; ky <= '0;
+        if (32'(x0) + 32'(P) < 32'(d.conv_w)) begin
+          x0 <= x0 + 16'(P);
+          col0 <= col0 + (32'(P) << s2);
+        end else begin
+          x0 <= '0;
+          col0 <= -32'(d.pad_l);
+          if (y != d.conv_h - 16'd1) begin
+            y <= y + 16'd1;
+            row0 <= row0 + (32'sd1 << s2);
+          end else begin
+            y <= '0;
+            row0 <= -32'(d.pad_t);
+            img_base <= img_base + 32'(d.in_h);
+            if (n != d.batch - 16'd1) n <= n + 16'd1;
+            else active <= 1'b0;
+          end
+        end
+      end
+    end
+  end
+
+  logic [P*DW-1:0] win_rdata;
+  window_ram #(.V(V), .P(P), .WDEPTH(WDEPTH)) wram (
+    .clk, .we(win_we), .wbank(w_bank), .waddr(win_waddr), .wdata(ab_data), .re(adv), .raddr(win_raddr),
+    .rdata(win_rdata));
+
+  // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
+  logic t1_valid, t1_first, t1_last;
+  logic [P-1:0] t1_mask;
+  logic [PB-1:0] t1_rot;
+  logic [15:0] t1_n, t1_y, t1_x;
+  always_ff @(posedge clk) begin
+    if (!rst_n) t1_valid <= 1'b0;
+    else if (adv) begin
+      t1_valid <= t0_fire;
+      t1_first <= first_step; t1_last <= last_step; t1_mask <= t0_mask; t1_rot <= t0_rot;
+      t1_n <= n; t1_y <= y; t1_x <= x0;
+    end
+  end
+
+  logic [DW-1:0] px[P];
+  always_comb
+    for (int p = 0; p < P; p++)
+      px[p] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW] : '0;
+
+  logic signed [15:0] prod[P][R][V];
+  for (genvar p = 0; p < P; p++) begin : g_pix
+    for (genvar r = 0; r < R; r += 2) begin : g_rows
+      for (genvar v = 0; v < V; v++) begin : g_lanes
+        if (r + 1 < R) begin : g_pair
+          mac_pair #(.PACK(PACK)) mp (.x(px[p][8*v +: 8]), .w_hi(w_rdata[(r + 1) * DW + 8*v +: 8]),
+                                      .w_lo(w_rdata[r * DW + 8*v +: 8]), .p_hi(prod[p][r + 1][v]),
+                                      .p_lo(prod[p][r][v]));
+        end else begin : g_single
+          assign prod[p][r][v] = $signed(px[p][8*v +: 8]) * $signed(w_rdata[r * DW + 8*v +: 8]);
+        end
+      end
+    end
+  end
+
+  // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
+  logic t2_valid, t2_first, t2_last;
+  logic [15:0] t2_n, t2_y, t2_x;
+  logic signed [31:0] t2_sum[P][R];
+  always_ff @(posedge clk) begin
+    if (!rst_n) t2_valid <= 1'b0;
+    else if (adv) begin
+      t2_valid <= t1_valid;
+      t2_first <= t1_first; t2_last <= t1_last; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
+      for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++) begin
+          logic signed [31:0] s;
+          s = '0;
+          for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
+          t2_sum[p][r] <= s;
+        end
+    end
+  end
+
+  logic signed [31:0] acc[P][R], acc_next[P][R];
+  always_comb
+    for (int p = 0; p < P; p++)
+      for (int r = 0; r < R; r++)
+        acc_next[p][r] = (t2_first ? $signed(bias[32*r +: 32]) : acc[p][r]) + t2_sum[p][r];
+
+  logic signed [31:0] ob[P][R];
+  logic [15:0] ob_count, ob_n, ob_y, ob_x;
+  logic [31:0] ob_oaddr;
+  wire drain = ob_count != 0 && room;
+  wire ob_free = ob_count == 0 || (ob_count == 16'd1 && drain);
+  assign adv = !(t2_valid && t2_last && !ob_free);
+  assign wait_output = !adv;
+  assign mac_beat = t2_valid && adv;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      ob_count <= '0;
+    end else begin
+      if (t2_valid && adv)
+        for (int p = 0; p < P; p++)
+          for (int r = 0; r < R; r++) acc[p][r] <= acc_next[p][r];
+      if (t2_valid && t2_last && adv) begin
+        for (int p = 0; p < P; p++)
+          for (int r = 0; r < R; r++) ob[p][r] <= acc_next[p][r];
+        ob_count <= 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
+        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x;
+        ob_oaddr <= pixel(d.out_addr, t2_n, 32'(t2_y), 32'(t2_x), d.out_h, d.out_w, d.out_c_stride)
+                    + 32'(d.out_c_offset) + 32'(c0);
+      end else if (drain) begin
+        for (int p = 0; p + 1 < P; p++)
+          for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
+        ob_count <= ob_count - 16'd1;
+        ob_x <= ob_x + 16'd1;
+        ob_oaddr <= ob_oaddr + 32'(d.out_c_stride);
+      end
+    end
+  end
+
+  assign item_valid = drain;
+  always_comb begin
+    item_acc = '0;
+    for (int r = 0; r < R; r++) item_acc[32*r +: 32] = ob[0][r];
+  end
+  assign item_oaddr = ob_oaddr;
+  assign item_n = ob_n;
+  assign item_y = ob_y;
+  assign item_x = ob_x;
+  assign busy = active || t1_valid || t2_valid || ob_count != 0;
+endmodule
