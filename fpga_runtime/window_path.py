@@ -40,10 +40,15 @@ def window_slots(kh: int, stride: int, words_per_row: int, depth: int) -> int:
     return 0
 
 
+RESIDUAL_QUEUE = 512     # residual beats the window path queues (RESQ in window_conv.sv): a row of them
+
+
 def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
     """A conv the window path can run given a big enough window: standard, undilated, square stride 1 or 2, no
-    fused residual or upsampling read."""
-    return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.UPSAMPLE2)
+    upsampling read, and a fused residual only where a row of its operands fits the queue."""
+    if d.flags & Flag.RESIDUAL and d.conv_w * max(1, cfg.pe_rows // cfg.vec) > RESIDUAL_QUEUE:
+        return False
+    return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & (Flag.DEPTHWISE | Flag.UPSAMPLE2)
             and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))
 
 

@@ -157,41 +157,63 @@ module address_generator #(
     end
   end
 
-  // the window path's runs: rows of the input, image after image
-  logic [31:0] ag_row;                   // rows issued so far, over the batch
+  // the window path's runs: rows of the input, image after image; with a fused residual, an output row's
+  // residual operands right after the last input row it reads, so they wait in the window's queue while the
+  // next rows load
+  logic [31:0] ag_row;                   // input rows issued so far, over the batch
+  logic [15:0] res_y, res_x;
+  logic signed [31:0] res_last;          // the last input row output row res_y reads
   wire contiguous = d.in_c == d.in_c_stride;
+  wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
+  wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
   logic [63:0] w_run_addr;
   logic [23:0] w_run_beats;
   engine_pkg::tag_t w_tag;
   always_comb begin
-    w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
-                           d.in_c_stride) + 32'(d.in_c_offset));
-    w_run_beats = contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
     w_tag = '0;
-    w_tag.kind = K_MAC;
-    w_tag.last = contiguous || ag_x == d.in_w - 16'd1;
-    w_tag.n = ag_n; w_tag.y = ag_y; w_tag.x = ag_x;
+    if (res_due) begin
+      w_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(res_y), 32'(res_x), d.conv_h, d.conv_w, d.in2_c_stride)
+                       + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);
+      w_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
+      w_tag.kind = K_RES;
+      w_tag.n = ag_n; w_tag.y = res_y; w_tag.x = res_x;
+    end else begin
+      w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
+                             d.in_c_stride) + 32'(d.in_c_offset));
+      w_run_beats = contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
+      w_tag.kind = K_MAC;
+      w_tag.last = contiguous || ag_x == d.in_w - 16'd1;
+      w_tag.n = ag_n; w_tag.y = ag_y; w_tag.x = ag_x;
+    end
   end
 
-  assign a_run_valid = ag_active && (!win || ag_row < win_limit);
+  assign a_run_valid = ag_active && (!win || res_due || (!w_loaded && ag_row < win_limit));
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       ag_active <= 1'b0;
     end else if (ag_start) begin
       ag_active <= 1'b1;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
-    end else if (a_run_valid && a_run_ready && win) begin
+      res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
+    end else if (win && a_run_valid && a_run_ready && res_due) begin
+      if (res_x != d.conv_w - 16'd1) res_x <= res_x + 16'd1;
+      else begin
+        res_x <= '0;
+        res_y <= res_y + 16'd1;
+        res_last <= res_last + 32'(d.stride_h);
+      end
+    end else if (win && a_run_valid && a_run_ready) begin
       if (!contiguous && ag_x != d.in_w - 16'd1) ag_x <= ag_x + 16'd1;
       else begin
         ag_x <= '0;
         ag_row <= ag_row + 32'd1;
-        if (ag_y != d.in_h - 16'd1) ag_y <= ag_y + 16'd1;
-        else begin
-          ag_y <= '0;
-          if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
-          else ag_active <= 1'b0;
-        end
+        ag_y <= ag_y + 16'd1;
       end
+    end else if (win && ag_active && w_loaded && !res_due) begin     // the image is issued: the next one
+      ag_y <= '0;
+      res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
+      if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
+      else ag_active <= 1'b0;
     end else if (a_run_valid && a_run_ready) begin
       if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
         if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end

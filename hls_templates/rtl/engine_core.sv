@@ -237,35 +237,38 @@ module engine_core #(
     end
   end
   logic [G*32-1:0] mac_acc;
+  logic [G*8-1:0] mac_b;
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW), .PACK(PACK)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
-    .w_rdata(w_rdata_bits), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b, .item_a,
+    .w_rdata(w_rdata_bits), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
-  assign ab_ready = win || mac_ab_ready;
+  assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
 
   // the window path of standard convs (P > 1)
-  logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out;
+  logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out, wc_ab_ready;
   logic [G*32-1:0] wc_acc;
+  logic [G*8-1:0] wc_b;
   logic [31:0] wc_oaddr;
   logic [15:0] wc_n, wc_y, wc_x;
   if (P > 1) begin : g_window
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .PACK(PACK)) wconv (
       .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
-      .ab_last, .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
-      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_oaddr(wc_oaddr),
+      .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
+      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_acc = '0; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;
   assign item_acc = win ? wc_acc : mac_acc;
+  assign item_b = win ? wc_b : mac_b;
   assign item_oaddr = win ? wc_oaddr : mac_oaddr;
   assign item_n = win ? wc_n : mac_n;
   assign item_y = win ? wc_y : mac_y;

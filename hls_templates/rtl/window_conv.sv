@@ -4,7 +4,9 @@
 // banks. Steps walk (ky, kx, input-channel beat) for each group of P pixels, groups along the row, rows down
 // the image. The address generator issues a row's load only once the row it replaces in the window is no
 // longer read (`load_limit`); a row is computed only once the input rows it reads are in (`rows_loaded`).
-// Finished groups go to the epilogue one pixel per cycle while the array goes on with the next group.
+// Finished groups go to the epilogue one pixel per cycle while the array goes on with the next group. A fused
+// residual's operands come down the same stream after the input rows their output row reads, and wait in a
+// queue of RESQ beats (a row of them) until their pixels leave.
 import engine_pkg::*;
 
 module window_conv #(
@@ -13,7 +15,8 @@ module window_conv #(
   parameter int P = 4,
   parameter int WDEPTH = 2048,     // window words per bank
   parameter int WAW = 10,          // weight RAM address bits
-  parameter bit PACK = 1
+  parameter bit PACK = 1,
+  parameter int RESQ = 512         // residual beats queued
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -29,6 +32,7 @@ module window_conv #(
   input  logic [8*V-1:0] ab_data,
   input  logic [engine_pkg::TAG_BITS-1:0] ab_tag_bits,
   input  logic        ab_last,
+  output logic        ab_ready,
   output logic [31:0] load_limit,        // input rows (counted over the batch) below this may be loaded
   // weight RAM read port
   output logic           w_re,
@@ -38,6 +42,7 @@ module window_conv #(
   input  logic        room,
   output logic        item_valid,
   output logic [(R > V ? R : V)*32-1:0] item_acc,
+  output logic [(R > V ? R : V)*8-1:0]  item_b,
   output logic [31:0] item_oaddr,
   output logic [15:0] item_n, item_y, item_x,
   output logic        busy,
@@ -68,15 +73,17 @@ module window_conv #(
   logic w_phase;
   logic win_we;
   logic [WA-1:0] win_waddr;
-  assign win_we = ab_valid;
+  wire is_res = ab_tag.kind == K_RES;
+  wire has_res = d.flags[F_RESIDUAL];
+  assign win_we = ab_valid && !is_res;
   assign win_waddr = WA'(w_slot_base + (w_phase ? phase_words : 32'd0) + 32'(w_colw) + 32'(w_cb));
-  wire row_done = ab_valid && ab_tag.last && ab_last;
+  wire row_done = win_we && ab_tag.last && ab_last;
 
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
       rows_loaded <= '0;
       w_slot_base <= '0; w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
-    end else if (ab_valid) begin
+    end else if (win_we) begin
       if (row_done) begin
         rows_loaded <= rows_loaded + 32'd1;
         w_slot_base <= ((rows_loaded + 32'd1) & slot_mask) == 0 ? 32'd0 : w_slot_base + row_words;
@@ -250,7 +257,37 @@ module window_conv #(
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
   logic [31:0] ob_oaddr;
-  wire drain = ob_count != 0 && room;
+  // residual operands: a pixel's RB beats, the last one still at the head of the queue when it leaves
+  localparam int RB = R > V ? R / V : 1;
+  logic rq_pop, rq_empty;
+  logic [DW-1:0] rq_head;
+  logic [$clog2(RESQ):0] rq_count;
+  sync_fifo #(.W(DW), .DEPTH(RESQ)) res_queue (
+    .clk, .rst_n, .push(ab_valid && is_res), .din(ab_data), .pop(rq_pop), .dout(rq_head), .empty(rq_empty),
+    .count(rq_count));
+  assign ab_ready = !(is_res && rq_count == ($clog2(RESQ)+1)'(RESQ));
+  logic [DW-1:0] coll[RB];
+  logic [7:0] ccount;
+  wire res_ready = !rq_empty && ccount == 8'(RB - 1);
+  wire drain = ob_count != 0 && room && (!has_res || res_ready);
+  assign rq_pop = has_res && (drain || (!rq_empty && ccount != 8'(RB - 1)));
+  always_ff @(posedge clk) begin
+    if (!rst_n || start) ccount <= '0;
+    else if (drain) ccount <= '0;
+    else if (rq_pop) begin
+      coll[ccount] <= rq_head;
+      ccount <= ccount + 8'd1;
+    end
+  end
+  always_comb begin
+    item_b = '0;
+    if (R >= V) begin
+      for (int k = 0; k + 1 < RB; k++) item_b[k*DW +: DW] = coll[k];
+      item_b[(RB - 1)*DW +: DW] = rq_head;
+    end else begin
+      item_b[DW-1:0] = rq_head >> (8 * (c0 & 16'(V - 1)));
+    end
+  end
   wire ob_free = ob_count == 0 || (ob_count == 16'd1 && drain);
   assign adv = !(t2_valid && t2_last && !ob_free);
   assign wait_output = !adv;
