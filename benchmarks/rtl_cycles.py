@@ -53,7 +53,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
     engine = RtlEngine(folder / "rtl", board_timing(image, 1))
     rows, sim_cycles, sim_seconds = [], 0, 0.0
     for key, d in sorted(first.items(), key=lambda kv: -layer_macs(kv[1])):
-        model = layer_cycles(LayerShape.of(d), cfg, port_bytes(image.board))
+        model = layer_cycles(LayerShape.of(d, cfg), cfg, port_bytes(image.board))
         if model > max_layer_cycles:
             print(f"  skipped {describe(d)}: ~{model:,} cycles", file=sys.stderr)
             continue
@@ -64,7 +64,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
         sim_cycles += result.cycles
         c = result.counters
         rows.append(dict(layer=describe(d), count=counts[key], cycles=result.cycles, model=model,
-                         util=layer_macs(d) / (result.cycles * cfg.pe_rows * cfg.vec),
+                         util=layer_macs(d) / (result.cycles * cfg.array_macs),
                          busy=c["mac_busy"] / result.cycles, stall_in=c["stall_input"] / result.cycles,
                          stall_w=c["stall_weights"] / result.cycles, stall_out=c["stall_output"] / result.cycles,
                          drain=c["stall_epilogue"] / result.cycles,
@@ -93,7 +93,7 @@ def report(m: dict) -> None:
     worst = max((abs(r["model"] / r["cycles"] - 1) for r in m["rows"]), default=0.0)
     print(f"\nmodel total: {total:,} RTL cycles ({total / (cfg.clock_mhz * 1e6) * 1e3:.2f} ms at {cfg.clock_mhz:g} MHz), "
           f"cycle model {model:,} ({model / total - 1:+.1%}); worst layer {worst:.1%}")
-    print(f"MAC utilisation over conv layers: {macs / (conv_cycles * cfg.pe_rows * cfg.vec):.1%}")
+    print(f"MAC utilisation over conv layers: {macs / (conv_cycles * cfg.array_macs):.1%}")
     print(f"simulator: {m['sim_cycles']:,} cycles in {m['sim_seconds']:.1f} s "
           f"({m['sim_cycles'] / max(m['sim_seconds'], 1e-9) / 1e6:.2f} M cycles/s)")
 

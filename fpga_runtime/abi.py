@@ -39,6 +39,11 @@ class EngineConfig:
         return f"{pixels}{self.pe_rows}x{self.vec}{narrow} x {units} unit{'s' if units > 1 else ''}"
 
     @property
+    def array_macs(self) -> int:
+        """MACs the array does per cycle: pixels x PE rows x lanes."""
+        return self.pixels * self.pe_rows * self.vec
+
+    @property
     def epilogue_passes(self) -> int:
         """Cycles the RTL epilogue spends on one pixel result."""
         return self.granule // (self.epilogue_lanes or self.granule)

@@ -173,7 +173,7 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
     if layers is not None:
         write_profile(layers, out_dir / "profile.json")
         cfg = session.image.config
-        click.echo(profile_table(layers, cfg.pe_rows, cfg.vec, limit=40))
+        click.echo(profile_table(layers, cfg.array_macs, limit=40))
         click.echo(f"profile: {out_dir / 'profile.json'}")
     for k, out in enumerate(outputs):
         for name, value in out.items():

@@ -15,14 +15,20 @@ two within 5 %):
   takes several port cycles, so input and weight beats cost ceil(VEC / port_bytes) cycles each;
 - an epilogue narrower than the result (`EngineConfig.epilogue_lanes`) takes `epilogue_passes` cycles per pixel
   result, so a layer that makes results faster than that waits for it;
-- where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`).
+- where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`);
+- a standard conv on the window path (`window_path`, engines with `pixels` > 1) reads each input row once per
+  tile (plus its residual operands) and computes `pixels` output pixels per step: kh * kw * in_c / VEC steps per
+  group of pixels, a group's results leaving at one per `epilogue_passes` cycles behind the next group; a row
+  costs its groups and the layer is bound by the array or by its input loads, whichever is longer, where the
+  window holds rows ahead; a row costs its groups plus its load where it does not.
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .abi import Descriptor, EngineConfig, Flag, Op
+from . import window_path
 
 MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
 
@@ -34,6 +40,8 @@ LAYER_OVERHEAD = (1.0, 12.0)
 LUT_OVERHEAD = (1.0, 3.0)
 GAP_LOAD_OVERHEAD = (1.0, 8.0)
 ELEMENTWISE_OVERHEAD = (2.0, 36.0)
+WINDOW_RUN_OVERHEAD = (2.0, 27.0)
+WINDOW_ROW_OVERHEAD = 0.0
 
 
 @dataclass(frozen=True)
@@ -52,9 +60,25 @@ class LayerShape:
     luts: int = 0      # lookup tables the layer loads (LUT activations)
     pool_tail: int = 0 # cycles a fused max pool emits after the tile's last conv row (pool_tail_cycles)
     inside: float = 1.0  # share of a conv's input taps inside the input (the rest is zero padding, no memory)
+    # the window path (window_slots > 0): input rows, stride and top padding
+    window_slots: int = 0
+    in_h: int = 0
+    in_w: int = 0
+    stride: int = 1
+    pad_t: int = 0
 
     @classmethod
-    def of(cls, d: Descriptor) -> "LayerShape":
+    def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
+        """The layer a descriptor describes; with the engine's `cfg`, whether it takes the window path."""
+        shape = cls._of(d)
+        geometry = window_path.geometry(d, cfg) if cfg is not None else None
+        if geometry is None:
+            return shape
+        return replace(shape, window_slots=geometry.slots, in_h=d.in_h, in_w=d.in_w, stride=d.stride_h,
+                       pad_t=d.pad_t)
+
+    @classmethod
+    def _of(cls, d: Descriptor) -> "LayerShape":
         luts = int(d.act1 == 2 and d.op in (Op.CONV, Op.ADD))
         luts += int(d.act2 == 2 and (d.op == Op.ADD or (d.op == Op.CONV and bool(d.flags & Flag.RESIDUAL))))
         if d.op == Op.CONV:
@@ -102,6 +126,8 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     pixels = s.batch * s.conv_h * s.conv_w
     fixed = _cost(LAYER_OVERHEAD, latency) + s.luts * (_cost(LUT_OVERHEAD, latency) + 256 // v)
     run_fixed = _cost(TILE_RUN_OVERHEAD, latency)
+    if s.op == Op.CONV and s.window_slots:
+        return round(fixed + _window_conv_cycles(s, cfg, beat, latency))
     if s.op == Op.CONV:
         lanes = v if s.depthwise else r
         params = -(-4 * lanes // v) + -(-8 * lanes // v)
@@ -127,6 +153,29 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
         return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat, passes) * pixels * (s.in_c // v))
     beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
     return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat * beats, passes) * pixels * c_tiles)
+
+
+def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: int) -> float:
+    v, r, p = cfg.vec, cfg.pe_rows, cfg.pixels
+    cbs = s.in_c // v
+    res_beats = max(1, r // v)
+    out_px = max(cfg.epilogue_passes, res_beats if s.residual else 1)
+    steps = s.kh * s.kw * cbs
+    groups = -(-s.conv_w // p)
+    compute_row = groups * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
+    load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
+    first = beat * max(0, min(s.in_h, s.kh - s.pad_t)) * s.in_w * cbs
+    rows = s.batch * s.conv_h
+    if s.window_slots >= s.kh + s.stride:     # rows load ahead: bound by the array or by the loads
+        total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
+        rows_cycles = max(first + rows * compute_row, total_load + compute_row)
+    else:
+        rows_cycles = first + rows * (compute_row + load_row)
+    run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
+    params = -(-4 * r // v) + -(-8 * r // v)
+    load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * s.kh * s.kw * cbs * r
+    tiles = s.out_c // r
+    return load + run + (tiles - 1) * max(run, load)
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

@@ -47,7 +47,7 @@ def build_profile(image: EngineImage, const: np.ndarray, runs) -> dict:
                 "subgraph": run.program.subgraph, "program": run.program.subgraph, "layer": int(d.layer_id),
                 "name": run.program.layer_names[k] if k < len(run.program.layer_names) else "",
                 "op": op_name(d), "macs": layer_macs(d), "cycles": 0,
-                "model_cycles": layer_cycles(LayerShape.of(d), cfg, port_bytes(image.board)), "mac_busy": 0,
+                "model_cycles": layer_cycles(LayerShape.of(d, cfg), cfg, port_bytes(image.board)), "mac_busy": 0,
                 "stalls": {s: 0 for s in STALLS}, "bytes_read": 0, "bytes_written": 0})
             c = measured.counters
             row["cycles"] += measured.cycles
@@ -73,7 +73,7 @@ def write_profile(profile: dict, path: Path) -> None:
     path.write_text(json.dumps(profile, indent=1) + "\n")
 
 
-def profile_table(profile: dict, pe_rows: int, vec: int, limit: int | None = None) -> str:
+def profile_table(profile: dict, array_macs: int, limit: int | None = None) -> str:
     """Per layer: measured and modelled cycles, MAC utilisation (MACs / (cycles x array)), stall shares."""
     rows = profile["layers"]
     shown = sorted(rows, key=lambda r: -r["cycles"])[:limit] if limit else rows
@@ -82,7 +82,7 @@ def profile_table(profile: dict, pe_rows: int, vec: int, limit: int | None = Non
     lines = [head, "-" * len(head)]
     for r in sorted(shown, key=lambda r: r["layer"]):
         cyc = max(r["cycles"], 1)
-        util = r["macs"] / (cyc * pe_rows * vec)
+        util = r["macs"] / (cyc * array_macs)
         st = {s: v / cyc for s, v in r["stalls"].items()}
         lines.append(f"{r['layer']:>5} {r['op']:<15} {r['name'][:28]:<28} {r['cycles']:>11,} {r['model_cycles']:>11,} "
                      f"{r['model_cycles'] / cyc - 1:>+6.1%} {util:>8.1%} {st['input']:>5.0%} {st['weights']:>5.0%} "
@@ -91,7 +91,7 @@ def profile_table(profile: dict, pe_rows: int, vec: int, limit: int | None = Non
     macs = sum(r["macs"] for r in rows)
     lines.append(f"total: {total:,} cycles = {total / (profile['clock_mhz'] * 1e3):.3f} ms at {profile['clock_mhz']:g} MHz "
                  f"(model {model:,}, {model / max(total, 1) - 1:+.1%}); MAC utilisation "
-                 f"{macs / max(total * pe_rows * vec, 1):.1%}")
+                 f"{macs / max(total * array_macs, 1):.1%}")
     if limit and len(rows) > limit:
         lines.append(f"({limit} slowest of {len(rows)} layers shown; all in profile.json)")
     return "\n".join(lines)

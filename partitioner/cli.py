@@ -42,12 +42,18 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
     if shape is None:
         return None
     try:
-        rows, vec = (int(v) for v in shape.lower().split("x"))
+        parts = [int(v) for v in shape.lower().split("x")]
     except ValueError:
-        raise click.BadParameter(f"{shape!r}: expected ROWSxVEC, e.g. 16x16") from None
+        parts = []
+    if len(parts) not in (2, 3):
+        raise click.BadParameter(f"{shape!r}: expected ROWSxVEC or PIXELSxROWSxVEC, e.g. 16x16 or 4x16x16")
+    pixels, rows, vec = parts if len(parts) == 3 else [1, *parts]
     if rows not in (8, 16, 32, 64) or vec not in (8, 16, 32, 64):
         raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
-    return EngineConfig(vec=vec, pe_rows=rows, compute_units=units or 1, clock_mhz=BOARDS[board].clock_mhz)
+    if pixels not in (1, 2, 4, 8, 16):
+        raise click.BadParameter(f"{shape!r}: pixels must be 1, 2, 4, 8 or 16")
+    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, compute_units=units or 1,
+                        clock_mhz=BOARDS[board].clock_mhz)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -71,8 +77,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="reuse the int8 ranges of an earlier build (its fpga/calibration.json) instead of calibrating")
 @click.option("--compute-units", type=click.IntRange(min=1), default=None,
               help="engine instances in the overlay [default: chosen by the design-space exploration]")
-@click.option("--engine", "engine_shape", default=None, metavar="ROWSxVEC",
-              help="fix the engine's PE array (e.g. 16x16) instead of exploring")
+@click.option("--engine", "engine_shape", default=None, metavar="[PIXELSx]ROWSxVEC",
+              help="fix the engine's array (e.g. 16x16, or 4x16x16: 4 output pixels per step) instead of exploring")
 @click.option("--target-fps", type=click.FloatRange(min=0, min_open=True), default=None,
               help="choose the smallest engine that reaches this rate (an error where none does)")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")

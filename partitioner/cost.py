@@ -6,16 +6,16 @@ parameters; CPU work, transfers and program starts by fpga_runtime/timing.py. Bo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fpga_runtime import timing
-from fpga_runtime.abi import EngineConfig, Op
+from fpga_runtime import timing, window_path
+from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
 
-from .ir import ConvForm, Graph, Node, OpKind
+from .ir import ConvForm, Graph, Node, OpKind, ResidualAdd
 
 # A parallel branch becomes a subgraph of its own only with this much engine time: each costs a program start
 # (timing.INVOKE_S) and splits the FPGA chain into more segments.
@@ -82,8 +82,21 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
                                   x[2] * spec.upsample)
                       * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],
                                     x[3] * spec.upsample))
-        return LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
-                          spec.group > 1, inside=inside)
+        residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
+        shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
+                           spec.group > 1, residual, inside=inside)
+        if spec.form is ConvForm.DENSE:
+            return shape
+        flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1))
+        desc = Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                          conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
+                          stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1],
+                          pad_t=spec.pads[0])
+        geometry = window_path.geometry(desc, cfg)
+        if geometry is None:
+            return shape
+        return replace(shape, window_slots=geometry.slots, in_h=x[2], in_w=x[3], stride=spec.strides[0],
+                       pad_t=spec.pads[0])
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])

@@ -61,7 +61,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             wbuf = max(wbuf, shape.kh * shape.kw * shape.in_c * cfg.pe_rows)
             width = max(width, shape.conv_w)
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
-    peak = cfg.compute_units * cfg.pe_rows * cfg.vec * cfg.clock_mhz * 1e6
+    peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
                    macs * fps / peak, "uram" if uram else "bram")
             for uram in ((False, True) if board.uram else (False,))]

@@ -38,7 +38,7 @@ def board_timing(image: EngineImage, units: int) -> MemoryTiming:
 
 def watchdog_cycles(const: np.ndarray, program: Program, config) -> int:
     """A program that runs 20 times longer than the cycle model says (plus a million cycles) has hung."""
-    model = sum(layer_cycles(LayerShape.of(d), config, 4) for d in program_descriptors(const, program.addr, program.layers))
+    model = sum(layer_cycles(LayerShape.of(d, config), config, 4) for d in program_descriptors(const, program.addr, program.layers))
     return 20 * model + 1_000_000
 
 
