@@ -238,12 +238,18 @@ module engine_core #(
   end
   logic [G*32-1:0] mac_acc;
   logic [G*8-1:0] mac_b;
+  // the MAC array both conv paths share: pixel 0 is the per-tap path's, all P the window path's
+  logic [DW-1:0] mac_x_bits;
+  logic [P*DW-1:0] wc_x_bits, array_x;
+  logic [P*R*32-1:0] array_sums;
+  assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(w_rdata_bits), .sums(array_sums));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
-  mac_stage #(.V(V), .R(R), .WAW(WAW), .PACK(PACK)) mac (
+  mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
-    .w_rdata(w_rdata_bits), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
+    .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
   assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
 
@@ -254,16 +260,17 @@ module engine_core #(
   logic [31:0] wc_oaddr;
   logic [15:0] wc_n, wc_y, wc_x;
   if (P > 1) begin : g_window
-    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .PACK(PACK)) wconv (
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW)) wconv (
       .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
+      .array_x(wc_x_bits), .array_sums,
       .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_x_bits = '0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;

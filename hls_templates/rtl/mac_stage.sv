@@ -1,5 +1,6 @@
-// MAC stage: takes one tagged activation beat per cycle. C1 reads the weight row (R x V bytes) and forms the
-// products, summed per output channel for a standard conv (R x V MACs), lane by lane for a depthwise conv;
+// MAC stage: takes one tagged activation beat per cycle. C1 reads the weight row (R x V bytes) and hands the
+// beat to the shared MAC array (mac_array.sv, pixel 0), whose sums per output channel serve a standard conv
+// (R x V MACs); a depthwise conv multiplies lane by lane here;
 // C2 accumulates (bias first) and, when the tag says a pixel is complete, hands the pixel to the epilogue
 // with its residual or second operand. Ready only while the epilogue queue has room for both stages.
 import engine_pkg::*;
@@ -7,8 +8,7 @@ import engine_pkg::*;
 module mac_stage #(
   parameter int V = 16,
   parameter int R = 16,
-  parameter int WAW = 10,          // weight RAM address bits
-  parameter bit PACK = 1
+  parameter int WAW = 10           // weight RAM address bits
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -26,6 +26,9 @@ module mac_stage #(
   // weight RAM read port
   output logic [WAW-1:0] w_raddr,
   input  logic [R*8*V-1:0] w_rdata,
+  // the shared MAC array: C1's beat in, its R sums out
+  output logic [8*V-1:0] array_x,
+  input  logic [R*32-1:0] array_sums,
   // finished pixels
   output logic        item_valid,
   output logic [(R > V ? R : V)*32-1:0] item_acc,
@@ -57,18 +60,7 @@ module mac_stage #(
   logic [G*8-1:0] res;
   logic [DW-1:0] abuf;
 
-  // products of one beat: standard conv sums V products per output channel; depthwise one per lane
-  logic signed [15:0] prod[R][V];
-  for (genvar r = 0; r < R; r += 2) begin : g_rows
-    for (genvar v = 0; v < V; v++) begin : g_lanes
-      if (r + 1 < R) begin : g_pair
-        mac_pair #(.PACK(PACK)) mp (.x(c1_data[8*v +: 8]), .w_hi(w_rdata[(r + 1) * DW + 8*v +: 8]),
-                                    .w_lo(w_rdata[r * DW + 8*v +: 8]), .p_hi(prod[r + 1][v]), .p_lo(prod[r][v]));
-      end else begin : g_single
-        assign prod[r][v] = $signed(c1_data[8*v +: 8]) * $signed(w_rdata[r * DW + 8*v +: 8]);
-      end
-    end
-  end
+  assign array_x = c1_data;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -82,7 +74,7 @@ module mac_stage #(
         logic signed [31:0] s;
         s = '0;
         if (c1_tag.kind == K_MAC) begin
-          if (i < R) for (int v = 0; v < V; v++) s = s + 32'(prod[i][v]);
+          if (i < R) s = $signed(array_sums[32*i +: 32]);
         end else if (c1_tag.kind == K_DW) begin
           if (i < V) s = 32'($signed(c1_data[8*i +: 8])) * 32'($signed(w_rdata[8*i +: 8]));
         end else if (i < V) begin

@@ -1,6 +1,6 @@
 // The window path of a standard conv (docs/kernel-abi.md, "Window path"): the activation stream fills an
-// on-chip window of input rows, each input byte once per output-channel tile, and a P x R x V array computes
-// P neighbouring output pixels of one row per step, all from one weight-RAM row (R x V bytes) and P window
+// on-chip window of input rows, each input byte once per output-channel tile, and the P x R x V array
+// (mac_array.sv) computes P neighbouring output pixels of one row per step, all from one weight-RAM row (R x V bytes) and P window
 // banks. Steps walk (ky, kx, input-channel beat) for each group of P pixels, groups along the row, rows down
 // the image. The address generator issues a row's load only once the row it replaces in the window is no
 // longer read (`load_limit`); a row is computed only once the input rows it reads are in (`rows_loaded`).
@@ -15,7 +15,6 @@ module window_conv #(
   parameter int P = 4,
   parameter int WDEPTH = 2048,     // window words per bank
   parameter int WAW = 10,          // weight RAM address bits
-  parameter bit PACK = 1,
   parameter int RESQ = 512         // residual beats queued
 ) (
   input  logic clk,
@@ -38,6 +37,9 @@ module window_conv #(
   output logic           w_re,
   output logic [WAW-1:0] w_raddr,
   input  logic [R*8*V-1:0] w_rdata,
+  // the shared MAC array: the P pixels' input bytes out, their P x R sums in
+  output logic [P*8*V-1:0] array_x,
+  input  logic [P*R*32-1:0] array_sums,
   // finished pixels
   input  logic        room,
   output logic        item_valid,
@@ -157,7 +159,7 @@ module window_conv #(
     end else if (start) begin
       active <= 1'b1;
       n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0;
-      img_base <= '0; row0 <= -32'(d.pad_t); col0 <= -32'(d.pad_l);
+      img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
     end else if (t0_fire) begin
       if (!last_step) begin
         wrow <= wrow + WAW'(1);
@@ -174,13 +176,13 @@ module window_conv #(
           col0 <= col0 + (32'(P) << s2);
         end else begin
           x0 <= '0;
-          col0 <= -32'(d.pad_l);
+          col0 <= 32'sd0 - 32'(d.pad_l);
           if (y != d.conv_h - 16'd1) begin
             y <= y + 16'd1;
             row0 <= row0 + (32'sd1 << s2);
           end else begin
             y <= '0;
-            row0 <= -32'(d.pad_t);
+            row0 <= 32'sd0 - 32'(d.pad_t);
             img_base <= img_base + 32'(d.in_h);
             if (n != d.batch - 16'd1) n <= n + 16'd1;
             else active <= 1'b0;
@@ -209,25 +211,9 @@ module window_conv #(
     end
   end
 
-  logic [DW-1:0] px[P];
   always_comb
     for (int p = 0; p < P; p++)
-      px[p] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW] : '0;
-
-  logic signed [15:0] prod[P][R][V];
-  for (genvar p = 0; p < P; p++) begin : g_pix
-    for (genvar r = 0; r < R; r += 2) begin : g_rows
-      for (genvar v = 0; v < V; v++) begin : g_lanes
-        if (r + 1 < R) begin : g_pair
-          mac_pair #(.PACK(PACK)) mp (.x(px[p][8*v +: 8]), .w_hi(w_rdata[(r + 1) * DW + 8*v +: 8]),
-                                      .w_lo(w_rdata[r * DW + 8*v +: 8]), .p_hi(prod[p][r + 1][v]),
-                                      .p_lo(prod[p][r][v]));
-        end else begin : g_single
-          assign prod[p][r][v] = $signed(px[p][8*v +: 8]) * $signed(w_rdata[r * DW + 8*v +: 8]);
-        end
-      end
-    end
-  end
+      array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW] : '0;
 
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
   logic t2_valid, t2_first, t2_last;
@@ -239,12 +225,7 @@ module window_conv #(
       t2_valid <= t1_valid;
       t2_first <= t1_first; t2_last <= t1_last; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
       for (int p = 0; p < P; p++)
-        for (int r = 0; r < R; r++) begin
-          logic signed [31:0] s;
-          s = '0;
-          for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
-          t2_sum[p][r] <= s;
-        end
+        for (int r = 0; r < R; r++) t2_sum[p][r] <= $signed(array_sums[(p*R + r)*32 +: 32]);
     end
   end
 
@@ -265,7 +246,7 @@ module window_conv #(
   sync_fifo #(.W(DW), .DEPTH(RESQ)) res_queue (
     .clk, .rst_n, .push(ab_valid && is_res), .din(ab_data), .pop(rq_pop), .dout(rq_head), .empty(rq_empty),
     .count(rq_count));
-  assign ab_ready = !(is_res && rq_count == ($clog2(RESQ)+1)'(RESQ));
+  assign ab_ready = !(is_res && 32'(rq_count) == 32'(RESQ));
   logic [DW-1:0] coll[RB];
   logic [7:0] ccount;
   wire res_ready = !rq_empty && ccount == 8'(RB - 1);

@@ -1,0 +1,36 @@
+// The MAC array: P pixels x R output channels x V input lanes, one weight-RAM row (R x V bytes) shared by the
+// P pixels; per pixel and output channel the sum of its V products. Both conv paths use it: the per-tap path
+// feeds pixel 0 only, the window path all P. Two products share each multiplier (mac_pair) on DSP48E2.
+module mac_array #(
+  parameter int V = 16,
+  parameter int R = 16,
+  parameter int P = 1,
+  parameter bit PACK = 1
+) (
+  input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
+  input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
+  output logic [P*R*32-1:0] sums         // pixel p, channel r at [(p*R + r)*32 +: 32]
+);
+  localparam int DW = 8 * V;
+  logic signed [15:0] prod[P][R][V];
+  for (genvar p = 0; p < P; p++) begin : g_pix
+    for (genvar r = 0; r < R; r += 2) begin : g_rows
+      for (genvar v = 0; v < V; v++) begin : g_lanes
+        if (r + 1 < R) begin : g_pair
+          mac_pair #(.PACK(PACK)) mp (.x(x[p*DW + 8*v +: 8]), .w_hi(w[(r + 1) * DW + 8*v +: 8]),
+                                      .w_lo(w[r * DW + 8*v +: 8]), .p_hi(prod[p][r + 1][v]), .p_lo(prod[p][r][v]));
+        end else begin : g_single
+          assign prod[p][r][v] = $signed(x[p*DW + 8*v +: 8]) * $signed(w[r * DW + 8*v +: 8]);
+        end
+      end
+    end
+  end
+  always_comb
+    for (int p = 0; p < P; p++)
+      for (int r = 0; r < R; r++) begin
+        logic signed [31:0] s;
+        s = '0;
+        for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
+        sums[(p*R + r)*32 +: 32] = s;
+      end
+endmodule
