@@ -30,9 +30,9 @@ def main() -> None:
     ap.add_argument("--boards", default=",".join(BOARDS))
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
     args = ap.parse_args()
-    print("| board | model | PE rows x VEC | epilogue lanes | CUs | MHz | weights | DSP | BRAM36 | URAM | LUT | fps | "
-          "MAC util | Vitis AI DPU fps |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| board | model | pixels x PE rows x VEC | epilogue lanes | window words | CUs | MHz | weights | DSP | BRAM36 | "
+          "URAM | LUT | fps | MAC util | Vitis AI DPU fps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -45,13 +45,14 @@ def main() -> None:
                 ex = _explore(graph, b, PartitionConfig(model=path, out_dir=Path(tmp), board=bname))
                 d = ex.chosen
                 if d is None:
-                    print(f"| {bname} | {name} | - | - | - | - | - | - | - | - | - | - | - | |")
+                    print(f"| {bname} | {name} | - | - | - | - | - | - | - | - | - | - | - | - | |")
                     continue
                 c, r = d.config, d.resources
                 share = r.share(b)
                 dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
-                print(f"| {bname} | {name}-{SIZES[name]} | {c.pe_rows} x {c.vec} | {c.epilogue_lanes or c.granule} | "
-                      f"{c.compute_units} | "
+                window = c.window_words if c.pixels > 1 else "-"
+                print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
+                      f"{c.epilogue_lanes or c.granule} | {window} | {c.compute_units} | "
                       f"{c.clock_mhz:g} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
                       f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
                       f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.mac_utilisation:.0%} | {dpu} |")

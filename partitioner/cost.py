@@ -67,6 +67,20 @@ def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
     return h, w
 
 
+def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor | None:
+    """The geometry fields of the descriptor a fused (non-dense) conv compiles to: what decides its RTL path."""
+    spec = node.conv
+    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is ConvForm.DENSE:
+        return None
+    x = graph.tensors[node.inputs[0]].shape
+    h, w = conv_output_hw(node, graph)
+    residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
+    flags = Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
+    return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                      conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
+                      stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
+
+
 def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
     """The engine layer a node becomes (None: a concat, which costs no layer)."""
     y = graph.tensors[node.outputs[0]].shape
@@ -85,13 +99,9 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
         shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
                            spec.group > 1, residual, inside=inside)
-        if spec.form is ConvForm.DENSE:
+        desc = conv_descriptor(node, graph, cfg)
+        if desc is None:
             return shape
-        flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1))
-        desc = Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
-                          conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
-                          stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1],
-                          pad_t=spec.pads[0])
         geometry = window_path.geometry(desc, cfg)
         if geometry is None:
             return shape

@@ -1,4 +1,5 @@
-"""Design-space exploration: the engine parameters (PE rows x VEC lanes, compute units) that maximise the
+"""Design-space exploration: the engine parameters (pixels x PE rows x VEC lanes, epilogue width, compute
+units; the input window sized to the model's layers) that maximise the
 modelled throughput of a model's FPGA layers on a board, within its DSP, BRAM/URAM and LUT budget; with a
 target rate, the smallest design that meets it.
 
@@ -8,20 +9,22 @@ fps = min(k / T, DDR bandwidth / bytes per frame).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from fpga_runtime import timing
+from fpga_runtime import timing, window_path
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 
-from .cost import layer_shape, node_cost
+from .cost import conv_descriptor, layer_shape, node_cost
 from .ir import Graph
 from .resources import Resources, compute_unit
 
 VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
+PIXELS = (1, 2, 4, 8)
+WINDOW_WORDS = (512, 8192)       # the window per bank: at least a BRAM's depth, at most this
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
 
 
@@ -41,6 +44,19 @@ class Exploration:
     chosen: Design | None
     feasible: list[Design] = field(default_factory=list)
     note: str = ""
+
+
+def sized_window(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
+    """`cfg` with a window just big enough (a power of two of words per bank) for every conv of the model that can
+    take the window path to load ahead; layers wanting more than WINDOW_WORDS[1] take the per-tap path."""
+    if cfg.pixels == 1:
+        return cfg
+    wanted = [window_path.words_wanted(d, cfg) for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes)
+              if d is not None]
+    words = WINDOW_WORDS[0]
+    while words < min(max(wanted, default=0), WINDOW_WORDS[1]):
+        words *= 2
+    return replace(cfg, window_words=words)
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
@@ -94,10 +110,12 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS) -> Exploration:
-    designs = [d for v in VECS for r in ROWS for p in EPILOGUE_PASSES for k in units
-               for d in _evaluate(graph, fpga_nodes, subgraphs,
-                                  EngineConfig(vec=v, pe_rows=r, compute_units=k, clock_mhz=board.clock_mhz,
-                                               epilogue_lanes=max(v, r) // p if p > 1 else 0), board)]
+    configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
+                            epilogue_lanes=max(v, r) // p if p > 1 else 0)
+               for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
+               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
+    designs = [d for c in configs for d in _evaluate(graph, fpga_nodes, subgraphs, sized_window(graph, fpga_nodes, c),
+                                                     board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)

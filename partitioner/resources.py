@@ -19,6 +19,11 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
   R*V bytes per cycle: a memory count is the larger of width (R*V*8 / 72 bits) and depth (BRAM36 holds
   4,608 bytes, URAM288 36,864). On parts with UltraRAM the exploration tries the buffer in either.
 - Pool line buffer: max_kernel rows x widest row x granule bytes.
+- Window path (pixels P > 1): the array grows to P x PE_ROWS x VEC (one multiplier array shared with the
+  per-tap path); P window banks of `window_words` words of VEC bytes, each bank its own memories; per pixel and
+  output channel an accumulator, the finished group's copy and the array's registered sum (3 x 32 FF, 3 x 32
+  LUT for their adders and multiplexers), the bank-to-pixel rotation (P x VEC x 8 bits of a P-way multiplexer),
+  the residual queue (512 beats in LUTRAM), and a fixed WINDOW_* share for its sequencer and address arithmetic.
 """
 from __future__ import annotations
 
@@ -32,6 +37,8 @@ BRAM36_BYTES, BRAM36_BITS = 4608, 72
 URAM_BYTES, URAM_BITS = 36864, 72
 EPILOGUE_DSP, EPILOGUE_LUT = 11, 3630        # per epilogue lane
 CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
+WINDOW_DSP, WINDOW_LUT, WINDOW_FF = 8, 3_000, 1_500
+RESIDUAL_QUEUE_LUT = 1_400
 
 
 @dataclass(frozen=True)
@@ -70,11 +77,11 @@ def _memories(nbytes: int, width_bits: int, unit_bytes: int, unit_bits: int) -> 
 
 def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, weights_in_uram: bool = False
                  ) -> Resources:
-    macs = cfg.pe_rows * cfg.vec
+    macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
     dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
-    width = macs * 8
+    width = cfg.pe_rows * cfg.vec * 8          # one weight-RAM row serves every pixel of the array
     if weights_in_uram:
         bram, uram = 0, 2 * _memories(wbuf_bytes, width, URAM_BYTES, URAM_BITS)
     else:
@@ -82,4 +89,10 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram += _memories(cfg.max_kernel * max_width * cfg.granule, cfg.granule * 8, BRAM36_BYTES, BRAM36_BITS)
     lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes + 38 * sliced)
     ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
+    if cfg.pixels > 1:
+        p = cfg.pixels
+        dsp += WINDOW_DSP
+        bram += p * _memories(cfg.window_words * cfg.vec, cfg.vec * 8, BRAM36_BYTES, BRAM36_BITS)
+        lut += round(WINDOW_LUT + RESIDUAL_QUEUE_LUT + 3 * 32 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4))
+        ff += WINDOW_FF + 3 * 32 * p * cfg.pe_rows
     return Resources(dsp, bram, uram, lut, ff)
