@@ -20,7 +20,8 @@ two within 5 %):
   tile (plus its residual operands) and computes `pixels` output pixels per step: kh * kw * in_c / VEC steps per
   group of pixels, a group's results leaving at one per `epilogue_passes` cycles behind the next group; a row
   costs its groups and the layer is bound by the array or by its input loads, whichever is longer, where the
-  window holds rows ahead; a row costs its groups plus its load where it does not.
+  window holds rows ahead; a row costs its groups plus its load where it does not. A 1x1 layer takes up to
+  `pixels` output-channel tiles over one load of its input (their weights and tables load together).
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
 from __future__ import annotations
@@ -66,6 +67,7 @@ class LayerShape:
     in_w: int = 0
     stride: int = 1
     pad_t: int = 0
+    group_tiles: int = 1    # output-channel tiles computed over one load of the input (multi-tile 1x1 layers)
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -75,7 +77,7 @@ class LayerShape:
         if geometry is None:
             return shape
         return replace(shape, window_slots=geometry.slots, in_h=d.in_h, in_w=d.in_w, stride=d.stride_h,
-                       pad_t=d.pad_t)
+                       pad_t=d.pad_t, group_tiles=window_path.tiles_per_group(d, cfg))
 
     @classmethod
     def _of(cls, d: Descriptor) -> "LayerShape":
@@ -161,21 +163,31 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     res_beats = max(1, r // v)
     out_px = max(cfg.epilogue_passes, res_beats if s.residual else 1)
     steps = s.kh * s.kw * cbs
-    groups = -(-s.conv_w // p)
-    compute_row = groups * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
-    load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
+    pixel_groups = -(-s.conv_w // p)
     first = beat * max(0, min(s.in_h, s.kh - s.pad_t)) * s.in_w * cbs
     rows = s.batch * s.conv_h
-    if s.window_slots >= s.kh + s.stride:     # rows load ahead: bound by the array or by the loads
-        total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
-        rows_cycles = max(first + rows * compute_row, total_load + compute_row)
-    else:
-        rows_cycles = first + rows * (compute_row + load_row)
-    run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
+    total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
+    load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
     params = -(-4 * r // v) + -(-8 * r // v)
-    load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * s.kh * s.kw * cbs * r
+
+    def group_cycles(m: int) -> tuple[float, float]:
+        """Run and load of a group of m output-channel tiles over one pass of the input."""
+        compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
+        if s.window_slots >= s.kh + s.stride:     # rows load ahead: bound by the array or by the loads
+            rows_cycles = max(first + rows * compute_row, total_load + compute_row)
+        else:
+            rows_cycles = first + rows * (compute_row + load_row)
+        run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
+        load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * s.kh * s.kw * cbs * r)
+        return run, load
+
     tiles = s.out_c // r
-    return load + run + (tiles - 1) * max(run, load)
+    sizes = [min(s.group_tiles, tiles - t) for t in range(0, tiles, s.group_tiles)]
+    costs = [group_cycles(m) for m in sizes]
+    total = costs[0][1] + costs[-1][0]           # the first group's load, the last group's run
+    for (run, _), (_, next_load) in zip(costs, costs[1:]):
+        total += max(run, next_load)              # each group runs while the next one loads
+    return total
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

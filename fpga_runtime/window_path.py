@@ -66,3 +66,15 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
     if not eligible(d, cfg):
         return 0
     return min(_pow2_at_least(d.kh + d.stride_h), 8) * row_words(d, cfg)
+
+
+def multi_tile(d: Descriptor, cfg: EngineConfig) -> bool:
+    """A 1x1 window layer whose output-channel tiles the engine takes `pixels` at a time, loading each input row
+    once per group (`multi` in layer_descriptor.sv; the build's weight RAM holds a group's weights)."""
+    return (geometry(d, cfg) is not None and cfg.pe_rows >= cfg.vec and d.kh == 1 and d.kw == 1
+            and not d.flags & (Flag.RESIDUAL | Flag.POOL))
+
+
+def tiles_per_group(d: Descriptor, cfg: EngineConfig) -> int:
+    """Output-channel tiles the engine computes over one load of the input (the last group may have fewer)."""
+    return min(cfg.pixels, d.out_c // cfg.pe_rows) if multi_tile(d, cfg) else 1

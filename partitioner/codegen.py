@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jinja2
 
+from fpga_runtime import window_path
 from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.boards import Board
@@ -42,7 +43,7 @@ def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[s
     """Sizes the generated engine needs for this build's layers."""
     widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
     pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
-    wtiles = [d.kh * d.kw * d.in_c * config.pe_rows for d in descriptors
+    wtiles = [d.kh * d.kw * d.in_c * config.pe_rows * window_path.tiles_per_group(d, config) for d in descriptors
               if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
     wbuf = max(wtiles)
     return {"max_width": max(widths), "wbuf_bytes": wbuf, "pool_width": max(pooled),

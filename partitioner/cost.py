@@ -15,7 +15,7 @@ from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
 
-from .ir import ConvForm, Graph, Node, OpKind, ResidualAdd
+from .ir import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 
 # A parallel branch becomes a subgraph of its own only with this much engine time: each costs a program start
 # (timing.INVOKE_S) and splits the FPGA chain into more segments.
@@ -75,8 +75,12 @@ def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor |
     x = graph.tensors[node.inputs[0]].shape
     h, w = conv_output_hw(node, graph)
     residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
-    flags = Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
+    pool = any(isinstance(step, Pool) for step in spec.epilogue)
+    flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
+             | Flag.POOL * pool)
+    y = graph.tensors[node.outputs[0]].shape
     return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                      out_c=cfg.padded(y[1]),
                       conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
                       stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
 
@@ -106,7 +110,7 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         if geometry is None:
             return shape
         return replace(shape, window_slots=geometry.slots, in_h=x[2], in_w=x[3], stride=spec.strides[0],
-                       pad_t=spec.pads[0])
+                       pad_t=spec.pads[0], group_tiles=window_path.tiles_per_group(desc, cfg))
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])

@@ -46,7 +46,7 @@ def test_every_golden_case_bit_exact(golden):
 
 
 @pytest.mark.parametrize("rows,vec,epilogue,pixels", [(8, 16, 0, 1), (32, 16, 0, 1), (16, 32, 0, 1), (16, 16, 4, 1),
-                                                     (32, 16, 16, 1), (16, 16, 0, 4), (32, 16, 0, 2), (8, 16, 4, 8)])
+                                                     (32, 16, 16, 1), (16, 16, 8, 4), (32, 16, 0, 2), (8, 16, 4, 8)])
 def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels):
     """PE rows below the lanes write with byte strobes; above them, a result spans several beats; 32 lanes put
     descriptors mid-beat; a narrow epilogue takes a result in several passes; with pixels > 1 standard convs
@@ -56,7 +56,8 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels):
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool"]
     if pixels > 1:
-        names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv3x3_dilated"]
+        names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv3x3_dilated", "conv1x1_tiles",
+                  "dense"]
     cases = {n: make_case(n, tmp_path, config) for n in names}
     descriptors = [d for c in cases.values() for a, k in c["programs"] for d in program_descriptors(c["const"], a, k)]
     engine = rtl_engine(tmp_path / "rtl", config, descriptors)
@@ -193,8 +194,9 @@ def test_narrow_epilogue_costs_cycles_only_where_the_model_says(tmp_path, zoo):
 
 def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
     """A 4-pixel engine: the whole model bit-exact with the reference; its window layers read each input byte
-    once per output-channel tile (the per-tap path reads it once per tap) and run faster than on a 1-pixel
-    engine; the cycle model within 5 % of the RTL on every layer over 10,000 cycles and on the whole model."""
+    once per output-channel tile (the per-tap path reads it once per tap), 1x1 layers once per 4 tiles, and run
+    faster than on a 1-pixel engine; the cycle model within 5 % of the RTL on every layer over 10,000 cycles and
+    on the whole model."""
     from fpga_runtime import window_path
     from fpga_runtime.cycle_model import LayerShape, layer_cycles
     out = tmp_path / "p4"
@@ -205,7 +207,7 @@ def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
         frame = random_frame(ref.plan, 4)
         for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
             assert np.array_equal(a, b)
-        windowed = total_rtl = total_model = 0
+        windowed = multi = total_rtl = total_model = 0
         for run in sim.backend.runs:
             for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
                                                                           run.program.layers)):
@@ -217,11 +219,13 @@ def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
                 if window_path.geometry(d, config) and not d.flags & Flag.RESIDUAL and d.in_c == d.in_c_stride:
                     windowed += 1
                     tiles = d.out_c // config.pe_rows
-                    assert measured.counters["act_bytes_read"] == tiles * d.batch * d.in_h * d.in_w * d.in_c
+                    passes = -(-tiles // window_path.tiles_per_group(d, config))    # 1x1: P tiles per pass
+                    multi += passes < tiles
+                    assert measured.counters["act_bytes_read"] == passes * d.batch * d.in_h * d.in_w * d.in_c
                     per_tap = layer_cycles(LayerShape.of(d), config)
                     if d.kh * d.kw > 1 and d.conv_h * d.conv_w >= 16 * config.pixels:
                         assert measured.cycles < 0.5 * per_tap, (d.layer_id, measured.cycles, per_tap)
-        assert windowed >= 5
+        assert windowed >= 5 and multi >= 3
         assert abs(total_model / total_rtl - 1) < 0.05
 
 

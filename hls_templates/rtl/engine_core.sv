@@ -53,18 +53,20 @@ module engine_core #(
   localparam int B = V;                        // bytes per beat
   localparam int DW = 8 * V;
   localparam int G = R > V ? R : V;            // lanes of the epilogue
-  localparam int CB = (8 * G > 256 ? 8 * G : 256) + B;    // bytes collected from the constant port
+  localparam int PM = P;                       // output-channel tiles a 1x1 window layer takes per group
+  localparam int TW = PM > 1 ? $clog2(PM) : 1;   // bits of a tile's index in its group
+  localparam int CB = (8 * G * PM > 256 ? 8 * G * PM : 256) + B;    // bytes collected from the constant port
   localparam int VSH = $clog2(V);
   localparam int RSH = $clog2(R);
 
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  logic layer_fits, win;
+  logic layer_fits, win, multi;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .win_slots, .win_phase_words, .win_row_words);
+    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .multi, .win_slots, .win_phase_words, .win_row_words);
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -83,8 +85,15 @@ module engine_core #(
   logic [63:0] cycle_count;
   // two banks of tile parameters and weights: the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
-  logic signed [31:0] bias[2*G], mult[2*G];
-  logic [7:0] shift[2*G];
+  // a tile group's parameters per bank: G lanes for each of its (up to PM) tiles
+  logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
+  logic [7:0] shift[2*G*PM];
+  // tiles in the running group, and in the one after it (1 but for multi-tile 1x1 layers)
+  logic [15:0] gsz_cur, gsz_next;
+  always_comb begin
+    gsz_cur = multi ? (tiles - tile < 16'(PM) ? tiles - tile : 16'(PM)) : 16'd1;
+    gsz_next = multi ? (tiles - tile - gsz_cur < 16'(PM) ? tiles - tile - gsz_cur : 16'(PM)) : 16'd1;
+  end
   logic [7:0] lut1[256], lut2[256];
 
   // ---- constant-port reads: one run at a time, collected into cbuf or written to the weight RAM -------
@@ -124,10 +133,11 @@ module engine_core #(
   wire pf_collecting = pf_st != PF_IDLE && !pf_take;
   logic main_collecting;
   state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
-  logic [15:0] ctile, cc0;
+  logic [15:0] ctile, cc0, cg;
   always_comb begin
     cst = main_collecting ? st : pf_st == PF_BIAS ? S_BIAS : pf_st == PF_RQ ? S_RQ : S_WEIGHTS;
-    ctile = main_collecting ? tile : tile + 16'd1;
+    ctile = main_collecting ? tile : tile + gsz_cur;
+    cg = main_collecting ? gsz_cur : gsz_next;
     cc0 = is_conv && !dw ? ctile << RSH : ctile << VSH;
   end
   wire ld_bank = main_collecting ? cur_bank : !cur_bank;
@@ -141,15 +151,15 @@ module engine_core #(
       S_DESC: begin c_want_addr = program_addr + 64'd16 + 64'(layer) * 64'd128; c_want_len = 32'd128; end
       S_LUT1: begin c_want_addr = const_base + 64'(d.lut1_addr); c_want_len = 32'd256; end
       S_LUT2: begin c_want_addr = const_base + 64'(d.lut2_addr); c_want_len = 32'd256; end
-      S_BIAS: begin c_want_addr = const_base + 64'(d.bias_addr) + 64'(cc0) * 64'd4; c_want_len = 32'(nl) * 32'd4; end
-      S_RQ:   begin c_want_addr = const_base + 64'(d.requant_addr) + 64'(cc0) * 64'd8; c_want_len = 32'(nl) * 32'd8; end
+      S_BIAS: begin c_want_addr = const_base + 64'(d.bias_addr) + 64'(cc0) * 64'd4; c_want_len = 32'(nl) * 32'd4 * 32'(cg); end
+      S_RQ:   begin c_want_addr = const_base + 64'(d.requant_addr) + 64'(cc0) * 64'd8; c_want_len = 32'(nl) * 32'd8 * 32'(cg); end
       S_WEIGHTS: begin
         if (dw) begin
           c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(V);
           c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(V);
         end else begin
           c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(d.in_c) * 64'(R);
-          c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(d.in_c) * 32'(R);
+          c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(d.in_c) * 32'(R) * 32'(cg);
         end
       end
       default: ;
@@ -212,7 +222,7 @@ module engine_core #(
     .m_rdata(m_act_rdata), .m_rlast(m_act_rlast));
 
   // pixels between the MAC stage and the epilogue
-  localparam int ITEMW = G * 32 + G * 8 + DW + 32 + 3 * 16;
+  localparam int ITEMW = G * 32 + G * 8 + DW + 32 + 3 * 16 + TW;
   logic item_valid, mac_busy, mac_beat, mac_ab_ready, mac_item_valid;
   logic [G*32-1:0] item_acc;
   logic [G*8-1:0] item_b;
@@ -222,14 +232,14 @@ module engine_core #(
   logic epi_pop, epi_empty;
   logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
-  logic [G*32-1:0] bias_bits, mult_bits;
-  logic [G*8-1:0] shift_bits;
+  logic [PM*G*32-1:0] bias_bits, mult_bits;
+  logic [PM*G*8-1:0] shift_bits;
   logic [256*8-1:0] lut1_bits, lut2_bits;
   always_comb begin
-    for (int i = 0; i < G; i++) begin
-      bias_bits[32*i +: 32] = bias[32'(cur_bank) * G + i];
-      mult_bits[32*i +: 32] = mult[32'(cur_bank) * G + i];
-      shift_bits[8*i +: 8] = shift[32'(cur_bank) * G + i];
+    for (int i = 0; i < G * PM; i++) begin
+      bias_bits[32*i +: 32] = bias[32'(cur_bank) * G * PM + i];
+      mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
+      shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
     end
     for (int i = 0; i < 256; i++) begin
       lut1_bits[8*i +: 8] = lut1[i];
@@ -247,7 +257,7 @@ module engine_core #(
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (
-    .clk, .rst_n, .nl, .c0, .bias(bias_bits), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
+    .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
@@ -262,15 +272,15 @@ module engine_core #(
   if (P > 1) begin : g_window
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW)) wconv (
       .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
-      .start(ag_start && win), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
+      .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
       .array_x(wc_x_bits), .array_sums,
-      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr),
+      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_x_bits = '0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_x_bits = '0; assign wc_tile = '0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;
@@ -280,8 +290,11 @@ module engine_core #(
   assign item_n = win ? wc_n : mac_n;
   assign item_y = win ? wc_y : mac_y;
   assign item_x = win ? wc_x : mac_x;
+  logic [TW-1:0] item_tile, wc_tile;
+  assign item_tile = win ? wc_tile : '0;
   sync_fifo #(.W(ITEMW), .DEPTH(16)) epi_fifo (
-    .clk, .rst_n, .push(item_valid), .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x}),
+    .clk, .rst_n, .push(item_valid),
+    .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
     .pop(epi_pop), .dout(epi_dout), .empty(epi_empty), .count(epi_count));
 
   logic e_valid, e_busy;
@@ -293,11 +306,12 @@ module engine_core #(
   logic [DW-1:0] e_in_a;
   logic [31:0] e_in_oaddr;
   logic [15:0] e_in_n, e_in_y, e_in_x;
-  assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x} = epi_dout;
+  logic [TW-1:0] e_in_tile;
+  assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x, e_in_tile} = epi_dout;
   logic epi_ready;
-  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL)) epi (
+  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM)) epi (
     .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .lut1(lut1_bits), .lut2(lut2_bits),
-    .in_ready(epi_ready), .in_valid(epi_pop), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
+    .in_ready(epi_ready), .in_valid(epi_pop), .in_tile(e_in_tile), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
     .in_y(e_in_y), .in_x(e_in_x), .out_valid(e_valid), .out_q(e_q), .out_oaddr(e_oaddr), .out_n(e_n),
     .out_y(e_y), .out_x(e_x), .busy(e_busy));
 
@@ -380,11 +394,11 @@ module engine_core #(
       take_rq <= cst == S_RQ;
       take_bank <= ld_bank;
       if (take_params && !take_rq)
-        for (int i = 0; i < G; i++) bias[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
+        for (int i = 0; i < G * PM; i++) bias[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
       if (take_params && take_rq)
-        for (int i = 0; i < G; i++) begin
-          mult[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
-          shift[32'(take_bank) * G + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
+        for (int i = 0; i < G * PM; i++) begin
+          mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
+          shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
         end
       if (pf_collecting && c_done) begin
         c_issued <= 1'b0;
@@ -405,7 +419,7 @@ module engine_core #(
         endcase
       end
       // a tile starts: prefetch the next one of the layer
-      if (ag_start && (is_conv || d.op == OP_GAP) && tile + 16'd1 < tiles)
+      if (ag_start && (is_conv || d.op == OP_GAP) && tile + gsz_cur < tiles)
         pf_st <= is_conv ? PF_BIAS : PF_RQ;
       if (main_collecting && c_done) begin    // every beat is in: take them next cycle
         c_issued <= 1'b0;
@@ -476,8 +490,8 @@ module engine_core #(
         S_RUN: if (!ag_start && !ag_active) st <= S_DRAIN;
         S_DRAIN: if (drained) st <= S_NEXT;
         S_NEXT: begin
-          if (tile + 16'd1 < tiles) begin
-            tile <= tile + 16'd1;
+          if (tile + gsz_cur < tiles) begin
+            tile <= tile + gsz_cur;
             st <= S_TILE;
           end else if (layer + 32'd1 < layers) begin
             layer <= layer + 32'd1;

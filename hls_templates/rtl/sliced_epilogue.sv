@@ -8,17 +8,19 @@ import engine_pkg::*;
 module sliced_epilogue #(
   parameter int V = 16,
   parameter int G = 16,
-  parameter int E = 16              // lanes per pass; divides G
+  parameter int E = 16,             // lanes per pass; divides G
+  parameter int PM = 1              // tiles whose parameters come in (an item names its tile)
 ) (
   input  logic clk,
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
-  input  logic [G*32-1:0] mult,
-  input  logic [G*8-1:0]  shift,
+  input  logic [PM*G*32-1:0] mult,
+  input  logic [PM*G*8-1:0]  shift,
   input  logic [256*8-1:0] lut1,
   input  logic [256*8-1:0] lut2,
   output logic            in_ready,     // an item popped this cycle is taken
   input  logic            in_valid,
+  input  logic [(PM > 1 ? $clog2(PM) : 1)-1:0] in_tile,
   input  logic [G*32-1:0] in_acc,
   input  logic [G*8-1:0]  in_b,
   input  logic [8*V-1:0]  in_a,
@@ -31,16 +33,19 @@ module sliced_epilogue #(
   output logic            busy
 );
   localparam int P = G / E;
+  localparam int TW = PM > 1 ? $clog2(PM) : 1;
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
     epilogue #(.V(V), .G(G)) lanes (
-      .clk, .rst_n, .desc, .mult, .shift, .lut1, .lut2, .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
+      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]), .lut1, .lut2,
+      .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
       .in_y, .in_x, .out_valid, .out_q, .out_oaddr, .out_n, .out_y, .out_x, .busy);
   end else begin : passes
     localparam int KW = $clog2(P);
     logic active;
     logic [KW-1:0] k;
+    logic [TW-1:0] tile;
     logic [G*32-1:0] acc;
     logic [G*8-1:0] b, a;
     logic [31:0] oaddr;
@@ -56,7 +61,7 @@ module sliced_epilogue #(
     assign in_ready = !active || k == KW'(P - 1);
 
     epilogue #(.V(E), .G(E)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*E*k +: 32*E]), .shift(shift[8*E*k +: 8*E]), .lut1, .lut2,
+      .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]), .lut1, .lut2,
       .in_valid(active), .in_acc(acc[32*E*k +: 32*E]), .in_b(b[8*E*k +: 8*E]), .in_a(a[8*E*k +: 8*E]),
       .in_oaddr(oaddr), .in_n(n), .in_y(y), .in_x(x), .out_valid(s_valid), .out_q(s_q), .out_oaddr(s_oaddr),
       .out_n(s_n), .out_y(s_y), .out_x(s_x), .busy(s_busy));
@@ -69,7 +74,7 @@ module sliced_epilogue #(
         k2 <= k1;
         if (in_valid && in_ready) begin
           active <= 1'b1; k <= '0;
-          acc <= in_acc; b <= in_b;
+          acc <= in_acc; b <= in_b; tile <= in_tile;
           a <= '0;
           a[8*V-1:0] <= in_a;                 // lanes past VEC have no first operand
           oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;

@@ -6,7 +6,9 @@
 // longer read (`load_limit`); a row is computed only once the input rows it reads are in (`rows_loaded`).
 // Finished groups go to the epilogue one pixel per cycle while the array goes on with the next group. A fused
 // residual's operands come down the same stream after the input rows their output row reads, and wait in a
-// queue of RESQ beats (a row of them) until their pixels leave.
+// queue of RESQ beats (a row of them) until their pixels leave. A 1x1 layer may take several output-channel
+// tiles at once (`group_tiles`, up to P, their weights one after another in the weight RAM): each group of
+// pixels is computed for every tile in turn, so an input row loads once for all of them.
 import engine_pkg::*;
 
 module window_conv #(
@@ -23,9 +25,10 @@ module window_conv #(
   input  logic [4:0]  slots,             // input rows the window holds (a power of two)
   input  logic [31:0] phase_words,       // words of a row's stride phase in each bank
   input  logic [31:0] row_words,
-  input  logic        start,             // a tile of a window layer begins
-  input  logic [15:0] c0,
-  input  logic [(R > V ? R : V)*32-1:0] bias,
+  input  logic        start,             // a tile (group) of a window layer begins
+  input  logic [7:0]  group_tiles,       // output-channel tiles in the group (1 but for multi-tile 1x1 layers)
+  input  logic [15:0] c0,                // first output channel of the group
+  input  logic [P*(R > V ? R : V)*32-1:0] bias,   // G lanes for each tile of the group
   // the activation stream: the layer's input rows in order
   input  logic        ab_valid,
   input  logic [8*V-1:0] ab_data,
@@ -46,6 +49,7 @@ module window_conv #(
   output logic [(R > V ? R : V)*32-1:0] item_acc,
   output logic [(R > V ? R : V)*8-1:0]  item_b,
   output logic [31:0] item_oaddr,
+  output logic [(P > 1 ? $clog2(P) : 1)-1:0] item_tile,   // the item's tile in the group
   output logic [15:0] item_n, item_y, item_x,
   output logic        busy,
   output logic        mac_beat,          // a step went through the array
@@ -59,6 +63,7 @@ module window_conv #(
   localparam int LP = P > 1 ? $clog2(P) : 1;
   localparam int PB = P > 1 ? $clog2(P) : 1;     // bank index bits
   localparam int WA = $clog2(WDEPTH);
+  localparam int TW = P > 1 ? $clog2(P) : 1;
   engine_pkg::desc_t d;
   assign d = desc;
   engine_pkg::tag_t ab_tag;
@@ -109,6 +114,7 @@ module window_conv #(
   logic [15:0] n, y, x0;
   logic [7:0] ky, kx;
   logic [15:0] cb;
+  logic [TW-1:0] m;                              // the tile of the group being computed
   logic [WAW-1:0] wrow;
   logic signed [31:0] img_base, row0, col0;     // first input row of the image; y * S - pad_t; x0 * S - pad_l
   logic adv;                                     // the pipeline moves this cycle
@@ -152,25 +158,27 @@ module window_conv #(
   wire last_kx = kx == d.kw - 8'd1;
   wire last_ky = ky == d.kh - 8'd1;
   wire last_step = last_cb && last_kx && last_ky;
+  wire last_tile = 32'(m) == 32'(group_tiles) - 32'd1;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       active <= 1'b0;
     end else if (start) begin
       active <= 1'b1;
-      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0;
+      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0;
       img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
     end else if (t0_fire) begin
-      if (!last_step) begin
+      if (!last_step || !last_tile) begin
         wrow <= wrow + WAW'(1);
+        if (last_step) m <= m + TW'(1);
         if (!last_cb) cb <= cb + 16'd1;
         else begin
           cb <= '0;
           if (!last_kx) kx <= kx + 8'd1;
-          else begin kx <= '0; ky <= ky + 8'd1; end
+          else begin kx <= '0; ky <= last_ky ? 8'd0 : ky + 8'd1; end
         end
       end else begin                       // the group is issued: the next group, row or image
-        wrow <= '0; cb <= '0; kx <= '0; ky <= '0;
+        wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
         if (32'(x0) + 32'(P) < 32'(d.conv_w)) begin
           x0 <= x0 + 16'(P);
           col0 <= col0 + (32'(P) << s2);
@@ -202,10 +210,12 @@ module window_conv #(
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
+  logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
     if (!rst_n) t1_valid <= 1'b0;
     else if (adv) begin
       t1_valid <= t0_fire;
+      t1_m <= m;
       t1_first <= first_step; t1_last <= last_step; t1_mask <= t0_mask; t1_rot <= t0_rot;
       t1_n <= n; t1_y <= y; t1_x <= x0;
     end
@@ -223,7 +233,7 @@ module window_conv #(
     if (!rst_n) t2_valid <= 1'b0;
     else if (adv) begin
       t2_valid <= t1_valid;
-      t2_first <= t1_first; t2_last <= t1_last; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
+      t2_first <= t1_first; t2_last <= t1_last; t2_m <= t1_m; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) t2_sum[p][r] <= $signed(array_sums[(p*R + r)*32 +: 32]);
     end
@@ -233,11 +243,12 @@ module window_conv #(
   always_comb
     for (int p = 0; p < P; p++)
       for (int r = 0; r < R; r++)
-        acc_next[p][r] = (t2_first ? $signed(bias[32*r +: 32]) : acc[p][r]) + t2_sum[p][r];
+        acc_next[p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[p][r]) + t2_sum[p][r];
 
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
   logic [31:0] ob_oaddr;
+  logic [TW-1:0] ob_tile;
   // residual operands: a pixel's RB beats, the last one still at the head of the queue when it leaves
   localparam int RB = R > V ? R / V : 1;
   logic rq_pop, rq_empty;
@@ -285,9 +296,9 @@ module window_conv #(
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= acc_next[p][r];
         ob_count <= 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
-        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x;
+        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x; ob_tile <= t2_m;
         ob_oaddr <= pixel(d.out_addr, t2_n, 32'(t2_y), 32'(t2_x), d.out_h, d.out_w, d.out_c_stride)
-                    + 32'(d.out_c_offset) + 32'(c0);
+                    + 32'(d.out_c_offset) + 32'(c0) + 32'(t2_m) * 32'(R);
       end else if (drain) begin
         for (int p = 0; p + 1 < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
@@ -304,6 +315,7 @@ module window_conv #(
     for (int r = 0; r < R; r++) item_acc[32*r +: 32] = ob[0][r];
   end
   assign item_oaddr = ob_oaddr;
+  assign item_tile = ob_tile;
   assign item_n = ob_n;
   assign item_y = ob_y;
   assign item_x = ob_x;

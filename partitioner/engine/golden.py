@@ -175,6 +175,7 @@ def _dense() -> onnx.ModelProto:
 
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv1x1": _conv_case("conv1x1", k=1),
+    "conv1x1_tiles": _conv_case("conv1x1_tiles", k=1, cin=40, cout=72, size=6),
     "conv3x3": _conv_case("conv3x3"),
     "conv5x5": _conv_case("conv5x5", k=5),
     "conv7x7_s2": _conv_case("conv7x7_s2", k=7, stride=2, size=12),
