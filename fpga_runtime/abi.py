@@ -29,7 +29,8 @@ class EngineConfig:
     max_kernel: int = 7
     epilogue_lanes: int = 0    # RTL: result lanes the epilogue takes per cycle (0: all of them, the granule)
     pixels: int = 1            # RTL: output pixels per step of the window path (1: no window path)
-    window_words: int = 2048   # RTL: input-window words (vec bytes each) per pixel bank
+    window_words: int = 0      # RTL: input-window words (vec bytes each) per pixel bank; 0: sized to the build
+    weight_rows: int = 0       # RTL: weight-RAM rows (pe_rows x vec bytes) per bank; 0: sized to the build
 
     def describe(self, units: int | None = None) -> str:
         """"4x16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""

@@ -159,7 +159,8 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
 
 def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: int) -> float:
     v, r, p = cfg.vec, cfg.pe_rows, cfg.pixels
-    cbs = s.in_c // v
+    cbs = 1 if s.depthwise else s.in_c // v      # a depthwise tile reads its V channels of each pixel
+    lanes = v if s.depthwise else r              # output channels of a tile
     res_beats = max(1, r // v)
     out_px = max(cfg.epilogue_passes, res_beats if s.residual else 1)
     steps = s.kh * s.kw * cbs
@@ -168,7 +169,8 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     rows = s.batch * s.conv_h
     total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
     load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
-    params = -(-4 * r // v) + -(-8 * r // v)
+    params = -(-4 * lanes // v) + -(-8 * lanes // v)
+    weights = s.kh * s.kw * (1 if s.depthwise else cbs * r)
 
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
@@ -178,10 +180,10 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
         else:
             rows_cycles = first + rows * (compute_row + load_row)
         run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
-        load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * s.kh * s.kw * cbs * r)
+        load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * weights)
         return run, load
 
-    tiles = s.out_c // r
+    tiles = s.out_c // lanes
     sizes = [min(s.group_tiles, tiles - t) for t in range(0, tiles, s.group_tiles)]
     costs = [group_cycles(m) for m in sizes]
     total = costs[0][1] + costs[-1][0]           # the first group's load, the last group's run

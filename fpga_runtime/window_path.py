@@ -26,10 +26,11 @@ class WindowGeometry:
 
 
 def row_words(d: Descriptor, cfg: EngineConfig) -> int:
-    """Words of one input row per bank: each stride phase of the row spread over P banks, a word per V channels."""
+    """Words of one input row per bank: each stride phase of the row spread over P banks, a word per V channels
+    (a depthwise layer's window holds only the tile's V channels)."""
     s = 2 if d.stride_w == 2 else 1
     cols = -(-(-(-d.in_w // s)) // cfg.pixels)
-    return s * cols * (d.in_c // cfg.vec)
+    return s * cols * (1 if d.flags & Flag.DEPTHWISE else d.in_c // cfg.vec)
 
 
 def window_slots(kh: int, stride: int, words_per_row: int, depth: int) -> int:
@@ -44,11 +45,14 @@ RESIDUAL_QUEUE = 512     # residual beats the window path queues (RESQ in window
 
 
 def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
-    """A conv the window path can run given a big enough window: standard, undilated, square stride 1 or 2, no
-    upsampling read, and a fused residual only where a row of its operands fits the queue."""
+    """A conv the window path can run given a big enough window: undilated, square stride 1 or 2, no upsampling
+    read; a fused residual only where a row of its operands fits the queue; depthwise only with at least as many
+    PE rows as lanes (the array's diagonal) and without a fused residual or pool."""
     if d.flags & Flag.RESIDUAL and d.conv_w * max(1, cfg.pe_rows // cfg.vec) > RESIDUAL_QUEUE:
         return False
-    return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & (Flag.DEPTHWISE | Flag.UPSAMPLE2)
+    if d.flags & Flag.DEPTHWISE and (cfg.pe_rows < cfg.vec or d.flags & (Flag.RESIDUAL | Flag.POOL)):
+        return False
+    return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & Flag.UPSAMPLE2
             and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))
 
 
@@ -57,8 +61,22 @@ def geometry(d: Descriptor, cfg: EngineConfig, depth: int | None = None) -> Wind
     if not eligible(d, cfg):
         return None
     words = row_words(d, cfg)
-    slots = window_slots(d.kh, d.stride_h, words, cfg.window_words if depth is None else depth)
+    depth = depth if depth is not None else cfg.window_words or words_wanted(d, cfg)
+    slots = window_slots(d.kh, d.stride_h, words, depth)
     return WindowGeometry(slots, words) if slots else None
+
+
+WINDOW_WORDS = (512, 8192)       # a window bank: at least a BRAM's depth, at most this
+
+
+def window_words_for(descriptors: list[Descriptor], cfg: EngineConfig) -> int:
+    """Words per bank just enough (a power of two) for every layer that can take the window path to load ahead;
+    layers wanting more than WINDOW_WORDS[1] take the per-tap path."""
+    wanted = max((words_wanted(d, cfg) for d in descriptors), default=0)
+    words = WINDOW_WORDS[0]
+    while words < min(wanted, WINDOW_WORDS[1]):
+        words *= 2
+    return words
 
 
 def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
@@ -68,13 +86,29 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
     return min(_pow2_at_least(d.kh + d.stride_h), 8) * row_words(d, cfg)
 
 
-def multi_tile(d: Descriptor, cfg: EngineConfig) -> bool:
-    """A 1x1 window layer whose output-channel tiles the engine takes `pixels` at a time, loading each input row
-    once per group (`multi` in layer_descriptor.sv; the build's weight RAM holds a group's weights)."""
-    return (geometry(d, cfg) is not None and cfg.pe_rows >= cfg.vec and d.kh == 1 and d.kw == 1
-            and not d.flags & (Flag.RESIDUAL | Flag.POOL))
+def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:
+    """Weight-RAM rows a standard conv needs: one tile's, or `pixels` tiles' for a 1x1 window layer, which the
+    build's engine always holds (codegen sizes it so)."""
+    rows = d.kh * d.kw * (d.in_c // cfg.vec)
+    if d.kh * d.kw == 1 and _groups_tiles(d, cfg):
+        return rows * cfg.pixels
+    return rows
+
+
+def _groups_tiles(d: Descriptor, cfg: EngineConfig) -> bool:
+    return (geometry(d, cfg) is not None and cfg.pe_rows >= cfg.vec
+            and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL))
 
 
 def tiles_per_group(d: Descriptor, cfg: EngineConfig) -> int:
-    """Output-channel tiles the engine computes over one load of the input (the last group may have fewer)."""
-    return min(cfg.pixels, d.out_c // cfg.pe_rows) if multi_tile(d, cfg) else 1
+    """Output-channel tiles the engine computes over one load of a window layer's input (`group_max` in
+    layer_descriptor.sv): the largest power of two up to `pixels` whose weights fit the weight RAM; 1 for a
+    layer with a fused residual or pool. The last group of a layer may have fewer."""
+    if not _groups_tiles(d, cfg):
+        return 1
+    rows = cfg.weight_rows or min_weight_rows(d, cfg)
+    per_tile = d.kh * d.kw * (d.in_c // cfg.vec)
+    m = 1
+    while m * 2 <= cfg.pixels and m * 2 * per_tile <= rows:
+        m *= 2
+    return min(m, max(1, d.out_c // cfg.pe_rows)) if m > 1 else 1

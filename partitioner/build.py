@@ -26,7 +26,7 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
-from .dse import UNITS, Exploration, check_fixed, describe, explore, unit_resources
+from .dse import UNITS, Exploration, check_fixed, describe, explore, sized_buffers, unit_resources
 from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
@@ -214,6 +214,8 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
             target = cpu_target
     elif cfg.engine is not None and cfg.target is TargetName.FPGA:
         _check_fixed_engine(graph, board, cfg.engine)
+    if not explores:          # the buffers the code generator will size, so the cost model sees that engine
+        engine = sized_buffers(graph, list(graph.nodes), engine)
     part = step("partition", lambda: partition(graph, target, CostModel(board, engine),
                                                cfg.offload_everything))
     build_id = uuid.uuid4().hex

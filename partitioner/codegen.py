@@ -43,11 +43,12 @@ def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[s
     """Sizes the generated engine needs for this build's layers."""
     widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
     pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
-    wtiles = [d.kh * d.kw * d.in_c * config.pe_rows * window_path.tiles_per_group(d, config) for d in descriptors
+    row_bytes = config.pe_rows * config.vec
+    wtiles = [window_path.min_weight_rows(d, config) * row_bytes for d in descriptors
               if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
-    wbuf = max(wtiles)
-    return {"max_width": max(widths), "wbuf_bytes": wbuf, "pool_width": max(pooled),
-            "weight_rows": -(-wbuf // (config.pe_rows * config.vec))}
+    rows = max(config.weight_rows, -(-max(wtiles) // row_bytes))
+    return {"max_width": max(widths), "wbuf_bytes": rows * row_bytes, "pool_width": max(pooled),
+            "weight_rows": rows, "window_words": config.window_words or window_path.window_words_for(descriptors, config)}
 
 
 def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
@@ -72,7 +73,7 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
     context = {"build_name": safe_identifier(build_name), "abi_version": ABI_VERSION, "vec": config.vec,
                "pe_rows": config.pe_rows, "granule": config.granule,
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
-               "pixels": config.pixels, "window_words": config.window_words,
+               "pixels": config.pixels,
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config)}
     env = _env()

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from fpga_runtime import timing, window_path
+from fpga_runtime import timing
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 
+from .codegen import engine_limits
 from .cost import conv_descriptor, layer_shape, node_cost
 from .ir import Graph
 from .resources import Resources, compute_unit
@@ -24,7 +25,6 @@ VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
 PIXELS = (1, 2, 4, 8)
-WINDOW_WORDS = (512, 8192)       # the window per bank: at least a BRAM's depth, at most this
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
 
 
@@ -46,23 +46,20 @@ class Exploration:
     note: str = ""
 
 
-def sized_window(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
-    """`cfg` with a window just big enough (a power of two of words per bank) for every conv of the model that can
-    take the window path to load ahead; layers wanting more than WINDOW_WORDS[1] take the per-tap path."""
-    if cfg.pixels == 1:
-        return cfg
-    wanted = [window_path.words_wanted(d, cfg) for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes)
-              if d is not None]
-    words = WINDOW_WORDS[0]
-    while words < min(max(wanted, default=0), WINDOW_WORDS[1]):
-        words *= 2
-    return replace(cfg, window_words=words)
+def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
+    """`cfg` with the weight RAM and input window the build's code generator will size for these layers
+    (codegen.engine_limits), so the cost and resource models see the engine the build gets."""
+    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
+    limits = engine_limits(descriptors, cfg)
+    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"])
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
+    if not cfg.weight_rows:
+        cfg = sized_buffers(graph, nodes, cfg)
     frame = subgraphs * timing.INVOKE_S
     nbytes = macs = 0
-    wbuf = 64
+    wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     width = 1
     for n in nodes:
         node = graph.nodes[n]
@@ -74,7 +71,6 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             continue
         frame += max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
         if shape.kh and not shape.depthwise and node.conv is not None:
-            wbuf = max(wbuf, shape.kh * shape.kw * shape.in_c * cfg.pe_rows)
             width = max(width, shape.conv_w)
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
@@ -114,8 +110,8 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                             epilogue_lanes=max(v, r) // p if p > 1 else 0)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
-    designs = [d for c in configs for d in _evaluate(graph, fpga_nodes, subgraphs, sized_window(graph, fpga_nodes, c),
-                                                     board)]
+    designs = [d for c in configs for d in _evaluate(graph, fpga_nodes, subgraphs,
+                                                     sized_buffers(graph, fpga_nodes, c), board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)

@@ -163,7 +163,7 @@ module address_generator #(
   logic [31:0] ag_row;                   // input rows issued so far, over the batch
   logic [15:0] res_y, res_x;
   logic signed [31:0] res_last;          // the last input row output row res_y reads
-  wire contiguous = d.in_c == d.in_c_stride;
+  wire contiguous = !dw && d.in_c == d.in_c_stride;     // a depthwise tile reads VEC channels of each pixel
   wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
   wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
   logic [63:0] w_run_addr;
@@ -179,8 +179,8 @@ module address_generator #(
       w_tag.n = ag_n; w_tag.y = res_y; w_tag.x = res_x;
     end else begin
       w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
-                             d.in_c_stride) + 32'(d.in_c_offset));
-      w_run_beats = contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
+                             d.in_c_stride) + 32'(d.in_c_offset) + (dw ? 32'(c0) : 32'd0));
+      w_run_beats = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
       w_tag.kind = K_MAC;
       w_tag.last = contiguous || ag_x == d.in_w - 16'd1;
       w_tag.n = ag_n; w_tag.y = ag_y; w_tag.x = ag_x;

@@ -62,11 +62,12 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  logic layer_fits, win, multi;
+  logic layer_fits, win;
+  logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .multi, .win_slots, .win_phase_words, .win_row_words);
+    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .group_max, .win_slots, .win_phase_words, .win_row_words);
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -88,11 +89,11 @@ module engine_core #(
   // a tile group's parameters per bank: G lanes for each of its (up to PM) tiles
   logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
   logic [7:0] shift[2*G*PM];
-  // tiles in the running group, and in the one after it (1 but for multi-tile 1x1 layers)
+  // tiles in the running group, and in the one after it (1 but for window layers that take several)
   logic [15:0] gsz_cur, gsz_next;
   always_comb begin
-    gsz_cur = multi ? (tiles - tile < 16'(PM) ? tiles - tile : 16'(PM)) : 16'd1;
-    gsz_next = multi ? (tiles - tile - gsz_cur < 16'(PM) ? tiles - tile - gsz_cur : 16'(PM)) : 16'd1;
+    gsz_cur = tiles - tile < 16'(group_max) ? tiles - tile : 16'(group_max);
+    gsz_next = tiles - tile - gsz_cur < 16'(group_max) ? tiles - tile - gsz_cur : 16'(group_max);
   end
   logic [7:0] lut1[256], lut2[256];
 
@@ -253,7 +254,17 @@ module engine_core #(
   logic [P*DW-1:0] wc_x_bits, array_x;
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(w_rdata_bits), .sums(array_sums));
+  // a depthwise layer on the window path: row r of the array takes lane r's weight only (a diagonal), so the
+  // sums are the lane-wise products of VEC channels for each of the P pixels
+  logic [R*DW-1:0] array_w;
+  always_comb begin
+    array_w = w_rdata_bits;
+    if (win && dw) begin
+      array_w = '0;
+      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = w_rdata_bits[8*r +: 8];
+    end
+  end
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(array_w), .sums(array_sums));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (

@@ -1,7 +1,7 @@
 // A layer descriptor: its 128 little-endian bytes as the fields of engine_pkg::desc_t, whether this
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
-// a 1x1 one takes its output-channel tiles in groups of P (each input row loaded once per group).
+// how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -18,7 +18,7 @@ module layer_descriptor #(
   output logic [engine_pkg::DESC_BITS-1:0] desc,
   output logic fits,
   output logic win,                // the layer runs on the window path
-  output logic multi,              // a 1x1 window layer whose output-channel tiles go P at a time over one load
+  output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
   output logic [4:0] win_slots,    // input rows the window holds
   output logic [31:0] win_phase_words,  // words of one stride phase of a row in each bank
   output logic [31:0] win_row_words     // words of a row in each bank
@@ -77,14 +77,18 @@ module layer_descriptor #(
     logic [31:0] cols;
     s2 = d.stride_w == 8'd2;
     cols = (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
-    win_phase_words = cols * 32'(d.in_c >> VSH);
+    // a depthwise layer's window holds the tile's VEC channels of each pixel only
+    win_phase_words = cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH));
     win_row_words = win_phase_words << s2;
     win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
-    win = P > 1 && d.op == OP_CONV && !d.flags[F_DEPTHWISE]
+    win = P > 1 && d.op == OP_CONV
+          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
           && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;
-    multi = win && R >= V && d.kh == 8'd1 && d.kw == 8'd1 && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]
-            && 32'(P) * 32'(d.in_c >> VSH) <= 32'(WROWS);
+    group_max = 8'd1;
+    if (win && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
+      for (int m = 2; m <= P; m *= 2)
+        if (32'(m) * 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= 32'(WROWS)) group_max = 8'(m);
   end
 endmodule

@@ -6,9 +6,9 @@
 // longer read (`load_limit`); a row is computed only once the input rows it reads are in (`rows_loaded`).
 // Finished groups go to the epilogue one pixel per cycle while the array goes on with the next group. A fused
 // residual's operands come down the same stream after the input rows their output row reads, and wait in a
-// queue of RESQ beats (a row of them) until their pixels leave. A 1x1 layer may take several output-channel
-// tiles at once (`group_tiles`, up to P, their weights one after another in the weight RAM): each group of
-// pixels is computed for every tile in turn, so an input row loads once for all of them.
+// queue of RESQ beats (a row of them) until their pixels leave. A layer without residual or pool takes as many
+// output-channel tiles at once as the weight RAM holds (`group_tiles`, up to P, their weights one after
+// another): each group of pixels is computed for every tile in turn, so an input row loads once for all.
 import engine_pkg::*;
 
 module window_conv #(
@@ -26,7 +26,7 @@ module window_conv #(
   input  logic [31:0] phase_words,       // words of a row's stride phase in each bank
   input  logic [31:0] row_words,
   input  logic        start,             // a tile (group) of a window layer begins
-  input  logic [7:0]  group_tiles,       // output-channel tiles in the group (1 but for multi-tile 1x1 layers)
+  input  logic [7:0]  group_tiles,       // output-channel tiles in the group (up to P)
   input  logic [15:0] c0,                // first output channel of the group
   input  logic [P*(R > V ? R : V)*32-1:0] bias,   // G lanes for each tile of the group
   // the activation stream: the layer's input rows in order
@@ -69,7 +69,8 @@ module window_conv #(
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   wire s2 = d.stride_w == 8'd2;
-  wire [15:0] cbs = d.in_c >> VSH;
+  wire dw = d.flags[F_DEPTHWISE];
+  wire [15:0] cbs = dw ? 16'd1 : d.in_c >> VSH;        // channel beats of a pixel in the window
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
   // ---- window writes: pixels of each row in order, a row's channel beats one after another ---------

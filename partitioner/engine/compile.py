@@ -1,6 +1,7 @@
 """Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v1)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from fpga_runtime.abi import EngineConfig, pack_program
@@ -8,7 +9,7 @@ from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
 
-from ..codegen import write_hls
+from ..codegen import engine_limits, write_hls
 from ..cost import node_cost
 from ..ir import OpKind
 from ..partition import Device, Partition
@@ -59,6 +60,8 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
         for t in graph.nodes[n].outputs:
             boundary.setdefault(graph.tensors[t].onnx_name, layout.views[t])
     warnings += emitter.notes
+    limits = engine_limits(every, config)
+    config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"])  # the RTL's
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description}, build_id=build_id,
