@@ -20,7 +20,8 @@ two within 5 %):
   tile (plus its residual operands) and computes `pixels` output pixels per step: kh * kw * in_c / VEC steps per
   group of pixels, a group's results leaving at one per `epilogue_passes` cycles behind the next group; a row
   costs its groups and the layer is bound by the array or by its input loads, whichever is longer, where the
-  window holds rows ahead; a row costs its groups plus its load where it does not. A 1x1 layer takes up to
+  window holds rows ahead (a spare row hides the memory latency); a row costs its groups plus its load where it
+  does not. A 1x1 layer takes up to
   `pixels` output-channel tiles over one load of its input (their weights and tables load together).
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
@@ -175,7 +176,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
         compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
-        if s.window_slots >= s.kh + s.stride:     # rows load ahead: bound by the array or by the loads
+        if s.window_slots > s.kh + s.stride:      # rows load ahead: bound by the array or by the loads
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:
             rows_cycles = first + rows * (compute_row + load_row)

@@ -34,8 +34,9 @@ def row_words(d: Descriptor, cfg: EngineConfig) -> int:
 
 
 def window_slots(kh: int, stride: int, words_per_row: int, depth: int) -> int:
-    """kh + stride rows (a power of two, at most 8) so the next rows load while these are read; else kh; else 0."""
-    for rows in (_pow2_at_least(kh + stride), _pow2_at_least(kh)):
+    """kh + stride + 1 rows (a power of two, at most 8) so the next rows load, latency hidden, while these are
+    read; else kh; else 0."""
+    for rows in (_pow2_at_least(kh + stride + 1), _pow2_at_least(kh)):
         if rows <= 8 and rows * words_per_row <= depth:
             return rows
     return 0
@@ -83,7 +84,7 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
     """Window words per bank that let an eligible layer load ahead (0 for a layer that cannot take the path)."""
     if not eligible(d, cfg):
         return 0
-    return min(_pow2_at_least(d.kh + d.stride_h), 8) * row_words(d, cfg)
+    return min(_pow2_at_least(d.kh + d.stride_h + 1), 8) * row_words(d, cfg)
 
 
 def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:

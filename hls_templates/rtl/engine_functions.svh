@@ -58,13 +58,13 @@
     pow2_at_least = v <= 8'd1 ? 5'd1 : v <= 8'd2 ? 5'd2 : v <= 8'd4 ? 5'd4 : v <= 8'd8 ? 5'd8 : 5'd16;
   endfunction
 
-  // Input rows the window keeps for a conv layer whose rows take `row_words` words of each bank: kh + stride
-  // rows (rounded up to a power of two, at most 8) when they fit, so the next rows load while the array reads
-  // these; else kh rows; 0 when not even those fit (the layer takes the per-tap path).
+  // Input rows the window keeps for a conv layer whose rows take `row_words` words of each bank: kh + stride + 1
+  // rows (rounded up to a power of two, at most 8) when they fit, so the next rows load, latency hidden, while
+  // the array reads these; else kh rows; 0 when not even those fit (the layer takes the per-tap path).
   function automatic logic [4:0] window_slots(input logic [7:0] kh, input logic [7:0] stride,
                                               input logic [31:0] row_words, input logic [31:0] depth);
     logic [4:0] ahead, least;
-    ahead = pow2_at_least(kh + stride);
+    ahead = pow2_at_least(kh + stride + 8'd1);
     least = pow2_at_least(kh);
     if (ahead <= 5'd8 && 64'(ahead) * 64'(row_words) <= 64'(depth)) window_slots = ahead;
     else if (least <= 5'd8 && 64'(least) * 64'(row_words) <= 64'(depth)) window_slots = least;
