@@ -108,6 +108,10 @@ module engine_core #(
   logic [63:0] const_bytes;
   logic [8*CB-1:0] cbuf;
   logic [7:0]  c_off;                          // byte offset of the wanted data in cbuf
+  // Tables start on 64-byte boundaries (docs/kernel-abi.md), so a tile's biases and requantisation entries
+  // start on a beat unless 4 x PE_ROWS bytes are not a whole number of beats: no shifter then.
+  localparam bit PARAMS_ALIGNED = (4 * R) % B == 0;
+  wire [7:0] p_off = PARAMS_ALIGNED ? 8'd0 : c_off;
 
   axi_run_reader #(.DW(DW), .TAGW(1), .QDEPTH(4), .MAX_OUT(4)) creader (
     .clk, .rst_n, .run_valid(c_run_valid), .run_ready(c_run_ready), .run_addr(c_run_addr),
@@ -405,11 +409,11 @@ module engine_core #(
       take_rq <= cst == S_RQ;
       take_bank <= ld_bank;
       if (take_params && !take_rq)
-        for (int i = 0; i < G * PM; i++) bias[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 4 * i) * 8 +: 32];
+        for (int i = 0; i < G * PM; i++) bias[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 4 * i) * 8 +: 32];
       if (take_params && take_rq)
         for (int i = 0; i < G * PM; i++) begin
-          mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 8 * i) * 8 +: 32];
-          shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(c_off) + 8 * i + 4) * 8 +: 8];
+          mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
+          shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
         end
       if (pf_collecting && c_done) begin
         c_issued <= 1'b0;
