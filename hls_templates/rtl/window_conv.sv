@@ -256,7 +256,7 @@ module window_conv #(
   logic [DW-1:0] rq_head;
   logic [$clog2(RESQ):0] rq_count;
   sync_fifo #(.W(DW), .DEPTH(RESQ)) res_queue (
-    .clk, .rst_n, .push(ab_valid && is_res), .din(ab_data), .pop(rq_pop), .dout(rq_head), .empty(rq_empty),
+    .clk, .rst_n, .push(ab_valid && is_res && ab_ready), .din(ab_data), .pop(rq_pop), .dout(rq_head), .empty(rq_empty),
     .count(rq_count));
   assign ab_ready = !(is_res && 32'(rq_count) == 32'(RESQ));
   logic [DW-1:0] coll[RB];

@@ -108,6 +108,13 @@ def _residual(after: bool) -> onnx.ModelProto:
     return c.model([c.op("Relu", [s], "out") if after else s])
 
 
+def _residual_wide() -> onnx.ModelProto:
+    """Rows wide enough (112) that the window path's residual operands fill their queue and hold the stream."""
+    c = _Case("residual_wide", channels=8, size=112)
+    a = c.conv("x", "a", 8, 16, k=1)
+    return c.model([c.op("Add", [c.conv(a, "b", 16, 16), a], "sum")])
+
+
 def _conv_pool(name: str, k: int, s: int, pads: list[int], ceil: int = 0, size: int = 8) -> Callable:
     def build() -> onnx.ModelProto:
         c = _Case(name, size=size)
@@ -191,6 +198,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish")},
     "residual": lambda: _residual(False),
     "residual_relu": lambda: _residual(True),
+    "residual_wide": _residual_wide,
     "conv_maxpool2": _conv_pool("conv_maxpool2", 2, 2, [0, 0, 0, 0]),
     "conv_maxpool3_s1": _conv_pool("conv_maxpool3_s1", 3, 1, [1, 1, 1, 1]),
     "conv_maxpool_ceil": _conv_pool("conv_maxpool_ceil", 2, 2, [0, 0, 0, 0], ceil=1, size=7),
