@@ -15,15 +15,16 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
   80 FF per result lane to hold and slice the result (yosys, G = 16, E = 4: 44 DSP, 15,133 LUT, 1,418 FF).
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports): 38 DSP,
   12,700 LUT, 11,500 FF.
-- Weight buffer: the largest weight tile of the build (kh * kw * in_c * PE_ROWS bytes), ping-pong, read
-  R*V bytes per cycle: a memory count is the larger of width (R*V*8 / 72 bits) and depth (BRAM36 holds
-  4,608 bytes, URAM288 36,864). On parts with UltraRAM the exploration tries the buffer in either.
-- Pool line buffer: max_kernel rows x widest row x granule bytes.
+- Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
+  2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
+  4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
+- Pool line buffer: (max_kernel + 1) rows x widest row x granule bytes; the reader's and writer's queues.
 - Window path (pixels P > 1): the array grows to P x PE_ROWS x VEC (one multiplier array shared with the
-  per-tap path); P window banks of `window_words` words of VEC bytes, each bank its own memories; per pixel and
-  output channel an accumulator, the finished group's copy and the array's registered sum (3 x 32 FF, 3 x 32
-  LUT for their adders and multiplexers), the bank-to-pixel rotation (P x VEC x 8 bits of a P-way multiplexer),
-  the residual queue (512 beats in LUTRAM), and a fixed WINDOW_* share for its sequencer and address arithmetic.
+  per-tap path); P window banks of `window_words` x VEC bytes; per pixel and output channel an accumulator and
+  the finished group's copy (2 x 32 FF and LUT), the bank-to-pixel rotation, the residual queue (512 beats of
+  LUTRAM), a group's extra tiles' parameters (GROUP_*), 22 DSPs of address arithmetic. yosys, 4 x 16 x 16 with an
+  8-lane epilogue and 2,048-word window banks: 676 DSP, 68.5 BRAM36, 91,156 LUT, 29,895 FF (the model: 676, 69,
+  91,086, 29,871).
 """
 from __future__ import annotations
 
@@ -33,12 +34,12 @@ from dataclasses import asdict, dataclass
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
-BRAM36_BYTES, BRAM36_BITS = 4608, 72
-URAM_BYTES, URAM_BITS = 36864, 72
+QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 11, 3630        # per epilogue lane
 CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
-WINDOW_DSP, WINDOW_LUT, WINDOW_FF = 8, 3_000, 1_500
+WINDOW_DSP = 22           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400
+GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,13 @@ class Resources:
                                                                              board.lut))}
 
 
-def _memories(nbytes: int, width_bits: int, unit_bytes: int, unit_bits: int) -> int:
-    return max(math.ceil(width_bits / unit_bits), math.ceil(nbytes / unit_bytes))
+BRAM36_SHAPES = ((512, 72), (1024, 36), (2048, 18), (4096, 9), (8192, 4), (16384, 2), (32768, 1))
+URAM_SHAPES = ((4096, 72),)
+
+
+def _memories(depth: int, width_bits: int, shapes=BRAM36_SHAPES) -> int:
+    """Block memories for one depth x width RAM: the best of the primitive's aspect ratios."""
+    return min(math.ceil(width_bits / w) * math.ceil(depth / d) for d, w in shapes)
 
 
 def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, weights_in_uram: bool = False
@@ -81,18 +87,19 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
     dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
-    width = cfg.pe_rows * cfg.vec * 8          # one weight-RAM row serves every pixel of the array
-    if weights_in_uram:
-        bram, uram = 0, 2 * _memories(wbuf_bytes, width, URAM_BYTES, URAM_BITS)
-    else:
-        bram, uram = 2 * _memories(wbuf_bytes, width, BRAM36_BYTES, BRAM36_BITS), 0
-    bram += _memories(cfg.max_kernel * max_width * cfg.granule, cfg.granule * 8, BRAM36_BYTES, BRAM36_BITS)
+    # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
+    # every pixel of the array
+    rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
+    bank = _memories(2 * rows, cfg.vec * 8, URAM_SHAPES if weights_in_uram else BRAM36_SHAPES)
+    bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
+    bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes + 38 * sliced)
     ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
     if cfg.pixels > 1:
         p = cfg.pixels
         dsp += WINDOW_DSP
-        bram += p * _memories(cfg.window_words * cfg.vec, cfg.vec * 8, BRAM36_BYTES, BRAM36_BITS)
-        lut += round(WINDOW_LUT + RESIDUAL_QUEUE_LUT + 3 * 32 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4))
-        ff += WINDOW_FF + 3 * 32 * p * cfg.pe_rows
+        bram += p * _memories(cfg.window_words, cfg.vec * 8)
+        lut += round(RESIDUAL_QUEUE_LUT + 64 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4)
+                     + GROUP_LUT * cfg.granule * (p - 1))
+        ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1)
     return Resources(dsp, bram, uram, lut, ff)
