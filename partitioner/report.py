@@ -48,14 +48,15 @@ def console_table(plan: Plan, last_width: int = 36) -> str:
 
 def _design_row(d) -> list:
     c, r = d.config, d.resources
-    return [f"{c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, c.compute_units, f"{c.clock_mhz:g}", d.weights_in,
+    window = c.window_words if c.pixels > 1 else "-"
+    return [f"{c.pixels} x {c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, window, c.compute_units, f"{c.clock_mhz:g}", d.weights_in,
             r.dsp, r.bram36, r.uram, r.lut,
             f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", f"{d.mac_utilisation:.0%}"]
 
 
 def design_section(exploration) -> list[str]:
     b, chosen = exploration.board, exploration.chosen
-    header = ["PE rows x VEC", "epilogue lanes", "CUs", "MHz", "weights in", "DSP", "BRAM36", "URAM", "LUT", "FPGA ms/frame", "fps",
+    header = ["pixels x PE rows x VEC", "epilogue lanes", "window words", "CUs", "MHz", "weights in", "DSP", "BRAM36", "URAM", "LUT", "FPGA ms/frame", "fps",
               "MAC util"]
     share = chosen.resources.share(b)
     lines = ["## Engine design (design-space exploration)", "",
