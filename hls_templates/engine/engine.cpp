@@ -372,7 +372,8 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
 bool fits(const Descriptor &d) {
     if (d.op < OP_CONV || d.op > OP_SCALE) return false;
     if (d.op != OP_CONV) return true;
-    if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL || d.conv_w > ENGINE_MAX_WIDTH) return false;
+    if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL) return false;
+    if ((d.flags & F_POOL) && d.conv_w > ENGINE_MAX_WIDTH) return false;     // the pool's row ring
     if (d.in_c % V || d.out_c % (d.flags & F_DEPTHWISE ? V : R)) return false;
     return (d.flags & F_DEPTHWISE) || (uint64_t)d.kh * d.kw * d.in_c * R <= ENGINE_WBUF_BYTES;
 }

@@ -109,10 +109,12 @@ def _residual(after: bool) -> onnx.ModelProto:
 
 
 def _residual_wide() -> onnx.ModelProto:
-    """Rows wide enough (112) that the window path's residual operands fill their queue and hold the stream."""
-    c = _Case("residual_wide", channels=8, size=112)
-    a = c.conv("x", "a", 8, 16, k=1)
-    return c.model([c.op("Add", [c.conv(a, "b", 16, 16), a], "sum")])
+    """Rows wide enough (64 rows of 112) that the window path's residual operands fill their queue and hold
+    the stream."""
+    c = _Case("residual_wide", channels=8)
+    c.input = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 64, 112])
+    a = c.op("Relu", [c.conv("x", "a", 8, 16, k=1)], "a_relu")
+    return c.model([c.op("Add", [c.op("LeakyRelu", [c.conv(a, "b", 16, 16)], "b_leaky", alpha=0.1), a], "sum")])
 
 
 def _conv_pool(name: str, k: int, s: int, pads: list[int], ceil: int = 0, size: int = 8) -> Callable:
