@@ -16,9 +16,9 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 
-from .codegen import engine_limits
+from .codegen import GOLDEN_WIDTH, engine_limits
 from .cost import conv_descriptor, layer_shape, node_cost
-from .ir import Graph
+from .ir import Graph, Pool
 from .resources import Resources, compute_unit
 
 VECS = (8, 16, 32, 64)
@@ -60,7 +60,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     frame = subgraphs * timing.INVOKE_S
     nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
-    width = 1
+    width = GOLDEN_WIDTH
     for n in nodes:
         node = graph.nodes[n]
         shape = layer_shape(node, graph, cfg)
@@ -70,8 +70,8 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
         if shape is None:
             continue
         frame += max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
-        if shape.kh and not shape.depthwise and node.conv is not None:
-            width = max(width, shape.conv_w)
+        if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
+            width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
