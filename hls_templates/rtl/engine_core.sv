@@ -79,6 +79,7 @@ module engine_core #(
   typedef enum logic [3:0] {S_IDLE, S_DESC, S_TAKE, S_CHECK, S_LUT1, S_LUT2, S_TILE, S_BIAS, S_RQ, S_WEIGHTS,
                             S_RUN, S_DRAIN, S_NEXT, S_FINISH} state_t;
   state_t st;
+  state_t taken_from;                          // the collection S_TAKE finishes
   logic [31:0] layer, layers;
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
@@ -86,16 +87,12 @@ module engine_core #(
   logic [63:0] cycle_count;
   // two banks of tile parameters and weights: the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
-  // a tile group's parameters per bank: G lanes for each of its (up to PM) tiles
-  logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
-  logic [7:0] shift[2*G*PM];
   // tiles in the running group, and in the one after it (1 but for window layers that take several)
   logic [15:0] gsz_cur, gsz_next;
   always_comb begin
     gsz_cur = tiles - tile < 16'(group_max) ? tiles - tile : 16'(group_max);
     gsz_next = tiles - tile - gsz_cur < 16'(group_max) ? tiles - tile - gsz_cur : 16'(group_max);
   end
-  logic [7:0] lut1[256], lut2[256];
 
   // ---- constant-port reads: one run at a time, collected into cbuf or written to the weight RAM -------
   logic        c_run_valid, c_run_ready, c_issued;
@@ -108,10 +105,6 @@ module engine_core #(
   logic [63:0] const_bytes;
   logic [8*CB-1:0] cbuf;
   logic [7:0]  c_off;                          // byte offset of the wanted data in cbuf
-  // Tables start on 64-byte boundaries (docs/kernel-abi.md), so a tile's biases and requantisation entries
-  // start on a beat unless 4 x PE_ROWS bytes are not a whole number of beats: no shifter then.
-  localparam bit PARAMS_ALIGNED = (4 * R) % B == 0;
-  wire [7:0] p_off = PARAMS_ALIGNED ? 8'd0 : c_off;
 
   axi_run_reader #(.DW(DW), .TAGW(1), .QDEPTH(4), .MAX_OUT(4)) creader (
     .clk, .rst_n, .run_valid(c_run_valid), .run_ready(c_run_ready), .run_addr(c_run_addr),
@@ -240,17 +233,10 @@ module engine_core #(
   logic [PM*G*32-1:0] bias_bits, mult_bits;
   logic [PM*G*8-1:0] shift_bits;
   logic [256*8-1:0] lut1_bits, lut2_bits;
-  always_comb begin
-    for (int i = 0; i < G * PM; i++) begin
-      bias_bits[32*i +: 32] = bias[32'(cur_bank) * G * PM + i];
-      mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
-      shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
-    end
-    for (int i = 0; i < 256; i++) begin
-      lut1_bits[8*i +: 8] = lut1[i];
-      lut2_bits[8*i +: 8] = lut2[i];
-    end
-  end
+  layer_tables #(.G(G), .PM(PM), .R(R), .B(B), .CB(CB)) tables (
+    .clk, .cbuf, .c_off, .take_bias(take_params && !take_rq), .take_rq(take_params && take_rq), .take_bank,
+    .take_lut1(st == S_TAKE && taken_from == S_LUT1), .take_lut2(st == S_TAKE && taken_from == S_LUT2), .cur_bank,
+    .bias_bits, .mult_bits, .shift_bits, .lut1_bits, .lut2_bits);
   logic [G*32-1:0] mac_acc;
   logic [G*8-1:0] mac_b;
   // the MAC array both conv paths share: pixel 0 is the per-tap path's, all P the window path's
@@ -368,7 +354,6 @@ module engine_core #(
   logic [63:0] base_act_rd, base_act_wr, base_const;
   logic [63:0] n_mac, n_in, n_wt, n_out, n_drain;
   logic [63:0] clock;
-  state_t taken_from;
   wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
   assign ap_idle = st == S_IDLE;
   assign ap_ready = st == S_IDLE && ap_start;
@@ -408,13 +393,6 @@ module engine_core #(
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
       take_rq <= cst == S_RQ;
       take_bank <= ld_bank;
-      if (take_params && !take_rq)
-        for (int i = 0; i < G * PM; i++) bias[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 4 * i) * 8 +: 32];
-      if (take_params && take_rq)
-        for (int i = 0; i < G * PM; i++) begin
-          mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
-          shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
-        end
       if (pf_collecting && c_done) begin
         c_issued <= 1'b0;
         pf_take <= 1'b1;
@@ -455,14 +433,8 @@ module engine_core #(
             desc_raw <= cbuf[8 * 32'(c_off) +: 1024];      // the program header puts it 16 bytes into a beat
             st <= S_CHECK;
           end
-          S_LUT1: begin
-            for (int i = 0; i < 256; i++) lut1[i] <= cbuf[8*i +: 8];
-            st <= S_LUT2;
-          end
-          S_LUT2: begin
-            for (int i = 0; i < 256; i++) lut2[i] <= cbuf[8*i +: 8];
-            st <= S_TILE;
-          end
+          S_LUT1: st <= S_LUT2;        // layer_tables takes the table
+          S_LUT2: st <= S_TILE;
           S_BIAS: st <= S_RQ;
           S_RQ: st <= S_WEIGHTS;
           default: begin          // S_WEIGHTS: the weight RAM is full
