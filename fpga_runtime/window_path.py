@@ -20,10 +20,6 @@ class WindowGeometry:
     slots: int          # input rows the window holds
     row_words: int      # words of one input row in each of the P banks
 
-    @property
-    def words(self) -> int:
-        return self.slots * self.row_words
-
 
 def row_words(d: Descriptor, cfg: EngineConfig) -> int:
     """Words of one input row per bank: each stride phase of the row spread over P banks, a word per V channels
@@ -57,13 +53,13 @@ def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
             and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))
 
 
-def geometry(d: Descriptor, cfg: EngineConfig, depth: int | None = None) -> WindowGeometry | None:
-    """The layer's window, or None where it takes the per-tap path."""
+def geometry(d: Descriptor, cfg: EngineConfig) -> WindowGeometry | None:
+    """The layer's window, or None where it takes the per-tap path (a window not yet sized to the build, 0
+    words, is assumed big enough)."""
     if not eligible(d, cfg):
         return None
     words = row_words(d, cfg)
-    depth = depth if depth is not None else cfg.window_words or words_wanted(d, cfg)
-    slots = window_slots(d.kh, d.stride_h, words, depth)
+    slots = window_slots(d.kh, d.stride_h, words, cfg.window_words or words_wanted(d, cfg))
     return WindowGeometry(slots, words) if slots else None
 
 
@@ -112,4 +108,4 @@ def tiles_per_group(d: Descriptor, cfg: EngineConfig) -> int:
     m = 1
     while m * 2 <= cfg.pixels and m * 2 * per_tile <= rows:
         m *= 2
-    return min(m, max(1, d.out_c // cfg.pe_rows)) if m > 1 else 1
+    return min(m, max(1, d.out_c // cfg.pe_rows))

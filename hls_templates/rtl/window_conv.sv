@@ -60,7 +60,6 @@ module window_conv #(
   localparam int DW = 8 * V;
   localparam int G = R > V ? R : V;
   localparam int VSH = $clog2(V);
-  localparam int LP = P > 1 ? $clog2(P) : 1;
   localparam int PB = P > 1 ? $clog2(P) : 1;     // bank index bits
   localparam int WA = $clog2(WDEPTH);
   localparam int TW = P > 1 ? $clog2(P) : 1;
@@ -131,7 +130,7 @@ module window_conv #(
     iy = row0 + 32'(ky);
     ix0 = col0 + 32'(kx);
     j0 = ix0 >>> s2;
-    jc = j0 >>> LP;
+    jc = j0 >>> PB;
     g = img_base + iy;
     slot = 32'(g) & slot_mask;
     base = (slot[0] ? row_words : 32'd0) + (slot[1] ? row_words << 1 : 32'd0) + (slot[2] ? row_words << 2 : 32'd0)
