@@ -22,7 +22,9 @@ two within 5 %):
   costs its groups and the layer is bound by the array or by its input loads, whichever is longer, where the
   window holds rows ahead (a spare row hides the memory latency); a row costs its groups plus its load where it
   does not. A 1x1 layer takes up to
-  `pixels` output-channel tiles over one load of its input (their weights and tables load together).
+  `pixels` output-channel tiles over one load of its input (their weights and tables load together). A
+  depthwise layer there takes a whole kernel row per step (kh steps per group, 2 kh at stride 2), and a row
+  one group more, which finishes the group before it.
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
 from __future__ import annotations
@@ -164,8 +166,8 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     lanes = v if s.depthwise else r              # output channels of a tile
     res_beats = max(1, r // v)
     out_px = max(cfg.epilogue_passes, res_beats if s.residual else 1)
-    steps = s.kh * s.kw * cbs
     pixel_groups = -(-s.conv_w // p)
+    steps = s.kh * (2 if s.stride == 2 and s.kw > 1 else 1) if s.depthwise else s.kh * s.kw * cbs
     first = beat * max(0, min(s.in_h, s.kh - s.pad_t)) * s.in_w * cbs
     rows = s.batch * s.conv_h
     total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
@@ -175,7 +177,10 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
 
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
-        compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
+        if s.depthwise:     # a step per kernel row and stride phase, one group more per row, the last one short
+            compute_row = max((pixel_groups + 1) * steps, s.conv_w * out_px) + WINDOW_ROW_OVERHEAD
+        else:
+            compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
         if s.window_slots > s.kh + s.stride:      # rows load ahead: bound by the array or by the loads
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:

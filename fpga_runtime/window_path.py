@@ -44,10 +44,12 @@ RESIDUAL_QUEUE = 512     # residual beats the window path queues (RESQ in window
 def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
     """A conv the window path can run given a big enough window: undilated, square stride 1 or 2, no upsampling
     read; a fused residual only where a row of its operands fits the queue; depthwise only with at least as many
-    PE rows as lanes (the array's diagonal) and without a fused residual or pool."""
+    PE rows as lanes, a kernel row that fits the PE rows (a tap per row) and reaches at most P columns past the
+    group (its carry into the group before), and without a fused residual or pool."""
     if d.flags & Flag.RESIDUAL and d.conv_w * max(1, cfg.pe_rows // cfg.vec) > RESIDUAL_QUEUE:
         return False
-    if d.flags & Flag.DEPTHWISE and (cfg.pe_rows < cfg.vec or d.flags & (Flag.RESIDUAL | Flag.POOL)):
+    if d.flags & Flag.DEPTHWISE and (cfg.pe_rows < cfg.vec or d.flags & (Flag.RESIDUAL | Flag.POOL)
+                                     or d.kw > cfg.pe_rows or (d.kw - 1) >> (d.stride_w == 2) > cfg.pixels):
         return False
     return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & Flag.UPSAMPLE2
             and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))

@@ -182,8 +182,18 @@ module engine_core #(
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
   logic [R*DW-1:0] w_rdata_bits;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
-  assign w_wrow = dw ? WAW'(cb_idx) : WAW'(cb_idx >> RSH);
-  assign w_wbank = dw ? '0 : cb_idx[RSH > 0 ? RSH-1 : 0:0];
+  // a depthwise tile's taps come in [ky][kx] order: one row each, or on the window path kernel row ky in row ky,
+  // tap kx in bank kx (window_conv.sv)
+  logic [7:0] wl_kx, wl_ky;
+  wire [7:0] beat_kx = cb_idx == 0 ? 8'd0 : wl_kx;
+  wire [7:0] beat_ky = cb_idx == 0 ? 8'd0 : wl_ky;
+  always_ff @(posedge clk)
+    if (w_we) begin
+      wl_kx <= beat_kx == d.kw - 8'd1 ? 8'd0 : beat_kx + 8'd1;
+      wl_ky <= beat_kx == d.kw - 8'd1 ? beat_ky + 8'd1 : beat_ky;
+    end
+  assign w_wrow = dw ? (win ? WAW'(beat_ky) : WAW'(cb_idx)) : WAW'(cb_idx >> RSH);
+  assign w_wbank = dw ? (win ? beat_kx[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
   weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
     .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank), .re(!win || wc_re),
     .rrow(w_raddr), .rdata(w_rdata_bits));
@@ -244,17 +254,24 @@ module engine_core #(
   logic [P*DW-1:0] wc_x_bits, array_x;
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
-  // a depthwise layer on the window path: row r of the array takes lane r's weight only (a diagonal), so the
-  // sums are the lane-wise products of VEC channels for each of the P pixels
+  // a depthwise layer on the window path: array row e takes the tap of the kernel row e columns of the step's
+  // stride phase to the right, kx = e (stride 1) or 2e + phase (stride 2), zero past the kernel
   logic [R*DW-1:0] array_w;
+  logic dw_phase;
+  logic [2*P*V*20-1:0] array_taps;
   always_comb begin
     array_w = w_rdata_bits;
-    if (win && dw) begin
-      array_w = '0;
-      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = w_rdata_bits[8*r +: 8];
-    end
+    if (win && dw)
+      for (int e = 0; e < R; e++) begin
+        logic [7:0] kx;
+        kx = d.stride_w == 8'd2 ? 8'(2 * e) + {7'd0, dw_phase} : 8'(e);
+        array_w[e*DW +: DW] = '0;
+        for (int r = 0; r < R; r++)
+          if ((r == e || r == 2 * e || r == 2 * e + 1) && 8'(r) == kx && kx < d.kw) array_w[e*DW +: DW] = w_rdata_bits[r*DW +: DW];
+      end
   end
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(array_w), .sums(array_sums));
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(array_w), .sums(array_sums),
+                                                      .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (
@@ -275,13 +292,13 @@ module engine_core #(
       .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
-      .array_x(wc_x_bits), .array_sums,
+      .array_x(wc_x_bits), .array_sums, .array_taps, .dw_phase,
       .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_x_bits = '0; assign wc_tile = '0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;

@@ -82,7 +82,8 @@ module layer_descriptor #(
     win_row_words = win_phase_words << s2;
     win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
     win = P > 1 && d.op == OP_CONV
-          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
+          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && 32'(d.kw) <= 32'(R)
+                                        && 32'((d.kw - 8'd1) >> s2) <= 32'(P)))
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
           && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;

@@ -1,6 +1,9 @@
 // The MAC array: P pixels x R output channels x V input lanes, one weight-RAM row (R x V bytes) shared by the
 // P pixels; per pixel and output channel the sum of its V products. Both conv paths use it: the per-tap path
 // feeds pixel 0 only, the window path all P. Two products share each multiplier (mac_pair) on DSP48E2.
+// A depthwise layer on the window path puts in row e the tap of a kernel row that reaches e columns (of the
+// stride phase) to the right: every row multiplies the same P input columns, and pixel p's product in row e
+// belongs to output pixel p - e, which `taps` sums per lane for the outputs -P .. P-1 of the group.
 module mac_array #(
   parameter int V = 16,
   parameter int R = 16,
@@ -9,8 +12,10 @@ module mac_array #(
 ) (
   input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
-  output logic [P*R*32-1:0] sums         // pixel p, channel r at [(p*R + r)*32 +: 32]
+  output logic [P*R*32-1:0] sums,        // pixel p, channel r at [(p*R + r)*32 +: 32]
+  output logic [2*P*V*20-1:0] taps       // output o (-P .. P-1), lane v at [((o + P)*V + v)*20 +: 20]
 );
+  localparam int TB = 20;                // up to P + 1 products of 15 bits and a sign (P <= 8)
   localparam int DW = 8 * V;
   logic signed [15:0] prod[P][R][V];
   for (genvar p = 0; p < P; p++) begin : g_pix
@@ -33,4 +38,20 @@ module mac_array #(
         for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
         sums[(p*R + r)*32 +: 32] = s;
       end
+
+  localparam int RD = R < P + 1 ? R : P + 1;      // rows a depthwise kernel row takes (window_path.py)
+  if (P > 1) begin : g_taps
+    always_comb
+      for (int k = 0; k < 2 * P; k++)
+        for (int v = 0; v < V; v++) begin
+          logic signed [TB-1:0] a;
+          a = '0;
+          for (int p = 0; p < P; p++)
+            for (int r = 0; r < RD; r++)
+              if (p - r == k - P) a = a + TB'(prod[p][r][v]);
+          taps[(k*V + v)*TB +: TB] = a;
+        end
+  end else begin : g_no_taps
+    assign taps = '0;
+  end
 endmodule

@@ -9,6 +9,11 @@
 // queue of RESQ beats (a row of them) until their pixels leave. A layer without residual or pool takes as many
 // output-channel tiles at once as the weight RAM holds (`group_tiles`, up to P, their weights one after
 // another): each group of pixels is computed for every tile in turn, so an input row loads once for all.
+// A depthwise layer takes a whole kernel row per step: the weight RAM keeps kernel row ky in its row ky, tap
+// kx in bank kx; array row e gets the tap that reaches e columns of the step's stride phase further (engine_core),
+// all rows multiply the same P input columns, and the array's `taps` sum each output's products. Outputs near the group's right edge also need the
+// next group's columns: that part of the sums is added into the previous group, which is finished one group
+// late; a row ends with a group that only finishes its last (`flush`).
 import engine_pkg::*;
 
 module window_conv #(
@@ -43,6 +48,8 @@ module window_conv #(
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
   output logic [P*8*V-1:0] array_x,
   input  logic [P*R*32-1:0] array_sums,
+  input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
+  output logic dw_phase,                    // depthwise: the stride phase of the step in the array
   // finished pixels
   input  logic        room,
   output logic        item_valid,
@@ -63,6 +70,7 @@ module window_conv #(
   localparam int PB = P > 1 ? $clog2(P) : 1;     // bank index bits
   localparam int WA = $clog2(WDEPTH);
   localparam int TW = P > 1 ? $clog2(P) : 1;
+  localparam int DL = R < V ? R : V;             // depthwise lanes (the path needs R >= V)
   engine_pkg::desc_t d;
   assign d = desc;
   engine_pkg::tag_t ab_tag;
@@ -115,6 +123,7 @@ module window_conv #(
   logic [7:0] ky, kx;
   logic [15:0] cb;
   logic [TW-1:0] m;                              // the tile of the group being computed
+  logic flush;                                   // depthwise: the group past a row's end
   logic [WAW-1:0] wrow;
   logic signed [31:0] img_base, row0, col0;     // first input row of the image; y * S - pad_t; x0 * S - pad_l
   logic adv;                                     // the pipeline moves this cycle
@@ -141,7 +150,8 @@ module window_conv #(
     for (int p = 0; p < P; p++) begin
       logic signed [31:0] ix;
       ix = ix0 + (32'(p) << s2);
-      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w) && 32'(x0) + 32'(p) < 32'(d.conv_w);
+      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w)
+                   && (dw || 32'(x0) + 32'(p) < 32'(d.conv_w));
     end
     last_row = row0 + 32'(d.kh) - 32'sd1;
     need = img_base + (last_row < 32'(d.in_h) - 32'sd1 ? last_row : 32'(d.in_h) - 32'sd1);
@@ -151,11 +161,12 @@ module window_conv #(
   end
   assign t0_fire = active && ready_rows && adv;
   assign w_re = adv;
-  assign w_raddr = wrow;
+  assign w_raddr = dw ? WAW'(ky) : wrow;
   assign wait_input = active && !ready_rows;
 
   wire last_cb = cb == cbs - 16'd1;
-  wire last_kx = kx == d.kw - 8'd1;
+  wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
+  wire last_kx = dw ? kx == phases - 8'd1 : kx == d.kw - 8'd1;
   wire last_ky = ky == d.kh - 8'd1;
   wire last_step = last_cb && last_kx && last_ky;
   wire last_tile = 32'(m) == 32'(group_tiles) - 32'd1;
@@ -165,7 +176,7 @@ module window_conv #(
       active <= 1'b0;
     end else if (start) begin
       active <= 1'b1;
-      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0;
+      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
       img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
     end else if (t0_fire) begin
       if (!last_step || !last_tile) begin
@@ -179,10 +190,12 @@ module window_conv #(
         end
       end else begin                       // the group is issued: the next group, row or image
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
-        if (32'(x0) + 32'(P) < 32'(d.conv_w)) begin
+        if (32'(x0) + 32'(P) < 32'(d.conv_w) || (dw && !flush)) begin
+          if (32'(x0) + 32'(P) >= 32'(d.conv_w)) flush <= 1'b1;
           x0 <= x0 + 16'(P);
           col0 <= col0 + (32'(P) << s2);
         end else begin
+          flush <= 1'b0;
           x0 <= '0;
           col0 <= 32'sd0 - 32'(d.pad_l);
           if (y != d.conv_h - 16'd1) begin
@@ -206,7 +219,8 @@ module window_conv #(
     .rdata(win_rdata));
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
-  logic t1_valid, t1_first, t1_last;
+  logic t1_valid, t1_first, t1_last, t1_flush;
+  logic t1_phase;
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
@@ -217,25 +231,34 @@ module window_conv #(
       t1_valid <= t0_fire;
       t1_m <= m;
       t1_first <= first_step; t1_last <= last_step; t1_mask <= t0_mask; t1_rot <= t0_rot;
+      t1_flush <= flush; t1_phase <= kx[0];
       t1_n <= n; t1_y <= y; t1_x <= x0;
     end
   end
 
+  assign dw_phase = t1_phase;
   always_comb
     for (int p = 0; p < P; p++)
       array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW] : '0;
 
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
-  logic t2_valid, t2_first, t2_last;
+  logic t2_valid, t2_first, t2_last, t2_flush;
   logic [15:0] t2_n, t2_y, t2_x;
   logic signed [31:0] t2_sum[P][R];
+  logic signed [19:0] t2_carry[P][V];            // depthwise: the previous group's share
   always_ff @(posedge clk) begin
     if (!rst_n) t2_valid <= 1'b0;
     else if (adv) begin
       t2_valid <= t1_valid;
       t2_first <= t1_first; t2_last <= t1_last; t2_m <= t1_m; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
+      t2_flush <= t1_flush;
       for (int p = 0; p < P; p++)
-        for (int r = 0; r < R; r++) t2_sum[p][r] <= $signed(array_sums[(p*R + r)*32 +: 32]);
+        for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
+      if (dw)
+        for (int p = 0; p < P; p++)
+          for (int v = 0; v < DL; v++) t2_sum[p][v] <= 32'($signed(array_taps[((P + p)*V + v)*20 +: 20]));
+      for (int p = 0; p < P; p++)
+        for (int v = 0; v < V; v++) t2_carry[p][v] <= $signed(array_taps[(p*V + v)*20 +: 20]);
     end
   end
 
@@ -244,6 +267,15 @@ module window_conv #(
     for (int p = 0; p < P; p++)
       for (int r = 0; r < R; r++)
         acc_next[p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[p][r]) + t2_sum[p][r];
+
+  // depthwise: the group before this one waits here for its share of this group's sums
+  logic signed [31:0] carry[P][V], carry_next[P][V], prev[P][V];
+  logic prev_valid;
+  logic [15:0] prev_count, prev_n, prev_y, prev_x;
+  logic [31:0] prev_oaddr;
+  always_comb
+    for (int p = 0; p < P; p++)
+      for (int v = 0; v < V; v++) carry_next[p][v] = (t2_first ? 32'sd0 : carry[p][v]) + 32'(t2_carry[p][v]);
 
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
@@ -281,9 +313,27 @@ module window_conv #(
     end
   end
   wire ob_free = ob_count == 0 || (ob_count == 16'd1 && drain);
-  assign adv = !(t2_valid && t2_last && !ob_free);
+  wire emit = !dw || prev_valid;                 // a finished group hands a group to the output buffer
+  assign adv = !(t2_valid && t2_last && emit && !ob_free);
+  wire group_end = t2_valid && t2_last && adv;
+  wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
+  wire [31:0] g_oaddr = pixel(d.out_addr, t2_n, 32'(t2_y), 32'(t2_x), d.out_h, d.out_w, d.out_c_stride)
+                        + 32'(d.out_c_offset) + 32'(c0) + 32'(t2_m) * 32'(R);
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n || start) prev_valid <= 1'b0;
+    else if (group_end && dw) begin
+      for (int p = 0; p < P; p++)
+        for (int v = 0; v < DL; v++) prev[p][v] <= acc_next[p][v];
+      prev_valid <= !t2_flush;
+      prev_count <= g_count; prev_n <= t2_n; prev_y <= t2_y; prev_x <= t2_x; prev_oaddr <= g_oaddr;
+    end
+    if (t2_valid && adv)
+      for (int p = 0; p < P; p++)
+        for (int v = 0; v < V; v++) carry[p][v] <= carry_next[p][v];
+  end
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -292,13 +342,18 @@ module window_conv #(
       if (t2_valid && adv)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) acc[p][r] <= acc_next[p][r];
-      if (t2_valid && t2_last && adv) begin
+      if (group_end && emit && dw) begin
+        for (int p = 0; p < P; p++) begin
+          for (int r = 0; r < R; r++) ob[p][r] <= 32'sd0;
+          for (int v = 0; v < DL; v++) ob[p][v] <= prev[p][v] + carry_next[p][v];
+        end
+        ob_count <= prev_count;
+        ob_n <= prev_n; ob_y <= prev_y; ob_x <= prev_x; ob_tile <= '0; ob_oaddr <= prev_oaddr;
+      end else if (group_end && emit) begin
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= acc_next[p][r];
-        ob_count <= 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
-        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x; ob_tile <= t2_m;
-        ob_oaddr <= pixel(d.out_addr, t2_n, 32'(t2_y), 32'(t2_x), d.out_h, d.out_w, d.out_c_stride)
-                    + 32'(d.out_c_offset) + 32'(c0) + 32'(t2_m) * 32'(R);
+        ob_count <= g_count;
+        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x; ob_tile <= t2_m; ob_oaddr <= g_oaddr;
       end else if (drain) begin
         for (int p = 0; p + 1 < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
