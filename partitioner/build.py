@@ -26,7 +26,7 @@ from .drawing import draw
 from .errors import ModelError
 from .importer import ImportResult, import_model
 from .lower import to_model
-from .dse import UNITS, Exploration, check_fixed, describe, explore, sized_buffers, unit_resources
+from .dse import UNITS, Exploration, Stage, check_fixed, describe, explore, sized_buffers, unit_resources
 from .engine.calibrate import Calibration
 from .engine.compile import compile_engine
 from .partition import Device, Partition, partition
@@ -68,6 +68,7 @@ class PartitionConfig:
     calibration_method: str = "mse"          # max | percentile | mse (engine/calibrate.py)
     engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
     target_fps: float | None = None
+    objective: str = "throughput"             # what the exploration maximises: throughput | latency (dse.py)
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
@@ -105,30 +106,37 @@ def _save_graph(graph, path: Path) -> None:
     onnx.save(model, str(path))
 
 
-def _offload_all(graph, board) -> tuple[list[str], int]:
-    """The layers a full offload would put on the FPGA (the cost model needs a design first), and in how many
-    subgraphs."""
+def _offload_all(graph, board) -> tuple[list[str], int, list[Stage]]:
+    """The layers a full offload would put on the FPGA (the cost model needs a design first), in how many
+    subgraphs, and that draft's stages for the frame schedule."""
     draft = partition(graph, fpga_target, CostModel(board), offload_everything=True)
     fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
-    return [n for sg in fpga for n in sg.nodes], max(1, len(fpga))
+    stages = []
+    for sg in draft.subgraphs:
+        est = sg.estimate
+        on_fpga = sg.device is Device.FPGA
+        fixed = (est.transfer_s + est.invoke_s if on_fpga else est.cpu_s) if est is not None else 0.0
+        stages.append(Stage(sg.name, sg.device.value, tuple(sg.depends_on), tuple(sg.nodes) if on_fpga else (),
+                            fixed))
+    return [n for sg in fpga for n in sg.nodes], max(1, len(fpga)), stages
 
 
 def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
-    nodes, subgraphs = _offload_all(graph, board)
+    nodes, subgraphs, stages = _offload_all(graph, board)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
-    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units)
+    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
         raise ModelError(exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else ""))
-    if cfg.target_fps is not None and exploration.chosen is not None and exploration.chosen.fps < cfg.target_fps:
+    if cfg.target_fps is not None and exploration.chosen is not None and exploration.chosen.rate < cfg.target_fps:
         best = exploration.chosen
         raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
-                         f"that fits, {describe(best)}, gives {best.fps:.1f} fps (modelled)")
+                         f"that fits, {describe(best)}, gives {best.rate:.1f} fps (modelled)")
     return exploration
 
 
 def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
-    nodes, subgraphs = _offload_all(graph, board)
+    nodes, subgraphs, _ = _offload_all(graph, board)
     if nodes:
         why = check_fixed(graph, nodes, subgraphs, engine, board)
         if why:

@@ -81,6 +81,9 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="fix the engine's array (e.g. 16x16, or 4x16x16: 4 output pixels per step) instead of exploring")
 @click.option("--target-fps", type=click.FloatRange(min=0, min_open=True), default=None,
               help="choose the smallest engine that reaches this rate (an error where none does)")
+@click.option("--objective", type=click.Choice(["throughput", "latency"]), default="throughput", show_default=True,
+              help="what the exploration maximises: whole frames per second under fpga-run's defaults (frames "
+                   "in flight, CPU workers), or one frame's latency")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
               help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")
@@ -92,7 +95,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
          calibration_method: str, calibration_table: Path | None,
-         compute_units: int | None, engine_shape: str | None, target_fps: float | None, no_accuracy: bool,
+         compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
+         no_accuracy: bool,
          min_cosine: float | None,
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
@@ -102,7 +106,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
-        engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units)
+        engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
+        objective=objective)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)

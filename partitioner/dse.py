@@ -1,11 +1,16 @@
 """Design-space exploration: the engine parameters (pixels x PE rows x VEC lanes, epilogue width, compute
-units; the input window sized to the model's layers) that maximise the
-modelled throughput of a model's FPGA layers on a board, within its DSP, BRAM/URAM and LUT budget; with a
-target rate, the smallest design that meets it.
+units; the input window sized to the model's layers) that best serve the objective on a board, within its DSP,
+BRAM/URAM and LUT budget; with a target rate, the smallest design that meets it.
 
-Throughput model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR) plus a
-program start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once, so
-fps = min(k / T, DDR bandwidth / bytes per frame).
+FPGA model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR) plus a program
+start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once, so the FPGA
+alone gives fps = min(k / T, DDR bandwidth / bytes per frame).
+
+Whole frames: given the draft partition's stages (its FPGA and CPU subgraphs and their dependencies), each
+design's frames are scheduled in virtual time by the runtime's own policy and defaults (frames in flight,
+CPU workers; fpga_runtime/virtual_time.py), which gives the rate `fpga-run run` reaches (CPU pre- and
+post-processing included) and one frame's latency. `objective` "throughput" picks the highest rate,
+"latency" the shortest frame.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from fpga_runtime import timing
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.policy import CPU_WORKERS, default_in_flight
+from fpga_runtime.virtual_time import simulate
 
 from .codegen import GOLDEN_WIDTH, engine_limits
 from .cost import conv_descriptor, layer_shape, node_cost
@@ -26,6 +33,23 @@ ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
 PIXELS = (1, 2, 4, 8)
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
+OBJECTIVES = ("throughput", "latency")
+SCHEDULED_FRAMES = (8, 24)       # a design's steady rate: the frames between these two runs' ends
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A subgraph of the draft partition, as the frame schedule sees it."""
+    name: str
+    device: str                  # "cpu" or "fpga"
+    depends_on: tuple[str, ...]
+    nodes: tuple[str, ...]       # the engine layers of an FPGA stage
+    fixed_s: float               # a CPU stage's time; an FPGA stage's transfers and program start
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    subgraphs: tuple[Stage, ...]
 
 
 @dataclass
@@ -33,9 +57,17 @@ class Design:
     config: EngineConfig
     resources: Resources
     frame_s: float
-    fps: float
+    fps: float                   # the FPGA alone
     mac_utilisation: float
     weights_in: str = "bram"
+    layer_s: dict[str, float] = field(default_factory=dict, repr=False)
+    frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
+    latency_s: float | None = None   # one frame alone
+    cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
+
+    @property
+    def rate(self) -> float:
+        return self.frame_fps if self.frame_fps is not None else self.fps
 
 
 @dataclass
@@ -44,6 +76,7 @@ class Exploration:
     chosen: Design | None
     feasible: list[Design] = field(default_factory=list)
     note: str = ""
+    objective: str = "throughput"
 
 
 def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
@@ -58,6 +91,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     if not cfg.weight_rows:
         cfg = sized_buffers(graph, nodes, cfg)
     frame = subgraphs * timing.INVOKE_S
+    layer_s: dict[str, float] = {}
     nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     width = GOLDEN_WIDTH
@@ -69,14 +103,32 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
         macs += cost.macs
         if shape is None:
             continue
-        frame += max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
+        layer_s[n] = max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6),
+                         cost.bytes / (board.ddr_gbps * 1e9))
+        frame += layer_s[n]
         if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
             width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
-                   macs * fps / peak, "uram" if uram else "bram")
+                   macs * fps / peak, "uram" if uram else "bram", layer_s)
             for uram in ((False, True) if board.uram else (False,))]
+
+
+def schedule(design: Design, stages: list[Stage]) -> Design:
+    """`design` with its steady whole-frame rate (the runtime's frames in flight and CPU workers; ramp-up and
+    drain left out), one frame's latency, and whether the CPU stages bound the rate."""
+    durations = {s.name: s.fixed_s + sum(design.layer_s.get(n, 0.0) for n in s.nodes) for s in stages}
+    plan = _Schedule(tuple(stages))
+    units = design.config.compute_units
+    latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
+    first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
+                   for n in SCHEDULED_FRAMES)
+    cpu = sum(durations[s.name] for s in stages if s.device == "cpu") / CPU_WORKERS
+    fpga = sum(durations[s.name] for s in stages if s.device == "fpga") / units
+    # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
+    rate = min((SCHEDULED_FRAMES[1] - SCHEDULED_FRAMES[0]) / (last - first), design.fps)
+    return replace(design, frame_fps=rate, latency_s=latency, cpu_bound=cpu > fpga)
 
 
 def describe(d: Design) -> str:
@@ -105,7 +157,12 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 
 
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
-            units: tuple[int, ...] = UNITS) -> Exploration:
+            units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None
+            ) -> Exploration:
+    """The design for `objective` among those that fit; with `stages`, rates are whole frames' (`schedule`),
+    else the FPGA's alone."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
                             epilogue_lanes=max(v, r) // p if p > 1 else 0)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
@@ -117,14 +174,41 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)
         return Exploration(board, None, [], f"no engine design fits {board.name}: the smallest, {describe(smallest)}, "
                                             f"needs {'; '.join(smallest.resources.over_budget(board))}")
+    if stages:
+        feasible = [schedule(d, stages) for d in feasible]
+    what = "whole frames" if stages else "the FPGA layers"
     if target_fps is not None:
-        meeting = [d for d in feasible if d.fps >= target_fps]
+        meeting = [d for d in feasible if d.rate >= target_fps]
         if meeting:
             best = min(meeting, key=lambda d: (d.resources.dsp, d.resources.bram36 + 8 * d.resources.uram,
                                                d.resources.lut))
-            return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps")
+            return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps ({what})",
+                               objective)
         note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
+    elif objective == "latency":
+        note = f"shortest frame ({what}) within the budget"
+        best = min(feasible, key=lambda d: (round(_latency(d), 9), d.resources.dsp))
+        return Exploration(board, best, feasible, note, objective)
     else:
-        note = "fastest design within the budget"
-    best = max(feasible, key=lambda d: (round(d.fps, 6), -d.resources.dsp))
-    return Exploration(board, best, feasible, note)
+        note = f"highest throughput ({what}) within the budget"
+    best = max(feasible, key=lambda d: (round(d.rate, 6), -d.resources.dsp))
+    return Exploration(board, best, feasible, note, objective)
+
+
+def _latency(d: Design) -> float:
+    return d.latency_s if d.latency_s is not None else d.frame_s
+
+
+def ranked(exploration: Exploration) -> list[Design]:
+    """The feasible designs best first by the exploration's objective, each engine once (its weights in
+    whichever memory ranks first)."""
+    if exploration.objective == "latency":
+        order = sorted(exploration.feasible, key=lambda d: (round(_latency(d), 9), d.resources.dsp))
+    else:
+        order = sorted(exploration.feasible, key=lambda d: (-round(d.rate, 6), d.resources.dsp))
+    seen, out = set(), []
+    for d in order:
+        if d.config not in seen:
+            seen.add(d.config)
+            out.append(d)
+    return out

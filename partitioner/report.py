@@ -5,6 +5,9 @@ import textwrap
 from pathlib import Path
 
 from fpga_runtime.plan import Plan
+from fpga_runtime.policy import CPU_WORKERS
+
+from .dse import ranked
 
 
 def _ms(seconds: float | None) -> str:
@@ -46,26 +49,38 @@ def console_table(plan: Plan, last_width: int = 36) -> str:
     return "\n".join(lines)
 
 
-def _design_row(d) -> list:
+def _design_row(d, role: str) -> list:
     c, r = d.config, d.resources
     window = c.window_words if c.pixels > 1 else "-"
-    return [f"{c.pixels} x {c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, window, c.compute_units, f"{c.clock_mhz:g}", d.weights_in,
-            r.dsp, r.bram36, r.uram, r.lut,
-            f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", f"{d.mac_utilisation:.0%}"]
+    frames = "-" if d.frame_fps is None else f"{d.frame_fps:.1f}" + (" (CPU-bound)" if d.cpu_bound else "")
+    latency = "-" if d.latency_s is None else f"{d.latency_s * 1e3:.2f}"
+    return [role, f"{c.pixels} x {c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, window, c.compute_units,
+            f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
+            f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", frames, latency, f"{d.mac_utilisation:.0%}"]
 
 
 def design_section(exploration) -> list[str]:
     b, chosen = exploration.board, exploration.chosen
-    header = ["pixels x PE rows x VEC", "epilogue lanes", "window words", "CUs", "MHz", "weights in", "DSP", "BRAM36", "URAM", "LUT", "FPGA ms/frame", "fps",
-              "MAC util"]
+    header = ["", "pixels x PE rows x VEC", "epilogue lanes", "window words", "CUs", "MHz", "weights in", "DSP",
+              "BRAM36", "URAM", "LUT", "FPGA ms/frame", "FPGA fps", "frames/s (fpga-run)", "latency ms", "MAC util"]
     share = chosen.resources.share(b)
     lines = ["## Engine design (design-space exploration)", "",
              f"{exploration.note} on {b.name} ({b.dsp} DSP, {b.bram36} BRAM36, {b.uram} URAM, {b.lut} LUT); "
              f"uses {share['dsp']:.0%} DSP, {share['bram36']:.0%} BRAM, {share['uram']:.0%} URAM, "
-             f"{share['lut']:.0%} LUT (resource model: partitioner/resources.py).", ""]
-    others = sorted(exploration.feasible, key=lambda d: -d.fps)[:5]
-    lines += _table(header, [_design_row(chosen)] + [_design_row(d) for d in others if d is not chosen])
-    return lines + ["", "First row: chosen; then the fastest alternatives.", ""]
+             f"{share['lut']:.0%} LUT (resource model: partitioner/resources.py); objective: "
+             f"{exploration.objective}.", ""]
+    others = [d for d in ranked(exploration) if d.config != chosen.config][:4]
+    rows = [_design_row(chosen, "chosen")] + [_design_row(d, "runner-up" if i == 0 else "")
+                                               for i, d in enumerate(others)]
+    lines += _table(header, rows)
+    lines += ["", "FPGA fps: the engine layers alone (k units, k frames at once). frames/s: whole frames, CPU pre- "
+              "and post-processing included, scheduled as `fpga-run run` schedules them by default "
+              f"({CPU_WORKERS} CPU workers, frames in flight one per unit and one more); latency: one frame alone.",
+              ""]
+    if chosen.cpu_bound:
+        lines += [f"The CPU stages limit the chosen design's rate: their work per frame on {CPU_WORKERS} workers "
+                  "exceeds the engine's on its units, so a bigger engine would not run faster.", ""]
+    return lines
 
 
 def synthesis_section(synthesis: dict, exploration) -> list[str]:

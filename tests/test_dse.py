@@ -74,6 +74,73 @@ def test_target_fps_picks_the_smallest_design_that_meets_it(zoo):
     assert "no design reaches" in impossible.note and impossible.chosen.fps == pytest.approx(fastest.fps)
 
 
+def _stages(path):
+    import onnx
+    from partitioner.build import _offload_all
+    g = run_fusion(ir_of(onnx.load(str(path))))
+    nodes, n, stages = _offload_all(g, board("zcu104"))
+    return g, nodes, n, stages
+
+
+def test_objectives_rank_whole_frames_by_the_runtime_schedule(zoo):
+    """With the draft partition's stages, every feasible design gets a whole-frame rate (CPU stages included,
+    the runtime's frames in flight and workers) and a one-frame latency; "throughput" picks the highest rate,
+    "latency" the shortest frame, and a frame is never faster than its FPGA layers or its CPU stages alone."""
+    from partitioner.dse import OBJECTIVES, ranked
+    g, nodes, n, stages = _stages(zoo("ssd-mobilenet-v1", 128))
+    assert {s.device for s in stages} == {"cpu", "fpga"}
+    b = board("zcu104")
+    fast = explore(g, nodes, n, b, objective="throughput", stages=stages)
+    quick = explore(g, nodes, n, b, objective="latency", stages=stages)
+    cpu_s = sum(s.fixed_s for s in stages if s.device == "cpu")
+    for d in fast.feasible:
+        assert d.frame_fps is not None and 0 < d.frame_fps <= d.fps * 1.0001
+        assert d.latency_s >= d.frame_s / d.config.compute_units and d.latency_s >= cpu_s
+    assert fast.chosen.frame_fps == max(d.frame_fps for d in fast.feasible)
+    assert quick.chosen.latency_s == min(d.latency_s for d in quick.feasible)
+    assert quick.chosen.config != fast.chosen.config        # one frame alone wants one big unit
+    assert quick.chosen.config.compute_units < fast.chosen.config.compute_units
+    order = ranked(fast)
+    assert order[0].config == fast.chosen.config and order[1].config != order[0].config
+    assert OBJECTIVES == ("throughput", "latency")
+    with pytest.raises(ValueError, match="objective must be one of throughput, latency"):
+        explore(g, nodes, n, b, objective="fps")
+
+
+def test_cpu_bound_designs_are_said_to_be(zoo):
+    """Where the CPU stages' work per frame on the runtime's workers exceeds the engine's, the design is
+    CPU-bound and its rate is the CPU's, whatever the engine."""
+    from dataclasses import replace
+    from fpga_runtime.policy import CPU_WORKERS
+    g, nodes, n, stages = _stages(zoo("ssd-mobilenet-v1", 128))
+    slow = [replace(s, fixed_s=0.5) if s.device == "cpu" else s for s in stages]     # half a second each
+    ex = explore(g, nodes, n, board("zcu104"), stages=slow)
+    cpu = sum(s.fixed_s for s in slow if s.device == "cpu")
+    assert all(d.cpu_bound for d in ex.feasible)
+    assert ex.chosen.frame_fps == pytest.approx(CPU_WORKERS / cpu, rel=0.02)
+
+
+def test_build_reports_both_objectives_for_chosen_and_runner_up(tmp_path, zoo):
+    """`--objective latency` builds the shortest-frame design; the report shows rate and latency for the chosen
+    design and the runner-up."""
+    from click.testing import CliRunner
+    from partitioner.cli import main
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, [str(zoo("ssd-mobilenet-v1", 96)), "-o", str(out), "--no-picture",
+                                       "--no-accuracy", "--objective", "latency"])
+    assert result.exit_code == 0, result.output
+    report = (out / "report.md").read_text()
+    assert "objective: latency" in report and "shortest frame (whole frames)" in report
+    rows = [line for line in report.splitlines() if line.startswith("| chosen") or line.startswith("| runner-up")]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert float(cells[13].split()[0]) > 0 and float(cells[14]) > 0      # frames/s and latency ms
+    assert float(rows[0].split("|")[15]) <= float(rows[1].split("|")[15])   # the chosen frame is the shorter
+    bad = CliRunner().invoke(main, [str(zoo("ssd-mobilenet-v1", 96)), "-o", str(tmp_path / "c"), "--objective", "fps"])
+    assert bad.exit_code == 2 and "Invalid value for '--objective'" in bad.output
+
+
 def test_build_uses_the_explored_design(tmp_path, zoo):
     result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=tmp_path / "b", board="kv260",
                                            picture=False, accuracy=False))
