@@ -1,11 +1,13 @@
-"""Design-space exploration per board: chosen engine, resources against the budget, modelled fps and MAC
-utilisation for the zoo's detection models, with the Vitis AI DPU figures on ZCU104 beside them.
+"""Design-space exploration per board: chosen engine, resources against the budget, modelled fps, latency, MAC
+utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI DPU figures on ZCU104 beside them.
 
-    python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...]
+    python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...] [--objective latency]
 
-The fps here is the cycle model's (engine cycles at the board's fabric clock, DDR bandwidth as a bound,
-several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded,
-as the DPU figures exclude it.
+"FPGA fps" is the cycle model's (engine cycles at the board's fabric clock, DDR bandwidth as a bound, several
+compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded, as the
+DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the board's CPU
+figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one the objective
+picks (default: whole-frame throughput).
 """
 from __future__ import annotations
 
@@ -29,10 +31,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--boards", default=",".join(BOARDS))
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
+    ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
     args = ap.parse_args()
     print("| board | model | pixels x PE rows x VEC | epilogue lanes | window words | CUs | MHz | weights | DSP | BRAM36 | "
-          "URAM | LUT | fps | MAC util | Vitis AI DPU fps |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -42,10 +45,11 @@ def main() -> None:
         for bname in args.boards.split(","):
             b = board(bname)
             for name, (graph, path) in graphs.items():
-                ex = _explore(graph, b, PartitionConfig(model=path, out_dir=Path(tmp), board=bname))
+                ex = _explore(graph, b, PartitionConfig(model=path, out_dir=Path(tmp), board=bname,
+                                                        objective=args.objective))
                 d = ex.chosen
                 if d is None:
-                    print(f"| {bname} | {name} | - | - | - | - | - | - | - | - | - | - | - | - | |")
+                    print(f"| {bname} | {name} |" + " - |" * 15 + " |")
                     continue
                 c, r = d.config, d.resources
                 share = r.share(b)
@@ -55,7 +59,8 @@ def main() -> None:
                       f"{c.epilogue_lanes or c.granule} | {window} | {c.compute_units} | "
                       f"{c.clock_mhz:g} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
                       f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
-                      f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.mac_utilisation:.0%} | {dpu} |")
+                      f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.frame_fps:.1f} | {d.latency_s * 1e3:.1f} | "
+                      f"{d.mac_utilisation:.0%} | {d.ddr_bytes * d.fps / 1e9:.2f} | {dpu} |")
 
 
 if __name__ == "__main__":

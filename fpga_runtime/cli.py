@@ -18,7 +18,9 @@ import numpy as np
 from .accuracy import compare, find_detection_outputs, summarise
 from .backends import BACKENDS, BackendError
 from .profile import build_profile, profile_table, write_profile
+from . import cpu_costs
 from .boards import BOARDS
+from .boards import board as board_by_name
 from .frames import original_outputs, random_frame
 from .ladder import DEFAULT_RUNGS, RUNGS
 from .images import ImageError, detection_list, draw_detections, load_image, write_detections
@@ -315,6 +317,29 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")
     if gantt:
         write_gantt(last.spans, gantt, f"{build.name} predicted on {last.board}, {last.compute_units} CU")
+
+
+@main.command("measure-cpu")
+@click.argument("build", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--board", type=_board_choice(), default=None,
+              help="the board this machine is [default: the build's]")
+@click.option("--repeats", type=COUNT, default=20, show_default=True)
+@_one_line_errors
+def measure_cpu_cmd(build: Path, board: str | None, repeats: int) -> None:
+    """Time onnxruntime's ops on this machine (run it on the board) and write BUILD/cpu_costs.json, which
+    `predict` then uses for the CPU subgraphs on that board instead of the shipped table scaled to it."""
+    plan = read_plan(build)
+    table = cpu_costs.measure(repeats=repeats, board=board or plan.board, progress=click.echo)
+    (build / cpu_costs.TABLE_NAME).write_text(json.dumps(table.to_json(), indent=1) + "\n")
+    cpu = [s for s in plan.subgraphs if s.device == "cpu" and "ops" in (s.estimate or {})]
+    b = board_by_name(board or plan.board)
+    shipped = cpu_costs.load()
+    click.echo(f"{build / cpu_costs.TABLE_NAME}: {table.machine}, element-wise {table.gbps:.1f} GB/s")
+    click.echo("| CPU subgraph | measured here ms | shipped table scaled to the board ms |")
+    click.echo("|---|---|---|")
+    for sg in cpu:
+        click.echo(f"| {sg.name} | {table.subgraph_s(sg.estimate['ops'], b) * 1e3:.3f} | "
+                   f"{shipped.subgraph_s(sg.estimate['ops'], b) * 1e3:.3f} |")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import timing
+from . import cpu_costs, timing
 from .boards import Board, board as board_by_name
 from .plan import Plan, check_fits, read_plan
 from .policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
@@ -46,16 +46,20 @@ class Prediction:
 
 def durations_for(plan: Plan, board: Board) -> dict[str, float]:
     """Engine cycles come from the build (its engine parameters); the clock is the build's on its own board
-    and the board's default fabric clock on another."""
+    and the board's default fabric clock on another. CPU subgraphs are timed op by op from the cost table
+    (cpu_costs.py: the build's own, measured on the board, where there is one)."""
     clock = (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
         else board.clock_mhz
+    table = cpu_costs.load(plan.root)
     out = {}
     for s in plan.subgraphs:
         est = s.estimate or {}
         if s.device == "fpga":
             out[s.name] = timing.fpga_subgraph_s([(layer.cycles, layer.bytes) for layer in s.layers], clock,
                                                  est.get("boundary_elements", 0), board)
-        else:
+        elif "ops" in est:
+            out[s.name] = table.subgraph_s(est["ops"], board)
+        else:                        # a plan written before op costs
             out[s.name] = timing.cpu_s(est.get("macs", 0), est.get("elements", 0), board)
     return out
 

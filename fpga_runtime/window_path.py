@@ -3,7 +3,7 @@
 sizing the window at code generation. docs/kernel-abi.md, "Window path", describes the path itself."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .abi import Descriptor, EngineConfig, Flag, Op
 
@@ -48,11 +48,23 @@ def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
     group (its carry into the group before), and without a fused residual or pool."""
     if d.flags & Flag.RESIDUAL and d.conv_w * max(1, cfg.pe_rows // cfg.vec) > RESIDUAL_QUEUE:
         return False
-    if d.flags & Flag.DEPTHWISE and (cfg.pe_rows < cfg.vec or d.flags & (Flag.RESIDUAL | Flag.POOL)
-                                     or d.kw > cfg.pe_rows or (d.kw - 1) >> (d.stride_w == 2) > cfg.pixels):
+    if d.flags & Flag.DEPTHWISE and not depthwise_fits(d, cfg):
         return False
     return (cfg.pixels > 1 and d.op == Op.CONV and not d.flags & Flag.UPSAMPLE2
             and d.dil_h == 1 and d.dil_w == 1 and d.stride_h == d.stride_w and d.stride_w in (1, 2))
+
+
+def depthwise_fits(d: Descriptor, cfg: EngineConfig) -> bool:
+    """A depthwise layer the kernel-row logic can take, where the engine has it (`depthwise_window` not False)."""
+    return (cfg.depthwise_window is not False and cfg.pe_rows >= cfg.vec
+            and not d.flags & (Flag.RESIDUAL | Flag.POOL) and d.kw <= cfg.pe_rows
+            and (d.kw - 1) >> (d.stride_w == 2) <= cfg.pixels)
+
+
+def wants_depthwise_window(descriptors: list[Descriptor], cfg: EngineConfig) -> bool:
+    """Whether a build with these layers gets the depthwise kernel-row logic: some depthwise layer would use it."""
+    on = replace(cfg, depthwise_window=True)
+    return any(d.op == Op.CONV and d.flags & Flag.DEPTHWISE and geometry(d, on) is not None for d in descriptors)
 
 
 def geometry(d: Descriptor, cfg: EngineConfig) -> WindowGeometry | None:

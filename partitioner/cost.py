@@ -1,16 +1,16 @@
 """Cost model: MACs, bytes and engine cycles per node; CPU and FPGA time per region; offload or not.
 
 FPGA layers are timed by the engine's cycle model (fpga_runtime/cycle_model.py) for the build's engine
-parameters; CPU work, transfers and program starts by fpga_runtime/timing.py. Both live on the runtime side so
-`predict` re-times a build the same way.
+parameters; CPU work by measured per-op costs (fpga_runtime/cpu_costs.py); transfers and program starts by
+fpga_runtime/timing.py. All live on the runtime side so `predict` re-times a build the same way.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from fpga_runtime import timing, window_path
+from fpga_runtime import cpu_costs, timing, window_path
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
@@ -130,6 +130,7 @@ class RegionEstimate:
     on_fpga: bool = True
     boundary_elements: int = 0
     elements: int = 0                # activation elements the nodes read and write (CPU element-wise cost)
+    ops: list = field(default_factory=list)   # a CPU region's (op type, elements, MACs) per node (cpu_costs.py)
 
     @property
     def fpga_s(self) -> float | None:
@@ -141,7 +142,8 @@ class RegionEstimate:
 
     def as_dict(self) -> dict:
         if self.fpga_s is None:
-            return {"macs": self.macs, "elements": self.elements, "cpu_s": self.cpu_s, "model": "cycle-v1"}
+            return {"macs": self.macs, "elements": self.elements, "cpu_s": self.cpu_s, "ops": self.ops,
+                    "model": "cycle-v1"}
         return {"macs": self.macs, "fpga_s": self.fpga_s, "fpga_compute_s": self.fpga_compute_s,
                 "fpga_memory_s": self.fpga_memory_s,
                 "fpga_layers_s": self.fpga_layers_s, "transfer_s": self.transfer_s, "invoke_s": self.invoke_s,
@@ -150,10 +152,16 @@ class RegionEstimate:
                 "model": "cycle-v1"}
 
 
+def cpu_op(node: Node, cost: NodeCost) -> tuple[str, int, int]:
+    """A node as the CPU cost table sees it: a fused conv is a Conv, by its MACs."""
+    return ("Conv" if node.kind is OpKind.FUSED_CONV else node.op_type), cost.act_bytes, cost.macs
+
+
 class CostModel:
     def __init__(self, board: Board, engine: EngineConfig | None = None):
         self.board = board
         self.engine = engine or EngineConfig(clock_mhz=board.clock_mhz)
+        self.cpu_table = cpu_costs.load()
 
     def layer_split(self, node: Node, graph: Graph, cost: NodeCost) -> tuple[float, float]:
         """(compute seconds, memory seconds) of one engine layer."""
@@ -166,13 +174,15 @@ class CostModel:
         split = [self.layer_split(n, graph, c) for n, c in zip(nodes, costs)]
         return RegionEstimate(sum(c.macs for c in costs), sum(a for a, _ in split), sum(b for _, b in split),
                               sum(max(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
-                              timing.INVOKE_S, self.cpu_region(costs), boundary_elements=boundary_elements,
+                              timing.INVOKE_S, self.cpu_region(nodes, costs), boundary_elements=boundary_elements,
                               elements=sum(c.act_bytes for c in costs))
 
-    def cpu_region(self, costs: list[NodeCost]) -> float:
-        return sum(timing.cpu_s(c.macs, c.act_bytes, self.board) for c in costs)
+    def cpu_region(self, nodes: list[Node], costs: list[NodeCost]) -> float:
+        """onnxruntime's time for these nodes on the board's CPU, from measured per-op costs (cpu_costs.py)."""
+        return self.cpu_table.subgraph_s([cpu_op(n, c) for n, c in zip(nodes, costs)], self.board)
 
     def cpu_only(self, nodes: list[Node], graph: Graph) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
-        return RegionEstimate(sum(c.macs for c in costs), 0.0, 0.0, 0.0, 0.0, 0.0, self.cpu_region(costs),
-                              on_fpga=False, elements=sum(c.act_bytes for c in costs))
+        return RegionEstimate(sum(c.macs for c in costs), 0.0, 0.0, 0.0, 0.0, 0.0, self.cpu_region(nodes, costs),
+                              on_fpga=False, elements=sum(c.act_bytes for c in costs),
+                              ops=[list(cpu_op(n, c)) for n, c in zip(nodes, costs)])

@@ -61,6 +61,7 @@ class Design:
     mac_utilisation: float
     weights_in: str = "bram"
     layer_s: dict[str, float] = field(default_factory=dict, repr=False)
+    ddr_bytes: int = 0               # the FPGA layers' DDR traffic per frame
     frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
     latency_s: float | None = None   # one frame alone
     cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
@@ -84,7 +85,8 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     (codegen.engine_limits), so the cost and resource models see the engine the build gets."""
     descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
     limits = engine_limits(descriptors, cfg)
-    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"])
+    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                   depthwise_window=limits["depthwise_window"])
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
@@ -111,7 +113,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
-                   macs * fps / peak, "uram" if uram else "bram", layer_s)
+                   macs * fps / peak, "uram" if uram else "bram", layer_s, nbytes)
             for uram in ((False, True) if board.uram else (False,))]
 
 
@@ -187,25 +189,39 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
         note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
     elif objective == "latency":
         note = f"shortest frame ({what}) within the budget"
-        best = min(feasible, key=lambda d: (round(_latency(d), 9), d.resources.dsp))
-        return Exploration(board, best, feasible, note, objective)
     else:
         note = f"highest throughput ({what}) within the budget"
-    best = max(feasible, key=lambda d: (round(d.rate, 6), -d.resources.dsp))
-    return Exploration(board, best, feasible, note, objective)
+    exploration = Exploration(board, None, feasible, note, objective)
+    exploration.chosen = ranked(exploration)[0]
+    return exploration
+
+
+TIE = 0.01       # designs within 1 % on the objective count as equal; the other figure of merit decides
 
 
 def _latency(d: Design) -> float:
     return d.latency_s if d.latency_s is not None else d.frame_s
 
 
+def _order_key(d: Design, objective: str, best: float):
+    """Sort key: the objective up to TIE, then the other objective, then the smaller design. Where the CPU
+    bounds every design's rate, the fastest engine still wins, not the smallest."""
+    if objective == "latency":
+        if _latency(d) <= best * (1 + TIE):
+            return 0, -d.rate, _latency(d), d.resources.dsp
+        return 1, _latency(d), -d.rate, d.resources.dsp
+    if d.rate >= best * (1 - TIE):
+        return 0, -d.fps, _latency(d), d.resources.dsp
+    return 1, -d.rate, _latency(d), d.resources.dsp
+
+
 def ranked(exploration: Exploration) -> list[Design]:
     """The feasible designs best first by the exploration's objective, each engine once (its weights in
     whichever memory ranks first)."""
-    if exploration.objective == "latency":
-        order = sorted(exploration.feasible, key=lambda d: (round(_latency(d), 9), d.resources.dsp))
-    else:
-        order = sorted(exploration.feasible, key=lambda d: (-round(d.rate, 6), d.resources.dsp))
+    objective = exploration.objective
+    best = (min(_latency(d) for d in exploration.feasible) if objective == "latency"
+            else max(d.rate for d in exploration.feasible))
+    order = sorted(exploration.feasible, key=lambda d: _order_key(d, objective, best))
     seen, out = set(), []
     for d in order:
         if d.config not in seen:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from fpga_runtime import cpu_costs
+from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.plan import Plan
 from fpga_runtime.policy import CPU_WORKERS
 
@@ -98,6 +100,14 @@ def synthesis_section(synthesis: dict, exploration) -> list[str]:
             + _table(["resource", "yosys", "resource model"], rows) + [""])
 
 
+def _cpu_costs_source(board_name: str) -> str:
+    table = cpu_costs.load()
+    b = board_by_name(board_name)
+    return (f"measured on {table.machine} and scaled x{table.scale_for(b):.1f} to {board_name}'s CPU "
+            f"({table.gbps:.0f} vs {b.cpu_gbps:g} GB/s element-wise; `fpga-run measure-cpu BUILD` on the board "
+            "measures its own)")
+
+
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
                  layers: list | None = None, synthesis: dict | None = None) -> Path:
@@ -111,7 +121,9 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
              f"({sum(len(s.nodes) for s in fpga)} ONNX nodes fused into {sum(len(s.layers) for s in fpga)} layers, "
              f"{macs_fpga / 1e9:.3f} GMAC)",
              f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like)",
-             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements"]
+             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements: "
+             "engine layers by the RTL-fitted cycle model, CPU subgraphs by onnxruntime's per-op costs "
+             f"{_cpu_costs_source(plan.board)}"]
     if calibration is not None:
         lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
                      f"ranges, {calibration.description}")

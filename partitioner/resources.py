@@ -22,9 +22,12 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
 - Window path (pixels P > 1): the array grows to P x PE_ROWS x VEC (one multiplier array shared with the
   per-tap path); P window banks of `window_words` x VEC bytes; per pixel and output channel an accumulator and
   the finished group's copy (2 x 32 FF and LUT), the bank-to-pixel rotation, the residual queue (512 beats of
-  LUTRAM), a group's extra tiles' parameters (GROUP_*), 22 DSPs of address arithmetic. yosys, 4 x 16 x 16 with an
-  8-lane epilogue and 2,048-word window banks: 676 DSP, 68.5 BRAM36, 91,156 LUT, 29,895 FF (the model: 676, 69,
-  91,086, 29,871).
+  LUTRAM), a group's extra tiles' parameters (GROUP_*), 22 DSPs of address arithmetic; the depthwise kernel-row
+  path (per pixel and lane: the sums per output of the array's rows, the carry into the group before and that
+  group's held sums, the taps' choice of weights: DEPTHWISE_*), built only where the build has depthwise
+  layers (`depthwise_window`). yosys, 4 x 16 x 16 with an 8-lane epilogue and
+  2,048-word window banks: 676 DSP, 68.5 BRAM36, 102,794 LUT, 36,283 FF (91,156 and 29,895 before the
+  depthwise path).
 """
 from __future__ import annotations
 
@@ -40,6 +43,7 @@ CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
 WINDOW_DSP = 22           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
+DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 140, 10, 100   # per pixel and lane (+ per pixel squared: the sums)
 
 
 @dataclass(frozen=True)
@@ -102,4 +106,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
         lut += round(RESIDUAL_QUEUE_LUT + 64 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4)
                      + GROUP_LUT * cfg.granule * (p - 1))
         ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1)
+        if cfg.depthwise_window is not False:
+            lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)
+            ff += DEPTHWISE_FF * p * cfg.vec
     return Resources(dsp, bram, uram, lut, ff)

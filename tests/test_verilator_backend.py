@@ -250,7 +250,7 @@ def test_full_size_models_equal_reference(tmp_path, zoo, name):
 
 @pytest.fixture(scope="module")
 def window_engine(tmp_path_factory):
-    config = EngineConfig(pixels=4, epilogue_lanes=8, weight_rows=512, window_words=1024)
+    config = EngineConfig(pixels=4, epilogue_lanes=8, weight_rows=512, window_words=1024, depthwise_window=True)
     engine = rtl_engine(tmp_path_factory.mktemp("window"), config, [])
     yield engine, config
     engine.close()

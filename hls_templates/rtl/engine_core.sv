@@ -18,7 +18,8 @@ module engine_core #(
   parameter bit PACK = 1,          // two int8 products per multiplier (DSP48E2)
   parameter int EL = 0,            // epilogue lanes per pass (0: all, one pass)
   parameter int P = 1,             // output pixels per step of the window path (1: no window path)
-  parameter int WDEPTH = 2         // input-window words per bank
+  parameter int WDEPTH = 2,        // input-window words per bank
+  parameter bit DWW = 1            // the window path's depthwise kernel-row logic (else depthwise is per-tap)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -66,7 +67,7 @@ module engine_core #(
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
-  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH)) layer_desc (
+  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
     .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .group_max, .win_slots, .win_phase_words, .win_row_words);
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
@@ -270,7 +271,7 @@ module engine_core #(
           if ((r == e || r == 2 * e || r == 2 * e + 1) && 8'(r) == kx && kx < d.kw) array_w[e*DW +: DW] = w_rdata_bits[r*DW +: DW];
       end
   end
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK)) array (.x(array_x), .w(array_w), .sums(array_sums),
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.x(array_x), .w(array_w), .sums(array_sums),
                                                       .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
@@ -288,7 +289,7 @@ module engine_core #(
   logic [31:0] wc_oaddr;
   logic [15:0] wc_n, wc_y, wc_x;
   if (P > 1) begin : g_window
-    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW)) wconv (
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
       .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),

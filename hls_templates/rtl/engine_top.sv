@@ -12,7 +12,8 @@ module engine_top #(
   parameter bit PACK = `ENGINE_PACK,
   parameter int EL = `ENGINE_EPILOGUE_LANES,
   parameter int P = `ENGINE_PIXELS,
-  parameter int WDEPTH = `ENGINE_WINDOW_WORDS
+  parameter int WDEPTH = `ENGINE_WINDOW_WORDS,
+  parameter bit DWW = `ENGINE_DEPTHWISE_WINDOW
 ) (
   input  logic ap_clk,
   input  logic ap_rst_n,
@@ -58,7 +59,7 @@ module engine_top #(
     .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count, .act_base, .const_base, .cycles,
     .status, .error_layer, .counters(perf));
 
-  engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH)) core (
+  engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) core (
     .clk(ap_clk), .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
     .act_base, .const_base, .cycles, .status, .error_layer, .counters(perf), .layer_index,
     .m_act_arvalid(m_axi_act_arvalid), .m_act_arready(m_axi_act_arready), .m_act_araddr(m_axi_act_araddr),

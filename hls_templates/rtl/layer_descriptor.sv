@@ -12,7 +12,8 @@ module layer_descriptor #(
   parameter int WROWS = 1024,
   parameter int P = 1,             // pixels per step of the window path (1: no window path)
   parameter int WDEPTH = 2,        // window words per bank
-  parameter int RESQ = 512         // residual beats the window path queues (a row of them)
+  parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
+  parameter bit DWW = 1            // the window path takes depthwise layers (kernel-row logic built)
 ) (
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
@@ -82,7 +83,7 @@ module layer_descriptor #(
     win_row_words = win_phase_words << s2;
     win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
     win = P > 1 && d.op == OP_CONV
-          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && 32'(d.kw) <= 32'(R)
+          && (!d.flags[F_DEPTHWISE] || (DWW && R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && 32'(d.kw) <= 32'(R)
                                         && 32'((d.kw - 8'd1) >> s2) <= 32'(P)))
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w

@@ -8,7 +8,8 @@ module mac_array #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 1,
-  parameter bit PACK = 1
+  parameter bit PACK = 1,
+  parameter bit TAPS = 1                 // build the depthwise sums (`taps`)
 ) (
   input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
@@ -40,7 +41,7 @@ module mac_array #(
       end
 
   localparam int RD = R < P + 1 ? R : P + 1;      // rows a depthwise kernel row takes (window_path.py)
-  if (P > 1) begin : g_taps
+  if (P > 1 && TAPS) begin : g_taps
     always_comb
       for (int k = 0; k < 2 * P; k++)
         for (int v = 0; v < V; v++) begin

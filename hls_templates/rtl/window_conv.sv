@@ -22,7 +22,8 @@ module window_conv #(
   parameter int P = 4,
   parameter int WDEPTH = 2048,     // window words per bank
   parameter int WAW = 10,          // weight RAM address bits
-  parameter int RESQ = 512         // residual beats queued
+  parameter int RESQ = 512,       // residual beats queued
+  parameter bit DWW = 1            // depthwise kernel-row logic built (layer_descriptor sends no depthwise layer here otherwise)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -76,7 +77,7 @@ module window_conv #(
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   wire s2 = d.stride_w == 8'd2;
-  wire dw = d.flags[F_DEPTHWISE];
+  wire dw = DWW && d.flags[F_DEPTHWISE];
   wire [15:0] cbs = dw ? 16'd1 : d.in_c >> VSH;        // channel beats of a pixel in the window
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 

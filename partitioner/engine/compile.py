@@ -61,7 +61,8 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
             boundary.setdefault(graph.tensors[t].onnx_name, layout.views[t])
     warnings += emitter.notes
     limits = engine_limits(every, config)
-    config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"])  # the RTL's
+    config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"],  # the RTL's
+                     depthwise_window=limits["depthwise_window"])
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description}, build_id=build_id,

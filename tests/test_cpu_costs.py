@@ -1,0 +1,73 @@
+"""CPU time from measured per-op costs (fpga_runtime/cpu_costs.py): the table, its scaling to a board, the plan's
+op lists, and `fpga-run measure-cpu` feeding `predict`."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fpga_runtime import cpu_costs
+from fpga_runtime.boards import board
+from partitioner.build import PartitionConfig, run_partition
+
+
+def test_measured_table_fits_both_sizes_and_round_trips():
+    """Each op gets a per-call and a per-element (Conv: per-MAC) cost from two sizes; bigger work costs more;
+    the JSON form loses nothing."""
+    table = cpu_costs.measure(ops=("Add", "Sigmoid", "Transpose", "Conv", "NonMaxSuppression"), repeats=5)
+    for op, cost in table.ops.items():
+        assert cost.call_s >= 0 and cost.element_s >= 0 and cost.mac_s >= 0, op
+        assert cost.seconds(1 << 20, 0 if op != "Conv" else 1 << 24) > cost.seconds(1 << 10, 0), op
+    assert table.ops["Conv"].mac_s > 0 and table.ops["Add"].element_s > 0
+    assert table.gbps == pytest.approx(4 / table.ops["Add"].element_s / 1e9)
+    again = cpu_costs.CostTable.from_json(json.loads(json.dumps(table.to_json())))
+    assert again == table
+
+
+def test_shipped_table_scales_to_each_board_by_its_cpu_throughput():
+    """The shipped table (measured on the development machine) covers every op it times; on a board it is
+    scaled by the element-wise throughputs' ratio, and a table measured on a board is used there as it is."""
+    table = cpu_costs.load()
+    assert set(cpu_costs.MEASURED_OPS) <= set(table.ops)
+    zcu, pynq = board("zcu104"), board("pynq-z2")
+    ops = [["Sigmoid", 100_000, 0], ["Concat", 50_000, 0], ["SomeCustomOp", 10_000, 0]]
+    on_zcu, on_pynq = table.subgraph_s(ops, zcu), table.subgraph_s(ops, pynq)
+    assert on_pynq / on_zcu == pytest.approx(zcu.cpu_gbps / pynq.cpu_gbps)
+    unscaled = sum(table.ops.get(op, table.default).seconds(e, m) for op, e, m in ops)
+    assert on_zcu == pytest.approx(unscaled * table.gbps / zcu.cpu_gbps)
+    mine = cpu_costs.CostTable(table.ops, table.default, table.gbps, "the board", board="zcu104")
+    assert mine.subgraph_s(ops, zcu) == pytest.approx(unscaled)
+    assert mine.subgraph_s(ops, pynq) == pytest.approx(on_pynq)
+
+
+def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):
+    """The plan lists each CPU subgraph's ops with their elements; `fpga-run measure-cpu` writes the table
+    measured on this machine into the build, and `predict` then times the CPU subgraphs with it, unscaled."""
+    from click.testing import CliRunner
+    from fpga_runtime.cli import main as fpga_run
+    from fpga_runtime.plan import read_plan
+    from fpga_runtime.virtual_time import durations_for
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=zoo("ssd-mobilenet-v1", 96), out_dir=out, picture=False, accuracy=False))
+    plan = read_plan(out)
+    zcu = board(plan.board)
+    cpu = [s for s in plan.subgraphs if s.device == "cpu"]
+    assert cpu and all(s.estimate["ops"] for s in cpu)
+    shipped = cpu_costs.load()
+    post = next(s for s in cpu if s.name.startswith("cpu_post"))
+    assert {op for op, _, _ in post.estimate["ops"]} >= {"Softmax", "Concat"}
+    before = durations_for(plan, zcu)
+    for s in cpu:
+        assert s.estimate["cpu_s"] == pytest.approx(shipped.subgraph_s(s.estimate["ops"], zcu))
+        assert before[s.name] == pytest.approx(s.estimate["cpu_s"])
+    result = CliRunner().invoke(fpga_run, ["measure-cpu", str(out), "--repeats", "3"])
+    assert result.exit_code == 0, result.output
+    assert "| cpu_post_0 |" in result.output
+    table = cpu_costs.load(out)
+    assert table.board == plan.board and (out / "cpu_costs.json").exists()
+    after = durations_for(read_plan(out), zcu)
+    for s in cpu:
+        assert after[s.name] == pytest.approx(table.subgraph_s(s.estimate["ops"], zcu))
+        assert after[s.name] < before[s.name]            # this machine is faster than the board's CPU
+    fpga = [s.name for s in plan.subgraphs if s.device == "fpga"]
+    assert all(after[n] == before[n] for n in fpga)
