@@ -26,6 +26,8 @@ class Board:
     cpu: str
     cpu_gmacs: float         # estimate: float32 GMAC/s of onnxruntime on the host CPU
     cpu_gbps: float          # estimate: host memory throughput for element-wise work, GB/s
+    cpu_ghz: float = 3.0     # the CPU's clock
+    cpu_ipc: float = 1.0     # estimate: scalar work per clock against an out-of-order x86-64 core (in-order A53: 0.5)
 
     @property
     def port_bits(self) -> int:
@@ -42,19 +44,24 @@ class Board:
 BOARDS: dict[str, Board] = {b.name: b for b in [
     # XC7Z020-1CLG400C; DDR3 16-bit at 1050 MT/s (PYNQ-Z2 reference manual)
     Board("pynq-z2", "xc7z020clg400-1", "zynq7", dsp=220, bram36=140, uram=0, lut=53_200, ff=106_400,
-          clock_mhz=100, ddr_gbps=2.1, cpu="2x Cortex-A9 650 MHz", cpu_gmacs=0.6, cpu_gbps=0.8),
+          clock_mhz=100, ddr_gbps=2.1, cpu="2x Cortex-A9 650 MHz", cpu_gmacs=0.6, cpu_gbps=0.8,
+          cpu_ghz=0.65, cpu_ipc=0.5),
     # XCZU3EG-SBVA484-1; LPDDR4 32-bit at 2133 MT/s (Ultra96-V2 hardware user guide)
     Board("ultra96v2", "xczu3eg-sbva484-1-i", "zynqmp", dsp=360, bram36=216, uram=0, lut=70_560, ff=141_120,
-          clock_mhz=200, ddr_gbps=8.5, cpu="4x Cortex-A53 1.5 GHz", cpu_gmacs=4.0, cpu_gbps=2.5),
+          clock_mhz=200, ddr_gbps=8.5, cpu="4x Cortex-A53 1.5 GHz", cpu_gmacs=4.0, cpu_gbps=2.5,
+          cpu_ghz=1.5, cpu_ipc=0.5),
     # Kria K26 (XCK26-SFVC784-2LV-C); DDR4 64-bit at 2400 MT/s (DS987)
     Board("kv260", "xck26-sfvc784-2LV-c", "zynqmp", dsp=1_248, bram36=144, uram=64, lut=117_120, ff=234_240,
-          clock_mhz=250, ddr_gbps=19.2, cpu="4x Cortex-A53 1.33 GHz", cpu_gmacs=3.5, cpu_gbps=3.0),
+          clock_mhz=250, ddr_gbps=19.2, cpu="4x Cortex-A53 1.33 GHz", cpu_gmacs=3.5, cpu_gbps=3.0,
+          cpu_ghz=1.33, cpu_ipc=0.5),
     # XCZU7EV-2FFVC1156; PS DDR4 64-bit at 2666 MT/s (UG1267)
     Board("zcu104", "xczu7ev-ffvc1156-2-e", "zynqmp", dsp=1_728, bram36=312, uram=96, lut=230_400, ff=460_800,
-          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0),
+          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0,
+          cpu_ghz=1.2, cpu_ipc=0.5),
     # XCZU9EG-2FFVB1156; PS DDR4 64-bit at 2666 MT/s (UG1182)
     Board("zcu102", "xczu9eg-ffvb1156-2-e", "zynqmp", dsp=2_520, bram36=912, uram=0, lut=274_080, ff=548_160,
-          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0),
+          clock_mhz=300, ddr_gbps=21.3, cpu="4x Cortex-A53 1.2 GHz", cpu_gmacs=3.2, cpu_gbps=3.0,
+          cpu_ghz=1.2, cpu_ipc=0.5),
     # XCU250-FIGD2104-2L-E; 4x DDR4 64-bit at 2400 MT/s (DS962); host is a PCIe x86 server
     Board("alveo-u250", "xcu250-figd2104-2L-e", "alveo", dsp=12_288, bram36=2_688, uram=1_280, lut=1_728_000,
           ff=3_456_000, clock_mhz=300, ddr_gbps=77.0, cpu="x86-64 server, 16 cores", cpu_gmacs=200.0,

@@ -1,12 +1,15 @@
 """CPU time of the work that stays on the CPU, from measured per-op costs.
 
-A cost table gives, per ONNX op type, seconds per call, per activation element (inputs and outputs that are not
-constants) and per MAC, fitted to onnxruntime timing single-op models at two sizes on one machine (`measure`).
-A subgraph's time is the sum over its ops. The table shipped with the runtime (`data/cpu_costs.json`) was
+A cost table gives, per ONNX op type, seconds per node, per activation element (inputs and outputs that are not
+constants) and per MAC, fitted to onnxruntime timing single-op models at two sizes on one machine (`measure`),
+less the cost of a session run itself (`session_s`, timed on a one-Identity model). A subgraph's time is one
+session run plus the sum over its ops. The table shipped with the runtime (`data/cpu_costs.json`) was
 measured on the development machine; `fpga-run measure-cpu` measures one on the machine it runs on, the board
 itself, and `predict` prefers a table in the build folder (`cpu_costs.json`) measured on the board it predicts.
-A table measured elsewhere is scaled to a board by the ratio of element-wise throughputs (the table's own
-`gbps`, measured, over the board catalog's `cpu_gbps`), which is the one assumption left.
+A table measured elsewhere is scaled to a board, which is the one assumption left: per-element and per-MAC
+costs by the ratio of element-wise throughputs (the table's own `gbps`, measured, over the board catalog's
+`cpu_gbps`), per-node and per-session costs (dispatch: scalar code) by the ratio of clock x work per clock
+(the measuring machine's clock over the board's `cpu_ghz` x `cpu_ipc`).
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from .boards import Board
 
 TABLE_NAME = "cpu_costs.json"
 SHIPPED = Path(__file__).parent / "data" / TABLE_NAME
-SIZES = (1 << 14, 1 << 18)         # activation elements of the two single-op models an op is timed at
+SIZES = (1 << 10, 1 << 18)         # activation elements of the two single-op models an op is timed at
 
 
 @dataclass(frozen=True)
@@ -42,26 +45,38 @@ class CostTable:
     gbps: float                   # element-wise throughput of the machine measured (4-byte elements)
     machine: str
     board: str | None = None      # the board it was measured on, where it was
+    session_s: float = 0.0        # one InferenceSession.run, beyond its nodes
+    ghz: float = 3.0              # the measuring machine's clock
 
     def scale_for(self, board: Board) -> float:
+        """Per-element and per-MAC costs: the board's over this machine's."""
         return 1.0 if self.board == board.name else self.gbps / board.cpu_gbps
 
-    def op_s(self, op: str, elements: int, macs: int, board: Board) -> float:
-        return self.ops.get(op, self.default).seconds(elements, macs) * self.scale_for(board)
+    def fixed_scale_for(self, board: Board) -> float:
+        """Per-node and per-session costs: the board's over this machine's."""
+        return 1.0 if self.board == board.name else self.ghz / (board.cpu_ghz * board.cpu_ipc)
 
-    def subgraph_s(self, ops: list, board: Board) -> float:
-        """`ops`: (op type, elements, MACs) of each node, as the plan records them."""
-        return sum(self.op_s(op, int(e), int(m), board) for op, e, m in ops)
+    def op_s(self, op: str, elements: int, macs: int, board: Board) -> float:
+        cost = self.ops.get(op, self.default)
+        return (cost.call_s * self.fixed_scale_for(board)
+                + (cost.element_s * elements + cost.mac_s * macs) * self.scale_for(board))
+
+    def subgraph_s(self, ops: list, board: Board, session: bool = True) -> float:
+        """`ops`: (op type, elements, MACs) of each node, as the plan records them; with the session run they
+        take, or (`session` False) what they add to one that runs anyway."""
+        own = self.session_s * self.fixed_scale_for(board) if session else 0.0
+        return own + sum(self.op_s(op, int(e), int(m), board) for op, e, m in ops)
 
     def to_json(self) -> dict:
-        return {"machine": self.machine, "board": self.board, "gbps": self.gbps,
+        return {"machine": self.machine, "board": self.board, "gbps": self.gbps, "session_s": self.session_s, "ghz": self.ghz,
                 "default": [self.default.call_s, self.default.element_s, self.default.mac_s],
                 "ops": {k: [c.call_s, c.element_s, c.mac_s] for k, c in sorted(self.ops.items())}}
 
     @classmethod
     def from_json(cls, data: dict) -> "CostTable":
         return cls({k: OpCost(*v) for k, v in data["ops"].items()}, OpCost(*data["default"]), float(data["gbps"]),
-                   data.get("machine", "?"), data.get("board"))
+                   data.get("machine", "?"), data.get("board"), float(data.get("session_s", 0.0)),
+                   float(data.get("ghz", 3.0)))
 
 
 def load(build_dir: str | Path | None = None) -> CostTable:
@@ -85,7 +100,9 @@ def _single_op(op: str, n: int):
         inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
 
-    if op in ("Add", "Mul", "Sub", "Div"):
+    if op == "Identity":
+        x = x[:, :1, :2, :2].copy()
+    elif op in ("Add", "Mul", "Sub", "Div"):
         inputs.append("y")
         extra["y"] = rng.standard_normal(x.shape).astype(np.float32) + 2.0
     elif op == "Clip":
@@ -172,6 +189,9 @@ def measure(ops: tuple[str, ...] = MEASURED_OPS, repeats: int = 20, board: str |
     options.intra_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     costs: dict[str, OpCost] = {}
+    model, feeds, _ = _single_op("Identity", 4)
+    session_s, _ = _time(ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]),
+                         feeds, repeats * 5)
     for op in ops:
         points = []
         for n in SIZES:
@@ -182,14 +202,40 @@ def measure(ops: tuple[str, ...] = MEASURED_OPS, repeats: int = 20, board: str |
         (e0, m0, t0), (e1, m1, t1) = points
         if op == "Conv":
             per = max((t1 - t0) / (m1 - m0), 0.0)
-            costs[op] = OpCost(max(t0 - per * m0, 0.0), 0.0, per)
+            costs[op] = OpCost(max(t0 - per * m0 - session_s, 0.0), 0.0, per)
         else:
             per = max((t1 - t0) / (e1 - e0), 0.0)
-            costs[op] = OpCost(max(t0 - per * e0, 0.0), per)
-        progress(f"{op}: {costs[op].call_s * 1e6:.1f} us per call, {costs[op].element_s * 1e9:.3f} ns per element"
+            costs[op] = OpCost(max(t0 - per * e0 - session_s, 0.0), per)
+        progress(f"{op}: {costs[op].call_s * 1e6:.2f} us per node, {costs[op].element_s * 1e9:.3f} ns per element"
                  + (f", {costs[op].mac_s * 1e12:.1f} ps per MAC" if costs[op].mac_s else ""))
     elementwise = [costs[k] for k in ("Add", "Mul", "Sub", "Div", "Sigmoid", "Exp", "Relu", "Clip", "Tanh") if k in costs]
     default = sorted(elementwise, key=lambda c: c.element_s)[len(elementwise) // 2] if elementwise else OpCost(1e-5, 1e-9)
     gbps = 4 / costs["Add"].element_s / 1e9 if costs.get("Add") and costs["Add"].element_s else 1.0
-    return CostTable(costs, default, gbps, f"{platform.machine()} {platform.processor() or platform.node()}".strip(),
-                     board)
+    progress(f"a session run: {session_s * 1e6:.1f} us")
+    return CostTable(costs, default, gbps, _machine(), board, session_s, _clock_ghz())
+
+
+def _machine() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware")):
+                return f"{platform.machine()} {line.split(':', 1)[1].strip()}"
+    except OSError:
+        pass
+    return platform.machine()
+
+
+def _clock_ghz() -> float:
+    """This machine's CPU clock (the highest cpufreq limit, else /proc/cpuinfo's), 3.0 GHz where neither says."""
+    try:
+        return int(Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read_text()) / 1e6
+    except (OSError, ValueError):
+        pass
+    try:
+        mhz = [float(line.split(":")[1]) for line in Path("/proc/cpuinfo").read_text().splitlines()
+               if line.startswith("cpu MHz")]
+        if mhz:
+            return max(mhz) / 1000
+    except (OSError, ValueError):
+        pass
+    return 3.0

@@ -177,12 +177,14 @@ class CostModel:
                               timing.INVOKE_S, self.cpu_region(nodes, costs), boundary_elements=boundary_elements,
                               elements=sum(c.act_bytes for c in costs))
 
-    def cpu_region(self, nodes: list[Node], costs: list[NodeCost]) -> float:
-        """onnxruntime's time for these nodes on the board's CPU, from measured per-op costs (cpu_costs.py)."""
-        return self.cpu_table.subgraph_s([cpu_op(n, c) for n, c in zip(nodes, costs)], self.board)
+    def cpu_region(self, nodes: list[Node], costs: list[NodeCost], session: bool = False) -> float:
+        """onnxruntime's time for these nodes on the board's CPU, from measured per-op costs (cpu_costs.py):
+        what they add to a CPU subgraph, or (`session`) as a subgraph of their own."""
+        return self.cpu_table.subgraph_s([cpu_op(n, c) for n, c in zip(nodes, costs)], self.board, session)
 
     def cpu_only(self, nodes: list[Node], graph: Graph) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
-        return RegionEstimate(sum(c.macs for c in costs), 0.0, 0.0, 0.0, 0.0, 0.0, self.cpu_region(nodes, costs),
+        return RegionEstimate(sum(c.macs for c in costs), 0.0, 0.0, 0.0, 0.0, 0.0,
+                              self.cpu_region(nodes, costs, session=True),
                               on_fpga=False, elements=sum(c.act_bytes for c in costs),
                               ops=[list(cpu_op(n, c)) for n, c in zip(nodes, costs)])

@@ -169,8 +169,11 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                             epilogue_lanes=max(v, r) // p if p > 1 else 0)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
-    designs = [d for c in configs for d in _evaluate(graph, fpga_nodes, subgraphs,
-                                                     sized_buffers(graph, fpga_nodes, c), board)]
+    sized = [sized_buffers(graph, fpga_nodes, c) for c in configs]
+    # where the model has depthwise layers the window path would take, also try the engine without that logic
+    # (its LUTs against the depthwise layers' speed)
+    sized += [replace(c, depthwise_window=False) for c in sized if c.depthwise_window]
+    designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)

@@ -24,20 +24,27 @@ def test_measured_table_fits_both_sizes_and_round_trips():
     assert again == table
 
 
-def test_shipped_table_scales_to_each_board_by_its_cpu_throughput():
-    """The shipped table (measured on the development machine) covers every op it times; on a board it is
-    scaled by the element-wise throughputs' ratio, and a table measured on a board is used there as it is."""
+def test_shipped_table_scales_to_each_board():
+    """The shipped table (measured on the development machine) covers every op it times; on a board its
+    per-element costs scale by the element-wise throughputs' ratio and its per-node and per-session costs by
+    clock x work per clock; a table measured on a board is used there as it is."""
     table = cpu_costs.load()
-    assert set(cpu_costs.MEASURED_OPS) <= set(table.ops)
+    assert set(cpu_costs.MEASURED_OPS) <= set(table.ops) and table.session_s > 0 and table.ghz > 0
     zcu, pynq = board("zcu104"), board("pynq-z2")
-    ops = [["Sigmoid", 100_000, 0], ["Concat", 50_000, 0], ["SomeCustomOp", 10_000, 0]]
-    on_zcu, on_pynq = table.subgraph_s(ops, zcu), table.subgraph_s(ops, pynq)
-    assert on_pynq / on_zcu == pytest.approx(zcu.cpu_gbps / pynq.cpu_gbps)
-    unscaled = sum(table.ops.get(op, table.default).seconds(e, m) for op, e, m in ops)
-    assert on_zcu == pytest.approx(unscaled * table.gbps / zcu.cpu_gbps)
-    mine = cpu_costs.CostTable(table.ops, table.default, table.gbps, "the board", board="zcu104")
-    assert mine.subgraph_s(ops, zcu) == pytest.approx(unscaled)
-    assert mine.subgraph_s(ops, pynq) == pytest.approx(on_pynq)
+    ops = [["Sigmoid", 100_000, 0], ["Concat", 50_000, 0], ["SomeCustomOp", 10_000, 0], ["Conv", 500, 10**6]]
+    fixed = table.session_s + sum(table.ops.get(op, table.default).call_s for op, _, _ in ops)
+    work = sum(table.ops.get(op, table.default).seconds(e, m) - table.ops.get(op, table.default).call_s
+               for op, e, m in ops)
+    for b in (zcu, pynq):
+        want = fixed * table.ghz / (b.cpu_ghz * b.cpu_ipc) + work * table.gbps / b.cpu_gbps
+        assert table.subgraph_s(ops, b) == pytest.approx(want)
+    assert table.subgraph_s(ops, pynq) > table.subgraph_s(ops, zcu)
+    alone = table.subgraph_s(ops, zcu) - table.subgraph_s(ops, zcu, session=False)
+    assert alone == pytest.approx(table.session_s * table.fixed_scale_for(zcu))
+    mine = cpu_costs.CostTable(table.ops, table.default, table.gbps, "the board", "zcu104", table.session_s,
+                               table.ghz)
+    assert mine.subgraph_s(ops, zcu) == pytest.approx(fixed + work)
+    assert mine.subgraph_s(ops, pynq) == pytest.approx(table.subgraph_s(ops, pynq))
 
 
 def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):

@@ -183,8 +183,9 @@ module engine_core #(
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
   logic [R*DW-1:0] w_rdata_bits;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
-  // a depthwise tile's taps come in [ky][kx] order: one row each, or on the window path kernel row ky in row ky,
-  // tap kx in bank kx (window_conv.sv)
+  // a depthwise tile's taps come in [ky][kx] order: one row each, or on the window path a row per kernel row and
+  // stride phase (row ky, or 2 ky + kx mod 2 at stride 2) with its taps in banks 0, 1, .. (window_conv.sv)
+  wire [7:0] dw_phases = d.stride_w == 8'd2 && d.kw > 8'd1 ? 8'd2 : 8'd1;
   logic [7:0] wl_kx, wl_ky;
   wire [7:0] beat_kx = cb_idx == 0 ? 8'd0 : wl_kx;
   wire [7:0] beat_ky = cb_idx == 0 ? 8'd0 : wl_ky;
@@ -193,8 +194,10 @@ module engine_core #(
       wl_kx <= beat_kx == d.kw - 8'd1 ? 8'd0 : beat_kx + 8'd1;
       wl_ky <= beat_kx == d.kw - 8'd1 ? beat_ky + 8'd1 : beat_ky;
     end
-  assign w_wrow = dw ? (win ? WAW'(beat_ky) : WAW'(cb_idx)) : WAW'(cb_idx >> RSH);
-  assign w_wbank = dw ? (win ? beat_kx[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
+  wire [7:0] dw_lane = dw_phases == 8'd2 ? beat_kx >> 1 : beat_kx;
+  assign w_wrow = dw ? (win ? (dw_phases == 8'd2 ? WAW'({beat_ky, beat_kx[0]}) : WAW'(beat_ky)) : WAW'(cb_idx))
+                     : WAW'(cb_idx >> RSH);
+  assign w_wbank = dw ? (win ? dw_lane[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
   weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
     .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank), .re(!win || wc_re),
     .rrow(w_raddr), .rdata(w_rdata_bits));
@@ -255,21 +258,18 @@ module engine_core #(
   logic [P*DW-1:0] wc_x_bits, array_x;
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
-  // a depthwise layer on the window path: array row e takes the tap of the kernel row e columns of the step's
-  // stride phase to the right, kx = e (stride 1) or 2e + phase (stride 2), zero past the kernel
+  // a depthwise layer on the window path: array row e holds the tap of the step's kernel row and stride phase
+  // that reaches e columns of the phase to the right (the weight RAM row's bank e), zero past the phase's taps;
+  // rows past P are not summed (mac_array.taps)
+  localparam int RD = R < P + 1 ? R : P + 1;
   logic [R*DW-1:0] array_w;
   logic dw_phase;
   logic [2*P*V*20-1:0] array_taps;
+  wire [7:0] dw_taps = dw_phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
   always_comb begin
     array_w = w_rdata_bits;
     if (win && dw)
-      for (int e = 0; e < R; e++) begin
-        logic [7:0] kx;
-        kx = d.stride_w == 8'd2 ? 8'(2 * e) + {7'd0, dw_phase} : 8'(e);
-        array_w[e*DW +: DW] = '0;
-        for (int r = 0; r < R; r++)
-          if ((r == e || r == 2 * e || r == 2 * e + 1) && 8'(r) == kx && kx < d.kw) array_w[e*DW +: DW] = w_rdata_bits[r*DW +: DW];
-      end
+      for (int e = 0; e < RD; e++) if (8'(e) >= dw_taps) array_w[e*DW +: DW] = '0;
   end
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.x(array_x), .w(array_w), .sums(array_sums),
                                                       .taps(array_taps));

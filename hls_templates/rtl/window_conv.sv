@@ -162,11 +162,11 @@ module window_conv #(
   end
   assign t0_fire = active && ready_rows && adv;
   assign w_re = adv;
-  assign w_raddr = dw ? WAW'(ky) : wrow;
+  wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
+  assign w_raddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
   assign wait_input = active && !ready_rows;
 
   wire last_cb = cb == cbs - 16'd1;
-  wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   wire last_kx = dw ? kx == phases - 8'd1 : kx == d.kw - 8'd1;
   wire last_ky = ky == d.kh - 8'd1;
   wire last_step = last_cb && last_kx && last_ky;
@@ -269,14 +269,14 @@ module window_conv #(
       for (int r = 0; r < R; r++)
         acc_next[p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[p][r]) + t2_sum[p][r];
 
-  // depthwise: the group before this one waits here for its share of this group's sums
-  logic signed [31:0] carry[P][V], carry_next[P][V], prev[P][V];
+  // depthwise: the group before this one takes its share of this group's sums here
+  logic signed [31:0] prev[P][V], prev_next[P][V];
   logic prev_valid;
   logic [15:0] prev_count, prev_n, prev_y, prev_x;
   logic [31:0] prev_oaddr;
   always_comb
     for (int p = 0; p < P; p++)
-      for (int v = 0; v < V; v++) carry_next[p][v] = (t2_first ? 32'sd0 : carry[p][v]) + 32'(t2_carry[p][v]);
+      for (int v = 0; v < V; v++) prev_next[p][v] = prev[p][v] + 32'(t2_carry[p][v]);
 
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
@@ -326,14 +326,15 @@ module window_conv #(
   always_ff @(posedge clk) begin
     if (!rst_n || start) prev_valid <= 1'b0;
     else if (group_end && dw) begin
-      for (int p = 0; p < P; p++)
-        for (int v = 0; v < DL; v++) prev[p][v] <= acc_next[p][v];
       prev_valid <= !t2_flush;
       prev_count <= g_count; prev_n <= t2_n; prev_y <= t2_y; prev_x <= t2_x; prev_oaddr <= g_oaddr;
     end
-    if (t2_valid && adv)
+    if (group_end && dw)
       for (int p = 0; p < P; p++)
-        for (int v = 0; v < V; v++) carry[p][v] <= carry_next[p][v];
+        for (int v = 0; v < DL; v++) prev[p][v] <= acc_next[p][v];
+    else if (t2_valid && adv && dw)
+      for (int p = 0; p < P; p++)
+        for (int v = 0; v < DL; v++) prev[p][v] <= prev_next[p][v];
   end
 
   always_ff @(posedge clk) begin
@@ -346,7 +347,7 @@ module window_conv #(
       if (group_end && emit && dw) begin
         for (int p = 0; p < P; p++) begin
           for (int r = 0; r < R; r++) ob[p][r] <= 32'sd0;
-          for (int v = 0; v < DL; v++) ob[p][v] <= prev[p][v] + carry_next[p][v];
+          for (int v = 0; v < DL; v++) ob[p][v] <= prev_next[p][v];
         end
         ob_count <= prev_count;
         ob_n <= prev_n; ob_y <= prev_y; ob_x <= prev_x; ob_tile <= '0; ob_oaddr <= prev_oaddr;
