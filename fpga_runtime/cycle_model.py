@@ -46,6 +46,7 @@ GAP_LOAD_OVERHEAD = (1.0, 8.0)
 ELEMENTWISE_OVERHEAD = (2.0, 36.0)
 WINDOW_RUN_OVERHEAD = (2.0, 27.0)
 WINDOW_ROW_OVERHEAD = 0.0
+DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,8 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
         if s.depthwise:     # a step per kernel row and stride phase, one group more per row, the last one short
-            compute_row = max((pixel_groups + 1) * steps, s.conv_w * out_px) + WINDOW_ROW_OVERHEAD
+            compute_row = (max((pixel_groups + 1) * steps, s.conv_w * out_px) + WINDOW_ROW_OVERHEAD
+                           + (DEPTHWISE_ROW_OVERHEAD if out_px == 1 else 0.0))
         else:
             compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
         if s.window_slots > s.kh + s.stride:      # rows load ahead: bound by the array or by the loads

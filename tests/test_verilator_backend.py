@@ -328,18 +328,31 @@ def _depthwise_layer(in_h: int, in_w: int, c: int, k: int, stride: int, seed: in
     return d, const
 
 
-@pytest.mark.parametrize("k,stride", [(3, 1), (3, 2), (5, 1), (5, 2)])
-def test_depthwise_window_path_takes_a_kernel_row_per_step(window_engine, k, stride):
+@pytest.fixture(scope="module")
+def full_epilogue_engine(tmp_path_factory):
+    """A 4-pixel engine whose epilogue takes a whole pixel result per cycle, so depthwise layers run at the
+    kernel-row path's own rate."""
+    config = EngineConfig(pixels=4, weight_rows=512, window_words=1024, depthwise_window=True)
+    engine = rtl_engine(tmp_path_factory.mktemp("full"), config, [])
+    yield engine, config
+    engine.close()
+
+
+@pytest.mark.parametrize("k,stride,engine_name", [(3, 1, "window_engine"), (3, 2, "window_engine"),
+                                                  (5, 1, "window_engine"), (5, 2, "window_engine"),
+                                                  (3, 1, "full_epilogue_engine"), (5, 2, "full_epilogue_engine")])
+def test_depthwise_window_path_takes_a_kernel_row_per_step(request, k, stride, engine_name):
     """A depthwise layer on the window path runs a whole kernel row per step of the array (kh steps per group of
     P pixels, 2 kh at stride 2, and one group more per row), not a tap per step on one row of the array: the
     array's busy cycles are exactly that, its useful MACs per busy cycle beat the P x VEC a single row gives
-    (over 2x at stride 1, 3x3 and 5x5),
+    (over 2x at stride 1, 3x3 and 5x5; with a full epilogue the whole layer runs at over 1.5 / PE_ROWS of the
+    array),
     the result equals the reference and the cycle model is within 5 %."""
     from fpga_runtime import window_path
     from fpga_runtime.cycle_model import LayerShape, layer_cycles
     from fpga_runtime.reference import ReferenceEngine
     from fpga_runtime.rtl_sim.single_layer import standalone
-    engine, config = window_engine
+    engine, config = request.getfixturevalue(engine_name)
     d, const = _depthwise_layer(24, 64, 32, k, stride, seed=k * 10 + stride)
     assert window_path.geometry(d, config) is not None
     act, full, addr = standalone(d, const)
@@ -353,5 +366,7 @@ def test_depthwise_window_path_takes_a_kernel_row_per_step(window_engine, k, str
     assert result.counters["mac_busy"] == tiles * d.conv_h * (-(-d.conv_w // p) + 1) * steps
     macs = d.conv_h * d.conv_w * d.out_c * d.kh * d.kw
     assert macs / result.counters["mac_busy"] > (2.0 if stride == 1 else 1.2) * p * config.vec
+    if engine_name == "full_epilogue_engine" and stride == 1:     # the whole layer, not just the busy cycles
+        assert macs / (result.cycles * config.array_macs) > 1.5 / config.pe_rows
     model = layer_cycles(LayerShape.of(d, config), config)
     assert abs(model / result.cycles - 1) < 0.05, (result.cycles, model)
