@@ -31,9 +31,9 @@ class EngineConfig:
     pixels: int = 1            # RTL: output pixels per step of the window path (1: no window path)
     window_words: int = 0      # RTL: input-window words (vec bytes each) per pixel bank; 0: sized to the build
     weight_rows: int = 0       # RTL: weight-RAM rows (pe_rows x vec bytes) per bank; 0: sized to the build
-    # RTL: the window path's depthwise kernel-row logic (11k LUT per 4x16x16 unit), built only where the build
-    # has depthwise layers it takes (else they run on the per-tap path); None: decided by the build's layers
-    depthwise_window: bool | None = None
+    # RTL: depthwise layers on the window path take a whole kernel row per step on the array's rows (True: 9k LUT
+    # more per 4x16x16 unit) or a tap per step on its diagonal (False); None: rows where the build's layers use them
+    depthwise_rows: bool | None = None
 
     def describe(self, units: int | None = None) -> str:
         """"4x16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""

@@ -24,7 +24,7 @@ two within 5 %):
   does not. A 1x1 layer takes up to
   `pixels` output-channel tiles over one load of its input (their weights and tables load together). A
   depthwise layer there takes a whole kernel row per step (kh steps per group, 2 kh at stride 2), and a row
-  one group more, which finishes the group before it.
+  one group more, which finishes the group before it, on an engine with that logic; else a tap per step.
 The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clock), as in the simulator.
 """
 from __future__ import annotations
@@ -72,6 +72,7 @@ class LayerShape:
     stride: int = 1
     pad_t: int = 0
     group_tiles: int = 1    # output-channel tiles computed over one load of the input (multi-tile 1x1 layers)
+    kernel_rows: bool = False   # a depthwise window layer taking a kernel row per step (else a tap, diagonally)
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -81,7 +82,8 @@ class LayerShape:
         if geometry is None:
             return shape
         return replace(shape, window_slots=geometry.slots, in_h=d.in_h, in_w=d.in_w, stride=d.stride_h,
-                       pad_t=d.pad_t, group_tiles=window_path.tiles_per_group(d, cfg))
+                       pad_t=d.pad_t, group_tiles=window_path.tiles_per_group(d, cfg),
+                       kernel_rows=window_path.depthwise_rows(d, cfg))
 
     @classmethod
     def _of(cls, d: Descriptor) -> "LayerShape":
@@ -168,7 +170,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     res_beats = max(1, r // v)
     out_px = max(cfg.epilogue_passes, res_beats if s.residual else 1)
     pixel_groups = -(-s.conv_w // p)
-    steps = s.kh * (2 if s.stride == 2 and s.kw > 1 else 1) if s.depthwise else s.kh * s.kw * cbs
+    steps = s.kh * (2 if s.stride == 2 and s.kw > 1 else 1) if s.kernel_rows else s.kh * s.kw * cbs
     first = beat * max(0, min(s.in_h, s.kh - s.pad_t)) * s.in_w * cbs
     rows = s.batch * s.conv_h
     total_load = beat * s.batch * (s.in_h * s.in_w * cbs + s.residual * s.conv_h * s.conv_w * res_beats)
@@ -178,7 +180,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
 
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
-        if s.depthwise:     # a step per kernel row and stride phase, one group more per row, the last one short
+        if s.kernel_rows:   # a step per kernel row and stride phase, one group more per row, the last one short
             compute_row = (max((pixel_groups + 1) * steps, s.conv_w * out_px) + WINDOW_ROW_OVERHEAD
                            + (DEPTHWISE_ROW_OVERHEAD if out_px == 1 else 0.0))
         else:

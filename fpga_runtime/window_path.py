@@ -44,8 +44,7 @@ RESIDUAL_QUEUE = 512     # residual beats the window path queues (RESQ in window
 def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
     """A conv the window path can run given a big enough window: undilated, square stride 1 or 2, no upsampling
     read; a fused residual only where a row of its operands fits the queue; depthwise only with at least as many
-    PE rows as lanes, a kernel row that fits the PE rows (a tap per row) and reaches at most P columns past the
-    group (its carry into the group before), and without a fused residual or pool."""
+    PE rows as lanes and without a fused residual or pool."""
     if d.flags & Flag.RESIDUAL and d.conv_w * max(1, cfg.pe_rows // cfg.vec) > RESIDUAL_QUEUE:
         return False
     if d.flags & Flag.DEPTHWISE and not depthwise_fits(d, cfg):
@@ -55,16 +54,22 @@ def eligible(d: Descriptor, cfg: EngineConfig) -> bool:
 
 
 def depthwise_fits(d: Descriptor, cfg: EngineConfig) -> bool:
-    """A depthwise layer the kernel-row logic can take, where the engine has it (`depthwise_window` not False)."""
-    return (cfg.depthwise_window is not False and cfg.pe_rows >= cfg.vec
-            and not d.flags & (Flag.RESIDUAL | Flag.POOL) and d.kw <= cfg.pe_rows
+    """A depthwise layer the window path takes (a tap per step on the array's diagonal, or a kernel row)."""
+    return cfg.pe_rows >= cfg.vec and not d.flags & (Flag.RESIDUAL | Flag.POOL)
+
+
+def depthwise_rows(d: Descriptor, cfg: EngineConfig) -> bool:
+    """Whether a depthwise window layer takes a whole kernel row per step: the engine has the kernel-row logic
+    (`depthwise_rows` not False) and the kernel row fits the PE rows and reaches at most P columns past the
+    group (its carry into the group before); else it takes a tap per step on the array's diagonal."""
+    return (cfg.depthwise_rows is not False and bool(d.flags & Flag.DEPTHWISE) and d.kw <= cfg.pe_rows
             and (d.kw - 1) >> (d.stride_w == 2) <= cfg.pixels)
 
 
-def wants_depthwise_window(descriptors: list[Descriptor], cfg: EngineConfig) -> bool:
+def wants_depthwise_rows(descriptors: list[Descriptor], cfg: EngineConfig) -> bool:
     """Whether a build with these layers gets the depthwise kernel-row logic: some depthwise layer would use it."""
-    on = replace(cfg, depthwise_window=True)
-    return any(d.op == Op.CONV and d.flags & Flag.DEPTHWISE and geometry(d, on) is not None for d in descriptors)
+    on = replace(cfg, depthwise_rows=True)
+    return any(d.op == Op.CONV and depthwise_rows(d, on) and geometry(d, on) is not None for d in descriptors)
 
 
 def geometry(d: Descriptor, cfg: EngineConfig) -> WindowGeometry | None:

@@ -47,10 +47,10 @@ def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[s
     wtiles = [window_path.min_weight_rows(d, config) * row_bytes for d in descriptors
               if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
     rows = max(config.weight_rows, -(-max(wtiles) // row_bytes))
-    dw = config.depthwise_window
+    dw = config.depthwise_rows
     return {"max_width": max(widths), "wbuf_bytes": rows * row_bytes, "pool_width": max(pooled),
             "weight_rows": rows, "window_words": config.window_words or window_path.window_words_for(descriptors, config),
-            "depthwise_window": window_path.wants_depthwise_window(descriptors, config) if dw is None else dw}
+            "depthwise_rows": window_path.wants_depthwise_rows(descriptors, config) if dw is None else dw}
 
 
 def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:

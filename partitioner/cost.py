@@ -110,7 +110,8 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         if geometry is None:
             return shape
         return replace(shape, window_slots=geometry.slots, in_h=x[2], in_w=x[3], stride=spec.strides[0],
-                       pad_t=spec.pads[0], group_tiles=window_path.tiles_per_group(desc, cfg))
+                       pad_t=spec.pads[0], group_tiles=window_path.tiles_per_group(desc, cfg),
+                       kernel_rows=window_path.depthwise_rows(desc, cfg))
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])

@@ -86,7 +86,7 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
     limits = engine_limits(descriptors, cfg)
     return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
-                   depthwise_window=limits["depthwise_window"])
+                   depthwise_rows=limits["depthwise_rows"])
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
@@ -172,7 +172,7 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
     sized = [sized_buffers(graph, fpga_nodes, c) for c in configs]
     # where the model has depthwise layers the window path would take, also try the engine without that logic
     # (its LUTs against the depthwise layers' speed)
-    sized += [replace(c, depthwise_window=False) for c in sized if c.depthwise_window]
+    sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
     designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:

@@ -24,10 +24,10 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
   the finished group's copy (2 x 32 FF and LUT), the bank-to-pixel rotation, the residual queue (512 beats of
   LUTRAM), a group's extra tiles' parameters (GROUP_*), 22 DSPs of address arithmetic; the depthwise kernel-row
   path (per pixel and lane: the sums per output of the array's rows, the carry into the group before and that
-  group's held sums, the taps' choice of weights: DEPTHWISE_*), built only where the build has depthwise
-  layers (`depthwise_window`). yosys, 4 x 16 x 16 with an 8-lane epilogue and
-  2,048-word window banks: 676 DSP, 68.5 BRAM36, 102,794 LUT, 36,283 FF (91,156 and 29,895 before the
-  depthwise path).
+  group's held sums, the masks of the taps: DEPTHWISE_*), built only where the build's depthwise layers use it
+  (`depthwise_rows`; without it they take a tap per step on the array's diagonal). yosys, 4 x 16 x 16 with an
+  8-lane epilogue and 2,048-word window banks: 676 DSP, 68.5 BRAM36, 100,441 LUT, 34,235 FF with the
+  kernel-row logic, 91,156 LUT and 29,895 FF without.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
 WINDOW_DSP = 22           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
-DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 140, 10, 100   # per pixel and lane (+ per pixel squared: the sums)
+DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
         lut += round(RESIDUAL_QUEUE_LUT + 64 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4)
                      + GROUP_LUT * cfg.granule * (p - 1))
         ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1)
-        if cfg.depthwise_window is not False:
+        if cfg.depthwise_rows is not False:
             lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)
             ff += DEPTHWISE_FF * p * cfg.vec
     return Resources(dsp, bram, uram, lut, ff)

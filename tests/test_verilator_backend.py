@@ -250,7 +250,7 @@ def test_full_size_models_equal_reference(tmp_path, zoo, name):
 
 @pytest.fixture(scope="module")
 def window_engine(tmp_path_factory):
-    config = EngineConfig(pixels=4, epilogue_lanes=8, weight_rows=512, window_words=1024, depthwise_window=True)
+    config = EngineConfig(pixels=4, epilogue_lanes=8, weight_rows=512, window_words=1024, depthwise_rows=True)
     engine = rtl_engine(tmp_path_factory.mktemp("window"), config, [])
     yield engine, config
     engine.close()
@@ -332,7 +332,7 @@ def _depthwise_layer(in_h: int, in_w: int, c: int, k: int, stride: int, seed: in
 def full_epilogue_engine(tmp_path_factory):
     """A 4-pixel engine whose epilogue takes a whole pixel result per cycle, so depthwise layers run at the
     kernel-row path's own rate."""
-    config = EngineConfig(pixels=4, weight_rows=512, window_words=1024, depthwise_window=True)
+    config = EngineConfig(pixels=4, weight_rows=512, window_words=1024, depthwise_rows=True)
     engine = rtl_engine(tmp_path_factory.mktemp("full"), config, [])
     yield engine, config
     engine.close()
@@ -341,7 +341,7 @@ def full_epilogue_engine(tmp_path_factory):
 @pytest.mark.parametrize("k,stride,engine_name", [(3, 1, "window_engine"), (3, 2, "window_engine"),
                                                   (5, 1, "window_engine"), (5, 2, "window_engine"),
                                                   (3, 1, "full_epilogue_engine"), (5, 2, "full_epilogue_engine")])
-def test_depthwise_window_path_takes_a_kernel_row_per_step(request, k, stride, engine_name):
+def test_depthwise_rows_path_takes_a_kernel_row_per_step(request, k, stride, engine_name):
     """A depthwise layer on the window path runs a whole kernel row per step of the array (kh steps per group of
     P pixels, 2 kh at stride 2, and one group more per row), not a tap per step on one row of the array: the
     array's busy cycles are exactly that, its useful MACs per busy cycle beat the P x VEC a single row gives

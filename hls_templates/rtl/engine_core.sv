@@ -63,12 +63,12 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  logic layer_fits, win;
+  logic layer_fits, win, win_rows;
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .group_max, .win_slots, .win_phase_words, .win_row_words);
+    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words);
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -183,8 +183,9 @@ module engine_core #(
   logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
   logic [R*DW-1:0] w_rdata_bits;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
-  // a depthwise tile's taps come in [ky][kx] order: one row each, or on the window path a row per kernel row and
-  // stride phase (row ky, or 2 ky + kx mod 2 at stride 2) with its taps in banks 0, 1, .. (window_conv.sv)
+  // a depthwise tile's taps come in [ky][kx] order: one row each, or where the window path takes a kernel row
+  // per step a row per kernel row and stride phase (row ky, or 2 ky + kx mod 2 at stride 2) with its taps in
+  // banks 0, 1, .. (window_conv.sv)
   wire [7:0] dw_phases = d.stride_w == 8'd2 && d.kw > 8'd1 ? 8'd2 : 8'd1;
   logic [7:0] wl_kx, wl_ky;
   wire [7:0] beat_kx = cb_idx == 0 ? 8'd0 : wl_kx;
@@ -195,9 +196,9 @@ module engine_core #(
       wl_ky <= beat_kx == d.kw - 8'd1 ? beat_ky + 8'd1 : beat_ky;
     end
   wire [7:0] dw_lane = dw_phases == 8'd2 ? beat_kx >> 1 : beat_kx;
-  assign w_wrow = dw ? (win ? (dw_phases == 8'd2 ? WAW'({beat_ky, beat_kx[0]}) : WAW'(beat_ky)) : WAW'(cb_idx))
+  assign w_wrow = dw ? (win_rows ? (dw_phases == 8'd2 ? WAW'({beat_ky, beat_kx[0]}) : WAW'(beat_ky)) : WAW'(cb_idx))
                      : WAW'(cb_idx >> RSH);
-  assign w_wbank = dw ? (win ? dw_lane[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
+  assign w_wbank = dw ? (win_rows ? dw_lane[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
   weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
     .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank), .re(!win || wc_re),
     .rrow(w_raddr), .rdata(w_rdata_bits));
@@ -258,9 +259,10 @@ module engine_core #(
   logic [P*DW-1:0] wc_x_bits, array_x;
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
-  // a depthwise layer on the window path: array row e holds the tap of the step's kernel row and stride phase
-  // that reaches e columns of the phase to the right (the weight RAM row's bank e), zero past the phase's taps;
-  // rows past P are not summed (mac_array.taps)
+  // a depthwise layer on the window path, by kernel rows: array row e holds the tap of the step's kernel row and
+  // stride phase that reaches e columns of the phase to the right (the weight RAM row's bank e), zero past the
+  // phase's taps, rows past P not summed (mac_array.taps); by taps: row r takes lane r's weight only (a
+  // diagonal), so the sums are the lane-wise products
   localparam int RD = R < P + 1 ? R : P + 1;
   logic [R*DW-1:0] array_w;
   logic dw_phase;
@@ -268,8 +270,12 @@ module engine_core #(
   wire [7:0] dw_taps = dw_phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
   always_comb begin
     array_w = w_rdata_bits;
-    if (win && dw)
+    if (win_rows) begin
       for (int e = 0; e < RD; e++) if (8'(e) >= dw_taps) array_w[e*DW +: DW] = '0;
+    end else if (win && dw) begin
+      array_w = '0;
+      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = w_rdata_bits[8*r +: 8];
+    end
   end
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.x(array_x), .w(array_w), .sums(array_sums),
                                                       .taps(array_taps));
@@ -290,7 +296,7 @@ module engine_core #(
   logic [15:0] wc_n, wc_y, wc_x;
   if (P > 1) begin : g_window
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
-      .clk, .rst_n, .desc(d), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
+      .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
       .array_x(wc_x_bits), .array_sums, .array_taps, .dw_phase,

@@ -13,7 +13,7 @@ module engine_top #(
   parameter int EL = `ENGINE_EPILOGUE_LANES,
   parameter int P = `ENGINE_PIXELS,
   parameter int WDEPTH = `ENGINE_WINDOW_WORDS,
-  parameter bit DWW = `ENGINE_DEPTHWISE_WINDOW
+  parameter bit DWW = `ENGINE_DEPTHWISE_ROWS
 ) (
   input  logic ap_clk,
   input  logic ap_rst_n,

@@ -13,12 +13,13 @@ module layer_descriptor #(
   parameter int P = 1,             // pixels per step of the window path (1: no window path)
   parameter int WDEPTH = 2,        // window words per bank
   parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
-  parameter bit DWW = 1            // the window path takes depthwise layers (kernel-row logic built)
+  parameter bit DWW = 1            // the depthwise kernel-row logic is built
 ) (
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
   output logic fits,
   output logic win,                // the layer runs on the window path
+  output logic win_rows,           // a depthwise layer there takes a kernel row per step (else a tap, diagonally)
   output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
   output logic [4:0] win_slots,    // input rows the window holds
   output logic [31:0] win_phase_words,  // words of one stride phase of a row in each bank
@@ -83,11 +84,11 @@ module layer_descriptor #(
     win_row_words = win_phase_words << s2;
     win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
     win = P > 1 && d.op == OP_CONV
-          && (!d.flags[F_DEPTHWISE] || (DWW && R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && 32'(d.kw) <= 32'(R)
-                                        && 32'((d.kw - 8'd1) >> s2) <= 32'(P)))
+          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
           && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;
+    win_rows = DWW && win && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && 32'((d.kw - 8'd1) >> s2) <= 32'(P);
     group_max = 8'd1;
     if (win && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
       for (int m = 2; m <= P; m *= 2)

@@ -23,11 +23,12 @@ module window_conv #(
   parameter int WDEPTH = 2048,     // window words per bank
   parameter int WAW = 10,          // weight RAM address bits
   parameter int RESQ = 512,       // residual beats queued
-  parameter bit DWW = 1            // depthwise kernel-row logic built (layer_descriptor sends no depthwise layer here otherwise)
+  parameter bit DWW = 1            // the depthwise kernel-row logic is built
 ) (
   input  logic clk,
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic        rows_mode,         // a depthwise layer taking a kernel row per step (layer_descriptor)
   input  logic [4:0]  slots,             // input rows the window holds (a power of two)
   input  logic [31:0] phase_words,       // words of a row's stride phase in each bank
   input  logic [31:0] row_words,
@@ -77,8 +78,9 @@ module window_conv #(
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   wire s2 = d.stride_w == 8'd2;
-  wire dw = DWW && d.flags[F_DEPTHWISE];
-  wire [15:0] cbs = dw ? 16'd1 : d.in_c >> VSH;        // channel beats of a pixel in the window
+  wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
+  wire any_dw = d.flags[F_DEPTHWISE];
+  wire [15:0] cbs = any_dw ? 16'd1 : d.in_c >> VSH;        // channel beats of a pixel in the window
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
   // ---- window writes: pixels of each row in order, a row's channel beats one after another ---------

@@ -62,7 +62,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     warnings += emitter.notes
     limits = engine_limits(every, config)
     config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"],  # the RTL's
-                     depthwise_window=limits["depthwise_window"])
+                     depthwise_rows=limits["depthwise_rows"])
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description}, build_id=build_id,
