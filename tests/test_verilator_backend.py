@@ -47,19 +47,21 @@ def test_every_golden_case_bit_exact(golden):
         assert all(c > 0 for c in cycles)
 
 
-@pytest.mark.parametrize("rows,vec,epilogue,pixels", [(8, 16, 0, 1), (32, 16, 0, 1), (16, 32, 0, 1), (16, 16, 4, 1),
-                                                     (32, 16, 16, 1), (16, 16, 8, 4), (32, 16, 0, 2), (8, 16, 4, 8)])
-def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels):
+@pytest.mark.parametrize("rows,vec,epilogue,pixels,kernel_rows", [
+    (8, 16, 0, 1, None), (32, 16, 0, 1, None), (16, 32, 0, 1, None), (16, 16, 4, 1, None), (32, 16, 16, 1, None),
+    (16, 16, 8, 4, None), (32, 16, 0, 2, False), (8, 16, 4, 8, None)])
+def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, kernel_rows):
     """PE rows below the lanes write with byte strobes; above them, a result spans several beats; 32 lanes put
     descriptors mid-beat; a narrow epilogue takes a result in several passes; with pixels > 1 standard convs
     (strided, padded, with a fused residual or pool) take the window path, residual operands of one or two
-    beats or a part of one."""
-    config = EngineConfig(vec=vec, pe_rows=rows, epilogue_lanes=epilogue, pixels=pixels)
+    beats or a part of one, and depthwise layers a kernel row per step or (without that logic) a tap per step
+    on the array's diagonal."""
+    config = EngineConfig(vec=vec, pe_rows=rows, epilogue_lanes=epilogue, pixels=pixels, depthwise_rows=kernel_rows)
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool"]
     if pixels > 1:
         names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv3x3_dilated", "conv1x1_tiles",
-                  "residual_wide",
+                  "residual_wide", "depthwise3x3_s2",
                   "dense"]
     cases = {n: make_case(n, tmp_path, config) for n in names}
     descriptors = [d for c in cases.values() for a, k in c["programs"] for d in program_descriptors(c["const"], a, k)]
