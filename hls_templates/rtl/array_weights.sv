@@ -1,0 +1,66 @@
+// The weight RAM with the layout of its rows, and the weights the MAC array takes from it. Weights arrive as
+// the constant port's beats (V bytes): a standard conv's in rows of R banks, a depthwise tile's taps in
+// [ky][kx] order, one row each, or where the window path takes a kernel row per step (`win_rows`) a row per
+// kernel row and stride phase (row ky, or 2 ky + kx mod 2 at stride 2) with its taps in banks 0, 1, ...
+// On the window path a depthwise layer feeds array row e the tap of the step's phase that reaches e columns
+// further (zero past the phase's taps; rows past P are not summed, mac_array.taps), or, a tap per step, row r
+// lane r's weight only (a diagonal), so the array's sums are the lane-wise products.
+import engine_pkg::*;
+
+module array_weights #(
+  parameter int V = 16,
+  parameter int R = 16,
+  parameter int P = 1,
+  parameter int WROWS = 1024
+) (
+  input  logic clk,
+  input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic win,                        // the layer runs on the window path
+  input  logic win_rows,                   // ... a depthwise one, a kernel row per step
+  input  logic we,                         // a weight beat
+  input  logic [23:0] beat,                // its index in the tile's weights
+  input  logic [8*V-1:0] wdata,
+  input  logic wbank,                      // the half being loaded
+  input  logic rbank,                      // the half being read
+  input  logic re,
+  input  logic [$clog2(WROWS)-1:0] raddr,
+  input  logic dw_phase,                   // the stride phase of the array's depthwise step
+  output logic [R*8*V-1:0] rdata,          // the row as stored (the per-tap path)
+  output logic [R*8*V-1:0] array_w         // the row as the array takes it
+);
+  localparam int DW = 8 * V;
+  localparam int RSH = $clog2(R);
+  localparam int WAW = $clog2(WROWS);
+  localparam int RD = R < P + 1 ? R : P + 1;
+  engine_pkg::desc_t d;
+  assign d = desc;
+  wire dw = d.op == OP_CONV && d.flags[F_DEPTHWISE];
+  wire [7:0] phases = d.stride_w == 8'd2 && d.kw > 8'd1 ? 8'd2 : 8'd1;
+
+  logic [7:0] next_kx, next_ky;
+  wire [7:0] kx = beat == 0 ? 8'd0 : next_kx;
+  wire [7:0] ky = beat == 0 ? 8'd0 : next_ky;
+  always_ff @(posedge clk)
+    if (we) begin
+      next_kx <= kx == d.kw - 8'd1 ? 8'd0 : kx + 8'd1;
+      next_ky <= kx == d.kw - 8'd1 ? ky + 8'd1 : ky;
+    end
+  wire [7:0] lane = phases == 8'd2 ? kx >> 1 : kx;
+  logic [WAW-1:0] wrow;
+  logic [RSH > 0 ? RSH-1 : 0:0] wlane;
+  assign wrow = dw ? (win_rows ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : WAW'(beat)) : WAW'(beat >> RSH);
+  assign wlane = dw ? (win_rows ? lane[RSH > 0 ? RSH-1 : 0:0] : '0) : beat[RSH > 0 ? RSH-1 : 0:0];
+  weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
+    .clk, .we, .wbank, .wrow, .wlane, .wdata, .rbank, .re, .rrow(raddr), .rdata);
+
+  wire [7:0] taps = phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
+  always_comb begin
+    array_w = rdata;
+    if (win_rows) begin
+      for (int e = 0; e < RD; e++) if (8'(e) >= taps) array_w[e*DW +: DW] = '0;
+    end else if (win && dw) begin
+      array_w = '0;
+      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = rdata[8*r +: 8];
+    end
+  end
+endmodule
