@@ -304,14 +304,15 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
     timing.py). The defaults are those of `fpga-run run`."""
     predictions = [predict(build, n, board, cpu_workers, frames, in_flight) for n in (units or (None,))]
     header = ["board", "CUs", "frames", "makespan ms", "critical path ms", "lower bound ms", "gap %",
-              "sequential ms", "speedup", "fps", "utilisation"]
+              "sequential ms", "speedup", "fps", "limited by", "utilisation"]
     click.echo("| " + " | ".join(header) + " |")
     click.echo("|" + "|".join("---" for _ in header) + "|")
     for p in predictions:
         util = ", ".join(f"{k} {v:.0%}" for k, v in p.utilisation.items())
         click.echo(f"| {p.board} | {p.compute_units} | {frames} | {p.makespan_s * 1e3:.3f} | "
                    f"{p.critical_path_s * 1e3:.3f} | {p.lower_bound_s * 1e3:.3f} | {p.gap_to_bound * 100:.1f} | "
-                   f"{p.sequential_s * 1e3:.3f} | {p.speedup:.2f} | {p.fps:.1f} | {util} |")
+                   f"{p.sequential_s * 1e3:.3f} | {p.speedup:.2f} | {p.fps:.1f} | "
+                   f"{'CPU stages' if p.limited_by == 'cpu' else 'FPGA'} | {util} |")
     last = predictions[-1]
     if trace:
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")

@@ -30,6 +30,7 @@ class Prediction:
     sequential_s: float             # every task of every frame one after the other
     utilisation: dict[str, float]   # per lane: busy time / makespan
     spans: list[Span] = field(default_factory=list, repr=False)
+    limited_by: str = "fpga"        # the side whose work per frame, spread over its lanes, is the larger
 
     @property
     def speedup(self) -> float:
@@ -127,6 +128,8 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     for s in spans:
         busy[s.lane] = busy.get(s.lane, 0.0) + s.end_s - s.start_s
     lanes_all = [f"fpga-cu{i}" for i in range(compute_units)] + [f"cpu-{i}" for i in range(cpu_workers)]
+    work = {dev: sum(durations[s.name] for s in plan.subgraphs if s.device == dev) / lanes
+            for dev, lanes in (("cpu", cpu_workers), ("fpga", compute_units))}
     return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
                       frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
-                      spans)
+                      spans, "cpu" if work["cpu"] > work["fpga"] else "fpga")

@@ -93,3 +93,13 @@ def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):
         assert after[s.name] < before[s.name]            # this machine is faster than the board's CPU
     fpga = [s.name for s in plan.subgraphs if s.device == "fpga"]
     assert all(after[n] == before[n] for n in fpga)
+    # `predict` names the side that bounds the rate: a CPU a hundred times slower than the table, or free
+    from fpga_runtime.virtual_time import predict
+    for factor, side in ((100.0, "cpu"), (0.0, "fpga")):
+        scaled = cpu_costs.CostTable({k: cpu_costs.OpCost(c.call_s * factor, c.element_s * factor, c.mac_s * factor)
+                                      for k, c in table.ops.items()}, table.default, table.gbps, "test", plan.board,
+                                     table.session_s * factor, table.ghz)
+        (out / "cpu_costs.json").write_text(json.dumps(scaled.to_json()))
+        assert predict(out, frames=8).limited_by == side
+    listing = CliRunner().invoke(fpga_run, ["predict", str(out), "--frames", "8"])
+    assert listing.exit_code == 0 and "| limited by |" in listing.output and "| FPGA |" in listing.output
