@@ -327,8 +327,9 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
 @click.option("--repeats", type=COUNT, default=20, show_default=True)
 @_one_line_errors
 def measure_cpu_cmd(build: Path, board: str | None, repeats: int) -> None:
-    """Time onnxruntime's ops on this machine (run it on the board) and write BUILD/cpu_costs.json, which
-    `predict` then uses for the CPU subgraphs on that board instead of the shipped table scaled to it."""
+    """Time onnxruntime's ops on this machine (run it on the board; it needs the onnx package there too) and
+    write BUILD/cpu_costs.json, which `predict` then uses for the CPU subgraphs on that board instead of the
+    shipped table scaled to it."""
     plan = read_plan(build)
     table = cpu_costs.measure(repeats=repeats, board=board or plan.board, progress=click.echo)
     (build / cpu_costs.TABLE_NAME).write_text(json.dumps(table.to_json(), indent=1) + "\n")

@@ -185,7 +185,11 @@ def measure(ops: tuple[str, ...] = MEASURED_OPS, repeats: int = 20, board: str |
             progress=lambda s: None) -> CostTable:
     """Time each op at the two SIZES on this machine with onnxruntime (one thread, as a CPU worker runs) and fit
     seconds per call and per element (per MAC for Conv)."""
-    import onnxruntime as ort
+    try:
+        import onnx  # noqa: F401  (the single-op models)
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise OSError(f"measuring op costs builds single-op ONNX models: {exc} (pip3 install onnx)") from None
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
