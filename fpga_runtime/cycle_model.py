@@ -45,7 +45,6 @@ LUT_OVERHEAD = (1.0, 3.0)
 GAP_LOAD_OVERHEAD = (1.0, 8.0)
 ELEMENTWISE_OVERHEAD = (2.0, 36.0)
 WINDOW_RUN_OVERHEAD = (2.0, 27.0)
-WINDOW_ROW_OVERHEAD = 0.0
 DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 
 
@@ -78,10 +77,14 @@ class LayerShape:
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
         """The layer a descriptor describes; with the engine's `cfg`, whether it takes the window path."""
         shape = cls._of(d)
-        geometry = window_path.geometry(d, cfg) if cfg is not None else None
+        return shape if cfg is None else shape.on_window_path(d, cfg)
+
+    def on_window_path(self, d: Descriptor, cfg: EngineConfig) -> "LayerShape":
+        """This conv shape as the engine `cfg` runs descriptor `d`: with its window, where it takes that path."""
+        geometry = window_path.geometry(d, cfg)
         if geometry is None:
-            return shape
-        return replace(shape, window_slots=geometry.slots, in_h=d.in_h, in_w=d.in_w, stride=d.stride_h,
+            return self
+        return replace(self, window_slots=geometry.slots, in_h=d.in_h, in_w=d.in_w, stride=d.stride_h,
                        pad_t=d.pad_t, group_tiles=window_path.tiles_per_group(d, cfg),
                        kernel_rows=window_path.depthwise_rows(d, cfg))
 
@@ -181,10 +184,10 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
         if s.kernel_rows:   # a step per kernel row and stride phase, one group more per row, the last one short
-            compute_row = (max((pixel_groups + 1) * steps, s.conv_w * out_px) + WINDOW_ROW_OVERHEAD
+            compute_row = (max((pixel_groups + 1) * steps, s.conv_w * out_px)
                            + (DEPTHWISE_ROW_OVERHEAD if out_px == 1 else 0.0))
         else:
-            compute_row = pixel_groups * m * max(steps, p * out_px) + WINDOW_ROW_OVERHEAD
+            compute_row = pixel_groups * m * max(steps, p * out_px)
         if s.window_slots > s.kh + s.stride:      # rows load ahead: bound by the array or by the loads
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:

@@ -90,6 +90,13 @@ def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_wo
     return now, spans
 
 
+def limited_by(plan, durations: dict[str, float], cpu_workers: int, compute_units: int) -> str:
+    """"cpu" or "fpga": the side whose work per frame, spread over its lanes, is the larger."""
+    work = {dev: sum(durations[s.name] for s in plan.subgraphs if s.device == dev) / lanes
+            for dev, lanes in (("cpu", cpu_workers), ("fpga", compute_units))}
+    return "cpu" if work["cpu"] > work["fpga"] else "fpga"
+
+
 def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes: int, frames: int) -> float:
     """No schedule beats: the earliest any task of `device` can start, plus all its work spread over its lanes,
     plus the shortest chain that must follow the last of them."""
@@ -128,8 +135,6 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     for s in spans:
         busy[s.lane] = busy.get(s.lane, 0.0) + s.end_s - s.start_s
     lanes_all = [f"fpga-cu{i}" for i in range(compute_units)] + [f"cpu-{i}" for i in range(cpu_workers)]
-    work = {dev: sum(durations[s.name] for s in plan.subgraphs if s.device == dev) / lanes
-            for dev, lanes in (("cpu", cpu_workers), ("fpga", compute_units))}
     return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
                       frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
-                      spans, "cpu" if work["cpu"] > work["fpga"] else "fpga")
+                      spans, limited_by(plan, durations, cpu_workers, compute_units))

@@ -6,11 +6,11 @@ fpga_runtime/timing.py. All live on the runtime side so `predict` re-times a bui
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from fpga_runtime import cpu_costs, timing, window_path
+from fpga_runtime import cpu_costs, timing
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
@@ -104,14 +104,7 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
                            spec.group > 1, residual, inside=inside)
         desc = conv_descriptor(node, graph, cfg)
-        if desc is None:
-            return shape
-        geometry = window_path.geometry(desc, cfg)
-        if geometry is None:
-            return shape
-        return replace(shape, window_slots=geometry.slots, in_h=x[2], in_w=x[3], stride=spec.strides[0],
-                       pad_t=spec.pads[0], group_tiles=window_path.tiles_per_group(desc, cfg),
-                       kernel_rows=window_path.depthwise_rows(desc, cfg))
+        return shape if desc is None else shape.on_window_path(desc, cfg)
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])

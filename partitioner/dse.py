@@ -21,7 +21,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.policy import CPU_WORKERS, default_in_flight
-from fpga_runtime.virtual_time import simulate
+from fpga_runtime.virtual_time import limited_by, simulate
 
 from .codegen import GOLDEN_WIDTH, engine_limits
 from .cost import conv_descriptor, layer_shape, node_cost
@@ -126,11 +126,10 @@ def schedule(design: Design, stages: list[Stage]) -> Design:
     latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
     first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
                    for n in SCHEDULED_FRAMES)
-    cpu = sum(durations[s.name] for s in stages if s.device == "cpu") / CPU_WORKERS
-    fpga = sum(durations[s.name] for s in stages if s.device == "fpga") / units
     # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
     rate = min((SCHEDULED_FRAMES[1] - SCHEDULED_FRAMES[0]) / (last - first), design.fps)
-    return replace(design, frame_fps=rate, latency_s=latency, cpu_bound=cpu > fpga)
+    return replace(design, frame_fps=rate, latency_s=latency,
+                   cpu_bound=limited_by(plan, durations, CPU_WORKERS, units) == "cpu")
 
 
 def describe(d: Design) -> str:

@@ -77,10 +77,8 @@ module engine_core #(
   // =====================================================================================================
   // controller
   // =====================================================================================================
-  typedef enum logic [3:0] {S_IDLE, S_DESC, S_TAKE, S_CHECK, S_LUT1, S_LUT2, S_TILE, S_BIAS, S_RQ, S_WEIGHTS,
-                            S_RUN, S_DRAIN, S_NEXT, S_FINISH} state_t;
-  state_t st;
-  state_t taken_from;                          // the collection S_TAKE finishes
+  engine_pkg::state_t st;
+  engine_pkg::state_t taken_from;                          // the collection S_TAKE finishes
   logic [31:0] layer, layers;
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
@@ -116,14 +114,6 @@ module engine_core #(
     .m_arlen(m_const_arlen), .m_arsize(m_const_arsize), .m_arburst(m_const_arburst),
     .m_rvalid(m_const_rvalid), .m_rready(m_const_rready), .m_rdata(m_const_rdata), .m_rlast(m_const_rlast));
 
-  // byte range [addr, addr + len) of the constant region as whole beats
-  function automatic logic [63:0] beat_floor(input logic [63:0] a);
-    beat_floor = a & ~64'(B - 1);
-  endfunction
-  function automatic logic [23:0] beats_for(input logic [63:0] a, input logic [31:0] len);
-    beats_for = 24'((64'(a[VSH-1:0]) + 64'(len) + 64'(B - 1)) >> VSH);
-  endfunction
-
   // the prefetch: tile + 1's biases, requantisation table and weights while tile runs
   typedef enum logic [1:0] {PF_IDLE, PF_BIAS, PF_RQ, PF_WEIGHTS} pf_t;
   pf_t pf_st;
@@ -131,7 +121,7 @@ module engine_core #(
   logic take_params, take_rq, take_bank;
   wire pf_collecting = pf_st != PF_IDLE && !pf_take;
   logic main_collecting;
-  state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
+  engine_pkg::state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
   logic [15:0] ctile, cc0, cg;
   always_comb begin
     cst = main_collecting ? st : pf_st == PF_BIAS ? S_BIAS : pf_st == PF_RQ ? S_RQ : S_WEIGHTS;
@@ -141,37 +131,16 @@ module engine_core #(
   end
   wire ld_bank = main_collecting ? cur_bank : !cur_bank;
 
-  logic [63:0] c_want_addr;
-  logic [31:0] c_want_len;
-  always_comb begin
-    c_want_addr = '0;
-    c_want_len = 32'd0;
-    case (cst)
-      S_DESC: begin c_want_addr = program_addr + 64'd16 + 64'(layer) * 64'd128; c_want_len = 32'd128; end
-      S_LUT1: begin c_want_addr = const_base + 64'(d.lut1_addr); c_want_len = 32'd256; end
-      S_LUT2: begin c_want_addr = const_base + 64'(d.lut2_addr); c_want_len = 32'd256; end
-      S_BIAS: begin c_want_addr = const_base + 64'(d.bias_addr) + 64'(cc0) * 64'd4; c_want_len = 32'(nl) * 32'd4 * 32'(cg); end
-      S_RQ:   begin c_want_addr = const_base + 64'(d.requant_addr) + 64'(cc0) * 64'd8; c_want_len = 32'(nl) * 32'd8 * 32'(cg); end
-      S_WEIGHTS: begin
-        if (dw) begin
-          c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(V);
-          c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(V);
-        end else begin
-          c_want_addr = const_base + 64'(d.weight_addr) + 64'(ctile) * 64'(d.kh) * 64'(d.kw) * 64'(d.in_c) * 64'(R);
-          c_want_len = 32'(d.kh) * 32'(d.kw) * 32'(d.in_c) * 32'(R) * 32'(cg);
-        end
-      end
-      default: ;
-    endcase
-  end
+  logic [7:0] c_want_off;
+  constant_request #(.V(V), .R(R)) creq (
+    .desc(d), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl),
+    .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off));
   wire need_lut1 = d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
   wire need_lut2 = d.act2 == ACT_LUT && (has_res || d.op == OP_ADD);
   assign main_collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
                            || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && d.op != OP_GAP);
   wire collecting = main_collecting || pf_collecting;
   assign c_run_valid = collecting && !c_issued;
-  assign c_run_addr = beat_floor(c_want_addr);
-  assign c_run_beats = beats_for(c_want_addr, c_want_len);
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
 
   // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile); the array's view of it --------
@@ -342,10 +311,16 @@ module engine_core #(
   // =====================================================================================================
   // controller sequence
   // =====================================================================================================
-  logic [63:0] base_act_rd, base_act_wr, base_const;
-  logic [63:0] n_mac, n_in, n_wt, n_out, n_drain;
-  logic [63:0] clock;
   wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
+  // why the array is not taking a beat: no input yet, results backing up, or the tile's tail; on the window
+  // path it waits for input rows or for the epilogue
+  perf_counters perf (
+    .clk, .rst_n, .clear(st == S_IDLE && ap_start), .mac_beat(mac_beat || wc_beat),
+    .wait_input(win ? wc_wait_in : streaming && ab_ready && !ab_valid),
+    .wait_weights(main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)),
+    .wait_output(win ? wc_wait_out : streaming && ab_valid && !ab_ready),
+    .draining((st == S_RUN || st == S_DRAIN) && (win ? !wc_busy : !streaming)),
+    .act_bytes_read, .const_bytes_read(const_bytes), .act_bytes_written, .counters);
   assign ap_idle = st == S_IDLE;
   assign ap_ready = st == S_IDLE && ap_start;
   assign cycles = cycle_count;
@@ -355,29 +330,14 @@ module engine_core #(
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
       pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
-      error_layer <= '0; layer <= '0; clock <= '0; c_off <= '0;
-      n_mac <= '0; n_in <= '0; n_wt <= '0; n_out <= '0; n_drain <= '0;
-      base_act_rd <= '0; base_act_wr <= '0; base_const <= '0;
+      error_layer <= '0; layer <= '0; c_off <= '0;
     end else begin
-      clock <= clock + 64'd1;
       ap_done <= 1'b0;
       ag_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
-      if (mac_beat || wc_beat) n_mac <= n_mac + 64'd1;
-      if (main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)) n_wt <= n_wt + 64'd1;
-      // why the array is not taking a beat: no input yet, results backing up, or the tile's tail
-      if (win) begin                    // window path: the array waits for input rows or for the epilogue
-        if (wc_wait_in) n_in <= n_in + 64'd1;
-        if (wc_wait_out) n_out <= n_out + 64'd1;
-        if ((st == S_RUN || st == S_DRAIN) && !wc_busy) n_drain <= n_drain + 64'd1;
-      end else begin
-        if (streaming && ab_ready && !ab_valid) n_in <= n_in + 64'd1;
-        if (streaming && ab_valid && !ab_ready) n_out <= n_out + 64'd1;
-        if ((st == S_RUN || st == S_DRAIN) && !streaming) n_drain <= n_drain + 64'd1;
-      end
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
-        c_off <= 8'(c_want_addr[VSH-1:0]);
+        c_off <= c_want_off;
       end
       if (collecting && cst != S_WEIGHTS && cb_valid) cbuf[32'(cb_idx) * DW +: DW] <= cb_data;
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
@@ -415,8 +375,6 @@ module engine_core #(
           layer <= '0;
           cycle_count <= '0;
           status <= '0;
-          n_mac <= '0; n_in <= '0; n_wt <= '0; n_out <= '0; n_drain <= '0;
-          base_act_rd <= act_bytes_read; base_act_wr <= act_bytes_written; base_const <= const_bytes;
           st <= layer_count == 0 ? S_FINISH : S_DESC;
         end
         S_TAKE: case (taken_from)
@@ -487,6 +445,4 @@ module engine_core #(
     end
   end
 
-  assign counters = {act_bytes_written - base_act_wr, const_bytes - base_const, act_bytes_read - base_act_rd,
-                     n_drain, n_out, n_wt, n_in, n_mac, clock};
 endmodule
