@@ -41,8 +41,8 @@ def test_resource_model_per_parameter():
 
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (8-lane epilogue, 2,048-word window banks, 196 weight rows): 676 DSP,
-    68.5 BRAM36, 100,441 LUT, 34,235 FF with the depthwise kernel-row logic, 91,156 LUT and 29,895 FF without. The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only
-    the window's banks grow with them."""
+    68.5 BRAM36, 100,441 LUT, 34,235 FF with the depthwise kernel-row logic, 91,156 LUT and 29,895 FF without.
+    The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     unit = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=2048), zcu, 196 * 256, 32)
     assert unit.dsp == 4 * 16 * 16 // 2 + 16 + 11 * 8 + 38 + 22 == 676
