@@ -68,7 +68,8 @@ class CostTable:
         return own + sum(self.op_s(op, int(e), int(m), board) for op, e, m in ops)
 
     def to_json(self) -> dict:
-        return {"machine": self.machine, "board": self.board, "gbps": self.gbps, "session_s": self.session_s, "ghz": self.ghz,
+        return {"machine": self.machine, "board": self.board, "gbps": self.gbps, "session_s": self.session_s,
+                "ghz": self.ghz,
                 "default": [self.default.call_s, self.default.element_s, self.default.mac_s],
                 "ops": {k: [c.call_s, c.element_s, c.mac_s] for k, c in sorted(self.ops.items())}}
 
@@ -213,8 +214,9 @@ def measure(ops: tuple[str, ...] = MEASURED_OPS, repeats: int = 20, board: str |
             costs[op] = OpCost(max(t0 - per * e0 - session_s, 0.0), per)
         progress(f"{op}: {costs[op].call_s * 1e6:.2f} us per node, {costs[op].element_s * 1e9:.3f} ns per element"
                  + (f", {costs[op].mac_s * 1e12:.1f} ps per MAC" if costs[op].mac_s else ""))
-    elementwise = [costs[k] for k in ("Add", "Mul", "Sub", "Div", "Sigmoid", "Exp", "Relu", "Clip", "Tanh") if k in costs]
-    default = sorted(elementwise, key=lambda c: c.element_s)[len(elementwise) // 2] if elementwise else OpCost(1e-5, 1e-9)
+    elementwise = sorted((costs[k] for k in ("Add", "Mul", "Sub", "Div", "Sigmoid", "Exp", "Relu", "Clip", "Tanh")
+                          if k in costs), key=lambda c: c.element_s)
+    default = elementwise[len(elementwise) // 2] if elementwise else OpCost(1e-5, 1e-9)
     gbps = 4 / costs["Add"].element_s / 1e9 if costs.get("Add") and costs["Add"].element_s else 1.0
     progress(f"a session run: {session_s * 1e6:.1f} us")
     return CostTable(costs, default, gbps, _machine(), board, session_s, _clock_ghz())
