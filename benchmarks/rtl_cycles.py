@@ -35,6 +35,7 @@ def describe(d) -> str:
     kind = "dw" if d.flags & Flag.DEPTHWISE else "conv"
     extra = "+res" if d.flags & Flag.RESIDUAL else ""
     extra += "+pool" if d.flags & Flag.POOL else ""
+    extra += " interleaved" if d.out_interleaved else ""
     return f"{kind}{d.kh}x{d.kw}/{d.stride_h} {d.in_h}x{d.in_w}x{d.in_c}->{d.out_c}{extra}"
 
 

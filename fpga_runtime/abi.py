@@ -100,8 +100,9 @@ DESCRIPTOR_FIELDS: list[tuple[str, str, int]] = [
     ("in_addr", "I", 56), ("in2_addr", "I", 60), ("weight_addr", "I", 64), ("bias_addr", "I", 68),
     ("requant_addr", "I", 72), ("lut1_addr", "I", 76), ("lut2_addr", "I", 80), ("out_addr", "I", 84),
     ("res_mult_a", "i", 88), ("res_mult_b", "i", 92), ("layer_id", "I", 96),
+    ("out_step", "B", 100), ("out_phase_y", "B", 101), ("out_phase_x", "B", 102),
 ]
-_STRUCT = struct.Struct("<" + "".join(code for _, code, _ in DESCRIPTOR_FIELDS) + f"{DESCRIPTOR_SIZE - 100}x")
+_STRUCT = struct.Struct("<" + "".join(code for _, code, _ in DESCRIPTOR_FIELDS) + f"{DESCRIPTOR_SIZE - 103}x")
 _HEADER = struct.Struct("<IHHII")     # magic, abi version, layer count, descriptor size, reserved
 assert _STRUCT.size == DESCRIPTOR_SIZE and _HEADER.size == HEADER_SIZE
 
@@ -160,6 +161,13 @@ class Descriptor:
     res_mult_a: int = 0
     res_mult_b: int = 0
     layer_id: int = 0
+    out_step: int = 0        # 2: output pixel (y, x) goes to (2y + out_phase_y, 2x + out_phase_x) of a 2x larger
+    out_phase_y: int = 0     # tensor (one phase of a 2x2 stride-2 transposed conv); 0 or 1: dense
+    out_phase_x: int = 0
+
+    @property
+    def out_interleaved(self) -> bool:
+        return self.out_step == 2
 
     def pack(self) -> bytes:
         return _STRUCT.pack(*(getattr(self, name) for name, _, _ in DESCRIPTOR_FIELDS))

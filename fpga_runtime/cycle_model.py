@@ -72,6 +72,7 @@ class LayerShape:
     pad_t: int = 0
     group_tiles: int = 1    # output-channel tiles computed over one load of the input (multi-tile 1x1 layers)
     kernel_rows: bool = False   # a depthwise window layer taking a kernel row per step (else a tap, diagonally)
+    phases: int = 1         # identical layers the node compiles to (4: a 2x2 stride-2 transposed conv's phases)
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -130,6 +131,8 @@ def _cost(overhead: tuple[float, float], latency: int) -> float:
 
 
 def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
+    if s.phases > 1:
+        return s.phases * layer_cycles(replace(s, phases=1), cfg, port_bytes)
     v, r = cfg.vec, cfg.pe_rows
     passes = cfg.epilogue_passes
     beat = -(-v // port_bytes)            # port cycles per activation or weight beat

@@ -27,7 +27,15 @@ def _read_input(act: np.ndarray, d: Descriptor) -> np.ndarray:
 
 
 def _write_output(act: np.ndarray, d: Descriptor, y: np.ndarray) -> None:
-    out = _region(act, d.out_addr, d.batch, d.out_h, d.out_w, d.out_c_stride)
+    if d.out_step > 2 or (d.out_interleaved and (d.op != Op.CONV or d.flags & (Flag.POOL | Flag.RESIDUAL)
+                                                 or d.out_phase_y > 1 or d.out_phase_x > 1)):
+        raise ValueError(f"layer {d.layer_id}: interleaved output (out_step {d.out_step}) only on a CONV layer "
+                         "without pool or residual, phases 0 or 1")
+    if d.out_interleaved:
+        out = _region(act, d.out_addr, d.batch, 2 * d.out_h, 2 * d.out_w, d.out_c_stride)
+        out = out[:, d.out_phase_y::2, d.out_phase_x::2]
+    else:
+        out = _region(act, d.out_addr, d.batch, d.out_h, d.out_w, d.out_c_stride)
     out[..., d.out_c_offset:d.out_c_offset + d.out_c] = y
 
 

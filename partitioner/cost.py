@@ -60,6 +60,8 @@ def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
     x = graph.tensors[node.inputs[0]].shape
     if spec.form is ConvForm.DENSE:
         return 1, 1
+    if spec.form is ConvForm.TRANSPOSED:          # per output phase: a 1x1 conv over the input
+        return x[2], x[3]
     h = (x[2] * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (spec.kernel[0] - 1) - 1) \
         // spec.strides[0] + 1
     w = (x[3] * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (spec.kernel[1] - 1) - 1) \
@@ -79,6 +81,9 @@ def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor |
     flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
              | Flag.POOL * pool)
     y = graph.tensors[node.outputs[0]].shape
+    if spec.form is ConvForm.TRANSPOSED:          # one of its four phases
+        return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                          out_c=cfg.padded(y[1]), conv_h=h, conv_w=w, out_h=h, out_w=w, out_step=2)
     return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
                       out_c=cfg.padded(y[1]),
                       conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
@@ -95,7 +100,10 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
         h, w = conv_output_hw(node, graph)
         spec = node.conv
         inside = 1.0
-        if spec.form is not ConvForm.DENSE:
+        if spec.form is ConvForm.TRANSPOSED:
+            shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, h, w, phases=4)
+            return shape.on_window_path(conv_descriptor(node, graph, cfg), cfg)
+        if spec.form is ConvForm.CONV:
             inside = (taps_inside(h, spec.kernel[0], spec.strides[0], spec.pads[0], spec.dilations[0],
                                   x[2] * spec.upsample)
                       * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],

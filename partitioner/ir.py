@@ -23,6 +23,7 @@ class OpKind(enum.Enum):
     """Ops the passes reason about; everything else is OTHER and keeps its ONNX op type."""
 
     CONV = "Conv"
+    CONV_TRANSPOSE = "ConvTranspose"
     GEMM = "Gemm"
     MATMUL = "MatMul"
     BATCHNORM = "BatchNormalization"
@@ -55,6 +56,8 @@ class OpKind(enum.Enum):
 class ConvForm(enum.Enum):
     CONV = "conv"      # NCHW convolution
     DENSE = "dense"    # Gemm/MatMul with constant weights, run as a 1x1 convolution over [N, K]
+    TRANSPOSED = "transposed"  # ConvTranspose with kernel = stride = 2: weight [out, in, 2, 2], one 1x1 conv per
+                               # output phase (dy, dx), written interleaved
 
 
 class ActKind(enum.Enum):
@@ -114,7 +117,7 @@ class FusedConv:
         return replace(self, epilogue=self.epilogue + (step,), stages=self.stages + (previous_output,))
 
     def describe(self) -> str:
-        parts = [f"{self.form.value} {self.kernel[0]}x{self.kernel[1]}"]
+        parts = [f"{'convT' if self.form is ConvForm.TRANSPOSED else self.form.value} {self.kernel[0]}x{self.kernel[1]}"]
         if self.strides != (1, 1):
             parts.append(f"s{self.strides[0]}")
         if self.dilations != (1, 1):

@@ -70,6 +70,9 @@ def _fused_conv(e: _Emitter) -> None:
     if spec.form is ConvForm.CONV:
         e.emit("Conv", [x] + wb, out, kernel_shape=list(spec.kernel), strides=list(spec.strides),
                pads=list(spec.pads), dilations=list(spec.dilations), group=spec.group)
+    elif spec.form is ConvForm.TRANSPOSED:        # the weight back to ConvTranspose's [in, out, kh, kw]
+        w = e.const("convT_weight", np.ascontiguousarray(e.graph.const(spec.weight).transpose(1, 0, 2, 3)))
+        e.emit("ConvTranspose", [x, w] + wb[1:], out, kernel_shape=list(spec.kernel), strides=list(spec.strides))
     else:
         e.emit("Gemm", [x] + wb, out, transB=1)
     for i, step in enumerate(steps):

@@ -109,3 +109,28 @@ def gate_operands(node: Node, graph: Graph) -> tuple[str, str] | None:
         if a is not None and g is not None and len(a) == len(g) == 4 and tuple(g) == (a[0], a[1], 1, 1):
             return node.inputs[data], node.inputs[gate]
     return None
+
+
+def transposed_conv_problem(node: Node, graph: Graph) -> str | None:
+    """Why a ConvTranspose is not the engine's kind (kernel = stride = 2, no padding, one group: every output
+    pixel has exactly one input pixel and tap, so each of the 4 output phases is a 1x1 conv); None if it is."""
+    w = graph.const(node.inputs[1]) if len(node.inputs) > 1 else None
+    if w is None or w.ndim != 4:
+        return "transposed conv with non-constant or non-2-D weights"
+    if len(node.inputs) > 2 and node.inputs[2] and graph.const(node.inputs[2]) is None:
+        return "transposed conv with a non-constant bias"
+    kernel = tuple(node.attr("kernel_shape", list(w.shape[2:])))
+    strides = tuple(node.attr("strides", [1, 1]))
+    pads = tuple(node.attr("pads", [0, 0, 0, 0]))
+    x = graph.tensors[node.inputs[0]].shape
+    if kernel != (2, 2) or strides != (2, 2):
+        return (f"transposed conv kernel {list(kernel)} stride {list(strides)}: the engine runs kernel = stride = 2 "
+                "(each output phase a 1x1 conv)")
+    if node.attr("group", 1) != 1 or tuple(node.attr("dilations", [1, 1])) != (1, 1):
+        return "grouped or dilated transposed conv"
+    if any(pads) or any(node.attr("output_padding", [0, 0])):          # every auto_pad pads 0 at kernel = stride
+        return f"transposed conv with padding {list(pads)} or output_padding"
+    shape = node.attr("output_shape", None)
+    if shape is not None and x is not None and len(x) == 4 and list(shape)[-2:] != [2 * x[2], 2 * x[3]]:
+        return f"transposed conv output_shape {list(shape)} is not twice its input {list(x)}"
+    return None

@@ -36,6 +36,12 @@ class Net:
         b = self._w(f"{name}.b", (self.c,), 0.1)
         return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], pads=[0] * 4)
 
+    def conv_transpose(self, x: str, name: str, k: int = 2, pad: int = 0) -> str:
+        """Stride 2: kernel 2 (the engine's kind) doubles the size; kernel 4, pad 1 does too (a CPU op)."""
+        w = self._w(f"{name}.w", (self.c, self.c, k, k), np.sqrt(2.0 / self.c))
+        b = self._w(f"{name}.b", (self.c,), 0.1)
+        return self.node("ConvTranspose", [x, w, b], name, kernel_shape=[k, k], strides=[2, 2], pads=[pad] * 4)
+
     def const(self, name: str, value: np.ndarray) -> str:
         self.inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name

@@ -18,7 +18,8 @@ from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 
 OPS = ["conv", "conv_relu", "conv_bn_leaky", "conv_silu", "add", "maxpool", "concat_conv", "upsample_conv",
-       "abs", "tanh", "sigmoid", "relu", "concat3_conv", "split_concat", "se", "pad_pool", "pad_conv", "slice_conv"]
+       "abs", "tanh", "sigmoid", "relu", "concat3_conv", "split_concat", "se", "pad_pool", "pad_conv", "slice_conv",
+       "convT_pool"]
 
 
 @st.composite
@@ -75,6 +76,11 @@ def random_nets(draw):
             part = net.node("Slice", [pick(), net.const(f"{name}_s", np.array([0])), net.const(f"{name}_e", np.array([2])),
                                       net.const(f"{name}_ax", np.array([1]))], f"{name}_slice")
             out = net.conv(part, name, cin=2)
+        elif op == "convT_pool":            # FPN / segmentation upsampling by a transposed conv, pooled back
+            k = draw(st.sampled_from([2, 2, 4]))
+            up = net.node("Relu", [net.bn(net.conv_transpose(pick(), name, k, pad=k // 2 - 1), f"{name}_bn")],
+                          f"{name}_relu")
+            out = net.node("MaxPool", [up], f"{name}_down", kernel_shape=[2, 2], strides=[2, 2])
         elif op == "upsample_conv":
             net.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), f"{name}_scales"))
             up = net.node("Resize", [pick(), "", f"{name}_scales"], f"{name}_up", mode="nearest",

@@ -7,7 +7,7 @@ from onnx import helper, numpy_helper
 
 from graphs import Net
 from ir_helpers import ir_of, random_feeds, run_graph, run_model
-from partitioner.ir import ActKind, Activation, OpKind, Pool, ResidualAdd
+from partitioner.ir import ActKind, Activation, ConvForm, OpKind, Pool, ResidualAdd
 from partitioner.passes.batchnorm import fold_batchnorm
 from partitioner.passes.conv_form import form_convolutions
 from partitioner.passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
@@ -350,4 +350,43 @@ def test_two_slices_of_the_same_channels_get_their_own_convs_and_names():
     convs = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV]
     stages = [s for node in convs for s in node.conv.stages]
     assert len(convs) == 2 and len(stages) == len(set(stages))
+    _same_numbers(model, g)
+
+
+def test_transposed_conv_becomes_a_fused_conv_with_bn_and_activation():
+    """kernel = stride = 2: a FusedConv of the transposed form, weight [out, in, 2, 2]; BatchNorm and ReLU fuse;
+    the lowered ONNX (ConvTranspose again) computes what the original does."""
+    n = Net(channels=4, size=5)
+    up = n.node("Relu", [n.bn(n.conv_transpose("x", "up"), "bn")], "r")
+    model = n.model([up])
+    g = run_fusion(ir_of(model))
+    (node,) = g.nodes.values()
+    assert node.kind is OpKind.FUSED_CONV and node.conv.form is ConvForm.TRANSPOSED
+    assert g.const(node.conv.weight).shape == (4, 4, 2, 2)
+    assert [type(s) for s in node.conv.epilogue] == [Activation]
+    assert g.tensors[node.outputs[0]].shape == (1, 4, 10, 10)
+    _same_numbers(model, g)
+
+
+def test_transposed_conv_takes_no_residual_or_pool():
+    """Its four phases write interleaved: a residual add or a max pool after it stays a layer of its own."""
+    n = Net(channels=4, size=4)
+    up = n.conv_transpose("x", "up")
+    other = n.conv(n.node("Resize", ["x", "", n.const("sc", np.array([1, 1, 2, 2], np.float32))], "rs",
+                          mode="nearest"), "c")
+    s = n.node("Add", [up, other], "sum")
+    p = n.node("MaxPool", [n.conv_transpose("x", "up2")], "p", kernel_shape=[2, 2], strides=[2, 2])
+    model = n.model([s, p])
+    g = run_fusion(ir_of(model))
+    assert not g.nodes["up"].conv.epilogue and not g.nodes["up2"].conv.epilogue
+    assert any(isinstance(s, ResidualAdd) for s in g.nodes["c"].conv.epilogue)     # the add went to the conv
+    assert g.nodes["p"].kind is OpKind.MAXPOOL
+    _same_numbers(model, g)
+
+
+def test_other_transposed_convs_stay_unformed():
+    n = Net(channels=4, size=4)
+    model = n.model([n.conv_transpose("x", "up", k=4, pad=1)])
+    g = run_fusion(ir_of(model))
+    assert g.nodes["up"].kind is OpKind.CONV_TRANSPOSE
     _same_numbers(model, g)

@@ -69,3 +69,18 @@ def test_faster_clocks_and_bigger_engines_are_faster():
     from partitioner.cost import layer_shape
     expected = sum(layer_cycles(layer_shape(n, g, big_cfg), big_cfg) for n in nodes if layer_shape(n, g, big_cfg))
     assert big.fpga_compute_s == pytest.approx(expected / 300e6)      # the RTL-fitted cycle model, 300 MHz
+
+
+@pytest.mark.parametrize("k,pad,ok,reason", [
+    (2, 0, True, ""),
+    (4, 1, False, "transposed conv kernel [4, 4] stride [2, 2]: the engine runs kernel = stride = 2"),
+])
+def test_transposed_conv_support_and_cost(k, pad, ok, reason):
+    """A 2x2 stride-2 transposed conv runs on the engine and costs one MAC per input channel per output;
+    another one stays on the CPU with its reason."""
+    n = Net(channels=8, size=6)
+    g = run_fusion(ir_of(n.model([n.conv_transpose("x", "up", k=k, pad=pad)])))
+    verdict = fpga.check(g.nodes["up"], g, {})
+    assert verdict.ok is ok and reason in verdict.reason
+    if ok:
+        assert node_cost(g.nodes["up"], g).macs == 8 * 8 * 12 * 12

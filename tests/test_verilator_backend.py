@@ -100,11 +100,16 @@ def test_watchdog_names_the_program_and_layer(tmp_path, golden):
     short.close()
 
 
-def test_a_layer_the_engine_was_not_built_for_is_refused(golden):
+@pytest.mark.parametrize("fields", [
+    dict(kh=9, kw=9),                                   # the engine was generated for kernels up to 7
+    dict(out_step=3),                                   # no such output mode
+    dict(out_step=2, flags=int(Flag.POOL), pool_kh=2, pool_kw=2, pool_sh=2, pool_sw=2),   # interleaved + pool
+])
+def test_a_layer_the_engine_was_not_built_for_is_refused(golden, fields):
     engine, cases = golden
     case = cases[0]
-    big = Descriptor(op=Op.CONV, in_h=4, in_w=4, in_c=16, in_c_stride=16, out_h=4, out_w=4, out_c=16, out_c_stride=16,
-                     conv_h=4, conv_w=4, kh=9, kw=9)          # the engine was generated for kernels up to 7
+    big = Descriptor(**{**dict(op=Op.CONV, in_h=4, in_w=4, in_c=16, in_c_stride=16, out_h=4, out_w=4, out_c=16,
+                               out_c_stride=16, conv_h=4, conv_w=4), **fields})
     const = np.zeros(4096, np.uint8)
     raw = np.frombuffer(pack_program([big]), np.uint8)
     const[:raw.size] = raw

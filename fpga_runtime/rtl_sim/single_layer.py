@@ -16,7 +16,7 @@ def _aligned(n: int) -> int:
 def layer_key(d: Descriptor) -> tuple:
     """What decides a layer's cycles: everything but addresses, offsets, tables and its id."""
     return (d.op, d.flags, d.batch, d.in_h, d.in_w, d.in_c, d.out_h, d.out_w, d.out_c, d.conv_h, d.conv_w, d.kh,
-            d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_sw)
+            d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_sw, d.out_step)
 
 
 def program_descriptors(const: np.ndarray, addr: int, layers: int) -> list[Descriptor]:
@@ -37,7 +37,7 @@ def standalone(d: Descriptor, const: np.ndarray, seed: int = 0) -> tuple[np.ndar
         in2_bytes = d.batch * d.conv_h * d.conv_w * d.in2_c_stride
     else:
         in2_bytes = 0
-    out_bytes = d.batch * d.out_h * d.out_w * d.out_c_stride
+    out_bytes = d.batch * d.out_h * d.out_w * d.out_c_stride * (4 if d.out_interleaved else 1)
     in2_addr = _aligned(in_bytes)
     out_addr = in2_addr + _aligned(in2_bytes)
     act = np.zeros(out_addr + _aligned(out_bytes), np.uint8)

@@ -91,6 +91,7 @@ Descriptor fetch(const word_t *program, uint32_t index) {
     d.in_addr = U32(56); d.in2_addr = U32(60); d.weight_addr = U32(64); d.bias_addr = U32(68);
     d.requant_addr = U32(72); d.lut1_addr = U32(76); d.lut2_addr = U32(80); d.out_addr = U32(84);
     d.res_mult_a = (int32_t)U32(88); d.res_mult_b = (int32_t)U32(92); d.layer_id = U32(96);
+    d.out_step = U8(100); d.out_phase_y = U8(101); d.out_phase_x = U8(102);
 #undef U8
 #undef U16
 #undef U32
@@ -99,6 +100,14 @@ Descriptor fetch(const word_t *program, uint32_t index) {
 
 uint32_t pixel(uint32_t base, int n, int y, int x, int h, int w, int stride) {
     return base + (uint32_t)(((n * h + y) * w + x) * stride);
+}
+
+// Where output pixel (n, y, x) of a layer goes: dense, or interleaved into a 2x larger tensor (a transposed
+// conv's phase).
+uint32_t out_pixel(const Descriptor &d, int n, int y, int x) {
+    int s = d.out_step == 2 ? 2 : 1;
+    return pixel(d.out_addr, n, y * s + (s == 2 ? d.out_phase_y : 0), x * s + (s == 2 ? d.out_phase_x : 0),
+                 d.out_h * s, d.out_w * s, d.out_c_stride) + d.out_c_offset;
 }
 
 // The input as a layer reads it: zero outside, through the x2 read mode when flagged.
@@ -172,7 +181,7 @@ void finish_row_pixel(const Descriptor &d, word_t *act, const int8_t y[N], int n
     if (d.flags & F_POOL) {
         for (int i = 0; i < N; ++i) ring[oy % d.pool_kh][ox][i] = y[i];
     } else {
-        store_vec<N>(act, pixel(d.out_addr, n, oy, ox, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c, y);
+        store_vec<N>(act, out_pixel(d, n, oy, ox) + c, y);
     }
 }
 
@@ -364,13 +373,16 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                             }
                         }
                     }
-                    store_vec<V>(act, pixel(d.out_addr, n, y, x, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c, out);
+                    store_vec<V>(act, out_pixel(d, n, y, x) + c, out);
                     ++cycles;
                 }
 }
 
 bool fits(const Descriptor &d) {
     if (d.op < OP_CONV || d.op > OP_SCALE) return false;
+    if (d.out_step > 2) return false;
+    if (d.out_step == 2 && (d.op != OP_CONV || (d.flags & (F_POOL | F_RESIDUAL)) || d.out_phase_y > 1 || d.out_phase_x > 1))
+        return false;
     if (d.op != OP_CONV) return true;
     if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL) return false;
     if ((d.flags & F_POOL) && d.conv_w > ENGINE_MAX_WIDTH) return false;     // the pool's row ring

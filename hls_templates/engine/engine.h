@@ -29,6 +29,7 @@ struct Descriptor {
     uint32_t in_addr, in2_addr, weight_addr, bias_addr, requant_addr, lut1_addr, lut2_addr, out_addr;
     int32_t res_mult_a, res_mult_b;
     uint32_t layer_id;
+    uint8_t out_step, out_phase_y, out_phase_x;   // out_step 2: output (y, x) -> (2y + phase_y, 2x + phase_x)
 };
 
 void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles);

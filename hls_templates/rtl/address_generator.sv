@@ -75,7 +75,7 @@ module address_generator #(
     end
     inb = iy >= 0 && ix >= 0 && iy < (32'(d.in_h) << up) && ix < (32'(d.in_w) << up);
     in_pix = pixel(d.in_addr, ag_n, 32'(iy) >> up, 32'(ix) >> up, d.in_h, d.in_w, d.in_c_stride) + 32'(d.in_c_offset);
-    out_pix = pixel(d.out_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.out_c_stride) + 32'(d.out_c_offset);
+    out_pix = out_pixel(d, ag_n, 32'(ag_y), 32'(ag_x));
     a_tag = '0;
     a_tag.n = ag_n; a_tag.y = ag_y; a_tag.x = ag_x;
     a_run_pad = 1'b0;

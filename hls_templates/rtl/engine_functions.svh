@@ -8,6 +8,17 @@
     pixel = base + ((32'(n) * 32'(h) + y) * 32'(w) + x) * 32'(stride);
   endfunction
 
+  // where output pixel (n, y, x) of layer d goes: dense, or (out_step 2) pixel (2y + phase_y, 2x + phase_x) of
+  // a 2 out_h x 2 out_w tensor, a transposed conv's phase
+  function automatic logic [31:0] out_pixel(input engine_pkg::desc_t d, input logic [15:0] n, input logic [31:0] y,
+                                            input logic [31:0] x);
+    logic s2;
+    s2 = d.out_step == 8'd2;
+    out_pixel = pixel(d.out_addr, n, s2 ? {y[30:0], d.out_phase_y[0]} : y, s2 ? {x[30:0], d.out_phase_x[0]} : x,
+                      s2 ? {d.out_h[14:0], 1'b0} : d.out_h, s2 ? {d.out_w[14:0], 1'b0} : d.out_w, d.out_c_stride)
+                + 32'(d.out_c_offset);
+  endfunction
+
   function automatic logic signed [7:0] sat8(input logic signed [63:0] v);
     if (v < -64'sd128) sat8 = -8'sd128;
     else if (v > 64'sd127) sat8 = 8'sd127;

@@ -31,9 +31,10 @@ package engine_pkg;
     logic [31:0] in_addr, in2_addr, weight_addr, bias_addr, requant_addr, lut1_addr, lut2_addr, out_addr;
     logic signed [31:0] res_mult_a, res_mult_b;
     logic [31:0] layer_id;
+    logic [7:0]  out_step, out_phase_y, out_phase_x;
   } desc_t;
 
-  localparam int DESC_BITS = 792;                  // $bits(desc_t), spelt out for yosys
+  localparam int DESC_BITS = 816;                  // $bits(desc_t), spelt out for yosys
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

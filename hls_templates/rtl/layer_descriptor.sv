@@ -50,6 +50,7 @@ module layer_descriptor #(
     d.bias_addr = raw[68*8 +: 32];   d.requant_addr = raw[72*8 +: 32]; d.lut1_addr = raw[76*8 +: 32];
     d.lut2_addr = raw[80*8 +: 32];   d.out_addr = raw[84*8 +: 32];     d.res_mult_a = raw[88*8 +: 32];
     d.res_mult_b = raw[92*8 +: 32];  d.layer_id = raw[96*8 +: 32];
+    d.out_step = raw[100*8 +: 8];    d.out_phase_y = raw[101*8 +: 8];  d.out_phase_x = raw[102*8 +: 8];
   end
 
   // a program built for a bigger engine is refused, never run past a buffer
@@ -57,6 +58,11 @@ module layer_descriptor #(
     logic ok;
     ok = d.op >= OP_CONV && d.op <= OP_SCALE && d.batch != 0;
     ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
+    if (d.out_step == 8'd2)      // interleaved output: a transposed conv's phase, nothing fused after the act
+      ok = ok && d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL] && d.out_phase_y <= 8'd1
+              && d.out_phase_x <= 8'd1;
+    else
+      ok = ok && d.out_step <= 8'd1;
     if (d.op == OP_CONV) begin
       ok = ok && d.kh != 0 && d.kw != 0 && d.kh <= MAXK && d.kw <= MAXK && d.stride_h != 0 && d.stride_w != 0
               && d.dil_h != 0 && d.dil_w != 0;

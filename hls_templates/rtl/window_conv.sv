@@ -320,8 +320,8 @@ module window_conv #(
   assign adv = !(t2_valid && t2_last && emit && !ob_free);
   wire group_end = t2_valid && t2_last && adv;
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
-  wire [31:0] g_oaddr = pixel(d.out_addr, t2_n, 32'(t2_y), 32'(t2_x), d.out_h, d.out_w, d.out_c_stride)
-                        + 32'(d.out_c_offset) + 32'(c0) + 32'(t2_m) * 32'(R);
+  wire [31:0] g_oaddr = out_pixel(d, t2_n, 32'(t2_y), 32'(t2_x)) + 32'(c0) + 32'(t2_m) * 32'(R);
+  wire [31:0] o_step = d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);   // between pixels
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
 
@@ -363,7 +363,7 @@ module window_conv #(
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
         ob_count <= ob_count - 16'd1;
         ob_x <= ob_x + 16'd1;
-        ob_oaddr <= ob_oaddr + 32'(d.out_c_stride);
+        ob_oaddr <= ob_oaddr + o_step;
       end
     end
   end

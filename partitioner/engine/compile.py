@@ -45,9 +45,11 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                 layer_id += 1
             if node.kind is OpKind.CONCAT:
                 continue
-            descriptors.append(emitter.emit(node, layer_id))
-            names.append(node.label)
-            layer_id += 1
+            layers = emitter.emit(node, layer_id)
+            descriptors += layers
+            names += [node.label] if len(layers) == 1 else [f"{node.label} (phase {d.out_phase_y}{d.out_phase_x})"
+                                                            for d in layers]
+            layer_id += len(layers)
         every += descriptors
         addr = consts.put(pack_program(descriptors))
         programs[sg.name] = Program(sg.name, addr, len(descriptors), sum(node_cost(graph.nodes[n], graph).macs

@@ -169,6 +169,20 @@ def _squeeze_excite(gate: str) -> Callable[[], onnx.ModelProto]:
     return build
 
 
+def _conv_transpose() -> onnx.ModelProto:
+    """A 2x2 stride-2 transposed conv (four interleaved phase layers) with an odd channel count, written into
+    a concat slot beside a conv of the upsampled input."""
+    c = _Case("conv_transpose", size=6)
+    a = c.op("Relu", [c.conv("x", "a", 8, 8)], "a_relu")
+    w = c.rng.standard_normal((8, 5, 2, 2)) * 0.4
+    t = c.op("ConvTranspose", [a, c.const("up.w", w), c.const("up.b", c.rng.standard_normal(5) * 0.2)], "up",
+             kernel_shape=[2, 2], strides=[2, 2])
+    t = c.op("LeakyRelu", [t], "up_leaky", alpha=0.1)
+    big = c.conv(_resize(c, "x", "up_x"), "b", 8, 8)
+    cat = c.op("Concat", [t, big], "cat", axis=1)
+    return c.model([c.conv(cat, "tail", 13, 6)])
+
+
 def _global_avgpool() -> onnx.ModelProto:
     c = _Case("global_avgpool", channels=8, size=7)
     x = c.op("Relu", [c.conv("x", "conv", 8, 24)], "relu")
@@ -211,6 +225,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "concat_odd_channels": lambda: _upsample_concat(True),
     "concat_duplicate": _concat_duplicate,
     "global_avgpool": _global_avgpool,
+    "conv_transpose": _conv_transpose,
     "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
 }

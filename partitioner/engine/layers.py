@@ -1,6 +1,8 @@
 """One IR node -> layer descriptors and their constants (quantised weights, biases, requantisation, LUTs)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fpga_runtime.abi import (Act, Descriptor, EngineConfig, Flag, Op, quantize_multiplier, saturate8)
@@ -98,11 +100,15 @@ class LayerEmitter:
     def _scale(self, onnx_name: str) -> float:
         return self.scales[onnx_name]
 
-    def emit(self, node: Node, layer_id: int) -> Descriptor:
+    def emit(self, node: Node, layer_id: int) -> list[Descriptor]:
+        """The node's layers: one, or four for a transposed conv (one per output phase)."""
         if node.kind is OpKind.FUSED_CONV:
             return self._conv(node, layer_id)
         if node.kind is OpKind.MUL:
-            return self._channel_scale(node, layer_id)
+            return [self._channel_scale(node, layer_id)]
+        return [self._other(node, layer_id)]
+
+    def _other(self, node: Node, layer_id: int) -> Descriptor:
         x = self.views[node.inputs[0]]
         y = self.views[node.outputs[0]]
         d = Descriptor(layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
@@ -155,7 +161,7 @@ class LayerEmitter:
         _set_view(d, "out", dst, self._phys(dst))
         return d
 
-    def _conv(self, node: Node, layer_id: int) -> Descriptor:
+    def _conv(self, node: Node, layer_id: int) -> list[Descriptor]:
         g, spec, cfg = self.graph, node.conv, self.config
         x, y = self.views[node.inputs[0]], self.views[node.outputs[0]]
         w = g.const(spec.weight).astype(np.float64)
@@ -163,11 +169,12 @@ class LayerEmitter:
             w = w.reshape(w.shape[0], w.shape[1], 1, 1)
         cout, cin_g, kh, kw = w.shape
         depthwise = spec.group > 1
+        transposed = spec.form is ConvForm.TRANSPOSED
         ic_p, oc_p = self._phys(x), self._phys(y)
         if depthwise and x.channel_map != y.channel_map:
             raise ModelError("depthwise conv whose input and output channel layouts differ", node.label, "Conv")
         s_x = x.scale
-        s_w = weight_scales(w, g.const(spec.bias) if spec.bias else None, s_x, kh * kw * cin_g)
+        s_w = weight_scales(w, g.const(spec.bias) if spec.bias else None, s_x, cin_g if transposed else kh * kw * cin_g)
         plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
@@ -177,15 +184,6 @@ class LayerEmitter:
                               f"quantised up to {coarser:.3g}x coarser (their output is dominated by the bias)")
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
         out_map = np.asarray(y.channel_map)
-        if depthwise:
-            full = np.zeros((oc_p, kh, kw), np.int8)
-            full[out_map] = wq[:, 0]
-            packed = full.reshape(oc_p // cfg.vec, cfg.vec, kh, kw).transpose(0, 2, 3, 1)
-        else:
-            full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
-            full[np.ix_(out_map, range(kh), range(kw), np.asarray(x.channel_map))] = wq.transpose(0, 2, 3, 1)
-            packed = full.reshape(oc_p // cfg.pe_rows, cfg.pe_rows, kh, kw, ic_p // cfg.vec, cfg.vec)
-            packed = packed.transpose(0, 2, 3, 4, 1, 5)
         bias = np.zeros(oc_p, np.int32)
         if spec.bias:
             bias[out_map] = np.rint(g.const(spec.bias).astype(np.float64) / (s_x * s_w)).astype(np.int32)
@@ -200,14 +198,19 @@ class LayerEmitter:
         act1 = next((i for i in acts if res_at is None or i < res_at), None)
         act2 = next((i for i in acts if res_at is not None and i > res_at), None)
 
-        d = Descriptor(op=Op.CONV, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
-                       kh=kh, kw=kw, stride_h=spec.strides[0], stride_w=spec.strides[1], dil_h=spec.dilations[0],
-                       dil_w=spec.dilations[1])
-        d.pad_t, d.pad_l, d.pad_b, d.pad_r = spec.pads
-        up = spec.upsample
-        d.conv_h = (x.h * up + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (kh - 1) - 1) // spec.strides[0] + 1
-        d.conv_w = (x.w * up + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (kw - 1) - 1) // spec.strides[1] + 1
-        if up == 2:
+        if transposed:      # a phase: a 1x1 conv over the input, written interleaved
+            d = Descriptor(op=Op.CONV, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h // 2,
+                           out_w=y.w // 2, conv_h=x.h, conv_w=x.w, out_step=2)
+        else:
+            d = Descriptor(op=Op.CONV, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
+                           kh=kh, kw=kw, stride_h=spec.strides[0], stride_w=spec.strides[1],
+                           dil_h=spec.dilations[0], dil_w=spec.dilations[1])
+            d.pad_t, d.pad_l, d.pad_b, d.pad_r = spec.pads
+            d.conv_h = (x.h * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (kh - 1) - 1) \
+                // spec.strides[0] + 1
+            d.conv_w = (x.w * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (kw - 1) - 1) \
+                // spec.strides[1] + 1
+        if spec.upsample == 2:
             d.flags |= Flag.UPSAMPLE2
         if depthwise:
             d.flags |= Flag.DEPTHWISE
@@ -243,7 +246,27 @@ class LayerEmitter:
             d.lut2_addr = self.arena.put(lut(steps[act2], stages[act2], stages[act2 + 1]))
         if pool_at is not None:
             _set_pool(d, steps[pool_at])
-        d.weight_addr = self.arena.put(np.ascontiguousarray(packed))
+        if not transposed:
+            d.weight_addr = self.arena.put(self._pack(wq, x, out_map, oc_p, ic_p, depthwise))
+        phases = [(dy, dx, self.arena.put(self._pack(wq[:, :, dy:dy + 1, dx:dx + 1], x, out_map, oc_p, ic_p, False)))
+                  for dy, dx in (((0, 0), (0, 1), (1, 0), (1, 1)) if transposed else ())]
         d.bias_addr = self.arena.put(bias)
         d.requant_addr = self.arena.put(requant)
-        return d
+        return [replace(d, layer_id=layer_id + i, out_phase_y=dy, out_phase_x=dx, weight_addr=addr)
+                for i, (dy, dx, addr) in enumerate(phases)] or [d]
+
+    def _pack(self, wq: np.ndarray, x: TensorView, out_map: np.ndarray, oc_p: int, ic_p: int,
+              depthwise: bool) -> np.ndarray:
+        """int8 weights [out, in, kh, kw] in the order the engine reads them (docs/kernel-abi.md, Weights)."""
+        cfg = self.config
+        cout, _, kh, kw = wq.shape
+        if depthwise:
+            full = np.zeros((oc_p, kh, kw), np.int8)
+            full[out_map] = wq[:, 0]
+            packed = full.reshape(oc_p // cfg.vec, cfg.vec, kh, kw).transpose(0, 2, 3, 1)
+        else:
+            full = np.zeros((oc_p, kh, kw, ic_p), np.int8)
+            full[np.ix_(out_map, range(kh), range(kw), np.asarray(x.channel_map))] = wq.transpose(0, 2, 3, 1)
+            packed = full.reshape(oc_p // cfg.pe_rows, cfg.pe_rows, kh, kw, ic_p // cfg.vec, cfg.vec)
+            packed = packed.transpose(0, 2, 3, 4, 1, 5)
+        return np.ascontiguousarray(packed)

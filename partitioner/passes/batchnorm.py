@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import ConvForm, Graph, Node, OpKind
+from ..ir import Graph, Node, OpKind
 
 
 def fold_batchnorm(graph: Graph) -> Graph:
@@ -23,8 +23,8 @@ def fold_batchnorm(graph: Graph) -> Graph:
         gamma, beta, mean, var = (p.astype(np.float64) for p in params)
         scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
         spec = conv.conv
-        shape = (-1, 1, 1, 1) if spec.form is ConvForm.CONV else (-1, 1)
-        w = graph.const(spec.weight) * scale.astype(np.float32).reshape(shape)
+        w = graph.const(spec.weight)
+        w = w * scale.astype(np.float32).reshape((-1,) + (1,) * (w.ndim - 1))
         b = graph.const(spec.bias).astype(np.float64) if spec.bias else np.zeros_like(scale)
         b = ((b - mean) * scale + beta).astype(np.float32)
         wname = graph.new_const(f"{conv.name}_weight_bn", w)

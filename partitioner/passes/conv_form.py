@@ -1,11 +1,13 @@
-"""Conv, Gemm and MatMul with constant weights become FusedConv nodes (dense layers as 1x1 convolutions)."""
+"""Conv, Gemm and MatMul with constant weights become FusedConv nodes (dense layers as 1x1 convolutions), and so
+does a ConvTranspose of kernel = stride = 2 (its weight turned to the [out, in, kh, kw] of a conv, so BatchNorm
+and per-channel affine folding see output channels on axis 0)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..errors import ModelError
 from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
-from ..op_facts import conv_pads
+from ..op_facts import conv_pads, transposed_conv_problem
 
 
 def _check_channels(node: Node, cin: int | None, expected: int, what: str) -> None:
@@ -29,6 +31,18 @@ def _conv(node: Node, graph: Graph) -> FusedConv | None:
     return FusedConv(ConvForm.CONV, node.inputs[1], bias, kernel=(w.shape[2], w.shape[3]),
                      strides=tuple(node.attr("strides", [1, 1])), pads=pads,
                      dilations=tuple(node.attr("dilations", [1, 1])), group=node.attr("group", 1))
+
+
+def _transposed(node: Node, graph: Graph) -> tuple[FusedConv, list[str]] | None:
+    if transposed_conv_problem(node, graph) is not None:
+        return None
+    w = graph.const(node.inputs[1])
+    x = graph.tensors[node.inputs[0]].shape
+    _check_channels(node, x[1] if x and len(x) == 4 else None, w.shape[0], f"weight {w.shape}")
+    bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    wname = graph.new_const(f"{node.name}_weight", np.ascontiguousarray(w.transpose(1, 0, 2, 3)))
+    spec = FusedConv(ConvForm.TRANSPOSED, wname, bias, kernel=(2, 2), strides=(2, 2))
+    return spec, [node.inputs[0], wname] + ([bias] if bias else [])
 
 
 def _dense(node: Node, graph: Graph) -> tuple[FusedConv, list[str]] | None:
@@ -62,8 +76,8 @@ def form_convolutions(graph: Graph) -> Graph:
     for node in list(graph.nodes.values()):
         if node.kind is OpKind.CONV:
             spec, inputs = _conv(node, graph), [t for t in node.inputs if t]
-        elif node.kind in (OpKind.GEMM, OpKind.MATMUL):
-            found = _dense(node, graph)
+        elif node.kind in (OpKind.GEMM, OpKind.MATMUL, OpKind.CONV_TRANSPOSE):
+            found = (_transposed if node.kind is OpKind.CONV_TRANSPOSE else _dense)(node, graph)
             spec, inputs = found if found else (None, [])
         else:
             continue

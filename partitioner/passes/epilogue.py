@@ -99,7 +99,8 @@ def fuse_residual_add(graph: Graph) -> Graph:
             if (conv is None or conv.kind is not OpKind.FUSED_CONV or graph.sole_consumer(name) is not add
                     or other == name or graph.const(other) is not None
                     or graph.tensors[other].shape != out_shape or graph.tensors[name].shape != out_shape
-                    or any(isinstance(s, (ResidualAdd, Pool)) for s in conv.conv.epilogue)):
+                    or any(isinstance(s, (ResidualAdd, Pool)) for s in conv.conv.epilogue)
+                    or conv.conv.form is ConvForm.TRANSPOSED):     # its phases write interleaved, read no residual
                 continue
             candidates.append((order.index(conv.name), conv, other))
         if candidates:

@@ -12,7 +12,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ..ir import Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import gate_operands, pool_of, upsample_factor
+from ..op_facts import gate_operands, pool_of, transposed_conv_problem, upsample_factor
 from . import YES, Verdict, no
 
 NAME = "fpga"
@@ -93,7 +93,8 @@ def _fused_conv(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
         return no(f"grouped conv (group={spec.group}, {cin}->{cout}) is neither standard nor depthwise")
     if max(cin, cout) > LIMITS.max_channels:
         return no(f"{max(cin, cout)} channels exceed {LIMITS.max_channels}")
-    products = spec.kernel[0] * spec.kernel[1] * (1 if spec.group > 1 else cin)
+    products = cin if spec.form is ConvForm.TRANSPOSED else spec.kernel[0] * spec.kernel[1] * (1 if spec.group > 1
+                                                                                                    else cin)
     if products > LIMITS.max_products:
         return no(f"{products} int8 products per output ({spec.kernel[0]}x{spec.kernel[1]}x{cin}) could overflow "
                   f"the engine's int32 accumulator (limit {LIMITS.max_products})")
@@ -148,6 +149,11 @@ def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES
 
 
+def _unformed_transposed(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    """A ConvTranspose the conv-forming pass left alone; say why."""
+    return no(transposed_conv_problem(node, graph) or "transposed conv not formed")
+
+
 RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
     OpKind.FUSED_CONV: _fused_conv,
     OpKind.MAXPOOL: _maxpool,
@@ -156,6 +162,7 @@ RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
     OpKind.CONCAT: _concat,
     OpKind.GLOBAL_AVG_POOL: _global_avg_pool,
     OpKind.MUL: _scale,
+    OpKind.CONV_TRANSPOSE: _unformed_transposed,
 }
 
 _WHY_NOT = {
