@@ -30,7 +30,7 @@ import onnxruntime as ort  # noqa: E402
 
 import models  # noqa: E402
 from fpga_runtime import Session  # noqa: E402
-from fpga_runtime.accuracy import output_accuracy  # noqa: E402
+from fpga_runtime.accuracy import compare, output_accuracy  # noqa: E402
 from fpga_runtime.frames import original_outputs  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 from partitioner.errors import ModelError  # noqa: E402
@@ -59,9 +59,8 @@ class _Reader:
         return next(self.it, None)
 
 
-def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], feeds: dict, folder: Path
-                    ) -> dict[str, float]:
-    """Cosine per float output of onnxruntime's quantize_static (QDQ, per-channel, symmetric, MinMax) on the same
+def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], feeds: dict, folder: Path):
+    """Cosine per float output, and detections agreement, of onnxruntime's quantize_static (QDQ, per-channel, symmetric, MinMax) on the same
     frames, run with its graph optimisations off (the QDQ semantics, not a CPU-specific integer kernel)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
@@ -91,8 +90,9 @@ def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], f
                 raise
     got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
     want = original_outputs(model, feeds)
-    return {k: output_accuracy(k, v, got[k]).cosine for k, v in want.items()
-            if v.dtype.kind == "f" and v.shape == got[k].shape}
+    cosines = {k: output_accuracy(k, v, got[k]).cosine for k, v in want.items()
+               if v.dtype.kind == "f" and v.shape == got[k].shape}
+    return cosines, compare(want, got).detections
 
 
 def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None, eval_frame: dict | None,
@@ -122,10 +122,11 @@ def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None,
         want = original_outputs(model, feeds)
         row["int8"] = {k: output_accuracy(k, v, got[k]) for k, v in want.items()
                        if v.dtype.kind == "f" and v.shape == got[k].shape}
+        row["agreement"] = compare(want, got).detections
         if calibrate_dir is not None and with_ort:
             frames = [np.load(p) for p in sorted(calibrate_dir.glob("*.npy"))]
             try:
-                row["ort"] = ort_qdq_cosines(model, input_name, frames, feeds, folder)
+                row["ort"], row["ort_agreement"] = ort_qdq_cosines(model, input_name, frames, feeds, folder)
             except Exception as exc:          # noqa: BLE001 - report, do not stop the table
                 row["ort_error"] = f"{type(exc).__name__}: {str(exc)[:60]}"
     return row
@@ -188,6 +189,20 @@ def main() -> None:
             reasons = ""
         if not r.get("int8") and "segments" in r:
             print(f"| {r['model']} | | | | | {reasons} |")
+    print()
+    print("Detections of int8 against float on the held-out frame (`fpga_runtime/accuracy.py`: boxes matched at "
+          "IoU >= 0.5 with the same class; raw YOLO heads: their best 100 boxes after class-wise NMS; probability "
+          "maps: pixels above 0.3):")
+    print()
+    print("| model | compared | int8 precision | int8 recall | onnxruntime QDQ precision | onnxruntime QDQ recall |")
+    print("|---|---|---|---|---|---|")
+    fmt = lambda v: "n/a" if v is None else f"{v:.3f}"                       # noqa: E731
+    for r in rows:
+        a, o = r.get("agreement"), r.get("ort_agreement")
+        if a is None:
+            continue
+        print(f"| {r['model']} | {a.float_detections} float {a.unit} | {fmt(a.precision)} | {fmt(a.recall)} | "
+              f"{fmt(o.precision if o else None)} | {fmt(o.recall if o else None)} |")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,12 @@
 """How far the int8 pipeline is from the float original: per output SNR, cosine similarity and max abs error;
 for detection models also whether the same objects come out (precision and recall of the int8 detections
-against the float ones, matched at IoU >= 0.5 with the same class)."""
+against the float ones, matched at IoU >= 0.5 with the same class), and for a probability map (a text or
+segmentation detector's) whether the same pixels pass its threshold.
+
+Detections are read from three layouts: this project's zoo (boxes [N, B, 4] and NMS indices [K, 3]),
+torchvision's post-processed ones (boxes [K, 4], labels [K]) and raw YOLO heads ([1, 4 + classes, anchors]:
+centre, size, class scores; the best TOP_K after class-wise NMS, so that untrained or unusual models with no
+confident box still compare)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -8,6 +14,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 IOU_MATCH = 0.5
+TOP_K = 100
+MAP_THRESHOLD = 0.3        # DBNet's binarisation threshold
 
 
 @dataclass
@@ -24,6 +32,7 @@ class DetectionAgreement:
     float_detections: int
     int8_detections: int
     matched: int
+    unit: str = "detections"         # or "map pixels"
 
     @property
     def precision(self) -> float | None:
@@ -36,7 +45,12 @@ class DetectionAgreement:
 
     def summary(self) -> str:
         return (f"precision {_ratio(self.precision)}, recall {_ratio(self.recall)} ({self.matched} of "
-                f"{self.float_detections} float / {self.int8_detections} int8 matched)")
+                f"{self.float_detections} float / {self.int8_detections} int8 {self.unit} matched)")
+
+    @property
+    def rule(self) -> str:
+        return (f"Map pixels above {MAP_THRESHOLD}" if self.unit == "map pixels"
+                else f"Detections (IoU >= {IOU_MATCH}, same class)")
 
 
 def _ratio(value: float | None) -> str:
@@ -71,8 +85,53 @@ def detections(boxes: np.ndarray, selected: np.ndarray) -> list[tuple[int, int, 
 
 def detection_agreement(boxes_ref: np.ndarray, selected_ref: np.ndarray, boxes: np.ndarray,
                         selected: np.ndarray) -> DetectionAgreement:
-    ref = detections(boxes_ref, selected_ref)
-    got = detections(boxes, selected)
+    return _agreement(detections(boxes_ref, selected_ref), detections(boxes, selected))
+
+
+def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep: int) -> list[int]:
+    """Greedy NMS per class at IoU_MATCH, best first, at most `keep` boxes."""
+    out: list[int] = []
+    suppressed = np.zeros(len(scores), bool)
+    for i in np.argsort(-scores, kind="stable"):
+        if suppressed[i]:
+            continue
+        out.append(int(i))
+        if len(out) == keep:
+            break
+        same = classes == classes[i]
+        suppressed |= same & (_iou(boxes[i], boxes) >= IOU_MATCH)
+    return out
+
+
+def _raw_yolo(head: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    rows = head[0].T.astype(np.float64)                   # [anchors, 4 + classes]
+    cx, cy, w, h = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
+    boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+    classes = np.argmax(rows[:, 4:], axis=1)
+    scores = rows[np.arange(len(rows)), 4 + classes]
+    return [(0, int(classes[i]), boxes[i]) for i in _class_nms(boxes, scores, classes, TOP_K)]
+
+
+def detection_reader(outputs: dict[str, np.ndarray]):
+    """A function from a model's outputs to its detections [(batch, class, box)], for the layout these outputs
+    have (the float reference's), or None when they are not a detector's."""
+    names = find_detection_outputs(outputs)
+    if names:
+        b, s = names
+        return lambda out: detections(out[b], out[s])
+    boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[-1] == 4]
+    labels = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim == 1]
+    if boxes and labels and len(outputs[boxes[0]]) == len(outputs[labels[0]]):
+        b, lab = boxes[0], labels[0]
+        return lambda out: [(0, int(c), box) for c, box in zip(out[lab], out[b])]
+    heads = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
+             and 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]]
+    if len(heads) == 1 and len(outputs) == 1:
+        return lambda out: _raw_yolo(out[heads[0]])
+    return None
+
+
+def _agreement(ref: list, got: list) -> DetectionAgreement:
     used = np.zeros(len(ref), bool)
     matched = 0
     for n, c, box in got:
@@ -85,6 +144,12 @@ def detection_agreement(boxes_ref: np.ndarray, selected_ref: np.ndarray, boxes: 
             used[candidates[best]] = True
             matched += 1
     return DetectionAgreement(len(ref), len(got), matched)
+
+
+def _probability_map(outputs: dict[str, np.ndarray]) -> str | None:
+    maps = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 4 and v.shape[1] == 1
+            and v.size >= 256 and v.min() >= 0.0 and v.max() <= 1.0]
+    return maps[0] if len(maps) == 1 and len(outputs) == 1 else None
 
 
 def find_detection_outputs(outputs: dict[str, np.ndarray]) -> tuple[str, str] | None:
@@ -112,17 +177,20 @@ class AccuracyReport:
                   for o in self.outputs]
         if self.detections:
             d = self.detections
-            lines += ["", f"Detections (IoU >= {IOU_MATCH}, same class): {d.summary()}"]
+            lines += ["", f"{d.rule}: {d.summary()}"]
         return lines
 
 
 def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> AccuracyReport:
     outs = [output_accuracy(k, v, got[k]) for k, v in reference.items() if v.dtype.kind == "f"]
     det = None
-    names = find_detection_outputs(reference)
-    if names:
-        b, s = names
-        det = detection_agreement(reference[b], reference[s], got[b], got[s])
+    read = detection_reader(reference)
+    pmap = _probability_map(reference)
+    if read is not None:
+        det = _agreement(read(reference), read(got))
+    elif pmap is not None:
+        a, b = reference[pmap] > MAP_THRESHOLD, got[pmap] > MAP_THRESHOLD
+        det = DetectionAgreement(int(a.sum()), int(b.sum()), int((a & b).sum()), "map pixels")
     return AccuracyReport(outs, det)
 
 
@@ -138,5 +206,5 @@ def summarise(reports: list[AccuracyReport]) -> AccuracyReport:
                                       max(o.max_abs for o in per), max(o.ref_max_abs for o in per)))
     dets = [r.detections for r in reports if r.detections is not None]
     pooled = DetectionAgreement(sum(d.float_detections for d in dets), sum(d.int8_detections for d in dets),
-                                sum(d.matched for d in dets)) if dets else None
+                                sum(d.matched for d in dets), dets[0].unit) if dets else None
     return AccuracyReport(outputs, pooled)

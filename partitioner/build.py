@@ -37,6 +37,7 @@ from .synth import synthesize
 from .staging import StagedFolder
 from .targets import cpu as cpu_target
 from .targets import fpga as fpga_target
+from .sensitivity import TensorSensitivity, int8_sensitivity
 from .verify import DEFAULT_TOLERANCE, LayerAccuracy, OutputCheck, int8_accuracy, verify
 
 
@@ -72,6 +73,8 @@ class PartitionConfig:
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
+    sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
+    keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
 
 
 @dataclass
@@ -84,6 +87,7 @@ class BuildResult:
     accuracy: AccuracyReport | None = None
     exploration: Exploration | None = None
     layers: list[LayerAccuracy] = field(default_factory=list)
+    sensitivity: list[TensorSensitivity] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
@@ -106,10 +110,10 @@ def _save_graph(graph, path: Path) -> None:
     onnx.save(model, str(path))
 
 
-def _offload_all(graph, board) -> tuple[list[str], int, list[Stage]]:
+def _offload_all(graph, board, keep: tuple[str, ...] = ()) -> tuple[list[str], int, list[Stage]]:
     """The layers a full offload would put on the FPGA (the cost model needs a design first), in how many
     subgraphs, and that draft's stages for the frame schedule."""
-    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True)
+    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True, keep_on_cpu=keep)
     fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
     stages = []
     for sg in draft.subgraphs:
@@ -123,7 +127,7 @@ def _offload_all(graph, board) -> tuple[list[str], int, list[Stage]]:
 
 def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
-    nodes, subgraphs, stages = _offload_all(graph, board)
+    nodes, subgraphs, stages = _offload_all(graph, board, cfg.keep_on_cpu)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
     exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
@@ -184,7 +188,8 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     timings: list[tuple[str, float]] = []
     explores = cfg.engine is None and cfg.target is TargetName.FPGA
     names = (["import", "fuse"] + (["explore"] if explores else []) + ["partition", "write", "compile"]
-             + (["accuracy"] if cfg.accuracy else []) + (["synth"] if cfg.synth else []) + ["report"]
+             + (["accuracy"] if cfg.accuracy else []) + (["sensitivity"] if cfg.accuracy and cfg.sensitivity else [])
+             + (["synth"] if cfg.synth else []) + ["report"]
              + (["verify"] if cfg.verify else []))
 
     def step(name: str, fn: Callable):
@@ -225,13 +230,14 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     if not explores:          # the buffers the code generator will size, so the cost model sees that engine
         engine = sized_buffers(graph, list(graph.nodes), engine)
     part = step("partition", lambda: partition(graph, target, CostModel(board, engine),
-                                               cfg.offload_everything))
+                                               cfg.offload_everything, cfg.keep_on_cpu))
     build_id = uuid.uuid4().hex
     plan = step("write", lambda: write_build(part, out_dir, cfg.model, cfg.target.value, board,
                                              imported.folded, engine, build_id))
     warnings = list(imported.warnings) + graph.warnings
     accuracy: AccuracyReport | None = None
     layers: list[LayerAccuracy] = []
+    sensitivity: list[TensorSensitivity] = []
     calibration: Calibration | None = None
     synthesis: dict | None = None
     if any(sg.device is Device.FPGA for sg in part.subgraphs):
@@ -247,14 +253,20 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
         if cfg.accuracy:
             feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)
             accuracy, layers = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
+            if cfg.sensitivity:
+                nodes = [n for sg in fpga_sgs for n in sg.nodes]
+                sensitivity = step("sensitivity", lambda: int8_sensitivity(plan, graph, nodes, calibration.table,
+                                                                           feeds, echo))
             record = {**accuracy.as_dict(), "calibration": calibration.source,
-                      "layers": [asdict(layer) for layer in layers]}
+                      "layers": [asdict(layer) for layer in layers],
+                      **({"sensitivity": [asdict(t) for t in sensitivity]} if cfg.sensitivity else {})}
             (out_dir / "accuracy.json").write_text(json.dumps(record, indent=1) + "\n")
         if cfg.synth:
             synthesis = step("synth", lambda: synthesize(out_dir / ENGINE_DIR, board, echo))
     else:
         skip("compile", "no FPGA subgraph")
         skip("accuracy", "no FPGA subgraph")
+        skip("sensitivity", "no FPGA subgraph")
         skip("synth", "no FPGA subgraph")
     picture = step("report", lambda: draw(part, out_dir) if cfg.picture else None)
     checks = None
@@ -265,5 +277,6 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
     plan.write(out_dir)
     if exploration is not None and exploration.chosen is None:
         warnings.append(f"{exploration.note}: every layer stays on the CPU")
-    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis)
-    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers)
+    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis,
+                 sensitivity)
+    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers, sensitivity)

@@ -87,6 +87,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
               help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")
+@click.option("--sensitivity", is_flag=True,
+              help="rank the engine's tensors by what int8 rounding of each alone costs the outputs (report.md)")
+@click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",
+              help="keep this ONNX node's layer in float on the CPU (repeatable; --sensitivity suggests which)")
 @click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
@@ -97,7 +101,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          no_accuracy: bool,
-         min_cosine: float | None,
+         min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
@@ -107,7 +111,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
-        objective=objective)
+        objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)
@@ -136,6 +140,10 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         if result.accuracy.detections:
             d = result.accuracy.detections
             click.echo(f"  detections: {d.summary()}")
+    if result.sensitivity:
+        worst = result.sensitivity[:5]
+        click.echo("  most sensitive tensors (only this one in int8, the rest float): "
+                   + ", ".join(f"{w.tensor} {w.cosine:.4f}" for w in worst))
     if min_cosine is not None and (low := result.below(min_cosine)) is not None:
         click.echo(f"error: int8 output {low[0]!r} has cosine below {min_cosine} against float; the first FPGA "
                    f"layer below it is {low[1]!r} (report.md lists every layer)", err=True)

@@ -9,6 +9,7 @@ import networkx as nx
 
 from .carve import carve, cluster_graph, split_parallel
 from .cost import PARALLEL_MIN_S, CostModel, RegionEstimate
+from .errors import ModelError
 from .ir import Graph
 from .roles import Role, assign_roles
 from .targets import cpu as cpu_target
@@ -67,6 +68,17 @@ def _place(graph: Graph, target: ModuleType, roles: dict[str, Role], demoted: di
     return on_fpga, reasons
 
 
+def _kept_on_cpu(graph: Graph, names: tuple[str, ...]) -> dict[str, str]:
+    kept = {}
+    for name in names:
+        found = [n for n, node in graph.nodes.items() if n == name or name in node.origin]
+        if not found:
+            raise ModelError(f"--keep-on-cpu {name}: the model has no node of that name (after fusion, a layer is "
+                             "named after its first ONNX node; report.md lists them)")
+        kept.update((n, "kept in float on the CPU (--keep-on-cpu)") for n in found)
+    return kept
+
+
 def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -> int:
     """Elements of the tensors this part exchanges with the CPU (graph inputs and outputs included)."""
     total = 0
@@ -82,9 +94,11 @@ def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -
     return total
 
 
-def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False) -> Partition:
+def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False,
+              keep_on_cpu: tuple[str, ...] = ()) -> Partition:
     """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and splits
-    every parallel branch off, except for regions without MACs: those never become a subgraph of their own."""
+    every parallel branch off, except for regions without MACs: those never become a subgraph of their own.
+    `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the target says."""
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
@@ -92,7 +106,7 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
         return _finish(graph, dag, order, [(set(graph.nodes), Device.CPU, Role.COMPUTE, None, everything)], {},
                        {n: Role.COMPUTE for n in graph.nodes}, [])
     roles = assign_roles(graph, dag)
-    demoted: dict[str, str] = {}
+    demoted: dict[str, str] = _kept_on_cpu(graph, keep_on_cpu)
     decisions: list[Decision] = []
     while True:
         on_fpga, reasons = _place(graph, target, roles, demoted)

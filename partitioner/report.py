@@ -111,9 +111,24 @@ def _cpu_costs_source(board_name: str) -> str:
             "measures its own)")
 
 
+def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
+    lines = ["### int8 sensitivity (one tensor at a time in int8, the rest float)", "",
+             f"{len(ranked)} engine tensors probed on the accuracy frame; the worst output's cosine against the "
+             "all-float partition, worst first. A tensor leaves int8 only when every layer writing or reading it "
+             "runs on the CPU:", ""]
+    lines += _table(["tensor", "layers writing or reading it", "subgraph", "cosine"],
+                    [[t.tensor, ", ".join(t.layers), t.subgraph, f"{t.cosine:.5f}"] for t in ranked[:shown]]) + [""]
+    worst = ranked[0]
+    if worst.layers:
+        lines += [f"To take `{worst.tensor}` out of int8 (more CPU time, more FPGA segments): "
+                  + " ".join(f"`--keep-on-cpu {n}`" for n in worst.layers), ""]
+    return lines
+
+
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
-                 layers: list | None = None, synthesis: dict | None = None) -> Path:
+                 layers: list | None = None, synthesis: dict | None = None, sensitivity: list | None = None
+                 ) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -156,6 +171,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
         lines += ["### Per FPGA layer (int8 output read back from engine memory vs the float partition)", ""]
         lines += _table(["layer output", "subgraph", "cosine", "SNR dB"],
                         [[x.tensor, x.subgraph, f"{x.cosine:.5f}", f"{x.snr_db:.1f}"] for x in layers]) + [""]
+    if sensitivity:
+        lines += _sensitivity(sensitivity)
     if fpga:
         lines += ["## Fused FPGA layers", ""]
         rows = [[s.name, l.name, l.describe, f"{l.macs / 1e6:.1f}", ", ".join(l.covers)] for s in fpga for l in s.layers]

@@ -1,0 +1,86 @@
+"""int8 sensitivity analysis and --keep-on-cpu: the tensor whose int8 rounding hurts most is ranked first, and
+keeping the layers that hold it in int8 on the CPU recovers the accuracy."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import onnx
+from click.testing import CliRunner
+
+from fpga_runtime.frames import original_outputs
+from graphs import Net
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.cli import main
+
+
+def _outlier_model(tmp_path):
+    """conv a's output has one channel ~100x the others (per-tensor int8 leaves the others a level or two);
+    conv b reads only the small channels. Conv c, elsewhere, is harmless."""
+    n = Net(channels=8, size=8, seed=1)
+    w = (n.rng.standard_normal((8, 8, 3, 3)) * 0.05).astype(np.float32)
+    b = np.full(8, 0.2, np.float32)
+    w[0] *= 50.0
+    b[0] = 40.0
+    n.inits += [onnx.numpy_helper.from_array(w, "a.w"), onnx.numpy_helper.from_array(b, "a.b")]
+    a = n.node("Relu", [n.node("Conv", ["x", "a.w", "a.b"], "a", kernel_shape=[3, 3], pads=[1, 1, 1, 1])], "a_relu")
+    wb = (n.rng.standard_normal((8, 8, 1, 1)) * 0.5).astype(np.float32)
+    wb[:, 0] = 0.0
+    n.inits.append(onnx.numpy_helper.from_array(wb, "b.w"))
+    y = n.node("Conv", [a, "b.w"], "b", kernel_shape=[1, 1])
+    out = n.node("Relu", [n.conv(y, "c")], "c_relu")
+    return n.save([out], tmp_path / "outlier.onnx")
+
+
+def _cosine(a, b):
+    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def test_the_outlier_tensor_ranks_first_and_keeping_its_layers_on_the_cpu_recovers(tmp_path):
+    model = _outlier_model(tmp_path)
+    result = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, sensitivity=True,
+                                           offload_everything=True, calibration_method="max"))
+    ranked = result.sensitivity
+    assert ranked[0].tensor == "a_relu" and set(ranked[0].layers) == {"a", "b"}
+    assert ranked[0].cosine < 0.98 < ranked[-1].cosine
+    assert all(x.cosine <= y.cosine for x, y in zip(ranked, ranked[1:]))
+    record = json.loads((tmp_path / "b" / "accuracy.json").read_text())
+    assert record["sensitivity"][0]["tensor"] == "a_relu"
+    report = (tmp_path / "b" / "report.md").read_text()
+    assert "`--keep-on-cpu a` `--keep-on-cpu b`" in report
+    before = result.accuracy.outputs[0].cosine
+
+    kept = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "k", picture=False, keep_on_cpu=("a", "b"),
+                                         offload_everything=True, calibration_method="max"))
+    placed = {n: s.device for s in kept.plan.subgraphs for n in s.nodes}
+    assert placed["a"] == placed["b"] == "cpu" and placed["c"] == "fpga"
+    assert sum("--keep-on-cpu" in f["reason"] for f in kept.plan.fallbacks) == 2
+    after = kept.accuracy.outputs[0].cosine
+    assert after > 0.995 > before
+
+
+def test_keep_on_cpu_of_an_unknown_node_is_one_clear_error(tmp_path):
+    model = _outlier_model(tmp_path)
+    result = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "b"), "--keep-on-cpu", "nope"])
+    assert result.exit_code == 2
+    assert "--keep-on-cpu nope: the model has no node of that name" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_probe_is_the_float_model_with_that_tensor_rounded(tmp_path):
+    """The probe of the model input equals the original model run on the input rounded to its int8 scale."""
+    from partitioner.sensitivity import int8_sensitivity
+    model = _outlier_model(tmp_path)
+    result = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, accuracy=False,
+                                           offload_everything=True))
+    ranges = json.loads((tmp_path / "b" / "fpga" / "calibration.json").read_text())["ranges"]
+    feeds = {"x": np.random.default_rng(0).standard_normal((1, 8, 8, 8)).astype(np.float32)}
+    nodes = [n for s in result.partition.subgraphs if s.device.value == "fpga" for n in s.nodes]
+    probed = {p.tensor: p for p in int8_sensitivity(result.plan, result.partition.graph, nodes, ranges, feeds)}
+    scale = ranges["x"] / 127
+    rounded = {"x": (np.clip(np.rint(feeds["x"] / scale), -128, 127) * scale).astype(np.float32)}
+    want = _cosine(original_outputs(model, feeds)["c_relu"], original_outputs(model, rounded)["c_relu"])
+    assert abs(probed["x"].cosine - want) < 1e-6
+    assert probed["x"].layers == ["a"]
+    assert "a" not in probed                  # ReLU's clamp requantises straight to the output scale
