@@ -37,10 +37,9 @@ from partitioner.errors import ModelError  # noqa: E402
 
 
 def _segments(plan) -> tuple[int, int]:
-    """(sequential FPGA segments, parallel groups): a parallel group counts once as a segment."""
-    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
-    groups = {s.parallel_group for s in fpga if s.parallel_group is not None}
-    return sum(1 for s in fpga if s.parallel_group is None) + len(groups), len(groups)
+    """(sequential FPGA segments: the FPGA subgraphs on the longest dependency chain, parallel groups)."""
+    groups = {s.parallel_group for s in plan.subgraphs if s.device == "fpga" and s.parallel_group is not None}
+    return len(plan.fpga_chain()), len(groups)
 
 
 def _reasons(plan) -> Counter:

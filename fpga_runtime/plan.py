@@ -89,6 +89,15 @@ class Plan:
                 return s
         raise PlanError(f"no subgraph named {name!r}")
 
+    def fpga_chain(self) -> list[str]:
+        """The longest dependency chain of FPGA subgraphs (CPU subgraphs pass through): the engine programs a
+        frame runs one after another. Parallel heads and branches beside it do not lengthen it."""
+        best: dict[str, list[str]] = {}
+        for sg in self.subgraphs:                       # plan order is a topological order
+            before = max((best[d] for d in sg.depends_on), key=len, default=[])
+            best[sg.name] = before + [sg.name] if sg.device == "fpga" else before
+        return max(best.values(), key=len, default=[])
+
     def onnx_path(self, sg: SubgraphSpec) -> Path:
         return self.root / sg.onnx
 

@@ -52,3 +52,17 @@ def test_reader_rejects_wrong_version_and_bad_order(build):
 def test_reader_reports_missing_plan(tmp_path):
     with pytest.raises(PlanError, match="run `partition` first"):
         read_plan(tmp_path)
+
+
+def test_fpga_chain_is_the_longest_dependency_path_of_fpga_subgraphs(build):
+    """Parallel branches do not lengthen it; a CPU subgraph between two FPGA ones passes the chain through."""
+    plan = read_plan(build)
+    chain = plan.fpga_chain()
+    by_name = {s.name: s for s in plan.subgraphs}
+    assert chain and all(by_name[n].device == "fpga" for n in chain)
+    assert len({by_name[n].parallel_group for n in chain if by_name[n].parallel_group is not None}) == \
+        sum(1 for n in chain if by_name[n].parallel_group is not None)      # one branch per parallel group
+    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
+    assert len(chain) < len(fpga) or not any(s.parallel_group is not None for s in fpga)
+    plan.subgraphs[-1].depends_on = []            # a plan whose last subgraph depends on nothing
+    assert len(plan.fpga_chain()) <= len(chain)
