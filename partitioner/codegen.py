@@ -66,9 +66,13 @@ def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
     return folder
 
 
+DEFAULT_REGION_BYTES = 4 << 20          # m_axi depth of an engine built without a build's memory sizes (tests)
+
+
 def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
-              board: Board | None = None) -> Path:
-    """Engine sources into `<out_dir>/fpga/hls`; with a board also run_hls.tcl, the overlay and the Makefile."""
+              board: Board | None = None, region_bytes: tuple[int, int] | None = None) -> Path:
+    """Engine sources into `<out_dir>/fpga/hls`; with a board also run_hls.tcl, the overlay and the Makefile.
+    `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates."""
     fpga = out_dir / ENGINE_DIR
     folder = fpga / HLS_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,7 +81,10 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
                "pixels": config.pixels,
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
-               "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config)}
+               "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),
+               "pool_ring": 1 << max(1, (config.max_kernel - 1).bit_length()),
+               **{f"{k}_words": -(-max(64, b) // 64) for k, b in
+                  zip(("act", "const"), region_bytes or (DEFAULT_REGION_BYTES, DEFAULT_REGION_BYTES))}}
     env = _env()
     (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
     for name in SOURCES:

@@ -9,15 +9,29 @@ const int R = ENGINE_PE_ROWS;
 const int G = ENGINE_GRANULE;
 
 // ---- memory access: 64-byte words, little-endian bytes -------------------------------------------------
-uint8_t byte_at(const word_t *mem, uint32_t addr) {
-    word_t w = mem[addr >> 6];
-    unsigned lo = (addr & 63u) * 8u;
-    return (uint8_t)w.range(lo + 7, lo).to_uint();
+// n <= NMAX bytes from any address, read as the whole 64-byte words that hold them (one burst, a word per
+// cycle), never a word past them
+template <int NMAX>
+void read_bytes(const word_t *mem, uint32_t addr, int n, uint8_t out[NMAX]) {
+#pragma HLS INLINE off
+    const uint32_t first = addr >> 6;
+    const int skip = (int)(addr & 63u);
+    const int words = (skip + n + 63) / 64;
+    for (int w = 0; w < words; ++w) {
+#pragma HLS PIPELINE II=1
+#pragma HLS LOOP_TRIPCOUNT max=(NMAX+127)/64
+        word_t word = mem[first + w];
+        for (int b = 0; b < 64; ++b) {
+#pragma HLS UNROLL
+            int at = w * 64 + b - skip;
+            if (at >= 0 && at < n) out[at] = (uint8_t)word.range(8 * b + 7, 8 * b).to_uint();
+        }
+    }
 }
 
-uint32_t u32_at(const word_t *mem, uint32_t addr) {
-    return (uint32_t)byte_at(mem, addr) | ((uint32_t)byte_at(mem, addr + 1) << 8) |
-           ((uint32_t)byte_at(mem, addr + 2) << 16) | ((uint32_t)byte_at(mem, addr + 3) << 24);
+int32_t le32(const uint8_t *b) {
+#pragma HLS INLINE
+    return (int32_t)((uint32_t)b[0] | ((uint32_t)b[1] << 8) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 24));
 }
 
 // n bytes at an address aligned to n (n divides 64): never crosses a word
@@ -59,9 +73,11 @@ int8_t activate(int8_t q, uint8_t kind, const int8_t lut[256], int8_t lo, int8_t
 }
 
 void load_lut(const word_t *consts, uint32_t addr, int8_t lut[256]) {
+    uint8_t raw[256];
+    read_bytes<256>(consts, addr, 256, raw);
     for (int i = 0; i < 256; ++i) {
-#pragma HLS PIPELINE II=1
-        lut[i] = (int8_t)byte_at(consts, addr + i);
+#pragma HLS UNROLL
+        lut[i] = (int8_t)raw[i];
     }
 }
 
@@ -69,11 +85,7 @@ void load_lut(const word_t *consts, uint32_t addr, int8_t lut[256]) {
 Descriptor fetch(const word_t *program, uint32_t index) {
     uint8_t b[128];
 #pragma HLS ARRAY_PARTITION variable=b complete
-    uint32_t at = 16 + 128 * index;
-    for (int i = 0; i < 128; ++i) {
-#pragma HLS PIPELINE II=1
-        b[i] = byte_at(program, at + i);
-    }
+    read_bytes<128>(program, 16 + 128 * index, 128, b);       // three words: the header is 16 bytes
 #define U8(o) (b[o])
 #define U16(o) ((uint16_t)(b[o] | (b[(o) + 1] << 8)))
 #define U32(o) ((uint32_t)b[o] | ((uint32_t)b[(o) + 1] << 8) | ((uint32_t)b[(o) + 2] << 16) | ((uint32_t)b[(o) + 3] << 24))
@@ -143,8 +155,10 @@ void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], cons
     }
 }
 
-// Rows of conv output kept for the fused max pool: the last pool_kh rows, N channels each.
-static int8_t ring[ENGINE_MAX_KERNEL][ENGINE_MAX_WIDTH][G];
+// Rows of conv output kept for the fused max pool: the last pool_kh rows, N channels each, in a ring of a
+// power-of-two count of rows (indexed by the row's low bits: no modulo by a variable).
+const int RING = ENGINE_POOL_RING;
+static int8_t ring[RING][ENGINE_MAX_WIDTH][G];
 
 template <int N>
 void emit_pooled_rows(const Descriptor &d, word_t *act, int n, int oy, int c, int &py_next) {
@@ -163,7 +177,7 @@ void emit_pooled_rows(const Descriptor &d, word_t *act, int n, int oy, int c, in
                     int rx = px * d.pool_sw - d.pool_pad_l + kx;
                     if (ry < 0 || ry >= d.conv_h || rx < 0 || rx >= d.conv_w) continue;
                     for (int i = 0; i < N; ++i) {
-                        int8_t v = ring[ry % d.pool_kh][rx][i];
+                        int8_t v = ring[ry & (RING - 1)][rx][i];
                         if (v > best[i]) best[i] = v;
                     }
                 }
@@ -179,20 +193,33 @@ template <int N>
 void finish_row_pixel(const Descriptor &d, word_t *act, const int8_t y[N], int n, int oy, int ox, int c) {
 #pragma HLS INLINE
     if (d.flags & F_POOL) {
-        for (int i = 0; i < N; ++i) ring[oy % d.pool_kh][ox][i] = y[i];
+        for (int i = 0; i < N; ++i) ring[oy & (RING - 1)][ox][i] = y[i];
     } else {
         store_vec<N>(act, out_pixel(d, n, oy, ox) + c, y);
     }
 }
 
+void load_requant(const Descriptor &d, const word_t *consts, int c0, int count, int32_t mult[G], int32_t shift[G]) {
+    uint8_t raw[8 * G];
+    read_bytes<8 * G>(consts, d.requant_addr + 8 * c0, 8 * count, raw);
+    for (int i = 0; i < G; ++i) {
+#pragma HLS UNROLL
+        if (i < count) {
+            mult[i] = le32(&raw[8 * i]);
+            shift[i] = le32(&raw[8 * i + 4]);
+        }
+    }
+}
+
 void load_channel_params(const Descriptor &d, const word_t *consts, int c0, int count, int32_t bias[G],
                          int32_t mult[G], int32_t shift[G]) {
-    for (int i = 0; i < count; ++i) {
-#pragma HLS PIPELINE II=1
-        bias[i] = (int32_t)u32_at(consts, d.bias_addr + 4 * (c0 + i));
-        mult[i] = (int32_t)u32_at(consts, d.requant_addr + 8 * (c0 + i));
-        shift[i] = (int32_t)u32_at(consts, d.requant_addr + 8 * (c0 + i) + 4);
+    uint8_t raw[4 * G];
+    read_bytes<4 * G>(consts, d.bias_addr + 4 * c0, 4 * count, raw);
+    for (int i = 0; i < G; ++i) {
+#pragma HLS UNROLL
+        if (i < count) bias[i] = le32(&raw[4 * i]);
     }
+    load_requant(d, consts, c0, count, mult, shift);
 }
 
 // The weight tile of one output-channel tile. Under synthesis it is local to the tile loop's DATAFLOW body,
@@ -213,13 +240,21 @@ void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, int8_t wb
     }
 }
 
-// One output-channel tile: every output pixel accumulates R x V products per cycle over kernel taps and
-// input-channel tiles, then the epilogue, then the write (or the fused pool's line buffer).
-void compute_tile(const Descriptor &d, word_t *act, const word_t *consts, const int8_t wbuf[ENGINE_WBUF_BYTES],
-                  const int8_t lut1[256], const int8_t lut2[256], int n, int ot, uint64_t &cycles) {
-    const int ic_tiles = d.in_c / V;
-    int32_t bias[G], mult[G], shift[G];
+// The loader process of a standard conv's tile: its weights and its per-channel parameters, the only reads of
+// the constant port inside the dataflow region.
+void load_tile(const Descriptor d, const word_t *consts, int ot, uint32_t tile_bytes,
+               int8_t wbuf[ENGINE_WBUF_BYTES], int32_t bias[G], int32_t mult[G], int32_t shift[G]) {
+    load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, wbuf);
     load_channel_params(d, consts, ot * R, R, bias, mult, shift);
+}
+
+// The compute process of one output-channel tile: every output pixel accumulates R x V products per cycle
+// over kernel taps and input-channel tiles, then the epilogue, then the write (or the fused pool's line
+// buffer). It alone touches the activation port inside the dataflow region.
+void compute_tile(const Descriptor d, word_t *act, const int8_t wbuf[ENGINE_WBUF_BYTES], const int32_t bias[G],
+                  const int32_t mult[G], const int32_t shift[G], const int8_t lut1[256], const int8_t lut2[256],
+                  int n, int ot) {
+    const int ic_tiles = d.in_c / V;
     int py_next = 0;
     for (int oy = 0; oy < d.conv_h; ++oy) {
         for (int ox = 0; ox < d.conv_w; ++ox) {
@@ -246,7 +281,6 @@ void compute_tile(const Descriptor &d, word_t *act, const word_t *consts, const 
                             }
                             acc[r] += sum;
                         }
-                        ++cycles;
                     }
                 }
             }
@@ -258,17 +292,24 @@ void compute_tile(const Descriptor &d, word_t *act, const word_t *consts, const 
     }
 }
 
-// Standard convolution: output-channel tiles in a dataflow loop (weight load of tile t+1 overlaps tile t).
+// Standard convolution: output-channel tiles in a canonical dataflow loop body (a loader and a compute process,
+// local buffers between them, each port read by one process): the load of tile t+1 overlaps tile t. The count
+// of array steps is known from the descriptor, so no process writes a shared counter.
 void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
                    const int8_t lut2[256], uint64_t &cycles) {
     const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * (d.in_c / V) * R * V;
-    cycles += (uint64_t)d.batch * (d.out_c / R) * (tile_bytes / 64);   // weight beats (one writer per process)
+    const uint64_t tiles = (uint64_t)d.batch * (d.out_c / R);
+    cycles += tiles * (tile_bytes / 64 + (uint64_t)d.conv_h * d.conv_w * d.kh * d.kw * (d.in_c / V));
     for (int n = 0; n < d.batch; ++n) {
         for (int ot = 0; ot < d.out_c / R; ++ot) {
 #pragma HLS DATAFLOW
             WEIGHT_TILE(wbuf);
-            load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, wbuf);
-            compute_tile(d, act, consts, wbuf, lut1, lut2, n, ot, cycles);
+            int32_t bias[G], mult[G], shift[G];
+#pragma HLS ARRAY_PARTITION variable=bias complete
+#pragma HLS ARRAY_PARTITION variable=mult complete
+#pragma HLS ARRAY_PARTITION variable=shift complete
+            load_tile(d, consts, ot, tile_bytes, wbuf, bias, mult, shift);
+            compute_tile(d, act, wbuf, bias, mult, shift, lut1, lut2, n, ot);
         }
     }
 }
@@ -279,9 +320,12 @@ void conv_depthwise(const Descriptor &d, word_t *act, const word_t *consts, cons
     const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * V;
     for (int n = 0; n < d.batch; ++n) {
         for (int ct = 0; ct < d.out_c / V; ++ct) {
-            int8_t wt[ENGINE_MAX_KERNEL * ENGINE_MAX_KERNEL * V];
-            for (uint32_t i = 0; i < tile_bytes; ++i) wt[i] = (int8_t)byte_at(consts, d.weight_addr + ct * tile_bytes + i);
+            uint8_t wt[ENGINE_MAX_KERNEL * ENGINE_MAX_KERNEL * V];
+            read_bytes<ENGINE_MAX_KERNEL * ENGINE_MAX_KERNEL * V>(consts, d.weight_addr + ct * tile_bytes, tile_bytes, wt);
             int32_t bias[G], mult[G], shift[G];
+#pragma HLS ARRAY_PARTITION variable=bias complete
+#pragma HLS ARRAY_PARTITION variable=mult complete
+#pragma HLS ARRAY_PARTITION variable=shift complete
             load_channel_params(d, consts, ct * V, V, bias, mult, shift);
             int py_next = 0;
             for (int oy = 0; oy < d.conv_h; ++oy) {
@@ -294,7 +338,7 @@ void conv_depthwise(const Descriptor &d, word_t *act, const word_t *consts, cons
                             int8_t xv[V];
                             read_input<V>(d, act, n, oy * d.stride_h - d.pad_t + ky * d.dil_h,
                                           ox * d.stride_w - d.pad_l + kx * d.dil_w, ct * V, xv);
-                            for (int v = 0; v < V; ++v) acc[v] += (int32_t)xv[v] * (int32_t)wt[(ky * d.kw + kx) * V + v];
+                            for (int v = 0; v < V; ++v) acc[v] += (int32_t)xv[v] * (int32_t)(int8_t)wt[(ky * d.kw + kx) * V + v];
                             ++cycles;
                         }
                     }
@@ -324,12 +368,12 @@ void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uin
                     for (int v = 0; v < V; ++v) sum[v] += xv[v];
                     ++cycles;
                 }
+            int32_t mult[G], shift[G];
+            load_requant(d, consts, c, V, mult, shift);
             int8_t out[V];
             for (int v = 0; v < V; ++v) {
 #pragma HLS UNROLL
-                int32_t mult = (int32_t)u32_at(consts, d.requant_addr + 8 * (c + v));
-                int32_t shift = (int32_t)u32_at(consts, d.requant_addr + 8 * (c + v) + 4);
-                out[v] = sat8(shift_round((int64_t)sum[v] * (int64_t)mult, shift));
+                out[v] = sat8(shift_round((int64_t)sum[v] * (int64_t)mult[v], shift[v]));
             }
             store_vec<V>(act, pixel(d.out_addr, n, 0, 0, 1, 1, d.out_c_stride) + d.out_c_offset + c, out);
         }
@@ -385,7 +429,7 @@ bool fits(const Descriptor &d) {
         return false;
     if (d.op != OP_CONV) return true;
     if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL) return false;
-    if ((d.flags & F_POOL) && d.conv_w > ENGINE_MAX_WIDTH) return false;     // the pool's row ring
+    if ((d.flags & F_POOL) && (d.conv_w > ENGINE_MAX_WIDTH || d.pool_kh > RING)) return false;   // the row ring
     if (d.in_c % V || d.out_c % (d.flags & F_DEPTHWISE ? V : R)) return false;
     return (d.flags & F_DEPTHWISE) || (uint64_t)d.kh * d.kw * d.in_c * R <= ENGINE_WBUF_BYTES;
 }
@@ -393,14 +437,17 @@ bool fits(const Descriptor &d) {
 }  // namespace
 
 void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles) {
-#pragma HLS INTERFACE m_axi port=program offset=slave bundle=gmem0 depth=4096
-#pragma HLS INTERFACE m_axi port=act offset=slave bundle=gmem1 depth=65536 max_read_burst_length=64 max_write_burst_length=64
-#pragma HLS INTERFACE m_axi port=consts offset=slave bundle=gmem2 depth=65536 max_read_burst_length=64
+// depths: the build's regions in 64-byte words (co-simulation sizes its memories by them)
+#pragma HLS INTERFACE m_axi port=program offset=slave bundle=gmem0 depth=ENGINE_CONST_WORDS
+#pragma HLS INTERFACE m_axi port=act offset=slave bundle=gmem1 depth=ENGINE_ACT_WORDS max_read_burst_length=64 max_write_burst_length=64
+#pragma HLS INTERFACE m_axi port=consts offset=slave bundle=gmem2 depth=ENGINE_CONST_WORDS max_read_burst_length=64
 #pragma HLS INTERFACE s_axilite port=layer_count
 #pragma HLS INTERFACE s_axilite port=cycles
 #pragma HLS INTERFACE s_axilite port=return
     uint64_t count = 0;
-    int8_t lut1[256], lut2[256];
+    int8_t lut1[256], lut2[256];          // every lane looks up in the same cycle: registers, not a RAM
+#pragma HLS ARRAY_PARTITION variable=lut1 complete
+#pragma HLS ARRAY_PARTITION variable=lut2 complete
     for (uint32_t i = 0; i < layer_count; ++i) {
 #pragma HLS LOOP_TRIPCOUNT max=256
         Descriptor d = fetch(program, i);

@@ -71,5 +71,5 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                         board=board.name if board is not None else None)
     image.save(out_dir / ENGINE_DIR, consts.image())
     calibration.save(out_dir / ENGINE_DIR)
-    write_hls(out_dir, graph.name, config, every, board)
+    write_hls(out_dir, graph.name, config, every, board, (activations.end, consts.size))
     return image, warnings
