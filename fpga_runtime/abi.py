@@ -69,6 +69,7 @@ class Op(enum.IntEnum):
     COPY = 4        # copy with the input read mode (x2 upsample) and channel re-placement
     GLOBAL_AVG_POOL = 5   # out[n, 0, 0, c] = requant(sum over the input's pixels, per-channel table)
     SCALE = 6       # out = in * in2[n, 0, 0, c] (a per-channel gate, squeeze-and-excitation), rescaled
+    L2NORM = 7      # out = in / ||in|| over each pixel's channels (SSD's L2Norm), rescaled: l2norm_factor
 
 
 class Flag(enum.IntFlag):
@@ -304,3 +305,39 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if shift < 0:
         raise ValueError(f"requantisation factor {real} is too large for the engine")
     return mult, shift
+
+
+RSQRT_INDEX_BITS = 10
+L2NORM_SHIFTS = (16, 40)       # res_shift of an L2NORM layer: the range every engine takes
+
+
+def rsqrt_table() -> np.ndarray:
+    """T[i] = round(2^26 / sqrt(i + 1/2)) for 256 <= i < 1024 (0 below): 1 / sqrt of a sum of squares whose top
+    10 bits, normalised by an even shift, are i. The engines' ROM (HLS header, SystemVerilog function) is
+    generated from this one table."""
+    t = np.zeros(1 << RSQRT_INDEX_BITS, np.int64)
+    i = np.arange(256, 1 << RSQRT_INDEX_BITS)
+    t[256:] = np.rint(2.0 ** 26 / np.sqrt(i + 0.5)).astype(np.int64)
+    return t
+
+
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, np.int64).copy()
+    n = np.zeros(v.shape, np.int64)
+    for step in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.int64(1) << step)
+        n += big * step
+        v = np.where(big, v >> step, v)
+    return n + (v > 0)
+
+
+def l2norm_factor(ss: np.ndarray, mult: int, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """(K, sh) per pixel of an L2NORM layer from its sum of squares `ss` (int32, >= 0): out = saturate8(
+    shift_round(x * K, sh)). ss = 0 gives K = 0. Otherwise, with z the even number of leading zeros of ss as a
+    32-bit word (z = clz & ~1) and i = (ss << z) >> 22: K = shift_round(T[i] * mult, 23) and
+    sh = shift + 14 - z / 2, since 1 / sqrt(ss) ~ T[i] * 2^(z/2 - 37) and (mult, shift) encode 1 / s_out."""
+    ss = np.asarray(ss, np.int64)
+    z = (32 - _bit_length(ss)) & ~1
+    idx = np.where(ss > 0, np.left_shift(ss, np.where(ss > 0, z, 0)) >> 22, 0) & ((1 << RSQRT_INDEX_BITS) - 1)
+    k = shift_round(rsqrt_table()[idx] * np.int64(mult), 23)
+    return np.where(ss > 0, k, 0), np.where(ss > 0, shift + 14 - z // 2, 0)

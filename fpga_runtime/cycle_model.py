@@ -165,7 +165,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
         return round(fixed + load + run + (c_tiles - 1) * max(run, load))
     if s.op == Op.COPY:
         return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat, passes) * pixels * (s.in_c // v))
-    beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
+    beats = {Op.ADD: 2, Op.SCALE: 2, Op.L2NORM: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)   # L2NORM reads twice
     return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat * beats, passes) * pixels * c_tiles)
 
 

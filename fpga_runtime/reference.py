@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, requantize, saturate8, shift_round,
-                  unpack_program)
+from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, l2norm_factor, requantize,
+                  saturate8, shift_round, unpack_program)
 
 _EXACT_F32_CHANNELS = 1024
 
@@ -182,6 +182,10 @@ class ReferenceEngine:
             total = _read_input(act, d).astype(np.int64).sum(axis=(1, 2), keepdims=True)
             rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
             _write_output(act, d, requantize(total, rq[:, 0], rq[:, 1], overwrite=True))
+        elif d.op == Op.L2NORM:
+            x = _read_input(act, d).astype(np.int64)
+            k, sh = l2norm_factor(np.sum(x * x, axis=-1), d.res_mult_a, d.res_shift)
+            _write_output(act, d, saturate8(shift_round(x * k[..., None], sh[..., None])))
         elif d.op == Op.SCALE:
             gate = _region(act, d.in2_addr, d.batch, 1, 1, d.in2_c_stride)[..., d.in2_c_offset:d.in2_c_offset + d.out_c]
             product = _read_input(act, d).astype(np.int64) * gate.astype(np.int64)

@@ -69,8 +69,8 @@ class _Groups:
 
 
 def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], groups: _Groups | None = None,
-                   group: int | None = None, worth: Callable[[set[str]], bool] = lambda branch: True
-                   ) -> list[tuple[set[str], int | None]]:
+                   group: int | None = None, worth: Callable[[set[str]], bool] = lambda branch: True,
+                   works: Callable[[set[str]], bool] = lambda part: True) -> list[tuple[set[str], int | None]]:
     """Cut a convex cluster where it forks into branches with no path between them.
 
     A node comparable with every other node of the cluster is *sequential*. The others fall into sections by
@@ -80,7 +80,9 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], gr
     sharing a fresh group id. Components are taken per section, never across a sequential node, so an edge
     that skips a sequential node (x -> s1 -> y with x -> y) cannot tie two parts into a cycle. Only branches that
     are `worth` a subgraph of their own are split off (a parallel part costs a program start and cuts the chain
-    into more segments); the others stay in the sequential part before the group.
+    into more segments); the others stay in the sequential part before the group. Nor is a fork split where the
+    sequential part before it would be left without work of its own (`works`: e.g. an L2 normalisation in front
+    of two heads, which alone would be a program without MACs).
     """
     groups = groups or _Groups()
     sub = dag.subgraph(members)
@@ -112,6 +114,9 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], gr
     for k in range(len(sequential) + 1):
         comps = sorted(sections.get(k, []), key=lambda m: min(order[n] for n in m))
         heavy = [c for c in comps if worth(c)] if len(comps) >= 2 else []
+        if len(heavy) >= 2 and current and not works(current | {c for comp in comps if comp not in heavy
+                                                                for c in comp}):
+            heavy = []
         if len(heavy) >= 2:
             for comp in comps:
                 if comp not in heavy:
@@ -119,10 +124,10 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], gr
             flush()
             g = groups.new()
             for comp in heavy:
-                parts.extend(split_parallel(dag, comp, order, groups, g, worth))
+                parts.extend(split_parallel(dag, comp, order, groups, g, worth, works))
             comps = []
         for comp in comps:
-            inner = split_parallel(dag, comp, order, groups, group, worth)
+            inner = split_parallel(dag, comp, order, groups, group, worth, works)
             if len(inner) == 1:
                 current |= inner[0][0]
             else:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 
 from fpga_runtime import window_path
-from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op
+from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op, rsqrt_table
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.boards import Board
 from hls_templates import ENGINE, ROOT, RTL
@@ -63,6 +63,9 @@ def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
     rtl_context = dict(context, max_width=context["pool_width"],
                        pack=int(board is None or board.int8_macs_per_dsp == 2))
     (folder / "engine_config.svh").write_text(_env().get_template("rtl/engine_config.svh.j2").render(rtl_context))
+    table = rsqrt_table()
+    (folder / "rsqrt_rom.svh").write_text(_env().get_template("rtl/rsqrt_rom.svh.j2").render(
+        entries=[(i, int(t)) for i, t in enumerate(table) if t]))
     return folder
 
 
@@ -87,6 +90,8 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
                   zip(("act", "const"), region_bytes or (DEFAULT_REGION_BYTES, DEFAULT_REGION_BYTES))}}
     env = _env()
     (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
+    (folder / "rsqrt_table.h").write_text(env.get_template("engine/rsqrt_table.h.j2").render(
+        table=[int(t) for t in rsqrt_table()]))
     for name in SOURCES:
         shutil.copyfile(ENGINE / name, folder / name)
     write_rtl(fpga, context, board)

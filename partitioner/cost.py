@@ -116,7 +116,8 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
         return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
-    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE}.get(node.kind, Op.COPY)
+    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE,
+          OpKind.LP_NORMALIZATION: Op.L2NORM}.get(node.kind, Op.COPY)
     return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
 
 

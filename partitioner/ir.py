@@ -39,6 +39,7 @@ class OpKind(enum.Enum):
     CONCAT = "Concat"
     RESIZE = "Resize"
     GLOBAL_AVG_POOL = "GlobalAveragePool"
+    LP_NORMALIZATION = "LpNormalization"
     FUSED_CONV = "FusedConv"
     OTHER = "Other"
 

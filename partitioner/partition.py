@@ -123,7 +123,10 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
                 return offload_everything or \
                     cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= PARALLEL_MIN_S
 
-            for part, group in split_parallel(dag, cluster, order, worth=worth):
+            def works(part: set[str]) -> bool:
+                return cost.region([graph.nodes[n] for n in part], graph, 0).macs > 0
+
+            for part, group in split_parallel(dag, cluster, order, worth=worth, works=works):
                 nodes = sorted(part, key=order.__getitem__)
                 est = cost.region([graph.nodes[n] for n in nodes], graph, _boundary_elements(graph, part, on_fpga))
                 if est.macs > 0 and (offload_everything or est.worth_offloading):

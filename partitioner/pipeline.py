@@ -13,6 +13,7 @@ from .passes.cleanup import remove_exporter_noops
 from .passes.decompose import decompose_max_pools, decompose_upsample, expand_grouped_convs, split_conv_outputs
 from .passes.folding import fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
+from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
 
 Pass = Callable[[Graph], Graph]
 
@@ -20,10 +21,12 @@ FUSION: list[Pass] = [
     remove_exporter_noops,  # Identity, Dropout, full-range Slice, single-input Concat
     absorb_qdq,             # QuantizeLinear/DequantizeLinear pairs -> fixed int8 scales
     canonical_hard_activations,  # Clip(x + 3, 0, 6) / 6 forms -> HardSigmoid / HardSwish
+    fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
     expand_grouped_convs,   # grouped (not depthwise) conv -> block-diagonal standard conv
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
+    fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
     decompose_upsample,     # nearest x4 / x8 -> chained x2

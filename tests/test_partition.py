@@ -225,3 +225,15 @@ def test_verify_tolerance_has_an_absolute_floor_for_small_outputs():
     nan = np.array([np.nan, 1.0], np.float32)
     assert compare({"y": nan}, {"y": nan.copy()}, 1e-4)[0].ok
     assert not compare({"y": nan}, {"y": np.array([0.0, 1.0], np.float32)}, 1e-4)[0].ok
+
+
+def test_a_fork_is_not_split_where_the_part_before_it_would_have_no_work():
+    """An L2 normalisation in front of two heavy heads stays with them: alone it would be a program of no MACs."""
+    import networkx as nx
+    from partitioner.carve import split_parallel
+    dag = nx.DiGraph([("conv", "norm"), ("norm", "loc"), ("norm", "conf")])
+    order = {n: i for i, n in enumerate(["conv", "norm", "loc", "conf"])}
+    members = {"norm", "loc", "conf"}
+    assert len(split_parallel(dag, members, order)) == 3
+    parts = split_parallel(dag, members, order, works=lambda part: bool(part & {"conv", "loc", "conf"}))
+    assert [sorted(p) for p, _ in parts] == [["conf", "loc", "norm"]]

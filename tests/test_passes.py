@@ -390,3 +390,46 @@ def test_other_transposed_convs_stay_unformed():
     g = run_fusion(ir_of(model))
     assert g.nodes["up"].kind is OpKind.CONV_TRANSPOSE
     _same_numbers(model, g)
+
+
+def _l2_net(spelling: str, eps: float = 1e-12):
+    n = Net(channels=6, size=5)
+    x = n.node("Relu", [n.conv("x", "c")], "r")
+    if spelling == "reducel2_clip_expand":
+        norm = n.node("ReduceL2", [x], "norm", axes=[1], keepdims=1)
+        norm = n.node("Clip", [norm, n.const("eps_value", np.array(eps, np.float32))], "eps")
+        norm = n.node("Expand", [norm, n.const("shape", np.array([1, 6, 5, 5], np.int64))], "expand")
+    elif spelling == "reducel2_add":
+        norm = n.node("Add", [n.node("ReduceL2", [x], "norm", axes=[1], keepdims=1),
+                              n.const("eps_value", np.array(eps, np.float32))], "eps")
+    elif spelling == "sumsquare_sqrt":
+        norm = n.node("Sqrt", [n.node("ReduceSumSquare", [x], "ss", axes=[1], keepdims=1)], "norm")
+        norm = n.node("Add", [norm, n.const("eps_value", np.array(eps, np.float32))], "eps")
+    else:                                   # pow_sum_sqrt_max
+        sq = n.node("Pow", [x, n.const("two", np.array(2.0, np.float32))], "sq")
+        norm = n.node("Sqrt", [n.node("ReduceSum", [sq, n.const("axes", np.array([1], np.int64))], "ss",
+                                      keepdims=1)], "norm")
+        norm = n.node("Max", [norm, n.const("eps_value", np.array(eps, np.float32))], "eps")
+    y = n.node("Div", [x, norm], "l2")
+    y = n.node("Mul", [y, n.const("gamma", np.linspace(5, 20, 6, dtype=np.float32).reshape(1, 6, 1, 1))], "scaled")
+    return n.model([n.conv(y, "head")])
+
+
+@pytest.mark.parametrize("spelling", ["reducel2_clip_expand", "reducel2_add", "sumsquare_sqrt", "pow_sum_sqrt_max"])
+def test_l2_norm_spellings_become_one_lp_normalization_and_gamma_folds_into_the_head(spelling):
+    model = _l2_net(spelling)
+    g = run_fusion(ir_of(model))
+    kinds = [node.kind for node in g.nodes.values()]
+    assert kinds == [OpKind.FUSED_CONV, OpKind.LP_NORMALIZATION, OpKind.FUSED_CONV], g.signature()
+    assert "scaled" in g.nodes["head"].origin          # the gamma Mul is in the head's weights
+    _same_numbers(model, g)
+
+
+def test_l2_norm_with_a_large_or_no_epsilon_is_left_alone():
+    g = run_fusion(ir_of(_l2_net("reducel2_add", eps=0.5)))
+    assert OpKind.LP_NORMALIZATION not in [node.kind for node in g.nodes.values()]
+    n = Net(channels=6, size=5)
+    x = n.node("Relu", [n.conv("x", "c")], "r")
+    y = n.node("Div", [x, n.node("ReduceL2", [x], "norm", axes=[1], keepdims=1)], "l2")   # 0 / 0 = NaN stays
+    g = run_fusion(ir_of(n.model([y])))
+    assert OpKind.LP_NORMALIZATION not in [node.kind for node in g.nodes.values()]

@@ -56,6 +56,7 @@ FEATURES = {
     "dense": lambda ds: ds[0].in_h == ds[0].in_w == 1 and ds[0].in_c == 48,
     "conv3x3_dilated": lambda ds: ds[0].dil_h == 2,
     "conv7x7_s2": lambda ds: ds[0].kh == 7 and ds[0].stride_h == 2,
+    "l2_norm": lambda ds: any(d.op == Op.L2NORM and d.in_c == 32 for d in ds),
     "conv_transpose": lambda ds: sorted((d.out_phase_y, d.out_phase_x) for d in ds if d.out_step == 2)
     == [(0, 0), (0, 1), (1, 0), (1, 1)] and all(d.out_c_stride > d.out_c for d in ds if d.out_step == 2),
 }

@@ -84,3 +84,16 @@ def test_transposed_conv_support_and_cost(k, pad, ok, reason):
     assert verdict.ok is ok and reason in verdict.reason
     if ok:
         assert node_cost(g.nodes["up"], g).macs == 8 * 8 * 12 * 12
+
+
+@pytest.mark.parametrize("act,ok", [("Relu", True), ("Sigmoid", False)])
+def test_l2_normalization_needs_zero_padding_channels_from_its_producer(act, ok):
+    """The engine sums squares over padded channels: a ReLU conv leaves them 0, a sigmoid conv 0.5."""
+    n = Net(channels=6, size=4)
+    x = n.node(act, [n.conv("x", "c")], "act")
+    n.node("LpNormalization", [x], "l2", axis=1, p=2)
+    g = run_fusion(ir_of(n.model(["l2"])))
+    verdict = fpga.check(g.nodes["l2"], g, {"c": True})
+    assert verdict.ok is ok
+    assert ok or "padding channels may not be zero" in verdict.reason
+    assert fpga.check(g.nodes["l2"], g, {"c": False}).ok         # a host-written input has zero padding

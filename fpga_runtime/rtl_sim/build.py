@@ -66,7 +66,7 @@ def _runtime_objects(root: Path, cxx: str) -> list[Path]:
 
 
 def source_digest(rtl: Path) -> str:
-    files = [rtl / n for n in SOURCES] + [rtl / "engine_functions.svh", rtl / "engine_config.svh",
+    files = [rtl / n for n in SOURCES] + [rtl / "engine_functions.svh", rtl / "engine_config.svh", rtl / "rsqrt_rom.svh",
                                           rtl / "sim" / "harness.cpp"]
     missing = [str(f) for f in files if not f.exists()]
     if missing:

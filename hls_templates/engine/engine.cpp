@@ -1,6 +1,7 @@
 // Kernel ABI v1 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
 // Bit-exact with the numpy reference (fpga_runtime/reference.py): integer arithmetic only.
 #include "engine.h"
+#include "rsqrt_table.h"
 
 namespace {
 
@@ -379,6 +380,41 @@ void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uin
         }
 }
 
+// L2NORM: per pixel, the sum of squares over its channels (V per cycle), 1 / sqrt of it from the table
+// (l2norm_factor in fpga_runtime/abi.py), then the channels again, scaled.
+void l2_normalize(const Descriptor &d, word_t *act, uint64_t &cycles) {
+    for (int n = 0; n < d.batch; ++n)
+        for (int y = 0; y < d.out_h; ++y)
+            for (int x = 0; x < d.out_w; ++x) {
+                int32_t ss = 0;
+                for (int c = 0; c < d.in_c; c += V) {
+#pragma HLS PIPELINE II=1
+                    int8_t xv[V];
+                    read_input<V>(d, act, n, y, x, c, xv);
+                    for (int v = 0; v < V; ++v) ss += (int32_t)xv[v] * xv[v];
+                    ++cycles;
+                }
+                int64_t k = 0;
+                int sh = 0;
+                if (ss > 0) {
+                    int z = 0;
+                    while (!((uint32_t)ss & (0x80000000u >> z))) ++z;     // leading zeros of a 32-bit word
+                    z &= ~1;
+                    uint32_t idx = ((uint32_t)ss << z) >> 22;
+                    k = shift_round((int64_t)RSQRT_TABLE[idx] * d.res_mult_a, 23);
+                    sh = d.res_shift + 14 - z / 2;
+                }
+                for (int c = 0; c < d.in_c; c += V) {
+#pragma HLS PIPELINE II=1
+                    int8_t xv[V], out[V];
+                    read_input<V>(d, act, n, y, x, c, xv);
+                    for (int v = 0; v < V; ++v) out[v] = sat8(shift_round((int64_t)xv[v] * k, sh));
+                    store_vec<V>(act, out_pixel(d, n, y, x) + c, out);
+                    ++cycles;
+                }
+            }
+}
+
 // ADD, MAXPOOL, COPY and SCALE work on V channels per cycle.
 void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const int8_t lut2[256],
                  uint64_t &cycles) {
@@ -423,7 +459,8 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
 }
 
 bool fits(const Descriptor &d) {
-    if (d.op < OP_CONV || d.op > OP_SCALE) return false;
+    if (d.op < OP_CONV || d.op > OP_L2NORM) return false;
+    if (d.op == OP_L2NORM && (d.in_c != d.out_c || d.res_shift < 16 || d.res_shift > 40)) return false;
     if (d.out_step > 2) return false;
     if (d.out_step == 2 && (d.op != OP_CONV || (d.flags & (F_POOL | F_RESIDUAL)) || d.out_phase_y > 1 || d.out_phase_x > 1))
         return false;
@@ -462,6 +499,8 @@ void engine(const word_t *program, uint32_t layer_count, word_t *act, const word
             else conv_standard(d, act, consts, lut1, lut2, count);
         } else if (d.op == OP_GLOBAL_AVG_POOL) {
             global_avg_pool(d, act, consts, count);
+        } else if (d.op == OP_L2NORM) {
+            l2_normalize(d, act, count);
         } else {
             elementwise(d, act, lut1, lut2, count);
         }

@@ -45,13 +45,13 @@ module address_generator #(
   logic        has_ph1;
   always_comb begin
     lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
-    has_ph1 = has_res || d.op == OP_ADD || d.op == OP_SCALE;
+    has_ph1 = has_res || d.op == OP_ADD || d.op == OP_SCALE || d.op == OP_L2NORM;
     case (d.op)
       OP_CONV: begin lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw; end
       OP_GAP:  begin lim_y = d.in_h; lim_x = d.in_w; end
       OP_MAXPOOL: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh;
                         lim_kx = d.pool_kw; end
-      OP_COPY: begin lim_y = d.out_h; lim_x = d.out_w; end
+      OP_COPY, OP_L2NORM: begin lim_y = d.out_h; lim_x = d.out_w; end
       default: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; end
     endcase
   end
@@ -115,6 +115,12 @@ module address_generator #(
           a_run_beats = 24'(d.in_c >> VSH);
           a_tag.oaddr = out_pix;
         end
+        OP_L2NORM: begin       // the pixel's channels, summed as squares (mac_stage)
+          a_tag.kind = K_GAP;
+          a_tag.first = 1'b1;
+          a_run_addr = 64'(in_pix);
+          a_run_beats = 24'(d.in_c >> VSH);
+        end
         OP_GAP: begin
           a_tag.kind = K_GAP;
           a_tag.first = ag_y == 0 && ag_x == 0;
@@ -133,7 +139,12 @@ module address_generator #(
     end else begin
       a_tag.last = 1'b1;
       a_tag.oaddr = out_pix + (is_conv ? 32'(c0) : cv);
-      if (is_conv) begin
+      if (d.op == OP_L2NORM) begin     // the pixel's channels again, each beat scaled and written
+        a_tag.kind = K_COPY;
+        a_tag.oaddr = out_pix;
+        a_run_addr = 64'(in_pix);
+        a_run_beats = 24'(d.in_c >> VSH);
+      end else if (is_conv) begin
         a_tag.kind = K_RES;
         a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride)
                           + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);

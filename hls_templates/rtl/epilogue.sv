@@ -69,11 +69,11 @@ module epilogue #(
         g16 = a8 * b8;
         per_channel = d.op == OP_CONV || d.op == OP_GAP;
         x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g16) : 32'(a8);
-        m32 = per_channel ? mult[32*i +: 32] : d.res_mult_a;
-        s = per_channel ? shift[8*i +: 8] : d.res_shift;
+        m32 = per_channel ? mult[32*i +: 32] : d.op == OP_L2NORM ? in_acc[32*i +: 32] : d.res_mult_a;
+        s = per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift;  // L2NORM: the pixel's
         q = scale_sum(x32, m32, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b, s);
         if (d.op == OP_CONV || d.op == OP_ADD) q = activate1(q);
-        else if (!per_channel && d.op != OP_SCALE) q = a8;          // other ops pass their input
+        else if (!per_channel && d.op != OP_SCALE && d.op != OP_L2NORM) q = a8;   // other ops pass their input
         e1_q[8*i +: 8] <= q;
       end
       out_valid <= e1_valid;

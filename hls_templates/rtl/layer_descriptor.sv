@@ -56,7 +56,8 @@ module layer_descriptor #(
   // a program built for a bigger engine is refused, never run past a buffer
   always_comb begin
     logic ok;
-    ok = d.op >= OP_CONV && d.op <= OP_SCALE && d.batch != 0;
+    ok = d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
+    if (d.op == OP_L2NORM) ok = ok && d.in_c == d.out_c && d.res_shift >= 8'd16 && d.res_shift <= 8'd40;
     ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
     if (d.out_step == 8'd2)      // interleaved output: a transposed conv's phase, nothing fused after the act
       ok = ok && d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL] && d.out_phase_y <= 8'd1

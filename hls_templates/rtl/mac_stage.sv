@@ -15,6 +15,9 @@ module mac_stage #(
   input  logic [7:0]  nl,                    // channels of a pixel result: R (standard conv) or V
   input  logic [15:0] c0,                    // first output channel of the tile
   input  logic [(R > V ? R : V)*32-1:0] bias,
+  input  logic        l2,                    // an L2NORM layer: K_GAP beats sum squares, K_COPY beats are scaled
+  input  logic signed [31:0] l2_mult,        // its 1 / s_out (res_mult_a, res_shift)
+  input  logic [7:0]  l2_shift,
   // tagged beats from the reader
   input  logic        ab_valid,
   output logic        ab_ready,
@@ -41,6 +44,21 @@ module mac_stage #(
 );
   localparam int DW = 8 * V;
   localparam int G = R > V ? R : V;
+  `include "engine_functions.svh"
+  `include "rsqrt_rom.svh"
+
+  // (K, sh) of an L2NORM pixel from its sum of squares: l2norm_factor in fpga_runtime/abi.py
+  function automatic logic [39:0] l2_factor(input logic [31:0] ss, input logic signed [31:0] m, input logic [7:0] s);
+    logic [5:0] z;
+    logic [31:0] u;
+    logic signed [63:0] k;
+    z = 6'd0;
+    for (int b = 31; b >= 0; b--) if (ss[b] == 1'b0 && z == 6'(31 - b)) z = 6'(32 - b);
+    z = {z[5:1], 1'b0};
+    u = ss << z;
+    k = shift_round(64'(rsqrt_rom(u[31:22])) * 64'(m), 8'd23);
+    l2_factor = ss == 32'd0 ? 40'd0 : {8'(s + 8'd14 - 8'(z >> 1)), k[31:0]};
+  endfunction
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   assign ab_ready = room;
@@ -77,6 +95,9 @@ module mac_stage #(
           if (i < R) s = $signed(array_sums[32*i +: 32]);
         end else if (c1_tag.kind == K_DW) begin
           if (i < V) s = 32'($signed(c1_data[8*i +: 8])) * 32'($signed(w_rdata[8*i +: 8]));
+        end else if (l2 && c1_tag.kind == K_GAP) begin
+          if (i == 0)
+            for (int v = 0; v < V; v++) s = s + 32'($signed(c1_data[8*v +: 8])) * 32'($signed(c1_data[8*v +: 8]));
         end else if (i < V) begin
           s = 32'($signed(c1_data[8*i +: 8]));
         end
@@ -115,17 +136,21 @@ module mac_stage #(
       default: ;
     endcase
   end
+  // an L2NORM pixel's factor, from the last beat of its sum: ready for its scaled beats, which follow
+  logic [39:0] l2_ksh;
   always_ff @(posedge clk) begin
     if (c2_valid) begin
       for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
       res <= res_next;
       abuf <= abuf_next;
+      if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ksh <= l2_factor(acc_next[0], l2_mult, l2_shift);
     end
   end
   always_comb begin
     item_valid = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
-    for (int i = 0; i < G; i++) item_acc[32*i +: 32] = acc_next[i];
+    for (int i = 0; i < G; i++) item_acc[32*i +: 32] = l2 ? l2_ksh[31:0] : acc_next[i];
     item_b = res_next;
+    if (l2) for (int i = 0; i < G; i++) item_b[8*i +: 8] = l2_ksh[39:32];
     item_a = abuf_next;
     item_oaddr = c2_tag.kind == K_COPY ? c2_tag.oaddr + 32'(c2_idx) * 32'(V) : c2_tag.oaddr;
     item_n = c2_tag.n;

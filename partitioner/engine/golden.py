@@ -183,6 +183,20 @@ def _conv_transpose() -> onnx.ModelProto:
     return c.model([c.conv(cat, "tail", 13, 6)])
 
 
+def _l2_norm() -> onnx.ModelProto:
+    """SSD's L2Norm as torchvision exports it (ReduceL2, Clip(min=eps), Expand, Div, then a per-channel gamma)
+    between a ReLU conv of 20 channels (padding channels in the sum) and the convs that read it."""
+    c = _Case("l2_norm", channels=8, size=6)
+    x = c.op("Relu", [c.conv("x", "conv", 8, 20)], "relu")
+    norm = c.op("ReduceL2", [x], "norm", axes=[1], keepdims=1)
+    norm = c.op("Clip", [norm, c.const("eps", 1e-12)], "norm_eps")
+    norm = c.op("Expand", [norm, c.inits.append(numpy_helper.from_array(np.array([1, 20, 6, 6], np.int64), "shape"))
+                           or "shape"], "norm_expand")
+    y = c.op("Div", [x, norm], "l2")
+    y = c.op("Mul", [c.const("gamma", c.rng.uniform(10, 30, (1, 20, 1, 1))), y], "l2_scaled")
+    return c.model([c.conv(y, "loc", 20, 8), c.conv(y, "conf", 20, 6, k=1)])
+
+
 def _global_avgpool() -> onnx.ModelProto:
     c = _Case("global_avgpool", channels=8, size=7)
     x = c.op("Relu", [c.conv("x", "conv", 8, 24)], "relu")
@@ -226,6 +240,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "concat_duplicate": _concat_duplicate,
     "global_avgpool": _global_avgpool,
     "conv_transpose": _conv_transpose,
+    "l2_norm": _l2_norm,
     "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
 }

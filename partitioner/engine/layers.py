@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from fpga_runtime.abi import (Act, Descriptor, EngineConfig, Flag, Op, quantize_multiplier, saturate8)
+from fpga_runtime.abi import (L2NORM_SHIFTS, Act, Descriptor, EngineConfig, Flag, Op, quantize_multiplier,
+                              saturate8)
 from fpga_runtime.engine_image import TensorView
 
 from ..errors import ModelError
@@ -136,6 +137,16 @@ class LayerEmitter:
             mult, shift = quantize_multiplier(x.scale / (x.h * x.w * y.scale))
             requant = np.tile(np.array([mult, shift], np.int32), (self._phys(y), 1))
             d.requant_addr = self.arena.put(requant)
+        elif node.kind is OpKind.LP_NORMALIZATION:
+            if x.channel_map != y.channel_map:
+                raise ModelError("L2 normalisation whose input and output channel layouts differ", node.label,
+                                 node.op_type)
+            d.op = Op.L2NORM
+            d.res_mult_a, d.res_shift = quantize_multiplier(1.0 / y.scale)     # the input's scale cancels
+            lo, hi = L2NORM_SHIFTS
+            if not lo <= d.res_shift <= hi:
+                raise ModelError(f"L2 normalisation output scale {y.scale:.3g} outside what the engine encodes "
+                                 f"(shift {d.res_shift}, not in {lo}..{hi})", node.label, node.op_type)
         else:
             raise ModelError(f"no engine layer for {node.kind.value}", node.label, node.op_type)
         return d

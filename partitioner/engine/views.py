@@ -159,7 +159,7 @@ def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
         elif node.kind is OpKind.ADD:
             groups.union(node.inputs[1], node.inputs[0])
             groups.union(node.outputs[0], node.inputs[0])
-        elif node.kind is OpKind.GLOBAL_AVG_POOL:
+        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION):
             groups.union(node.outputs[0], node.inputs[0])
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands

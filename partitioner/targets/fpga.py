@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto
 
-from ..ir import Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from ..op_facts import gate_operands, pool_of, transposed_conv_problem, upsample_factor
 from . import YES, Verdict, no
 
@@ -149,6 +149,37 @@ def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES
 
 
+_ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH}
+
+
+def _writes_zero_padding(node: Node) -> bool:
+    """A conv whose padding channels come out 0: zero weights and bias give 0, and each activation keeps 0."""
+    if node.kind is not OpKind.FUSED_CONV:
+        return False
+    for step in node.conv.epilogue:
+        if isinstance(step, ResidualAdd):
+            return False
+        if isinstance(step, Activation) and step.kind not in _ZERO_AT_ZERO and not (
+                step.kind is ActKind.CLIP and (step.lo is None or step.lo <= 0) and (step.hi is None or step.hi >= 0)):
+            return False
+    return True
+
+
+def _l2_normalization(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
+    """The engine sums squares over every physical channel, padding included, so those must hold zero: a
+    host-written input's do, and a conv's whose activations keep 0."""
+    x = graph.tensors[node.inputs[0]].shape
+    if node.attr("p", 2) != 2 or node.attr("axis", 1) % 4 != 1 or len(x) != 4:
+        return no("only an L2 normalisation over the channels of an NCHW tensor")
+    source = graph.producer(node.inputs[0])
+    if source is not None and on_fpga.get(source.name, False) and not _writes_zero_padding(source):
+        return no(f"its input comes from {source.op_type} {source.label!r}, whose padding channels may not be zero "
+                  "(the engine's sum of squares covers them)")
+    if x[1] > LIMITS.max_channels:
+        return no(f"{x[1]} channels exceed {LIMITS.max_channels}")
+    return YES
+
+
 def _unformed_transposed(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     """A ConvTranspose the conv-forming pass left alone; say why."""
     return no(transposed_conv_problem(node, graph) or "transposed conv not formed")
@@ -163,6 +194,7 @@ RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
     OpKind.GLOBAL_AVG_POOL: _global_avg_pool,
     OpKind.MUL: _scale,
     OpKind.CONV_TRANSPOSE: _unformed_transposed,
+    OpKind.LP_NORMALIZATION: _l2_normalization,
 }
 
 _WHY_NOT = {
