@@ -17,6 +17,7 @@ from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from fpga_runtime.session import Session
 from golden_replay import CASE_FILES, Case
+from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.codegen import write_hls
 from partitioner.engine.golden import make_case
@@ -377,3 +378,32 @@ def test_depthwise_rows_path_takes_a_kernel_row_per_step(request, k, stride, eng
         assert macs / (result.cycles * config.array_macs) > 1.5 / config.pe_rows
     model = layer_cycles(LayerShape.of(d, config), config)
     assert abs(model / result.cycles - 1) < 0.05, (result.cycles, model)
+
+
+def test_l2_normalization_bit_exact_and_modelled_with_a_narrow_epilogue(tmp_path):
+    """SSD's L2Norm over 1,024 channels on an engine with an 8-lane epilogue: equal to the reference, and the
+    cycle model (summing pass, scaling pass, the epilogue queue between them) within 5 % of the RTL."""
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    n = Net(channels=16, size=6, seed=4)
+    x = n.node("Relu", [n.conv("x", "c", k=1, cout=1024)], "r")
+    norm = n.node("Add", [n.node("ReduceL2", [x], "norm", axes=[1], keepdims=1),
+                          n.const("eps", np.array(1e-10, np.float32))], "norm_eps")
+    y = n.node("Mul", [n.node("Div", [x, norm], "l2"), n.const("gamma", np.full((1, 1024, 1, 1), 20, np.float32))],
+               "l2_scaled")
+    model = n.save([n.conv(y, "head", k=1, cin=1024, cout=16)], tmp_path / "l2.onnx")
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=model, out_dir=out, picture=False, accuracy=False, offload_everything=True,
+                                  engine=EngineConfig(epilogue_lanes=8, compute_units=1)))
+    with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
+        frame = random_frame(ref.plan, 5)
+        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
+            assert np.array_equal(a, b)
+        found = 0
+        for run in sim.backend.runs:
+            for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
+                                                                          run.program.layers)):
+                if d.op == Op.L2NORM:
+                    found += 1
+                    model_cycles = layer_cycles(LayerShape.of(d, sim.image.config), sim.image.config)
+                    assert abs(model_cycles / measured.cycles - 1) < 0.05, (measured.cycles, model_cycles)
+        assert found == 1
