@@ -58,7 +58,7 @@ def test_mac_pair(tmp_path):
 
 @needs_toolchain
 def test_requantiser(tmp_path):
-    _run(tmp_path, "requant_lane", [UNITS / "requant_lane.sv"], "requant_lane_tb")
+    _run(tmp_path, "requant_lane", [RTL / "engine_pkg.sv", UNITS / "requant_lane.sv"], "requant_lane_tb")
 
 
 @needs_toolchain
