@@ -17,9 +17,11 @@ from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
 
 from .ir import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 
-# A parallel branch becomes a subgraph of its own only with this much engine time: each costs a program start
-# (timing.INVOKE_S) and splits the FPGA chain into more segments.
+# A parallel branch becomes a subgraph of its own only with this much engine time, and this share of its
+# region's: each costs a program start (timing.INVOKE_S) and a hop of the host's scheduler, and splits the FPGA
+# chain into more segments, for an overlap of at most the branch's own time.
 PARALLEL_MIN_S = 4 * timing.INVOKE_S
+PARALLEL_MIN_SHARE = 0.01
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from types import ModuleType
 import networkx as nx
 
 from .carve import carve, cluster_graph, split_parallel
-from .cost import PARALLEL_MIN_S, CostModel, RegionEstimate
+from .cost import PARALLEL_MIN_S, PARALLEL_MIN_SHARE, CostModel, RegionEstimate
 from .errors import ModelError
 from .ir import Graph
 from .roles import Role, assign_roles
@@ -119,9 +119,12 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
                 nodes = sorted(cluster, key=order.__getitem__)
                 parts.append((cluster, device, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
                 continue
+            floor = max(PARALLEL_MIN_S, PARALLEL_MIN_SHARE * cost.region([graph.nodes[n] for n in cluster], graph,
+                                                                         0).fpga_layers_s)
+
             def worth(branch: set[str]) -> bool:
                 return offload_everything or \
-                    cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= PARALLEL_MIN_S
+                    cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= floor
 
             def works(part: set[str]) -> bool:
                 return cost.region([graph.nodes[n] for n in part], graph, 0).macs > 0
