@@ -407,3 +407,20 @@ def test_l2_normalization_bit_exact_and_modelled_with_a_narrow_epilogue(tmp_path
                     model_cycles = layer_cycles(LayerShape.of(d, sim.image.config), sim.image.config)
                     assert abs(model_cycles / measured.cycles - 1) < 0.05, (measured.cycles, model_cycles)
         assert found == 1
+
+
+def test_a_group_that_ends_before_its_prefetch_does_not_hang(tmp_path):
+    """A squeeze-and-excitation fc over a 1x1 map, 8 output tiles in two groups of 4 on the window path: the
+    first group finishes long before the second group's weights are in, so the controller moves on to the
+    second group while that prefetch is still loading. It once followed the moving tile index and hung."""
+    n = Net(channels=32, size=6, seed=6)
+    squeeze = n.node("GlobalAveragePool", [n.node("Relu", [n.conv("x", "c")], "r")], "gap")
+    model = n.save([n.node("HardSigmoid", [n.conv(squeeze, "fc", k=1, cin=32, cout=128)], "gate")],
+                   tmp_path / "se.onnx")
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=model, out_dir=out, picture=False, accuracy=False, offload_everything=True,
+                                  engine=EngineConfig(pixels=4, compute_units=1)))
+    with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
+        frame = random_frame(ref.plan, 2)
+        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
+            assert np.array_equal(a, b)

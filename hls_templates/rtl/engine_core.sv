@@ -123,10 +123,12 @@ module engine_core #(
   logic main_collecting;
   engine_pkg::state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
   logic [15:0] ctile, cc0, cg;
+  logic [15:0] pf_tile, pf_g;              // the group the prefetch loads, fixed when it starts: the running
+                                           // group may end, and `tile` move on, before the prefetch does
   always_comb begin
     cst = main_collecting ? st : pf_st == PF_BIAS ? S_BIAS : pf_st == PF_RQ ? S_RQ : S_WEIGHTS;
-    ctile = main_collecting ? tile : tile + gsz_cur;
-    cg = main_collecting ? gsz_cur : gsz_next;
+    ctile = main_collecting ? tile : pf_tile;
+    cg = main_collecting ? gsz_cur : pf_g;
     cc0 = is_conv && !dw ? ctile << RSH : ctile << VSH;
   end
   wire ld_bank = main_collecting ? cur_bank : !cur_bank;
@@ -364,8 +366,11 @@ module engine_core #(
         endcase
       end
       // a tile starts: prefetch the next one of the layer
-      if (ag_start && (is_conv || d.op == OP_GAP) && tile + gsz_cur < tiles)
+      if (ag_start && (is_conv || d.op == OP_GAP) && tile + gsz_cur < tiles) begin
         pf_st <= is_conv ? PF_BIAS : PF_RQ;
+        pf_tile <= tile + gsz_cur;
+        pf_g <= gsz_next;
+      end
       if (main_collecting && c_done) begin    // every beat is in: take them next cycle
         c_issued <= 1'b0;
         taken_from <= st;
