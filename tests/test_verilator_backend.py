@@ -181,6 +181,18 @@ def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
             assert abs(sum(layer.cycles for layer in run.result.layers) - run.result.cycles) <= 8
 
 
+def _rtl_layers_equal_to_reference(build, seed: int) -> tuple[list, EngineConfig]:
+    """Run `build` on a seeded frame on the reference and on the RTL (one unit), assert the outputs equal bit for
+    bit, and return the RTL's layers as (measured layer, descriptor) pairs with the engine's config."""
+    with Session(build, backend="reference") as ref, Session(build, backend="verilator", compute_units=1) as sim:
+        frame = random_frame(ref.plan, seed)
+        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
+            assert np.array_equal(a, b)
+        layers = [pair for run in sim.backend.runs for pair in zip(
+            run.result.layers, program_descriptors(sim.backend.const, run.program.addr, run.program.layers))]
+        return layers, sim.image.config
+
+
 def test_narrow_epilogue_costs_cycles_only_where_the_model_says(tmp_path, zoo):
     """An epilogue at a quarter of the lanes: whole model bit-exact with the reference, and the cycle model (with
     its epilogue bound) within 5 % of the RTL on every layer over 10,000 cycles, including a 1x1 conv over 32
@@ -189,21 +201,16 @@ def test_narrow_epilogue_costs_cycles_only_where_the_model_says(tmp_path, zoo):
     out = tmp_path / "narrow"
     run_partition(PartitionConfig(model=zoo("ssd-mobilenet-v1", 96), out_dir=out, picture=False, accuracy=False,
                                   engine=EngineConfig(epilogue_lanes=4)))
-    with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
-        frame = random_frame(ref.plan, 3)
-        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
-            assert np.array_equal(a, b)
-        bound = 0
-        for run in sim.backend.runs:
-            for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
-                                                                          run.program.layers)):
-                shape = LayerShape.of(d, sim.image.config)
-                model = layer_cycles(shape, sim.image.config)
-                if measured.cycles > 10_000:
-                    assert abs(model / measured.cycles - 1) < 0.05, (d.layer_id, measured.cycles, model)
-                full = layer_cycles(shape, EngineConfig(clock_mhz=sim.image.config.clock_mhz))
-                bound += model > 1.2 * full
-        assert bound >= 1          # some layer is epilogue-bound, and the model says so
+    layers, config = _rtl_layers_equal_to_reference(out, 3)
+    bound = 0
+    for measured, d in layers:
+        shape = LayerShape.of(d, config)
+        model = layer_cycles(shape, config)
+        if measured.cycles > 10_000:
+            assert abs(model / measured.cycles - 1) < 0.05, (d.layer_id, measured.cycles, model)
+        full = layer_cycles(shape, EngineConfig(clock_mhz=config.clock_mhz))
+        bound += model > 1.2 * full
+    assert bound >= 1          # some layer is epilogue-bound, and the model says so
 
 
 def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
@@ -394,19 +401,11 @@ def test_l2_normalization_bit_exact_and_modelled_with_a_narrow_epilogue(tmp_path
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=model, out_dir=out, picture=False, accuracy=False, offload_everything=True,
                                   engine=EngineConfig(epilogue_lanes=8, compute_units=1)))
-    with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
-        frame = random_frame(ref.plan, 5)
-        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
-            assert np.array_equal(a, b)
-        found = 0
-        for run in sim.backend.runs:
-            for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
-                                                                          run.program.layers)):
-                if d.op == Op.L2NORM:
-                    found += 1
-                    model_cycles = layer_cycles(LayerShape.of(d, sim.image.config), sim.image.config)
-                    assert abs(model_cycles / measured.cycles - 1) < 0.05, (measured.cycles, model_cycles)
-        assert found == 1
+    layers, config = _rtl_layers_equal_to_reference(out, 5)
+    l2 = [(measured, d) for measured, d in layers if d.op == Op.L2NORM]
+    assert len(l2) == 1
+    model_cycles = layer_cycles(LayerShape.of(l2[0][1], config), config)
+    assert abs(model_cycles / l2[0][0].cycles - 1) < 0.05, (l2[0][0].cycles, model_cycles)
 
 
 def test_a_group_that_ends_before_its_prefetch_does_not_hang(tmp_path):
@@ -420,7 +419,4 @@ def test_a_group_that_ends_before_its_prefetch_does_not_hang(tmp_path):
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=model, out_dir=out, picture=False, accuracy=False, offload_everything=True,
                                   engine=EngineConfig(pixels=4, compute_units=1)))
-    with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
-        frame = random_frame(ref.plan, 2)
-        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
-            assert np.array_equal(a, b)
+    _rtl_layers_equal_to_reference(out, 2)
