@@ -15,7 +15,7 @@ from ..op_facts import clip_bounds, pool_of, scalar_const
 _NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
 
 
-def _per_channel(graph: Graph, tensor: str, channels: int, rank: int) -> np.ndarray | None:
+def per_channel(graph: Graph, tensor: str, channels: int, rank: int) -> np.ndarray | None:
     """A constant that broadcasts over the channel axis only (scalar, [C], [C,1,1], [1,C,1,1]) as a [C] vector."""
     value = graph.const(tensor)
     if value is None:
@@ -49,7 +49,7 @@ def fold_channel_affine(graph: Graph) -> Graph:
             shape = graph.tensors[y].shape
             if shape is None or graph.tensors[user.outputs[0]].shape != shape:
                 continue
-            vec = _per_channel(graph, other, shape[1], len(shape))
+            vec = per_channel(graph, other, shape[1], len(shape))
             if vec is None or (user.op_type == "Div" and np.any(vec == 0)):
                 continue
             spec = conv.conv

@@ -16,7 +16,7 @@ from onnx import helper
 
 from ..ir import ConvForm, Graph, Node, OpKind
 from ..op_facts import clip_bounds, scalar_const
-from .folding import _per_channel
+from .folding import per_channel
 
 EPS_MAX = 1e-6
 
@@ -117,7 +117,7 @@ def fold_scale_into_readers(graph: Graph) -> Graph:
         source = graph.producer(x)
         if source is None or source.kind not in (OpKind.LP_NORMALIZATION, OpKind.FUSED_CONV):
             continue                 # pre-processing (an input's normalisation) stays where roles.py puts it
-        scale = _per_channel(graph, consts[0], shape[1], 4)
+        scale = per_channel(graph, consts[0], shape[1], 4)
         if scale is None or graph.tensors[x].shape != shape or not all(_reads_as_conv_input(r, out) for r in readers):
             continue
         if not all(r.conv.group == 1 or r.conv.group == shape[1] for r in readers):
