@@ -28,9 +28,12 @@ def random_frame(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None 
     return feeds
 
 
-def original_outputs(model_path: str | Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def original_outputs(model_path: str | Path, feeds: dict[str, np.ndarray], optimise: bool = True
+                     ) -> dict[str, np.ndarray]:
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    if not optimise:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     original = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in original.get_outputs()]
     return dict(zip(names, original.run(names, feeds)))

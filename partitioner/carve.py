@@ -131,6 +131,9 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], gr
             if len(inner) == 1:
                 current |= inner[0][0]
             else:
+                if current and not works(current) and inner[0][1] == group:
+                    inner[0] = (inner[0][0] | current, group)      # a join without work rides with what follows
+                    current = set()
                 flush()
                 parts.extend(inner)
         if k < len(sequential):

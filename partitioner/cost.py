@@ -21,7 +21,7 @@ from .ir import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 # region's: each costs a program start (timing.INVOKE_S) and a hop of the host's scheduler, and splits the FPGA
 # chain into more segments, for an overlap of at most the branch's own time.
 PARALLEL_MIN_S = 4 * timing.INVOKE_S
-PARALLEL_MIN_SHARE = 0.01
+PARALLEL_MIN_SHARE = 0.05
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
+from .passes.channel_shuffle import fold_channel_permutations, recognise_channel_shuffles
 from .passes.cleanup import remove_exporter_noops
 from .passes.decompose import decompose_max_pools, decompose_upsample, expand_grouped_convs, split_conv_outputs
 from .passes.folding import fold_channel_affine, fold_pad
@@ -27,10 +28,12 @@ FUSION: list[Pass] = [
     expand_grouped_convs,   # grouped (not depthwise) conv -> block-diagonal standard conv
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
+    recognise_channel_shuffles,  # Reshape/Transpose chains and Gathers that only reorder channels -> 1x1 convs
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
     decompose_upsample,     # nearest x4 / x8 -> chained x2
     fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish / HardSigmoid
+    fold_channel_permutations,  # a channel permutation moved through channel-wise layers into the convs reading it
     split_conv_outputs,     # conv read only through channel slices -> one conv per slice
     fuse_residual_add,      # + residual Add
     fuse_activation,        # + activation after the add (ResNet style)

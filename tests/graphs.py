@@ -66,3 +66,26 @@ class Net:
     def save(self, outputs: list[str], path: Path, opset: int = 17) -> Path:
         onnx.save(self.model(outputs, opset), str(path))
         return path
+
+
+def channel_shuffle(n: Net, x: str, name: str, channels: int, groups: int = 2) -> str:
+    """ShuffleNet's shuffle as exporters write it: Reshape [N, g, C/g, H, W] -> Transpose -> Reshape back."""
+    s = n.s
+    five = n.const(f"{name}.shape5", np.array([1, groups, channels // groups, s, s], np.int64))
+    four = n.const(f"{name}.shape4", np.array([1, channels, s, s], np.int64))
+    y = n.node("Reshape", [x, five], f"{name}.split_groups")
+    y = n.node("Transpose", [y], f"{name}.swap", perm=[0, 2, 1, 3, 4])
+    return n.node("Reshape", [y, four], name)
+
+
+def shufflenet_unit(n: Net, x: str, name: str, then_split: bool = False) -> str:
+    """ShuffleNetV2's stride-1 unit on n.c channels: split, a 1x1 -> depthwise 3x3 -> 1x1 branch on one half,
+    concat, shuffle. `then_split` ends with the next unit's split (ESNet) instead of a depthwise conv."""
+    half = n.c // 2
+    n.nodes.append(helper.make_node("Split", [x, n.const(f"{name}.halves", np.array([half, half]))],
+                                    [f"{name}.a", f"{name}.b"], name=f"{name}.split", axis=1))
+    b = n.node("Relu", [n.conv(f"{name}.b", f"{name}.pw1", k=1, cin=half, cout=half)], f"{name}.pw1_relu")
+    wd = n._w(f"{name}.dw.w", (half, 1, 3, 3), 0.4)
+    b = n.node("Conv", [b, wd], f"{name}.dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=half)
+    b = n.node("Relu", [n.conv(b, f"{name}.pw2", k=1, cin=half, cout=half)], f"{name}.pw2_relu")
+    return channel_shuffle(n, n.node("Concat", [f"{name}.a", b], f"{name}.cat", axis=1), name, n.c)

@@ -237,3 +237,19 @@ def test_a_fork_is_not_split_where_the_part_before_it_would_have_no_work():
     assert len(split_parallel(dag, members, order)) == 3
     parts = split_parallel(dag, members, order, works=lambda part: bool(part & {"conv", "loc", "conf"}))
     assert [sorted(p) for p, _ in parts] == [["conf", "loc", "norm"]]
+
+
+def test_verify_allows_what_onnxruntime_moves_by_itself_and_no_more():
+    """An ill-conditioned output (onnxruntime's own optimised and unoptimised runs differ by 0.2 at a peak of
+    800): a partition 0.27 away passes, one 1.0 away does not."""
+    from partitioner.verify import CONDITIONING_FACTOR, compare
+    ref = np.linspace(-800, 800, 64, dtype=np.float32)
+    own = ref.copy()
+    own[3] += np.float32(0.2)
+    near, far = ref.copy(), ref.copy()
+    near[5] += np.float32(0.27)
+    far[5] += np.float32(1.0)
+    assert compare({"y": ref}, {"y": near}, 1e-4)[0].ok is False            # beyond 1e-4 of 800 alone
+    check = compare({"y": ref}, {"y": near}, 1e-4, {"y": own})[0]
+    assert check.ok and abs(check.own_gap - 0.2) < 1e-4
+    assert 1.0 > CONDITIONING_FACTOR * 0.2 and not compare({"y": ref}, {"y": far}, 1e-4, {"y": own})[0].ok

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from onnx import helper, numpy_helper
 
-from graphs import Net
+from graphs import Net, channel_shuffle, shufflenet_unit
 from ir_helpers import ir_of, random_feeds, run_graph, run_model
 from partitioner.ir import ActKind, Activation, ConvForm, OpKind, Pool, ResidualAdd
 from partitioner.passes.batchnorm import fold_batchnorm
@@ -433,3 +433,58 @@ def test_l2_norm_with_a_large_or_no_epsilon_is_left_alone():
     y = n.node("Div", [x, n.node("ReduceL2", [x], "norm", axes=[1], keepdims=1)], "l2")   # 0 / 0 = NaN stays
     g = run_fusion(ir_of(n.model([y])))
     assert OpKind.LP_NORMALIZATION not in [node.kind for node in g.nodes.values()]
+
+
+def _permutations(graph):
+    from partitioner.passes.channel_shuffle import permutation_of
+    return [n.name for n in graph.nodes.values() if n.kind is OpKind.FUSED_CONV and permutation_of(n, graph) is not None]
+
+
+def test_channel_shuffle_moves_through_depthwise_and_concat_into_the_convs_reading_it():
+    """A shuffle read by a depthwise conv (then a 1x1) and by a concat (then a 1x1) costs nothing."""
+    n = Net(channels=8)
+    x = n.node("Relu", [n.conv("x", "stem")], "stem_relu")
+    y = shufflenet_unit(n, x, "u1")
+    wd = n._w("dw.w", (8, 1, 3, 3), 0.4)
+    d = n.node("Relu", [n.node("Conv", [y, wd], "dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=8)], "dw_relu")
+    cat = n.node("Concat", [n.node("MaxPool", [y], "pool", kernel_shape=[3, 3], pads=[1, 1, 1, 1]), x], "cat",
+                 axis=1)
+    model = n.model([n.conv(d, "head", k=1), n.conv(cat, "fuse", k=1, cin=16)])
+    g = run_fusion(ir_of(model))
+    assert not [k for k, _ in _kinds(g) if k == "OTHER"], _kinds(g)          # no Reshape/Transpose left
+    assert _permutations(g) == []
+    _same_numbers(model, g)
+
+
+def test_channel_shuffle_before_a_split_runs_as_convs_of_the_halves():
+    """ESNet: the next unit splits the shuffled tensor; the permutation stays as a 1x1 conv, cut per half."""
+    n = Net(channels=8)
+    y = shufflenet_unit(n, n.node("Relu", [n.conv("x", "stem")], "stem_relu"), "u1")
+    y = shufflenet_unit(n, y, "u2")
+    model = n.model([n.conv(y, "head", k=1)])
+    g = run_fusion(ir_of(model))
+    assert not [k for k, _ in _kinds(g) if k == "OTHER"], _kinds(g)
+    assert [k for k, _ in _kinds(g)].count("FUSED_CONV") >= 8
+    _same_numbers(model, g)
+
+
+def test_a_channel_gather_on_the_input_folds_into_the_first_conv():
+    """BGR -> RGB as Gather(axis=1, [2, 1, 0]) in front of the stem."""
+    n = Net(channels=3)
+    rgb = n.node("Gather", ["x", n.const("order", np.array([2, 1, 0], np.int64))], "bgr_to_rgb", axis=1)
+    model = n.model([n.conv(rgb, "stem")])
+    g = run_fusion(ir_of(model))
+    assert _kinds(g) == [("FUSED_CONV", "conv 3x3")]
+    _same_numbers(model, g)
+
+
+def test_reshapes_that_move_pixels_and_shuffles_that_cancel():
+    """A transpose of H and W is not a channel permutation and stays; two shuffles by 2 of 4 channels cancel."""
+    n = Net(channels=4)
+    x = n.conv("x", "c")
+    hw = n.node("Transpose", [x], "hw", perm=[0, 1, 3, 2])
+    twice = channel_shuffle(n, channel_shuffle(n, n.conv("x", "d"), "s1", 4), "s2", 4)
+    model = n.model([n.conv(hw, "e"), n.conv(twice, "f")])
+    g = run_fusion(ir_of(model))
+    assert [k for k, _ in _kinds(g)].count("OTHER") == 1 and _permutations(g) == []
+    _same_numbers(model, g)

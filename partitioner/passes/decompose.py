@@ -123,33 +123,44 @@ def _channel_pieces(node: Node, graph: Graph, channels: int) -> list[tuple[str, 
 
 
 def split_conv_outputs(graph: Graph) -> Graph:
-    """A conv whose output is only ever read through channel slices (YOLOv8's C2f split, Darknet route groups)
+    """A conv whose output is read through channel slices (YOLOv8's C2f split, Darknet route groups, ESNet)
     becomes one conv per slice, each with its rows of the weights: the pieces are ordinary engine tensors a
-    concat can write and a conv can read, and no data moves. Exact: a conv's output channels are independent."""
+    concat can write and a conv can read, and no data moves. Exact: a conv's output channels are independent.
+    Where the whole output is read too, the slices must tile it; a concat of the pieces then stands for it."""
     for conv in list(graph.nodes.values()):
         if conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV or conv.conv.group != 1:
             continue
         spec, y = conv.conv, conv.outputs[0]
         shape = graph.tensors[y].shape
         users = graph.consumers(y)
-        if y in graph.outputs or not users or shape is None or len(shape) != 4 or \
-                any(isinstance(s, ResidualAdd) for s in spec.epilogue):
+        if not users or shape is None or len(shape) != 4 or any(isinstance(s, ResidualAdd) for s in spec.epilogue):
             continue
-        pieces = [_channel_pieces(u, graph, shape[1]) for u in users]
-        if any(p is None for p in pieces) or any(u.inputs[0] != y for u in users):
+        pieces = [_channel_pieces(u, graph, shape[1]) if u.inputs[0] == y else None for u in users]
+        slicers = [(u, p) for u, p in zip(users, pieces) if p is not None]
+        whole = len(slicers) < len(users) or y in graph.outputs
+        bounds = sorted((a, b) for _, parts in slicers for _, a, b in parts)
+        tiles = [a for a, _ in bounds] == [0] + [b for _, b in bounds[:-1]] and bounds and bounds[-1][1] == shape[1]
+        if not slicers or whole and not tiles:
             continue
         w, b = graph.const(spec.weight), graph.const(spec.bias) if spec.bias else None
         made: list[Node] = []
-        for user, parts in zip(users, pieces):
+        starts: list[int] = []
+        for user, parts in slicers:
             for k, (out, start, end) in enumerate(parts):
                 origin = (conv.origin if not made else []) + (user.origin if k == 0 else [])
                 name = graph.names.fresh(f"{conv.name}_ch{start}_{end}")
                 wname = graph.new_const(f"{name}_weight", np.ascontiguousarray(w[start:end]))
                 bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[start:end])) if b is not None else None
                 stages = tuple(graph.names.fresh(f"{s}__ch{start}_{end}") for s in spec.stages)
+                starts.append(start)
                 made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname] + ([bname] if bname
                                  else []), [out], origin, conv=replace(spec, weight=wname, bias=bname, stages=stages)))
-        _splice_many(graph, [conv] + users, made)
+        if whole:       # the whole output is still read: the pieces write it as a concat, at no cost
+            pieces_in_order = [m for _, m in sorted(zip(starts, made), key=lambda pair: pair[0])]
+            made.append(Node(graph.names.fresh(f"{conv.name}_whole"), OpKind.CONCAT, "Concat",
+                             [m.outputs[0] for m in pieces_in_order], [y], [],
+                             attrs={"axis": helper.make_attribute("axis", 1)}))
+        _splice_many(graph, [conv] + [u for u, _ in slicers], made)
     graph.prune_tensors()
     return graph
 
