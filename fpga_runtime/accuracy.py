@@ -112,6 +112,15 @@ def _raw_yolo(head: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
     return [(0, int(classes[i]), boxes[i]) for i in _class_nms(boxes, scores, classes, TOP_K)]
 
 
+def _boxes_and_class_scores(boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """PaddleDetection's export without NMS: boxes [1, N, 4] (x1 y1 x2 y2) and class scores [1, C, N]."""
+    rows = scores[0].T.astype(np.float64)
+    classes = np.argmax(rows, axis=1)
+    best = rows[np.arange(len(rows)), classes]
+    b = boxes[0].astype(np.float64)
+    return [(0, int(classes[i]), b[i]) for i in _class_nms(b, best, classes, TOP_K)]
+
+
 def detection_reader(outputs: dict[str, np.ndarray]):
     """A function from a model's outputs to its detections [(batch, class, box)], for the layout these outputs
     have (the float reference's), or None when they are not a detector's."""
@@ -128,6 +137,18 @@ def detection_reader(outputs: dict[str, np.ndarray]):
              and 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]]
     if len(heads) == 1 and len(outputs) == 1:
         return lambda out: _raw_yolo(out[heads[0]])
+    rows = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[1] == 6]
+    counts = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim in (1, 2) and v.shape[-1:] != (3,)]
+    if len(rows) == 1 and len(outputs) - len(counts) == 1:       # PaddleDetection's NMS: label, score, x1y1x2y2
+        return lambda out: [(0, int(r[0]), r[2:6].astype(np.float64)) for r in out[rows[0]] if r[0] >= 0]
+    boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
+             and v.shape[2] == 4]
+    if len(boxes) == 1 and len(outputs) == 2:
+        n = outputs[boxes[0]].shape[1]
+        scores = [k for k, v in outputs.items() if k != boxes[0] and v.dtype.kind == "f" and v.shape[:1] == (1,)
+                  and v.ndim == 3 and v.shape[2] == n and v.shape[1] < n]
+        if scores:
+            return lambda out: _boxes_and_class_scores(out[boxes[0]], out[scores[0]])
     return None
 
 

@@ -12,6 +12,15 @@ from fpga_runtime.boards import Board
 
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
 MASTERS = ["m_axi_gmem0", "m_axi_gmem1", "m_axi_gmem2"]     # the HLS IP's program, activation, constant ports
+ACTIVATION_MASTER = "m_axi_gmem1"
+
+
+def master_ports(unit: int, hp_ports: tuple[str, ...]) -> dict[str, str]:
+    """Each unit's activations on one high-performance port and its weights and program on the next, so the
+    two streams a conv reads at once do not queue behind each other (units share ports beyond two)."""
+    act = hp_ports[(2 * unit) % len(hp_ports)]
+    const = hp_ports[(2 * unit + 1) % len(hp_ports)]
+    return {m: act if m == ACTIVATION_MASTER else const for m in MASTERS}
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str) -> di
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
     div0, div1, achieved = pl_divisors(PLL_MHZ[board.family], clock_mhz)
     engines = [{"name": f"engine_{i}", "base": ps.ctrl_base + i * ENGINE_SPAN, "high": ps.ctrl_base + (i + 1) * ENGINE_SPAN - 1,
-                "hp": ps.hp_ports[i % len(ps.hp_ports)], "irq": i} for i in range(units)]
+                "ports": master_ports(i, ps.hp_ports), "irq": i} for i in range(units)]
     intc_base = ps.ctrl_base + 0x10_0000
     clocks = []
     for i in range(4):

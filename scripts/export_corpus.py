@@ -19,43 +19,13 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 
 SEED = 0
 
 
-# ---- image-like frames ---------------------------------------------------------------------------------------
-
-def scene(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
-    """An RGB picture of shaded background, rectangles, ellipses and stripes: smooth regions and edges, as in
-    photographs (noise would calibrate the int8 ranges to nothing real)."""
-    from PIL import Image, ImageDraw, ImageFilter
-    top, bottom = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
-    ramp = np.linspace(0, 1, h)[:, None, None]
-    img = Image.fromarray(np.broadcast_to(top * (1 - ramp) + bottom * ramp, (h, w, 3)).astype(np.uint8))
-    pen = ImageDraw.Draw(img)
-    for _ in range(int(rng.integers(3, 9))):
-        x0, y0 = int(rng.integers(0, w - 8)), int(rng.integers(0, h - 8))
-        x1, y1 = int(rng.integers(x0 + 4, w)), int(rng.integers(y0 + 4, h))
-        colour = tuple(int(c) for c in rng.integers(0, 256, 3))
-        if rng.random() < 0.5:
-            pen.rectangle([x0, y0, x1, y1], fill=colour)
-        else:
-            pen.ellipse([x0, y0, x1, y1], fill=colour)
-    for _ in range(int(rng.integers(0, 4))):
-        y = int(rng.integers(0, h))
-        pen.line([0, y, w, int(rng.integers(0, h))], fill=tuple(int(c) for c in rng.integers(0, 256, 3)),
-                 width=int(rng.integers(1, 6)))
-    img = img.filter(ImageFilter.GaussianBlur(float(rng.uniform(0, 1.2))))
-    noisy = np.asarray(img, np.float32) + rng.normal(0, 4, (h, w, 3))
-    return np.clip(noisy, 0, 255).astype(np.uint8)
-
-
-def frames_nchw(count: int, h: int, w: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [scene(rng, h, w).transpose(2, 0, 1)[None].astype(np.float32) / 255.0 for _ in range(count)]
+from corpus_frames import frames_nchw, write_entry  # noqa: E402 (scripts/ is on the path when run)
 
 
 # ---- trained-like statistics ---------------------------------------------------------------------------------
@@ -204,14 +174,7 @@ def main() -> None:
         except Exception as exc:          # noqa: BLE001 - one architecture failing must not stop the others
             print(f"  failed: {type(exc).__name__}: {exc}", flush=True)
             continue
-        shape = info["shape"]
-        for part, count, seed in (("calibrate", 8, 100), ("eval", 2, 200)):
-            folder = args.out / "frames" / name / part
-            folder.mkdir(parents=True, exist_ok=True)
-            for i, f in enumerate(frames_nchw(count, shape[2], shape[3], seed)):
-                np.save(folder / f"frame{i}.npy", f)
-        record[name] = info
-        print(f"  ok: {info['exporter']}", flush=True)
+        write_entry(args.out, record, name, info)
     record_path.write_text(json.dumps(record, indent=1) + "\n")
 
 

@@ -1,7 +1,8 @@
 """Real exported detectors (the `exports` tier, `pytest -m exports`): the corpus that scripts/export_corpus.sh
 writes to build/corpus (ultralytics YOLOv8n / YOLOv5nu / YOLOv3-tiny-u, torchvision SSD300-VGG16 and
-SSDlite320, a PaddleOCR-style DBNet), partitioned with its calibration frames. Skipped where the corpus has not
-been exported (it needs torch; hundreds of MB, not in git)."""
+SSDlite320, a PaddleOCR-style DBNet) and scripts/export_paddle_corpus.sh adds to it (PicoDet with LCNet and
+ESNet backbones, through paddle2onnx), partitioned with its calibration frames. Skipped where the corpus has not
+been exported (it needs torch or Paddle; hundreds of MB, not in git)."""
 from __future__ import annotations
 
 import json

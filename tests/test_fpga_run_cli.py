@@ -183,3 +183,29 @@ def test_models_list_shows_inputs_parameters_and_gmac():
     assert proc.returncode == 0, proc.stderr
     line = next(row for row in proc.stdout.splitlines() if row.startswith("yolov3-tiny "))
     assert "images 1x416x416x3 uint8" in line and "8,852,366" in line and "2.78" in line
+
+
+def test_paddle_boxes_and_class_scores_are_read_as_detections():
+    """PaddleDetection's export without NMS: boxes [1, N, 4] and class scores [1, C, N]. A box whose class score
+    drops below every other loses its match; the class-wise NMS keeps one of two overlapping boxes."""
+    boxes = np.array([[[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60], [80, 0, 90, 9], [0, 80, 9, 90]]],
+                     np.float32)
+    scores = np.zeros((1, 3, 5), np.float32)
+    scores[0, 0, 0], scores[0, 0, 1], scores[0, 2, 2], scores[0, 1, 3] = 0.9, 0.8, 0.7, 0.6
+    want = {"boxes": boxes, "scores": scores}
+    same = compare(want, {"boxes": boxes, "scores": scores.copy()}).as_dict()["detections"]
+    assert same["float_detections"] == 4 and same["precision"] == same["recall"] == 1.0
+    worse = scores.copy()
+    worse[0, 2, 2], worse[0, 1, 2] = 0.0, 0.7                # box 2 changes class
+    moved = compare(want, {"boxes": boxes, "scores": worse}).as_dict()["detections"]
+    assert moved["matched"] == 3 and moved["recall"] == 3 / 4
+
+
+def test_paddle_nms_rows_are_read_as_detections():
+    """PaddleDetection's export with NMS: rows of (label, score, x1, y1, x2, y2) and an int index output."""
+    rows = np.array([[0, 0.9, 0, 0, 10, 10], [2, 0.8, 50, 50, 60, 60], [1, 0.7, 80, 0, 90, 9]], np.float32)
+    index = np.arange(3, dtype=np.int32)[:, None]
+    other = rows.copy()
+    other[2, 0] = 2                                           # the third box comes back with another label
+    got = compare({"det": rows, "index": index}, {"det": other, "index": index}).as_dict()["detections"]
+    assert got["float_detections"] == 3 and got["matched"] == 2

@@ -97,7 +97,9 @@ def _conv_case(name: str, **kw) -> Callable[[], onnx.ModelProto]:
 def _act_case(kind: str) -> Callable[[], onnx.ModelProto]:
     def build() -> onnx.ModelProto:
         c = _Case(f"act_{kind}")
-        return c.model([_act(kind)(c, c.conv("x", "conv", 8, 8), "act")])
+        y = _act(kind)(c, c.conv("x", "conv", 8, 8), "act")
+        # a sigmoid that only reaches the output stays in float on the CPU (a head's probabilities): read it
+        return c.model([c.conv(y, "tail", 8, 8, k=1) if kind == "sigmoid" else y])
     return build
 
 
@@ -197,6 +199,30 @@ def _l2_norm() -> onnx.ModelProto:
     return c.model([c.conv(y, "loc", 20, 8), c.conv(y, "conf", 20, 6, k=1)])
 
 
+def _channel_shuffle() -> onnx.ModelProto:
+    """ESNet's unit twice: split, a 1x1 -> depthwise -> 1x1 branch on one half, concat, shuffle (Reshape ->
+    Transpose -> Reshape). The second unit splits a shuffled tensor (a permutation conv, cut per half); a
+    depthwise conv and a 1x1 read the last shuffle (folded into their weights)."""
+    c = _Case("channel_shuffle", channels=8, size=6)
+
+    def ints(name: str, value: list[int]) -> str:
+        c.inits.append(numpy_helper.from_array(np.array(value, np.int64), name))
+        return name
+
+    x = c.op("Relu", [c.conv("x", "stem", 8, 8)], "stem_relu")
+    for u in ("u1", "u2"):
+        c.nodes.append(helper.make_node("Split", [x, ints(f"{u}.halves", [4, 4])], [f"{u}.a", f"{u}.b"],
+                                        name=f"{u}.split", axis=1))
+        b = c.op("Relu", [c.conv(f"{u}.b", f"{u}.pw1", 4, 4, k=1)], f"{u}.pw1_relu")
+        b = c.op("Relu", [c.conv(c.conv(b, f"{u}.dw", 4, 4, group=4), f"{u}.pw2", 4, 4, k=1)], f"{u}.pw2_relu")
+        y = c.op("Concat", [f"{u}.a", b], f"{u}.cat", axis=1)
+        y = c.op("Reshape", [y, ints(f"{u}.groups", [1, 2, 4, 6, 6])], f"{u}.to_groups")
+        y = c.op("Transpose", [y], f"{u}.swap", perm=[0, 2, 1, 3, 4])
+        x = c.op("Reshape", [y, ints(f"{u}.back", [1, 8, 6, 6])], f"{u}.shuffled")
+    x = c.op("Relu", [c.conv(x, "dw", 8, 8, group=8)], "dw_relu")
+    return c.model([c.conv(x, "head", 8, 6, k=1)])
+
+
 def _global_avgpool() -> onnx.ModelProto:
     c = _Case("global_avgpool", channels=8, size=7)
     x = c.op("Relu", [c.conv("x", "conv", 8, 24)], "relu")
@@ -241,6 +267,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "global_avgpool": _global_avgpool,
     "conv_transpose": _conv_transpose,
     "l2_norm": _l2_norm,
+    "channel_shuffle": _channel_shuffle,
     "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
 }

@@ -147,7 +147,7 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
 
 def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
     """Tensors that must share one channel placement, which may be a concat's with padding between its slots:
-    a global average pool's output and its input; a channel gate (SE block), the gated activation and the
+    a global average pool's (or a depthwise conv's) output and its input; a channel gate (SE block), the gated activation and the
     result; both addends and the sum of an element-wise add; a conv's output and the residual it adds. Channels
     are independent there, so whichever of them is placed first (a concat's output, say) places the others."""
     groups = _Groups()
@@ -159,7 +159,8 @@ def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
         elif node.kind is OpKind.ADD:
             groups.union(node.inputs[1], node.inputs[0])
             groups.union(node.outputs[0], node.inputs[0])
-        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION):
+        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION) or \
+                node.conv is not None and node.conv.group > 1:
             groups.union(node.outputs[0], node.inputs[0])
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands

@@ -1,0 +1,48 @@
+"""Image-like frames and the corpus record, shared by the exporters (torch and Paddle): no framework imports."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def scene(rng: np.random.Generator, h: int, w: int) -> np.ndarray:
+    """An RGB picture of shaded background, rectangles, ellipses and stripes: smooth regions and edges, as in
+    photographs (noise would calibrate the int8 ranges to nothing real)."""
+    from PIL import Image, ImageDraw, ImageFilter
+    top, bottom = rng.integers(0, 256, 3), rng.integers(0, 256, 3)
+    ramp = np.linspace(0, 1, h)[:, None, None]
+    img = Image.fromarray(np.broadcast_to(top * (1 - ramp) + bottom * ramp, (h, w, 3)).astype(np.uint8))
+    pen = ImageDraw.Draw(img)
+    for _ in range(int(rng.integers(3, 9))):
+        x0, y0 = int(rng.integers(0, w - 8)), int(rng.integers(0, h - 8))
+        x1, y1 = int(rng.integers(x0 + 4, w)), int(rng.integers(y0 + 4, h))
+        colour = tuple(int(c) for c in rng.integers(0, 256, 3))
+        if rng.random() < 0.5:
+            pen.rectangle([x0, y0, x1, y1], fill=colour)
+        else:
+            pen.ellipse([x0, y0, x1, y1], fill=colour)
+    for _ in range(int(rng.integers(0, 4))):
+        y = int(rng.integers(0, h))
+        pen.line([0, y, w, int(rng.integers(0, h))], fill=tuple(int(c) for c in rng.integers(0, 256, 3)),
+                 width=int(rng.integers(1, 6)))
+    img = img.filter(ImageFilter.GaussianBlur(float(rng.uniform(0, 1.2))))
+    noisy = np.asarray(img, np.float32) + rng.normal(0, 4, (h, w, 3))
+    return np.clip(noisy, 0, 255).astype(np.uint8)
+
+
+def frames_nchw(count: int, h: int, w: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [scene(rng, h, w).transpose(2, 0, 1)[None].astype(np.float32) / 255.0 for _ in range(count)]
+
+
+def write_entry(out: Path, record: dict, name: str, info: dict) -> None:
+    """Calibration (8) and held-out (2) frames in the model's input format, and its record entry."""
+    shape = info["shape"]
+    for part, count, seed in (("calibrate", 8, 100), ("eval", 2, 200)):
+        folder = out / "frames" / name / part
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, f in enumerate(frames_nchw(count, shape[2], shape[3], seed)):
+            np.save(folder / f"frame{i}.npy", f)
+    record[name] = info
+    print(f"  ok: {info['exporter']}", flush=True)
