@@ -88,6 +88,7 @@ def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors:
                "pool_ring": 1 << max(1, (config.max_kernel - 1).bit_length()),
                **{f"{k}_words": -(-max(64, b) // 64) for k, b in
                   zip(("act", "const"), region_bytes or (DEFAULT_REGION_BYTES, DEFAULT_REGION_BYTES))}}
+    context["alveo"] = board is not None and board.family == "alveo"
     env = _env()
     (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
     (folder / "rsqrt_table.h").write_text(env.get_template("engine/rsqrt_table.h.j2").render(

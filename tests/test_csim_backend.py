@@ -102,9 +102,14 @@ def test_generated_build_scripts(tmp_path, zoo):
         run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=b, board=name, picture=False, accuracy=False,
                                       offload_everything=True))
         scripts = [b / "fpga" / "hls" / "run_hls.tcl"]
+        clock_port = (b / "fpga" / "hls" / "engine_config.h").read_text()
         if name == "alveo-u250":
             assert "v++ -l" in (b / "fpga" / "overlay" / "alveo_flow.md").read_text()
+            assert "#define ENGINE_CLOCK_PORT 0" in clock_port           # kernels take AXI ports only
         else:
+            assert "#define ENGINE_CLOCK_PORT 1" in clock_port
+            assert "[get_bd_pins clock_counter/Q] [get_bd_pins engine_0/clock]" in \
+                (b / "fpga" / "overlay" / "overlay.tcl").read_text()
             scripts.append(b / "fpga" / "overlay" / "overlay.tcl")
             text = scripts[-1].read_text()
             assert ("processing_system7" if name == "pynq-z2" else "zynq_ultra_ps_e") in text

@@ -25,6 +25,7 @@ void from_words(const std::vector<word_t> &words, uint8_t *bytes, uint64_t n) {
             memcpy(bytes + at, &chunk, (n - at) >= 8 ? 8 : (size_t)(n - at));
         }
 }
+const volatile uint64_t no_clock = 0;     // C-simulation has no clock: cycles are the step count
 }  // namespace
 
 extern "C" int engine_csim(const uint8_t *consts, uint64_t const_bytes, uint8_t *act, uint64_t act_bytes,
@@ -33,7 +34,7 @@ extern "C" int engine_csim(const uint8_t *consts, uint64_t const_bytes, uint8_t 
     std::vector<word_t> c, a;
     to_words(consts, const_bytes, c);
     to_words(act, act_bytes, a);
-    engine(&c[program_addr / 64], layers, a.data(), c.data(), cycles);
+    engine(&c[program_addr / 64], layers, a.data(), c.data(), cycles, &no_clock);
     if (*cycles == ENGINE_ERROR) return -2;
     from_words(a, act, act_bytes);
     return 0;

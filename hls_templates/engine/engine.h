@@ -32,4 +32,16 @@ struct Descriptor {
     uint8_t out_step, out_phase_y, out_phase_x;   // out_step 2: output (y, x) -> (2y + phase_y, 2x + phase_x)
 };
 
-void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles);
+// *cycles after a run: on the board, fabric clock cycles from the call's start to its end, the difference of two
+// reads of `clock`, a free-running counter the overlay feeds in (ENGINE_CLOCK_PORT). C-simulation has no
+// clock: there it is the count of array steps, and so it is where a build has no clock port (Alveo kernels
+// take AXI ports only; XRT's profiling times their runs).
+void engine(const word_t *program, uint32_t layer_count, word_t *act, const word_t *consts, uint64_t *cycles,
+            volatile const uint64_t *clock);
+
+#ifdef __SYNTHESIS__
+#include <ap_utils.h>
+#define ENGINE_STEPS(count, n)          // synthesis measures clock cycles, not steps
+#else
+#define ENGINE_STEPS(count, n) ((count) += (n))
+#endif
