@@ -9,7 +9,8 @@ from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
                               mark_concat_writes)
-from .passes.channel_shuffle import fold_channel_permutations, recognise_channel_shuffles
+from .passes.channel_shuffle import fold_channel_permutations
+from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
 from .passes.decompose import decompose_max_pools, decompose_upsample, expand_grouped_convs, split_conv_outputs
 from .passes.folding import fold_channel_affine, fold_pad
@@ -28,7 +29,8 @@ FUSION: list[Pass] = [
     expand_grouped_convs,   # grouped (not depthwise) conv -> block-diagonal standard conv
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
-    recognise_channel_shuffles,  # Reshape/Transpose chains and Gathers that only reorder channels -> 1x1 convs
+    recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1
+                              # permutation convs, nearest Resizes
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
     decompose_upsample,     # nearest x4 / x8 -> chained x2

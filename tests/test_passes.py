@@ -491,3 +491,21 @@ def test_reshapes_that_move_pixels_and_shuffles_that_cancel():
     g = run_fusion(ir_of(model))
     assert [k for k, _ in _kinds(g)].count("OTHER") == 1 and _permutations(g) == []
     _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("factor", [2, 4])
+def test_darknet_converters_upsample_by_reshape_expand_reshape_becomes_the_read_mode(factor):
+    """pytorch-YOLOv4's darknet2onnx writes nearest upsampling as view [N,C,H,1,W,1] -> expand -> view."""
+    n = Net(channels=8, size=6)
+    x = n.node("LeakyRelu", [n.conv("x", "c")], "act", alpha=0.1)
+    y = n.node("Reshape", [x, n.const("s6", np.array([1, 8, 6, 1, 6, 1], np.int64))], "r1")
+    y = n.node("Expand", [y, n.const("e6", np.array([1, 8, 6, factor, 6, factor], np.int64))], "ex")
+    y = n.node("Reshape", [y, n.const("s4", np.array([1, 8, 6 * factor, 6 * factor], np.int64))], "r2")
+    broadcast = n.node("Expand", [n.node("GlobalAveragePool", [x], "gap"), n.const("full", np.array([1, 8, 6, 6],
+                                                                                              np.int64))], "bc")
+    model = n.model([n.conv(y, "d"), broadcast])
+    g = run_fusion(ir_of(model))
+    described = [node.describe() for node in g.nodes.values()]
+    assert "up2 conv 3x3" in described and "Reshape" not in described, described
+    assert "Expand" in described                       # a broadcast of a pooled map is not an upsample
+    _same_numbers(model, g)

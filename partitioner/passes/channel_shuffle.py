@@ -1,7 +1,7 @@
-"""Channel permutations (ShuffleNet/ESNet's Reshape -> Transpose -> Reshape shuffle, a Gather of channels) as
-1x1 convs with 0/1 weights, then moved forward through channel-wise layers and folded into the weights of the
-convs that read them. A permutation that reaches a conv costs nothing; one that does not (a Split, a Concat, an
-output behind it) runs on the engine as the 1x1 conv it is, instead of sending the tensor to the CPU and back."""
+"""Channel permutations (`data_movement.recognise_data_movement` makes them 1x1 convs with 0/1 weights from
+ShuffleNet/ESNet's shuffles and channel Gathers) moved forward through channel-wise layers and concats and folded
+into the weights of the convs that read them. A permutation that reaches a conv costs nothing; one that does not
+(a Split, an output behind it) runs on the engine as the 1x1 conv it is, instead of a trip to the CPU and back."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -10,74 +10,14 @@ import numpy as np
 
 from ..ir import Activation, ConvForm, FusedConv, Graph, Node, OpKind, Tensor
 
-_CHAIN_OPS = ("Reshape", "Transpose", "Flatten", "Squeeze", "Unsqueeze")
-_MAX_CHAIN = 5
-_MAX_PROBE = 1 << 22            # elements of the index tensor a chain is evaluated on
 # layers that treat every channel alike and alone: a permutation of their input permutes their output
 _CHANNELWISE = {OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID, OpKind.HARD_SWISH,
                 OpKind.MAXPOOL, OpKind.RESIZE, OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION}
 _CHANNELWISE_TYPES = {"AveragePool", "Elu", "Selu", "Softplus", "Tanh", "Neg", "Abs", "Mish", "Gelu"}
 
 
-def _evaluate_chain(nodes: list[Node], graph: Graph, x: np.ndarray) -> np.ndarray | None:
-    for node in nodes:
-        if node.op_type == "Transpose":
-            perm = node.attr("perm")
-            x = np.transpose(x, perm) if perm is not None else x.T
-        else:
-            shape = graph.tensors[node.outputs[0]].shape
-            if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
-                return None
-            x = x.reshape(shape)
-    return x
-
-
-def _channel_permutation(nodes: list[Node], graph: Graph) -> np.ndarray | None:
-    """perm with y[:, c] = x[:, perm[c]] if the data-movement chain `nodes` only reorders channels."""
-    x, y = graph.tensors[nodes[0].inputs[0]], graph.tensors[nodes[-1].outputs[0]]
-    if not (x.is_static and y.is_static) or len(x.shape) != 4 or x.shape != y.shape or x.numel() > _MAX_PROBE:
-        return None
-    n, c, h, w = x.shape
-    if c < 2:
-        return None
-    index = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)
-    moved = _evaluate_chain(nodes, graph, index)
-    if moved is None or moved.shape != index.shape:
-        return None
-    perm = moved[0, :, 0, 0] // (h * w) % c
-    if not np.array_equal(moved, index[:, perm]) or np.array_equal(perm, np.arange(c)):
-        return None
-    return perm
-
-
-def _shuffle_chain(start: Node, graph: Graph) -> list[Node] | None:
-    """The longest run of Reshape/Transpose from `start` (each link read only by the next) that ends in a tensor
-    of the start's 4-D shape and moves whole channels only."""
-    chain, found = [start], None
-    while len(chain) <= _MAX_CHAIN:
-        if len(chain) > 1 and _channel_permutation(chain, graph) is not None:
-            found = list(chain)
-        nxt = graph.sole_consumer(chain[-1].outputs[0])
-        if nxt is None or nxt.op_type not in _CHAIN_OPS or nxt.inputs[0] != chain[-1].outputs[0]:
-            break
-        chain.append(nxt)
-    return found
-
-
-def _gather_permutation(node: Node, graph: Graph) -> np.ndarray | None:
-    if node.op_type != "Gather" or node.attr("axis", 0) != 1 or len(node.inputs) != 2:
-        return None
-    x, idx = graph.tensors[node.inputs[0]], graph.const(node.inputs[1])
-    if not x.is_static or len(x.shape) != 4 or idx is None or idx.ndim != 1:
-        return None
-    c = x.shape[1]
-    perm = np.where(idx < 0, idx + c, idx).astype(np.int64)
-    if sorted(perm.tolist()) != list(range(c)) or np.array_equal(perm, np.arange(c)):
-        return None
-    return perm
-
-
-def _permutation_conv(graph: Graph, name: str, x: str, y: str, perm: np.ndarray, origin: list[str]) -> Node:
+def permutation_conv(graph: Graph, name: str, x: str, y: str, perm: np.ndarray, origin: list[str]) -> Node:
+    """A bare 1x1 conv with y[:, c] = x[:, perm[c]]."""
     c = len(perm)
     w = np.zeros((c, c, 1, 1), np.float32)
     w[np.arange(c), perm, 0, 0] = 1.0
@@ -103,26 +43,6 @@ def permutation_of(node: Node, graph: Graph) -> np.ndarray | None:
     if not np.array_equal(m, expected) or len(set(perm.tolist())) != len(perm):
         return None
     return perm
-
-
-def recognise_channel_shuffles(graph: Graph) -> Graph:
-    for node in list(graph.nodes.values()):
-        if node.name not in graph.nodes:
-            continue
-        if node.op_type == "Gather":
-            perm, chain = _gather_permutation(node, graph), [node]
-        elif node.op_type in ("Reshape", "Transpose"):
-            chain = _shuffle_chain(node, graph)
-            perm = _channel_permutation(chain, graph) if chain else None
-        else:
-            continue
-        if perm is None:
-            continue
-        conv = _permutation_conv(graph, graph.names.fresh(f"{chain[-1].name}_shuffle"), chain[0].inputs[0],
-                                 chain[-1].outputs[0], perm, [o for n in chain for o in n.origin])
-        graph.replace([n.name for n in chain], conv)
-    graph.prune_tensors()
-    return graph
 
 
 def _permute_channelwise(user: Node, graph: Graph, inverse: np.ndarray) -> Node | None:
@@ -244,7 +164,7 @@ def _through_concat(graph: Graph, perm_node: Node, perm: np.ndarray, concat: Nod
     inputs[k] = perm_node.inputs[0]
     graph.nodes[concat.name] = replace(concat, inputs=inputs, outputs=[between])
     del graph.nodes[perm_node.name]
-    widened = _permutation_conv(graph, perm_node.name, between, out, block, perm_node.origin)
+    widened = permutation_conv(graph, perm_node.name, between, out, block, perm_node.origin)
     _insert_after(graph, concat.name, widened)
     return True
 
