@@ -141,6 +141,14 @@ def detection_reader(outputs: dict[str, np.ndarray]):
     counts = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim in (1, 2) and v.shape[-1:] != (3,)]
     if len(rows) == 1 and len(outputs) - len(counts) == 1:       # PaddleDetection's NMS: label, score, x1y1x2y2
         return lambda out: [(0, int(r[0]), r[2:6].astype(np.float64)) for r in out[rows[0]] if r[0] >= 0]
+    boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 4 and v.shape[0] == 1
+             and v.shape[2:] == (1, 4)]
+    if len(boxes) == 1 and len(outputs) == 2:           # darknet2onnx: boxes [1, N, 1, 4], confidences [1, N, C]
+        n = outputs[boxes[0]].shape[1]
+        confs = [k for k, v in outputs.items() if k != boxes[0] and v.dtype.kind == "f" and v.shape[:2] == (1, n)
+                 and v.ndim == 3]
+        if confs:
+            return lambda out: _boxes_and_class_scores(out[boxes[0]][:, :, 0], out[confs[0]].transpose(0, 2, 1))
     boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
              and v.shape[2] == 4]
     if len(boxes) == 1 and len(outputs) == 2:

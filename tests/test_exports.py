@@ -1,7 +1,8 @@
 """Real exported detectors (the `exports` tier, `pytest -m exports`): the corpus that scripts/export_corpus.sh
 writes to build/corpus (ultralytics YOLOv8n / YOLOv5nu / YOLOv3-tiny-u, torchvision SSD300-VGG16 and
 SSDlite320, a PaddleOCR-style DBNet) and scripts/export_paddle_corpus.sh adds to it (PicoDet with LCNet and
-ESNet backbones, through paddle2onnx), partitioned with its calibration frames. Skipped where the corpus has not
+ESNet backbones, through paddle2onnx) and scripts/export_darknet_corpus.sh (YOLOv3 and YOLOv3-tiny from Darknet
+files, through darknet2any), partitioned with its calibration frames. Skipped where the corpus has not
 been exported (it needs torch or Paddle; hundreds of MB, not in git)."""
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from partitioner.build import PartitionConfig, run_partition
 CORPUS = Path(__file__).resolve().parent.parent / "build" / "corpus"
 RECORD = json.loads((CORPUS / "corpus.json").read_text()) if (CORPUS / "corpus.json").exists() else {}
 # sequential FPGA segments (FPGA subgraphs on the longest dependency chain, Plan.fpga_chain): the issue's bounds
-MAX_SEGMENTS = {"ssd300_vgg16": 4, "yolov3-tinyu": 4}
+MAX_SEGMENTS = {"ssd300_vgg16": 4, "yolov3-tinyu": 4, "yolov3_darknet": 4, "yolov3-tiny_darknet": 4}
 
 pytestmark = [pytest.mark.exports, pytest.mark.skipif(not RECORD, reason="run scripts/export_corpus.sh first")]
 

@@ -209,3 +209,13 @@ def test_paddle_nms_rows_are_read_as_detections():
     other[2, 0] = 2                                           # the third box comes back with another label
     got = compare({"det": rows, "index": index}, {"det": other, "index": index}).as_dict()["detections"]
     assert got["float_detections"] == 3 and got["matched"] == 2
+
+
+def test_darknet2onnx_boxes_and_confidences_are_read_as_detections():
+    """darknet2onnx: boxes [1, N, 1, 4] and per-class confidences [1, N, C]."""
+    boxes = np.array([[[[0, 0, .1, .1]], [[.5, .5, .6, .6]], [[.8, 0, .9, .1]]]], np.float32)
+    confs = np.array([[[0.9, 0.0], [0.0, 0.8], [0.7, 0.1]]], np.float32)
+    other = confs.copy()
+    other[0, 2] = [0.1, 0.7]                                  # the third box changes class
+    got = compare({"boxes": boxes, "confs": confs}, {"boxes": boxes, "confs": other}).as_dict()["detections"]
+    assert got["float_detections"] == 3 and got["matched"] == 2

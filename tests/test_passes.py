@@ -286,6 +286,23 @@ def test_zero_pad_before_a_pool_of_signed_values_stays():
     _same_numbers(model, g)
 
 
+def test_darknet_edge_pad_before_a_stride_1_pool_folds_where_border_copies_cannot_win():
+    """darknet2onnx: Pad(edge, bottom/right 1) -> MaxPool 2x2 stride 1 is a max pool with padding; an edge pad of 2
+    in front of a 2x2 pool makes windows of copies only, and stays."""
+    n = Net()
+    one = n.const("one", np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64))
+    two = n.const("two", np.array([0, 0, 0, 0, 0, 0, 2, 2], np.int64))
+    y = n.node("LeakyRelu", [n.conv("x", "a")], "act", alpha=0.1)
+    p1 = n.node("MaxPool", [n.node("Pad", [y, one], "pad1", mode="edge")], "pool1", kernel_shape=[2, 2])
+    p2 = n.node("MaxPool", [n.node("Pad", [n.conv(p1, "b"), two], "pad2", mode="edge")], "pool2",
+                kernel_shape=[2, 2])
+    model = n.model([p2])
+    g = run_fusion(ir_of(model))
+    pads = [node.op_type for node in g.nodes.values() if node.op_type == "Pad"]
+    assert pads == ["Pad"] and "pad1" in g.nodes["a"].origin, _kinds(g)
+    _same_numbers(model, g)
+
+
 def test_spp_pools_become_chains_of_3x3_pools():
     n = Net()
     y = n.conv("x", "c")

@@ -13,6 +13,7 @@ from ..op_facts import clip_bounds, pool_of, scalar_const
 
 
 _NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
+EDGE = "edge"           # a Pad that repeats the border (Darknet converters' max pool of size 2, stride 1)
 
 
 def per_channel(graph: Graph, tensor: str, channels: int, rank: int) -> np.ndarray | None:
@@ -71,14 +72,18 @@ def fold_channel_affine(graph: Graph) -> Graph:
     return graph
 
 
-def _spatial_pads(node: Node, graph: Graph) -> tuple[tuple[int, int, int, int], float] | None:
-    """((top, left, bottom, right), value) of a constant-mode Pad of a 4-D tensor that pads H and W only."""
+def _spatial_pads(node: Node, graph: Graph) -> tuple[tuple[int, int, int, int], float | str] | None:
+    """((top, left, bottom, right), value) of a constant-mode Pad of a 4-D tensor that pads H and W only; value
+    EDGE for an edge-mode Pad."""
     mode = node.attr("mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
-    if node.op_type != "Pad" or mode != "constant" or len(node.inputs) < 2:
+    if node.op_type != "Pad" or mode not in ("constant", "edge") or len(node.inputs) < 2:
         return None
     pads = graph.const(node.inputs[1])
-    value = scalar_const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else 0.0
+    if mode == "edge":
+        value = EDGE
+    else:
+        value = scalar_const(graph, node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else 0.0
     axes = graph.const(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] else None
     x = graph.tensors[node.inputs[0]]
     if pads is None or value is None or x.shape is None or len(x.shape) != 4:
@@ -105,6 +110,15 @@ def _never_negative(graph: Graph, tensor: str) -> bool:
     return False
 
 
+def _edge_cannot_win(pool, extra: tuple[int, int, int, int]) -> bool:
+    """Border copies cannot change a max when every window that reaches them also covers the border pixel they
+    copy: true when a dimension's padding (the pool's own and the Pad's) totals at most kernel - 1, as then
+    the last window starts on a real pixel."""
+    pads = [a + b for a, b in zip(pool.pads, extra)]
+    return pads[0] + pads[2] <= pool.kernel[0] - 1 and pads[1] + pads[3] <= pool.kernel[1] - 1 and \
+        all(p == 0 for p in pool.pads)
+
+
 def fold_pad(graph: Graph) -> Graph:
     for pad in list(graph.nodes.values()):
         found = _spatial_pads(pad, graph)
@@ -119,7 +133,8 @@ def fold_pad(graph: Graph) -> Graph:
                          list(user.outputs), pad.origin + user.origin, conv=replace(user.conv, pads=pads))
             graph.replace([pad.name, user.name], fused)
         elif user.kind is OpKind.MAXPOOL and pool_of(user) is not None and \
-                (value == -np.inf or value == 0.0 and _never_negative(graph, pad.inputs[0])):
+                (value == -np.inf or value == 0.0 and _never_negative(graph, pad.inputs[0]) or
+                 value == EDGE and _edge_cannot_win(pool_of(user), extra)):
             old = pool_of(user).pads
             attrs = dict(user.attrs)
             attrs["pads"] = helper.make_attribute("pads", [old[0] + extra[0], old[1] + extra[1],
