@@ -77,6 +77,7 @@ class Flag(enum.IntFlag):
     RESIDUAL = 2    # add the second input after act1
     POOL = 4        # max pool the result before writing
     UPSAMPLE2 = 8   # read the input through x2 nearest-neighbour upsampling
+    POOL_PAD_ZERO = 16  # the max pool's taps outside its input count as 0, not -128 (a zero Pad before it)
 
 
 class Act(enum.IntEnum):

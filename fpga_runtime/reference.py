@@ -52,13 +52,15 @@ def _pad(x: np.ndarray, t: int, l: int, b: int, r: int, value: int) -> np.ndarra
 
 
 def _maxpool(y: np.ndarray, d: Descriptor, oh: int, ow: int) -> np.ndarray:
-    """Padding is -128, so it never wins; windows of ceil_mode that reach past the padding see -128 too."""
-    y = _pad(y, d.pool_pad_t, d.pool_pad_l, d.pool_pad_b, d.pool_pad_r, -128)
+    """Padding is -128, so it never wins; windows of ceil_mode that reach past the padding see -128 too. With
+    POOL_PAD_ZERO every tap outside the input is 0 instead (a zero Pad in front of the pool)."""
+    fill = 0 if d.flags & Flag.POOL_PAD_ZERO else -128
+    y = _pad(y, d.pool_pad_t, d.pool_pad_l, d.pool_pad_b, d.pool_pad_r, fill)
     need_h = (oh - 1) * d.pool_sh + d.pool_kh
     need_w = (ow - 1) * d.pool_sw + d.pool_kw
     if need_h > y.shape[1] or need_w > y.shape[2]:
         y = np.pad(y, ((0, 0), (0, max(0, need_h - y.shape[1])), (0, max(0, need_w - y.shape[2])), (0, 0)),
-                   constant_values=-128)
+                   constant_values=fill)
     out = None
     for _, _, win in _windows(y, d.pool_kh, d.pool_kw, d.pool_sh, d.pool_sw, 1, 1, oh, ow):
         out = win.copy() if out is None else np.maximum(out, win)

@@ -92,6 +92,7 @@ class Pool:
     strides: tuple[int, int]
     pads: tuple[int, int, int, int]   # top, left, bottom, right
     ceil_mode: bool = False
+    pad_zero: bool = False            # padding taps are zeros (a zero Pad in front), not -inf
 
 
 EpilogueStep = Activation | ResidualAdd | Pool
@@ -133,7 +134,7 @@ class FusedConv:
             elif isinstance(step, ResidualAdd):
                 parts.append("+res")
             else:
-                parts.append(f"maxpool{step.kernel[0]}")
+                parts.append(f"maxpool{step.kernel[0]}" + (" pad0" if step.pad_zero else ""))
         return " ".join(parts)
 
 

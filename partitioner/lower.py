@@ -81,6 +81,12 @@ def _fused_conv(e: _Emitter) -> None:
             _activation(e, step, x, out)
         elif isinstance(step, ResidualAdd):
             e.emit("Add", [x, e.onnx(step.tensor)], out)
+        elif isinstance(step, Pool) and step.pad_zero:
+            t, left, b, r = step.pads
+            pads = e.const(f"pads{i}", np.array([0, 0, t, left, 0, 0, b, r], np.int64))
+            padded = e.emit("Pad", [x, pads], f"{out}__padded")
+            e.emit("MaxPool", [padded], out, kernel_shape=list(step.kernel), strides=list(step.strides),
+                   ceil_mode=int(step.ceil_mode))
         elif isinstance(step, Pool):
             e.emit("MaxPool", [x], out, kernel_shape=list(step.kernel), strides=list(step.strides),
                    pads=list(step.pads), ceil_mode=int(step.ceil_mode))

@@ -276,13 +276,18 @@ def test_pad_folds_into_conv_and_into_a_pool_it_cannot_win():
     _same_numbers(model, g)
 
 
-def test_zero_pad_before_a_pool_of_signed_values_stays():
+def test_zero_pad_before_a_pool_of_signed_values_becomes_zero_padding_of_the_fused_pool():
+    """Zeros can win the max over signed values: not -inf padding, but the pool's zero padding (POOL_PAD_ZERO);
+    a zero Pad before a pool that has padding of its own stays."""
     n = Net()
     pads = n.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
-    model = n.model([n.node("MaxPool", [n.node("Pad", [n.conv("x", "a"), pads], "pad")], "pool",
-                            kernel_shape=[3, 3])])
+    first = n.node("MaxPool", [n.node("Pad", [n.conv("x", "a"), pads], "pad")], "pool", kernel_shape=[3, 3])
+    second = n.node("MaxPool", [n.node("Pad", [n.conv(first, "b"), pads], "pad2")], "pool2", kernel_shape=[3, 3],
+                    pads=[1, 1, 1, 1])
+    model = n.model([second])
     g = run_fusion(ir_of(model))
-    assert any(node.op_type == "Pad" for node in g.nodes.values())      # zeros could win the max: not folded
+    assert _kinds(g)[0] == ("FUSED_CONV", "conv 3x3 maxpool3 pad0")
+    assert any(node.op_type == "Pad" for node in g.nodes.values())
     _same_numbers(model, g)
 
 

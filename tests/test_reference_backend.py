@@ -57,6 +57,8 @@ FEATURES = {
     "conv3x3_dilated": lambda ds: ds[0].dil_h == 2,
     "conv7x7_s2": lambda ds: ds[0].kh == 7 and ds[0].stride_h == 2,
     "l2_norm": lambda ds: any(d.op == Op.L2NORM and d.in_c == 32 for d in ds),
+    "conv_zero_pad_pool": lambda ds: ds[0].flags & Flag.POOL and ds[0].flags & Flag.POOL_PAD_ZERO
+    and (ds[0].pool_pad_b, ds[0].pool_pad_r) == (1, 1),
     "channel_shuffle": lambda ds: any(d.flags & Flag.DEPTHWISE and d.in_c_stride == d.in_c == 32 for d in ds)
     and sum(d.op == Op.CONV and d.kh == 1 and d.in_c == 32 and d.out_c == 16 for d in ds) >= 3,
     "conv_transpose": lambda ds: sorted((d.out_phase_y, d.out_phase_x) for d in ds if d.out_step == 2)

@@ -97,7 +97,11 @@ void emit_pooled_rows(const Descriptor &d, word_t *act, int n, int oy, int c, in
                 for (int kx = 0; kx < d.pool_kw; ++kx) {
 #pragma HLS PIPELINE II=1
                     int rx = px * d.pool_sw - d.pool_pad_l + kx;
-                    if (ry < 0 || ry >= d.conv_h || rx < 0 || rx >= d.conv_w) continue;
+                    if (ry < 0 || ry >= d.conv_h || rx < 0 || rx >= d.conv_w) {
+                        if (d.flags & F_POOL_PAD_ZERO)          // a zero Pad in front: its zeros take part
+                            for (int i = 0; i < N; ++i) best[i] = best[i] < 0 ? (int8_t)0 : best[i];
+                        continue;
+                    }
                     for (int i = 0; i < N; ++i) {
                         int8_t v = ring[ry & (RING - 1)][rx][i];
                         if (v > best[i]) best[i] = v;
@@ -351,7 +355,11 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                             for (int kx = 0; kx < d.pool_kw; ++kx) {
                                 int iy = y * d.pool_sh - d.pool_pad_t + ky, ix = x * d.pool_sw - d.pool_pad_l + kx;
                                 int up = (d.flags & F_UPSAMPLE2) ? 1 : 0;
-                                if (iy < 0 || ix < 0 || iy >= (d.in_h << up) || ix >= (d.in_w << up)) continue;
+                                if (iy < 0 || ix < 0 || iy >= (d.in_h << up) || ix >= (d.in_w << up)) {
+                                    if (d.flags & F_POOL_PAD_ZERO)
+                                        for (int v = 0; v < V; ++v) out[v] = out[v] < 0 ? (int8_t)0 : out[v];
+                                    continue;
+                                }
                                 int8_t v8[V];
                                 read_input<V>(d, act, n, iy, ix, c, v8);
                                 for (int v = 0; v < V; ++v) out[v] = v8[v] > out[v] ? v8[v] : out[v];

@@ -104,7 +104,7 @@ module address_generator #(
           a_tag.kind = K_POOL;
           a_tag.first = ag_ky == 0 && ag_kx == 0;
           a_tag.last = last_tap;
-          a_run_fill = 8'h80;
+          a_run_fill = d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80;   // padding taps: 0, or -128 that never wins
           a_run_addr = 64'(in_pix + cv);
           a_tag.oaddr = out_pix + cv;
         end

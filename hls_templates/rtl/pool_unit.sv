@@ -32,6 +32,7 @@ module pool_unit #(
   engine_pkg::desc_t d;
   assign d = desc;
   wire has_pool = d.op == OP_CONV && d.flags[F_POOL];
+  wire pad_zero = d.flags[F_POOL_PAD_ZERO];
 
   logic rq_pop, rq_empty;
   logic [QW-1:0] rq_dout;
@@ -129,8 +130,8 @@ module pool_unit #(
     for (int i = 0; i < G; i++) begin
       logic signed [7:0] cur, v;
       cur = tap_first ? -8'sd128 : best[8*i +: 8];
-      v = ring_rdata[8*i +: 8];
-      best_next[8*i +: 8] = (tap_in && v > cur) ? v : cur;
+      v = tap_in ? ring_rdata[8*i +: 8] : pad_zero ? 8'sd0 : -8'sd128;   // a tap outside: 0 or never wins
+      best_next[8*i +: 8] = v > cur ? v : cur;
     end
   end
   always_ff @(posedge clk) if (tap_valid) best <= best_next;

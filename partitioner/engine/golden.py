@@ -127,6 +127,17 @@ def _conv_pool(name: str, k: int, s: int, pads: list[int], ceil: int = 0, size: 
     return build
 
 
+def _conv_zero_pad_pool() -> onnx.ModelProto:
+    """ultralytics' YOLOv3-tiny: a LeakyReLU conv, ZeroPad2d((0, 1, 0, 1)), MaxPool 2x2 stride 1: the zeros can
+    win over negative values, so they are the pool's padding (POOL_PAD_ZERO), not -128."""
+    c = _Case("conv_zero_pad_pool", size=7)
+    y = c.op("LeakyRelu", [c.conv("x", "conv", 8, 8)], "leaky", alpha=0.1)
+    pads = numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "pads")
+    c.inits.append(pads)
+    y = c.op("MaxPool", [c.op("Pad", [y, "pads"], "zero_pad")], "pool", kernel_shape=[2, 2], strides=[1, 1])
+    return c.model([y])
+
+
 def _standalone_pool_and_add() -> onnx.ModelProto:
     c = _Case("standalone_pool_add")
     a = c.conv("x", "a", 8, 8)
@@ -260,6 +271,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv_maxpool_ceil": _conv_pool("conv_maxpool_ceil", 2, 2, [0, 0, 0, 0], ceil=1, size=7),
     "conv_maxpool_asym": _conv_pool("conv_maxpool_asym", 2, 1, [0, 0, 1, 1]),
     "standalone_pool_add": _standalone_pool_and_add,
+    "conv_zero_pad_pool": _conv_zero_pad_pool,
     "upsample_read_mode": _upsample_read_mode,
     "upsample_concat": lambda: _upsample_concat(False),
     "concat_odd_channels": lambda: _upsample_concat(True),

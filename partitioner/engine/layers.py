@@ -87,6 +87,8 @@ def _set_pool(d: Descriptor, pool: Pool) -> None:
     d.pool_kh, d.pool_kw = pool.kernel
     d.pool_sh, d.pool_sw = pool.strides
     d.pool_pad_t, d.pool_pad_l, d.pool_pad_b, d.pool_pad_r = pool.pads
+    if pool.pad_zero:
+        d.flags |= Flag.POOL_PAD_ZERO
 
 
 class LayerEmitter:

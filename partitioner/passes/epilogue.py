@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from ..op_facts import clip_bounds, pool_of, upsample_factor
+from .folding import spatial_pads
 
 
 def _absorb(graph: Graph, conv: Node, eaten: list[Node], step, output: str, extra_inputs: list[str] = ()) -> None:
@@ -134,17 +135,34 @@ def fuse_residual_add(graph: Graph) -> Graph:
     return graph
 
 
+def _zero_pad_in_front(graph: Graph, pool_node: Node, pool: Pool) -> tuple[Node, Pool] | None:
+    """(the Pad, the pool with its padding) for a zero Pad read only by a pool of no padding of its own (ultralytics'
+    ZeroPad2d before YOLOv3-tiny's 2x2 stride-1 pool): the engine's pool can take zeros as its padding."""
+    pad = graph.producer(pool_node.inputs[0])
+    if pad is None or pad.op_type != "Pad" or pool.ceil_mode or any(pool.pads) or \
+            graph.sole_consumer(pad.outputs[0]) is not pool_node:
+        return None
+    found = spatial_pads(pad, graph)
+    if found is None or found[1] != 0.0:
+        return None
+    return pad, replace(pool, pads=found[0], pad_zero=True)
+
+
 def fuse_maxpool(graph: Graph) -> Graph:
     for pool_node in list(graph.nodes.values()):
         pool = pool_of(pool_node)
         if pool is None:
             continue
-        conv = graph.producer(pool_node.inputs[0])
+        eaten = [pool_node]
+        padded = _zero_pad_in_front(graph, pool_node, pool)
+        if padded is not None:
+            eaten, pool = [padded[0], pool_node], padded[1]
+        conv = graph.producer(eaten[0].inputs[0])
         if (conv is None or conv.kind is not OpKind.FUSED_CONV or conv.conv.form is not ConvForm.CONV
-                or graph.sole_consumer(pool_node.inputs[0]) is not pool_node
+                or graph.sole_consumer(eaten[0].inputs[0]) is not eaten[0]
                 or any(isinstance(s, Pool) for s in conv.conv.epilogue)):
             continue
-        _absorb(graph, conv, [pool_node], pool, pool_node.outputs[0])
+        _absorb(graph, conv, eaten, pool, pool_node.outputs[0])
     graph.prune_tensors()
     return graph
 

@@ -72,7 +72,7 @@ def fold_channel_affine(graph: Graph) -> Graph:
     return graph
 
 
-def _spatial_pads(node: Node, graph: Graph) -> tuple[tuple[int, int, int, int], float | str] | None:
+def spatial_pads(node: Node, graph: Graph) -> tuple[tuple[int, int, int, int], float | str] | None:
     """((top, left, bottom, right), value) of a constant-mode Pad of a 4-D tensor that pads H and W only; value
     EDGE for an edge-mode Pad."""
     mode = node.attr("mode", b"constant")
@@ -121,7 +121,7 @@ def _edge_cannot_win(pool, extra: tuple[int, int, int, int]) -> bool:
 
 def fold_pad(graph: Graph) -> Graph:
     for pad in list(graph.nodes.values()):
-        found = _spatial_pads(pad, graph)
+        found = spatial_pads(pad, graph)
         user = graph.sole_consumer(pad.outputs[0]) if found else None
         if user is None or user.inputs[0] != pad.outputs[0]:
             continue
