@@ -14,12 +14,12 @@ from onnx import helper, numpy_helper
 
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.plan import read_plan
-from graphs import Net
+from graphs import Net, channel_shuffle
 from partitioner.build import PartitionConfig, run_partition
 
 OPS = ["conv", "conv_relu", "conv_bn_leaky", "conv_silu", "add", "maxpool", "concat_conv", "upsample_conv",
        "abs", "tanh", "sigmoid", "relu", "concat3_conv", "split_concat", "se", "pad_pool", "pad_conv", "slice_conv",
-       "convT_pool"]
+       "convT_pool", "shuffle", "gather_channels", "darknet_upsample", "zero_pad_pool"]
 
 
 @st.composite
@@ -81,6 +81,21 @@ def random_nets(draw):
             up = net.node("Relu", [net.bn(net.conv_transpose(pick(), name, k, pad=k // 2 - 1), f"{name}_bn")],
                           f"{name}_relu")
             out = net.node("MaxPool", [up], f"{name}_down", kernel_shape=[2, 2], strides=[2, 2])
+        elif op == "shuffle":               # ShuffleNet / ESNet: Reshape -> Transpose -> Reshape
+            out = channel_shuffle(net, pick(), name, 4)
+        elif op == "gather_channels":       # a channel reorder (BGR -> RGB and the like)
+            order = net.const(f"{name}_order", np.array(draw(st.permutations([0, 1, 2, 3])), np.int64))
+            out = net.node("Gather", [pick(), order], name, axis=1)
+        elif op == "darknet_upsample":      # darknet2onnx: view -> expand -> view, then back down by a pool
+            y = net.node("Reshape", [pick(), net.const(f"{name}_s6", np.array([1, 4, 6, 1, 6, 1]))], f"{name}_r1")
+            y = net.node("Expand", [y, net.const(f"{name}_e6", np.array([1, 4, 6, 2, 6, 2]))], f"{name}_ex")
+            y = net.node("Reshape", [y, net.const(f"{name}_s4", np.array([1, 4, 12, 12]))], f"{name}_r2")
+            out = net.node("MaxPool", [net.conv(y, name)], f"{name}_down", kernel_shape=[2, 2], strides=[2, 2])
+        elif op == "zero_pad_pool":         # ultralytics YOLOv3-tiny: ZeroPad2d((0, 1, 0, 1)), MaxPool 2 stride 1
+            y = net.node("LeakyRelu", [net.conv(pick(), name)], f"{name}_leaky", alpha=0.1)
+            pads = net.const(f"{name}_pads", np.array([0, 0, 0, 0, 0, 0, 1, 1]))
+            out = net.node("MaxPool", [net.node("Pad", [y, pads], f"{name}_pad")], f"{name}_pool",
+                           kernel_shape=[2, 2])
         elif op == "upsample_conv":
             net.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), f"{name}_scales"))
             up = net.node("Resize", [pick(), "", f"{name}_scales"], f"{name}_up", mode="nearest",
@@ -175,7 +190,7 @@ def test_an_add_whose_operand_is_a_concat_shares_its_layout(tmp_path):
     """Found by the property test above: a CSP-style split/conv/concat added to the network input. The concat
     places its output with padding between its slots; the input it is added to must take that placement (it used
     to keep its own and the engine compiler refused the add)."""
-    from graphs import Net
+    from graphs import Net, channel_shuffle
     from fpga_runtime.accuracy import output_accuracy
     from fpga_runtime.frames import original_outputs, random_frame
     from fpga_runtime.session import Session

@@ -478,6 +478,7 @@ def test_channel_shuffle_moves_through_depthwise_and_concat_into_the_convs_readi
     g = run_fusion(ir_of(model))
     assert not [k for k, _ in _kinds(g) if k == "OTHER"], _kinds(g)          # no Reshape/Transpose left
     assert _permutations(g) == []
+    assert sorted(g.origin_names()) == sorted(n.name for n in model.graph.node)     # each original node once
     _same_numbers(model, g)
 
 
@@ -512,6 +513,7 @@ def test_reshapes_that_move_pixels_and_shuffles_that_cancel():
     model = n.model([n.conv(hw, "e"), n.conv(twice, "f")])
     g = run_fusion(ir_of(model))
     assert [k for k, _ in _kinds(g)].count("OTHER") == 1 and _permutations(g) == []
+    assert sorted(g.origin_names()) == sorted(n.name for n in model.graph.node)     # each original node once
     _same_numbers(model, g)
 
 

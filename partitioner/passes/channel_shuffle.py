@@ -123,6 +123,7 @@ def _move_forward(graph: Graph, perm_node: Node, perm: np.ndarray) -> bool:
     absorbed = _absorb(user, graph, perm)
     if absorbed is not None:
         absorbed.inputs[0] = perm_node.inputs[0]
+        absorbed.origin = absorbed.origin + perm_node.origin     # the shuffle's nodes live on in the reader
         del graph.nodes[perm_node.name]
         graph.nodes[user.name] = absorbed
         graph.touch()
@@ -171,8 +172,10 @@ def _through_concat(graph: Graph, perm_node: Node, perm: np.ndarray, concat: Nod
 
 def _remove_identity(graph: Graph, node: Node) -> None:
     x, y = node.inputs[0], node.outputs[0]
-    for user in graph.consumers(y):
+    users = graph.consumers(y)
+    for user in users:
         user.inputs = [x if t == y else t for t in user.inputs]
+    users[0].origin = users[0].origin + node.origin            # the nodes that cancelled out are placed with it
     del graph.nodes[node.name]
     graph.touch()
 
