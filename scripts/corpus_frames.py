@@ -1,7 +1,10 @@
 """Image-like frames and the corpus record, shared by the exporters (torch and Paddle): no framework imports."""
 from __future__ import annotations
 
+import argparse
+import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -46,3 +49,26 @@ def write_entry(out: Path, record: dict, name: str, info: dict) -> None:
             np.save(folder / f"frame{i}.npy", f)
     record[name] = info
     print(f"  ok: {info['exporter']}", flush=True)
+
+
+def export_all(models: dict[str, Callable[[Path], dict]], description: str) -> None:
+    """The exporters' command line: OUT_DIR [--only NAME ...]; each model exported alone (one failing does not
+    stop the others) and recorded in OUT_DIR/corpus.json beside what is there."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    record_path = args.out / "corpus.json"
+    record = json.loads(record_path.read_text()) if record_path.exists() else {}
+    for name, make in models.items():
+        if args.only and name not in args.only:
+            continue
+        print(f"exporting {name} ...", flush=True)
+        try:
+            info = make(args.out)
+        except Exception as exc:          # noqa: BLE001 - one architecture failing must not stop the others
+            print(f"  failed: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        write_entry(args.out, record, name, info)
+    record_path.write_text(json.dumps(record, indent=1) + "\n")

@@ -12,8 +12,6 @@ frames, spread gammas and betas, class-prior head biases.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import tempfile
 from pathlib import Path
 
@@ -22,7 +20,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle import nn
 
-from corpus_frames import frames_nchw, write_entry
+from corpus_frames import export_all, frames_nchw
 
 SIZE = 416
 STRIDES = (8, 16, 32, 64)
@@ -271,24 +269,7 @@ MODELS = {
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("out", type=Path)
-    ap.add_argument("--only", nargs="*", default=None)
-    args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    record_path = args.out / "corpus.json"
-    record = json.loads(record_path.read_text()) if record_path.exists() else {}
-    for name, make in MODELS.items():
-        if args.only and name not in args.only:
-            continue
-        print(f"exporting {name} ...", flush=True)
-        try:
-            info = make(args.out)
-        except Exception as exc:          # noqa: BLE001 - one architecture failing must not stop the others
-            print(f"  failed: {type(exc).__name__}: {exc}", flush=True)
-            continue
-        write_entry(args.out, record, name, info)
-    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    export_all(MODELS, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
