@@ -11,6 +11,11 @@ _REPLICATING = {("asymmetric", "floor"), ("asymmetric", "round_prefer_floor"),
                 ("pytorch_half_pixel", "round_prefer_floor"), ("pytorch_half_pixel", "round_prefer_ceil")}
 
 
+# ops that only move or select elements: no arithmetic on values
+RESHAPING_OPS = ("Reshape", "Transpose", "Expand", "Tile", "Flatten", "Squeeze", "Unsqueeze")
+DATA_MOVEMENT_OPS = frozenset(RESHAPING_OPS + ("Concat", "Slice", "Split", "Identity", "Gather"))
+
+
 def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 

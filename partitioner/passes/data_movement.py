@@ -13,9 +13,9 @@ import numpy as np
 from onnx import helper
 
 from ..ir import Graph, Node, OpKind
+from ..op_facts import RESHAPING_OPS
 from .channel_shuffle import permutation_conv
 
-_CHAIN_OPS = ("Reshape", "Transpose", "Expand", "Tile", "Flatten", "Squeeze", "Unsqueeze")
 _MAX_CHAIN = 6
 _MAX_PROBE = 1 << 22            # elements of the index tensor a chain is evaluated on
 _UPSAMPLE_FACTORS = (2, 4, 8)
@@ -81,7 +81,7 @@ def _chain_from(start: Node, graph: Graph) -> tuple[list[Node], tuple[str, objec
         if movement is not None:
             found = (list(chain), movement)
         nxt = graph.sole_consumer(chain[-1].outputs[0])
-        if nxt is None or nxt.op_type not in _CHAIN_OPS or nxt.inputs[0] != chain[-1].outputs[0]:
+        if nxt is None or nxt.op_type not in RESHAPING_OPS or nxt.inputs[0] != chain[-1].outputs[0]:
             break
         chain.append(nxt)
     return found
@@ -115,7 +115,7 @@ def recognise_data_movement(graph: Graph) -> Graph:
         if node.op_type == "Gather":
             perm = _gather_permutation(node, graph)
             found = ([node], ("permutation", perm)) if perm is not None else None
-        elif node.op_type in _CHAIN_OPS:
+        elif node.op_type in RESHAPING_OPS:
             found = _chain_from(node, graph)
         else:
             continue

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import clip_bounds, pool_of, upsample_factor
+from ..op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, upsample_factor
 from .folding import spatial_pads
 
 
@@ -32,10 +32,6 @@ def _gated_mul(graph: Graph, gate: Node, x: str) -> Node | None:
     return mul
 
 
-_DATA_MOVEMENT = {"Reshape", "Transpose", "Concat", "Slice", "Split", "Flatten", "Squeeze", "Unsqueeze",
-                  "Identity", "Gather", "Expand"}
-
-
 def _only_reaches_outputs(graph: Graph, tensor: str) -> bool:
     """True if `tensor` reaches nothing but model outputs, through data movement alone (a detection head's class
     map, a segmentation head's probability map)."""
@@ -46,7 +42,7 @@ def _only_reaches_outputs(graph: Graph, tensor: str) -> bool:
             continue
         seen.add(t)
         for user in graph.consumers(t):
-            if user.op_type not in _DATA_MOVEMENT or user.domain not in ("", "ai.onnx"):
+            if user.op_type not in DATA_MOVEMENT_OPS or user.domain not in ("", "ai.onnx"):
                 return False
             todo += [o for o in user.outputs if o]
     return any(t in graph.outputs for t in seen)
