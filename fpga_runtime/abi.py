@@ -97,7 +97,7 @@ DESCRIPTOR_FIELDS: list[tuple[str, str, int]] = [
     ("dil_w", "B", 35), ("pad_t", "B", 36), ("pad_l", "B", 37), ("pad_b", "B", 38), ("pad_r", "B", 39),
     ("pool_kh", "B", 40), ("pool_kw", "B", 41), ("pool_sh", "B", 42), ("pool_sw", "B", 43),
     ("pool_pad_t", "B", 44), ("pool_pad_l", "B", 45), ("pool_pad_b", "B", 46), ("pool_pad_r", "B", 47),
-    ("act_lo", "b", 48), ("act_hi", "b", 49), ("res_shift", "B", 50), ("reserved0", "B", 51),
+    ("act_lo", "b", 48), ("act_hi", "b", 49), ("res_shift", "B", 50), ("in_zero", "b", 51),
     ("in2_c_stride", "H", 52), ("in2_c_offset", "H", 54),
     ("in_addr", "I", 56), ("in2_addr", "I", 60), ("weight_addr", "I", 64), ("bias_addr", "I", 68),
     ("requant_addr", "I", 72), ("lut1_addr", "I", 76), ("lut2_addr", "I", 80), ("out_addr", "I", 84),
@@ -149,7 +149,7 @@ class Descriptor:
     act_lo: int = -128
     act_hi: int = 127
     res_shift: int = 0
-    reserved0: int = 0
+    in_zero: int = 0       # conv: the value of input taps outside the image (the input's zero point)
     in2_c_stride: int = 0
     in2_c_offset: int = 0
     in_addr: int = 0

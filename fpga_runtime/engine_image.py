@@ -22,7 +22,7 @@ ENGINE_DIR = "fpga"
 @dataclass
 class TensorView:
     """An int8 NHWC tensor in engine memory: element (n, y, x, channel k) lives at
-    addr + ((n * h + y) * w + x) * c_stride + c_offset + channel_map[k]."""
+    addr + ((n * h + y) * w + x) * c_stride + c_offset + channel_map[k]; it stands for (q - zero) * scale."""
 
     name: str                  # ONNX tensor name
     addr: int
@@ -34,15 +34,16 @@ class TensorView:
     channel_map: list[int]     # physical channel of each logical channel (gaps are padding)
     scale: float
     layout: str                # "nchw" (rank-4 tensor) or "nc" (rank-2, as N x 1 x 1 x C)
+    zero: int = 0              # zero point: the code of 0.0 (asymmetric tensors, e.g. a ReLU's output)
 
     @property
     def phys_c(self) -> int:
         return max(self.channel_map) + 1 if self.channel_map else 0
 
     def quantize(self, x: np.ndarray) -> np.ndarray:
-        """float -> int8 in NHWC with the view's channels: q = clip(rint(x / scale), -128, 127)."""
+        """float -> int8 in NHWC with the view's channels: q = clip(rint(x / scale) + zero, -128, 127)."""
         nhwc = np.transpose(x, (0, 2, 3, 1)) if self.layout == "nchw" else x.reshape(self.n, 1, 1, -1)
-        return np.clip(np.rint(nhwc / self.scale), -128, 127).astype(np.int8)
+        return np.clip(np.rint(nhwc / self.scale) + self.zero, -128, 127).astype(np.int8)
 
     def write(self, memory: np.ndarray, x: np.ndarray) -> None:
         q = self.quantize(x)
@@ -60,7 +61,7 @@ class TensorView:
         return self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)]
 
     def read(self, memory: np.ndarray) -> np.ndarray:
-        q = self.read_int8(memory).astype(np.float32) * np.float32(self.scale)
+        q = (self.read_int8(memory).astype(np.float32) - np.float32(self.zero)) * np.float32(self.scale)
         return np.ascontiguousarray(np.transpose(q, (0, 3, 1, 2)) if self.layout == "nchw" else q.reshape(self.n, -1))
 
 

@@ -139,7 +139,7 @@ class ReferenceEngine:
 
     def _conv(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
         depthwise = bool(d.flags & Flag.DEPTHWISE)
-        x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, 0)
+        x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)   # the zero point
         if depthwise:
             acc = self._accumulate(x, self._weights(const, d, True), d, True)
         else:

@@ -16,7 +16,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.accuracy import AccuracyReport
 from fpga_runtime.boards import BOARDS, BUDGET
 from fpga_runtime.boards import board as board_by_name
-from fpga_runtime.engine_image import ENGINE_DIR
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.frames import random_frame
 from fpga_runtime.plan import Plan
 
@@ -255,8 +255,10 @@ def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], Non
             accuracy, layers = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
             if cfg.sensitivity:
                 nodes = [n for sg in fpga_sgs for n in sg.nodes]
-                sensitivity = step("sensitivity", lambda: int8_sensitivity(plan, graph, nodes, calibration.table,
-                                                                           feeds, echo))
+                views = EngineImage.load(out_dir / ENGINE_DIR).tensors
+                sensitivity = step("sensitivity", lambda: int8_sensitivity(
+                    plan, graph, nodes, calibration.table, feeds, echo,
+                    {v.name: (v.scale, v.zero) for v in views.values()}))
             record = {**accuracy.as_dict(), "calibration": calibration.source,
                       "layers": [asdict(layer) for layer in layers],
                       **({"sensitivity": [asdict(t) for t in sensitivity]} if cfg.sensitivity else {})}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fpga_runtime import cpu_costs
 from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
 from fpga_runtime.policy import CPU_WORKERS
 
@@ -148,6 +149,11 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
     if calibration is not None:
         lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
                      f"ranges, {calibration.description}")
+    if plan.engine:
+        views = EngineImage.load(plan.root / ENGINE_DIR).tensors.values()
+        lopsided = sum(v.zero != 0 for v in views)
+        lines.append(f"- int8 codes: {lopsided} of {len(views)} engine tensors asymmetric (a zero point where the "
+                     "values are lopsided, e.g. after ReLU or HardSwish; engine/zero_points.py), the rest symmetric")
     lines.append("")
     if warnings:
         lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]

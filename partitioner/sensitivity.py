@@ -3,8 +3,9 @@ rest float, each output compared with the all-float partition.
 
 Where a build's int8 output departs from float, this says which few tensors cost the most (the per-layer table
 says where the error *appears*, which after a few layers is everywhere). The rounding is onnxruntime's
-QuantizeLinear/DequantizeLinear at the calibrated scale (range / 127), the engine's symmetric int8: not
-bit-exact with the engine, which also rounds weights and multipliers, but the ranking is what matters.
+QuantizeLinear/DequantizeLinear at the scale and zero point the build gave the tensor (a fused stage's: range / 127,
+symmetric): not bit-exact with the engine, which also rounds weights and multipliers, but the ranking is what
+matters.
 A tensor stays out of int8 only if every engine layer that writes or reads it moves: `partition --keep-on-cpu
 NODE` keeps those layers in float on the CPU.
 """
@@ -44,7 +45,7 @@ def _session(model: onnx.ModelProto | str) -> ort.InferenceSession:
     return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
 
-def _with_rounding(model: onnx.ModelProto, tensor: str, scale: float) -> onnx.ModelProto:
+def _with_rounding(model: onnx.ModelProto, tensor: str, scale: float, zero: int) -> onnx.ModelProto:
     """A copy of `model` whose node output `tensor` passes through int8 QuantizeLinear/DequantizeLinear."""
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -55,14 +56,14 @@ def _with_rounding(model: onnx.ModelProto, tensor: str, scale: float) -> onnx.Mo
                 node.output[i] = raw
     s, z = f"{tensor}__scale", f"{tensor}__zero"
     out.graph.initializer.extend([numpy_helper.from_array(np.array(scale, np.float32), s),
-                                  numpy_helper.from_array(np.array(0, np.int8), z)])
+                                  numpy_helper.from_array(np.array(zero, np.int8), z)])
     out.graph.node.extend([helper.make_node("QuantizeLinear", [raw, s, z], [f"{tensor}__q"]),
                            helper.make_node("DequantizeLinear", [f"{tensor}__q", s, z], [tensor])])
     return out
 
 
-def _round(x: np.ndarray, scale: float) -> np.ndarray:
-    return (np.clip(np.rint(x / scale), -128, 127) * scale).astype(np.float32)
+def _round(x: np.ndarray, scale: float, zero: int) -> np.ndarray:
+    return ((np.clip(np.rint(x / scale) + zero, -128, 127) - zero) * scale).astype(np.float32)
 
 
 def layers_of_tensor(graph: Graph, nodes: list[str]) -> dict[str, list[str]]:
@@ -84,8 +85,11 @@ def layers_of_tensor(graph: Graph, nodes: list[str]) -> dict[str, list[str]]:
 
 
 def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
-                     feeds: dict[str, np.ndarray], echo=lambda s: None) -> list[TensorSensitivity]:
-    """Worst first. Subgraphs before the one being probed run once; each probe runs its subgraph and the rest."""
+                     feeds: dict[str, np.ndarray], echo=lambda s: None,
+                     quantisation: dict[str, tuple[float, int]] | None = None) -> list[TensorSensitivity]:
+    """Worst first. Subgraphs before the one being probed run once; each probe runs its subgraph and the rest.
+    `quantisation`: (scale, zero point) of the tensors the build placed in engine memory."""
+    quantisation = quantisation or {}
     touching = layers_of_tensor(graph, fpga_nodes)
     root = Path(plan.root)
     models = {sg.name: onnx.load(str(root / sg.onnx)) for sg in plan.subgraphs if sg.device == "fpga"}
@@ -109,13 +113,13 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
     for k, sg in enumerate(plan.subgraphs):
         if sg.device == "fpga":
             for tensor, is_input in _probed(models[sg.name], sg, ranges, touching):
-                scale = ranges[tensor] / 127.0
+                scale, zero = quantisation.get(tensor, (ranges[tensor] / 127.0, 0))
                 if is_input:
                     rounded = dict(before)
-                    rounded[tensor] = _round(before[tensor], scale)
+                    rounded[tensor] = _round(before[tensor], scale, zero)
                     got = run_from(k, rounded, None)
                 else:
-                    got = run_from(k, before, _session(_with_rounding(models[sg.name], tensor, scale)))
+                    got = run_from(k, before, _session(_with_rounding(models[sg.name], tensor, scale, zero)))
                 cos = min(output_accuracy(o, reference[o], got[o]).cosine for o in outputs)
                 results.append(TensorSensitivity(tensor, touching.get(tensor, []), sg.name, cos))
                 done += 1

@@ -24,7 +24,7 @@ class Case:
         self.config = EngineConfig(**json.loads(str(data["config"])))
         self.out_view = TensorView(**json.loads(str(data["out_view"])))
         self.float_out = data["float_out"]
-        self.ranges = json.loads(str(data["ranges"]))      # the calibration the case was compiled with
+        self.calibration = json.loads(str(data["calibration"]))   # the ranges and bounds it was compiled with
 
     def descriptors(self):
         return [d for addr, n in self.programs

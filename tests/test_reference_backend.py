@@ -47,8 +47,9 @@ FEATURES = {
     "concat_odd_channels": lambda ds: any(d.out_c_offset == 16 for d in ds),
     "residual": lambda ds: any(d.flags & Flag.RESIDUAL and d.act1 == Act.LUT for d in ds),
     "residual_relu": lambda ds: any(d.flags & Flag.RESIDUAL and d.act2 == Act.LUT for d in ds),
-    "act_relu": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == 0,
-    "act_relu6": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == 0 and ds[0].act_hi <= 127,
+    # a ReLU's output has no negatives: its codes are asymmetric, 0.0 at -128, so the clamp's floor is -128
+    "act_relu": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == -128,
+    "act_relu6": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == -128 and ds[0].act_hi <= 127,
     "act_sigmoid": lambda ds: ds[0].act1 == Act.LUT,
     "depthwise3x3": lambda ds: ds[0].flags & Flag.DEPTHWISE,
     "conv_maxpool2": lambda ds: ds[0].flags & Flag.POOL and ds[0].pool_kh == 2,
@@ -63,6 +64,8 @@ FEATURES = {
     and sum(d.op == Op.CONV and d.kh == 1 and d.in_c == 32 and d.out_c == 16 for d in ds) >= 3,
     "conv_transpose": lambda ds: sorted((d.out_phase_y, d.out_phase_x) for d in ds if d.out_step == 2)
     == [(0, 0), (0, 1), (1, 0), (1, 1)] and all(d.out_c_stride > d.out_c for d in ds if d.out_step == 2),
+    "zero_point_padding": lambda ds: sum(d.op == Op.CONV and d.in_zero != 0 and d.pad_t > 0 for d in ds) >= 3
+    and any(d.flags & Flag.DEPTHWISE and d.in_zero != 0 for d in ds),
 }
 
 
@@ -79,7 +82,7 @@ def test_golden_files_are_reproduced_by_the_compiler(tmp_path):
     from partitioner.engine.golden import make_case
     for name in ("conv3x3", "residual_relu", "concat_odd_channels", "depthwise3x3", "act_sigmoid"):
         old = Case(next(p for p in CASE_FILES if p.stem == name))
-        fresh = make_case(name, tmp_path, old.config, old.ranges)
+        fresh = make_case(name, tmp_path, old.config, old.calibration)
         assert np.array_equal(fresh["const"], old.const) and np.array_equal(fresh["act_in"], old.act_in)
         assert np.array_equal(fresh["act_out"], old.act_out)
 

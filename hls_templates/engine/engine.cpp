@@ -44,13 +44,13 @@ uint32_t out_pixel(const Descriptor &d, int n, int y, int x) {
                  d.out_h * s, d.out_w * s, d.out_c_stride) + d.out_c_offset;
 }
 
-// The input as a layer reads it: zero outside, through the x2 read mode when flagged.
+// The input as a layer reads it: its zero point outside, through the x2 read mode when flagged.
 template <int N>
 void read_input(const Descriptor &d, const word_t *act, int n, int y, int x, int c, int8_t out[N]) {
 #pragma HLS INLINE
     int up = (d.flags & F_UPSAMPLE2) ? 1 : 0;
     if (y < 0 || x < 0 || y >= (d.in_h << up) || x >= (d.in_w << up)) {
-        for (int i = 0; i < N; ++i) out[i] = 0;
+        for (int i = 0; i < N; ++i) out[i] = d.in_zero;
         return;
     }
     load_vec<N>(act, pixel(d.in_addr, n, y >> up, x >> up, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + c, out);

@@ -25,6 +25,7 @@ struct Descriptor {
     uint8_t pool_kh, pool_kw, pool_sh, pool_sw, pool_pad_t, pool_pad_l, pool_pad_b, pool_pad_r;
     int8_t act_lo, act_hi;
     uint8_t res_shift;
+    int8_t in_zero;                               // conv: input taps outside the image (its zero point)
     uint16_t in2_c_stride, in2_c_offset;
     uint32_t in_addr, in2_addr, weight_addr, bias_addr, requant_addr, lut1_addr, lut2_addr, out_addr;
     int32_t res_mult_a, res_mult_b;

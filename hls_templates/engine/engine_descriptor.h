@@ -22,7 +22,7 @@ Descriptor fetch(const word_t *program, uint32_t index) {
     d.pad_t = U8(36); d.pad_l = U8(37); d.pad_b = U8(38); d.pad_r = U8(39);
     d.pool_kh = U8(40); d.pool_kw = U8(41); d.pool_sh = U8(42); d.pool_sw = U8(43);
     d.pool_pad_t = U8(44); d.pool_pad_l = U8(45); d.pool_pad_b = U8(46); d.pool_pad_r = U8(47);
-    d.act_lo = (int8_t)U8(48); d.act_hi = (int8_t)U8(49); d.res_shift = U8(50);
+    d.act_lo = (int8_t)U8(48); d.act_hi = (int8_t)U8(49); d.res_shift = U8(50); d.in_zero = (int8_t)U8(51);
     d.in2_c_stride = U16(52); d.in2_c_offset = U16(54);
     d.in_addr = U32(56); d.in2_addr = U32(60); d.weight_addr = U32(64); d.bias_addr = U32(68);
     d.requant_addr = U32(72); d.lut1_addr = U32(76); d.lut2_addr = U32(80); d.out_addr = U32(84);

@@ -86,6 +86,7 @@ module address_generator #(
       a_run_pad = !inb;
       case (d.op)
         OP_CONV: begin
+          a_run_fill = d.in_zero;                                   // padding taps: the input's zero point
           a_tag.first = ag_ky == 0 && ag_kx == 0;
           a_tag.last = last_tap && !has_res;
           a_tag.oaddr = out_pix + 32'(c0);

@@ -27,6 +27,7 @@ package engine_pkg;
     logic [7:0]  pool_kh, pool_kw, pool_sh, pool_sw, pool_pad_t, pool_pad_l, pool_pad_b, pool_pad_r;
     logic signed [7:0] act_lo, act_hi;
     logic [7:0]  res_shift;
+    logic signed [7:0] in_zero;    // conv: input taps outside the image (the input's zero point)
     logic [15:0] in2_c_stride, in2_c_offset;
     logic [31:0] in_addr, in2_addr, weight_addr, bias_addr, requant_addr, lut1_addr, lut2_addr, out_addr;
     logic signed [31:0] res_mult_a, res_mult_b;
@@ -34,7 +35,7 @@ package engine_pkg;
     logic [7:0]  out_step, out_phase_y, out_phase_x;
   } desc_t;
 
-  localparam int DESC_BITS = 816;                  // $bits(desc_t), spelt out for yosys
+  localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

@@ -45,6 +45,7 @@ module layer_descriptor #(
     d.pool_sh = raw[42*8 +: 8];      d.pool_sw = raw[43*8 +: 8];       d.pool_pad_t = raw[44*8 +: 8];
     d.pool_pad_l = raw[45*8 +: 8];   d.pool_pad_b = raw[46*8 +: 8];    d.pool_pad_r = raw[47*8 +: 8];
     d.act_lo = raw[48*8 +: 8];       d.act_hi = raw[49*8 +: 8];        d.res_shift = raw[50*8 +: 8];
+    d.in_zero = raw[51*8 +: 8];
     d.in2_c_stride = raw[52*8 +: 16]; d.in2_c_offset = raw[54*8 +: 16];
     d.in_addr = raw[56*8 +: 32];     d.in2_addr = raw[60*8 +: 32];     d.weight_addr = raw[64*8 +: 32];
     d.bias_addr = raw[68*8 +: 32];   d.requant_addr = raw[72*8 +: 32]; d.lut1_addr = raw[76*8 +: 32];

@@ -242,7 +242,8 @@ module window_conv #(
   assign dw_phase = t1_phase;
   always_comb
     for (int p = 0; p < P; p++)
-      array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW] : '0;
+      array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
+                                       : {(DW / 8){d.in_zero}};      // padding: the input's zero point
 
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
   logic t2_valid, t2_first, t2_last, t2_flush;

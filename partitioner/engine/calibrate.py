@@ -35,6 +35,8 @@ class Calibration:
     table: dict[str, float] | None = None
     frame_count: int = 0
     method: str = "max"
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)    # signed min and max per tensor
+
 
     @property
     def description(self) -> str:
@@ -42,12 +44,13 @@ class Calibration:
 
     def ranges(self, plan: Plan) -> dict[str, float]:
         if self.table is None:
-            self.table = calibration_ranges(plan, self.frames, self.method)
+            self.table, self.bounds = calibration_ranges(plan, self.frames, self.method)
             self.frame_count = len(self.frames)
         return self.table
 
     def save(self, folder: Path) -> None:
-        record = {"source": self.source, "frames": self.frame_count, "method": self.method, "ranges": self.table}
+        record = {"source": self.source, "frames": self.frame_count, "method": self.method, "ranges": self.table,
+                  "bounds": {k: list(v) for k, v in self.bounds.items()}}
         (folder / TABLE_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     @classmethod
@@ -55,10 +58,11 @@ class Calibration:
         try:
             raw = json.loads(Path(path).read_text())
             ranges = {str(k): float(v) for k, v in raw["ranges"].items()}
+            bounds = {str(k): (float(v[0]), float(v[1])) for k, v in raw.get("bounds", {}).items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError(f"{path}: not a calibration table (a fpga/{TABLE_FILE} of a build): {exc}") from None
         return cls(f"table {path} ({raw.get('source', 'unknown source')})", table=ranges,
-                   frame_count=int(raw.get("frames", 0)), method=str(raw.get("method", "max")))
+                   frame_count=int(raw.get("frames", 0)), method=str(raw.get("method", "max")), bounds=bounds)
 
 
 def _session(path: Path) -> ort.InferenceSession:
@@ -111,17 +115,23 @@ def fpga_float_values(plan: Plan, frames: list[dict[str, np.ndarray]]):
             path.unlink(missing_ok=True)
 
 
-def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: str = "max") -> dict[str, float]:
+def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: str = "max"
+                       ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
     """The int8 range per ONNX tensor name, for every tensor computed in an FPGA subgraph or read by one: max |x|
     over all frames, or (a second pass, over a histogram of |x| up to that max) its 99.99th percentile or the
-    clipping threshold that minimises the int8 mean squared error (rounding below it, clipping above)."""
+    clipping threshold that minimises the int8 mean squared error (rounding below it, clipping above). Also the
+    signed min and max, from which the compiler sees where a zero point pays (a ReLU's output has no negatives)."""
     peak: dict[str, float] = {}
+    bounds: dict[str, tuple[float, float]] = {}
     for seen, _ in fpga_float_values(plan, frames):
         for name, v in seen.items():
             if v.size:
-                peak[name] = max(peak.get(name, 0.0), float(np.max(np.abs(v))))
+                lo, hi = float(np.min(v)), float(np.max(v))
+                peak[name] = max(peak.get(name, 0.0), max(-lo, hi))
+                old = bounds.get(name, (lo, hi))
+                bounds[name] = (min(old[0], lo), max(old[1], hi))
     if method == "max":
-        return peak
+        return peak, bounds
     hist: dict[str, np.ndarray] = {}
     for seen, _ in fpga_float_values(plan, frames):
         for name, v in seen.items():
@@ -129,7 +139,7 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: 
                 counts, _ = np.histogram(np.abs(v), _BINS, (0.0, peak[name]))
                 hist[name] = hist.get(name, 0) + counts
     choose = _percentile if method == "percentile" else _least_squared_error
-    return {name: (choose(hist[name], peak[name]) if name in hist else value) for name, value in peak.items()}
+    return {name: (choose(hist[name], peak[name]) if name in hist else value) for name, value in peak.items()}, bounds
 
 
 def _percentile(counts: np.ndarray, peak: float, q: float = 0.9999) -> float:

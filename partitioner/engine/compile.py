@@ -26,9 +26,9 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
     nodes = [n for sg in fpga for n in sg.nodes]
     ranges = calibration.ranges(plan)
-    scales = tensor_scales(graph, nodes, ranges, warnings)
+    scales, zeros = tensor_scales(graph, nodes, ranges, warnings, calibration.bounds)
     activations = ActivationArena()
-    layout = plan_layout(graph, nodes, scales, config, activations)
+    layout = plan_layout(graph, nodes, scales, config, activations, zeros)
     consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts)
     programs: dict[str, Program] = {}

@@ -247,6 +247,17 @@ def _dense() -> onnx.ModelProto:
     return c.model([c.op("Relu", [y], "relu")])
 
 
+def _zero_point_padding() -> onnx.ModelProto:
+    """Asymmetric tensors (a ReLU's, a HardSwish's) read with padding by a standard, a depthwise and a strided
+    conv and a max pool: the taps outside the image are the reader's zero point (`in_zero`), not 0."""
+    c = _Case("zero_point_padding", size=10)
+    a = c.op("Relu", [c.conv("x", "a", 8, 16)], "a_relu")
+    b = c.op("HardSwish", [c.conv(a, "b", 16, 16)], "b_hswish")
+    d = c.op("Relu", [c.conv(b, "dw", 16, 16, group=16)], "dw_relu")
+    p = c.op("MaxPool", [d], "pool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
+    return c.model([c.conv(p, "out", 16, 8, stride=2)])
+
+
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv1x1": _conv_case("conv1x1", k=1),
     "conv1x1_tiles": _conv_case("conv1x1_tiles", k=1, cin=40, cout=72, size=6),
@@ -282,19 +293,21 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "channel_shuffle": _channel_shuffle,
     "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
+    "zero_point_padding": _zero_point_padding,
 }
 
 
 def make_case(name: str, folder: Path, config: EngineConfig | None = None,
-              ranges: dict[str, float] | None = None) -> dict[str, np.ndarray]:
-    """Partition, compile and run one case; returns the arrays of its golden file. With `ranges` (a case's stored
-    calibration) the compile uses no float arithmetic of onnxruntime, so its bytes are the same on every CPU."""
+              calibration: dict | None = None) -> dict[str, np.ndarray]:
+    """Partition, compile and run one case; returns the arrays of its golden file. With `calibration` (a case's
+    stored ranges and bounds) the compile uses no float arithmetic of onnxruntime, so its bytes are the same on
+    every CPU."""
     path = folder / f"{name}.onnx"
     onnx.save(CASES[name](), str(path))
     table = None
-    if ranges is not None:
+    if calibration is not None:
         table = folder / f"{name}.{TABLE_FILE}"
-        table.write_text(json.dumps({"source": "golden case", "ranges": ranges}))
+        table.write_text(json.dumps({"source": "golden case", **calibration}))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
                                            offload_everything=True, calibration_frames=8, calibration_table=table,
                                            engine=config or EngineConfig()))
@@ -316,10 +329,11 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None,
         engine.run(act, const, int(addr), int(layers))
     float_out = run_plan_on_onnxruntime(plan, feeds)
     out_name = plan.outputs[0].name
-    stored = json.loads((engine_dir / TABLE_FILE).read_text())["ranges"]
+    stored = json.loads((engine_dir / TABLE_FILE).read_text())
+    stored = {"ranges": stored["ranges"], "bounds": stored.get("bounds", {})}
     return {"const": const, "act_in": act_in, "act_out": act, "programs": programs,
             "config": np.array(json.dumps(asdict(image.config))),
-            "ranges": np.array(json.dumps(stored, sort_keys=True)),
+            "calibration": np.array(json.dumps(stored, sort_keys=True)),
             "out_view": np.array(json.dumps(asdict(image.tensors[out_name]))),
             "float_out": float_out[out_name]}
 

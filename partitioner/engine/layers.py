@@ -14,6 +14,7 @@ from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, Resid
 from ..lower import stage_names
 from ..op_facts import gate_operands, pool_of
 from .memory import ConstArena
+from .zero_points import last_arithmetic_step, writes_zero_point
 
 _CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
 
@@ -37,10 +38,10 @@ def activation_fn(act: Activation):
     return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
 
 
-def lut(act: Activation, s_in: float, s_out: float) -> np.ndarray:
-    """256 int8 entries: LUT[q + 128] = saturate(rint(f(q * s_in) / s_out))."""
+def lut(act: Activation, s_in: float, s_out: float, zero_out: int = 0) -> np.ndarray:
+    """256 int8 entries: LUT[q + 128] = saturate(rint(f(q * s_in) / s_out) + zero_out)."""
     q = np.arange(-128, 128, dtype=np.float64)
-    return saturate8(np.rint(activation_fn(act)(q * s_in) / s_out))
+    return saturate8(np.rint(activation_fn(act)(q * s_in) / s_out) + zero_out)
 
 
 def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int]:
@@ -54,18 +55,19 @@ def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int
 ACC_LIMIT = 2 ** 31 - 1
 
 
-def accumulation_bound(terms: int) -> int:
-    """|sum of `terms` int8 x int8 products| at most (inputs -128..127, weights -127..127)."""
-    return terms * 128 * 127
+def accumulation_bound(terms: int, zero: int = 0) -> int:
+    """|sum of `terms` products w (q - zero)| at most (inputs q in -128..127, weights -127..127). The engine
+    accumulates sum w q onto a bias that holds -zero sum w, so its running sum stays within this too."""
+    return terms * (128 + abs(zero)) * 127
 
 
-def weight_scales(w: np.ndarray, bias: np.ndarray | None, s_x: float, terms: int) -> np.ndarray:
+def weight_scales(w: np.ndarray, bias: np.ndarray | None, s_x: float, terms: int, zero: int = 0) -> np.ndarray:
     """Per output channel: max |w| / 127, widened where the int32 bias (bias / (s_x * s_w)) would not fit beside
     the worst-case accumulation. Trained heads have large biases and small weights; such a channel's output is
     dominated by its bias, so coarser weights cost little there, and no valid model is refused for it."""
     cout = w.shape[0]
     s_w = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
-    room = ACC_LIMIT - accumulation_bound(terms)
+    room = ACC_LIMIT - accumulation_bound(terms, zero)
     if room <= 1:
         raise ValueError(f"{terms} products per output overflow int32 even without a bias")
     if bias is not None:
@@ -118,6 +120,10 @@ class LayerEmitter:
                        conv_h=x.h, conv_w=x.w)
         _set_view(d, "in", x, self._phys(x))
         _set_view(d, "out", y, self._phys(y))
+        moves = node.kind in (OpKind.MAXPOOL, OpKind.RESIZE)
+        if (x.zero != y.zero) if moves else (x.zero or y.zero or any(self.views[t].zero for t in node.inputs[1:]
+                                                                     if t in self.views)):
+            raise ModelError("internal: zero points this layer cannot take", node.label, node.op_type)
         if node.kind is OpKind.ADD:
             b = self.views[node.inputs[1]]
             if not (x.channel_map == b.channel_map == y.channel_map):
@@ -159,6 +165,8 @@ class LayerEmitter:
         x, g, y = self.views[data], self.views[gate], self.views[node.outputs[0]]
         if not (x.channel_map == g.channel_map == y.channel_map):
             raise ModelError("channel scale of tensors with different channel layouts", node.label, node.op_type)
+        if x.zero or g.zero or y.zero:
+            raise ModelError("internal: a channel gate of asymmetric tensors", node.label, node.op_type)
         d = Descriptor(op=Op.SCALE, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
                        conv_h=x.h, conv_w=x.w)
         _set_view(d, "in", x, self._phys(x))
@@ -168,6 +176,8 @@ class LayerEmitter:
         return d
 
     def copy(self, src: TensorView, dst: TensorView, layer_id: int) -> Descriptor:
+        if src.zero != dst.zero or src.scale != dst.scale:
+            raise ModelError(f"internal: a copy of {src.name!r} between different quantisations")
         d = Descriptor(op=Op.COPY, layer_id=layer_id, batch=src.n, in_h=src.h, in_w=src.w, out_h=dst.h,
                        out_w=dst.w, conv_h=src.h, conv_w=src.w)
         _set_view(d, "in", src, self._phys(src))
@@ -187,19 +197,6 @@ class LayerEmitter:
         if depthwise and x.channel_map != y.channel_map:
             raise ModelError("depthwise conv whose input and output channel layouts differ", node.label, "Conv")
         s_x = x.scale
-        s_w = weight_scales(w, g.const(spec.bias) if spec.bias else None, s_x, cin_g if transposed else kh * kw * cin_g)
-        plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
-        widened = s_w > plain * (1 + 1e-9)
-        if widened.any():
-            coarser = float(np.max(s_w[widened] / np.maximum(plain[widened], 1e-30)))
-            self.notes.append(f"node {node.label!r}: {int(widened.sum())} of {cout} output channels have a bias "
-                              f"too large for the int32 accumulator at their weight scale; their weights are "
-                              f"quantised up to {coarser:.3g}x coarser (their output is dominated by the bias)")
-        wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
-        out_map = np.asarray(y.channel_map)
-        bias = np.zeros(oc_p, np.int32)
-        if spec.bias:
-            bias[out_map] = np.rint(g.const(spec.bias).astype(np.float64) / (s_x * s_w)).astype(np.int32)
         stages = [self._scale(s) for s in stage_names(g, node)]
         steps = list(spec.epilogue)
         pool_at = next((i for i, s in enumerate(steps) if isinstance(s, Pool)), None)
@@ -210,6 +207,33 @@ class LayerEmitter:
         acts = [i for i, s in enumerate(steps) if isinstance(s, Activation)]
         act1 = next((i for i in acts if res_at is None or i < res_at), None)
         act2 = next((i for i in acts if res_at is not None and i > res_at), None)
+        clamp = act1 is not None and steps[act1].kind in _CLAMPS
+        target = stages[act1 + 1] if clamp else stages[0]       # what the requantiser writes
+        last = last_arithmetic_step(node)
+        if y.zero and not writes_zero_point(node):
+            raise ModelError("internal: an asymmetric output the layer cannot write", node.label, "Conv")
+        zero_in_bias = y.zero if last is None or clamp and last == act1 else 0    # else a table writes it
+
+        float_bias = g.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(cout)
+        float_bias = float_bias + zero_in_bias * target         # in the bias: the output's zero point
+        s_w = weight_scales(w, float_bias if spec.bias or zero_in_bias else None, s_x,
+                            cin_g if transposed else kh * kw * cin_g, x.zero)
+        plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
+        widened = s_w > plain * (1 + 1e-9)
+        if widened.any():
+            coarser = float(np.max(s_w[widened] / np.maximum(plain[widened], 1e-30)))
+            self.notes.append(f"node {node.label!r}: {int(widened.sum())} of {cout} output channels have a bias "
+                              f"too large for the int32 accumulator at their weight scale; their weights are "
+                              f"quantised up to {coarser:.3g}x coarser (their output is dominated by the bias)")
+        wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
+        out_map = np.asarray(y.channel_map)
+
+        def bias_of(taps: np.ndarray) -> np.ndarray:
+            """int32 bias per physical channel; the input's zero point folded in over the weights' taps."""
+            b = np.zeros(oc_p, np.int64)
+            b[out_map] = np.rint(float_bias / (s_x * s_w)).astype(np.int64) \
+                - x.zero * taps.reshape(cout, -1).astype(np.int64).sum(axis=1)
+            return b.astype(np.int32)
 
         if transposed:      # a phase: a 1x1 conv over the input, written interleaved
             d = Descriptor(op=Op.CONV, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h // 2,
@@ -230,19 +254,17 @@ class LayerEmitter:
         _set_view(d, "in", x, ic_p)
         _set_view(d, "out", y, oc_p)
 
-        if act1 is not None and steps[act1].kind in _CLAMPS:
-            target = stages[act1 + 1]
+        d.in_zero = x.zero
+        if clamp:
             act = steps[act1]
             lo, hi = {ActKind.RELU: (0.0, None), ActKind.RELU6: (0.0, 6.0)}.get(act.kind, (act.lo, act.hi))
             d.act1 = Act.CLAMP
-            d.act_lo = -128 if lo is None else int(np.clip(np.rint(lo / target), -128, 127))
-            d.act_hi = 127 if hi is None else int(np.clip(np.rint(hi / target), -128, 127))
+            d.act_lo = -128 if lo is None else int(np.clip(np.rint(lo / target) + zero_in_bias, -128, 127))
+            d.act_hi = 127 if hi is None else int(np.clip(np.rint(hi / target) + zero_in_bias, -128, 127))
         elif act1 is not None:
-            target = stages[0]
             d.act1 = Act.LUT
-            d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1]))
-        else:
-            target = stages[0]
+            d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1],
+                                             y.zero if last == act1 else 0))
         after_act1 = stages[act1 + 1] if act1 is not None else stages[0]
         requant = np.zeros((oc_p, 2), np.int32)
         for o in range(cout):
@@ -256,17 +278,22 @@ class LayerEmitter:
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(after_act1, r.scale, stages[res_at + 1])
         if act2 is not None:
             d.act2 = Act.LUT
-            d.lut2_addr = self.arena.put(lut(steps[act2], stages[act2], stages[act2 + 1]))
+            d.lut2_addr = self.arena.put(lut(steps[act2], stages[act2], stages[act2 + 1],
+                                             y.zero if last == act2 else 0))
         if pool_at is not None:
             _set_pool(d, steps[pool_at])
         if not transposed:
             d.weight_addr = self.arena.put(self._pack(wq, x, out_map, oc_p, ic_p, depthwise))
         phases = [(dy, dx, self.arena.put(self._pack(wq[:, :, dy:dy + 1, dx:dx + 1], x, out_map, oc_p, ic_p, False)))
                   for dy, dx in (((0, 0), (0, 1), (1, 0), (1, 1)) if transposed else ())]
-        d.bias_addr = self.arena.put(bias)
         d.requant_addr = self.arena.put(requant)
-        return [replace(d, layer_id=layer_id + i, out_phase_y=dy, out_phase_x=dx, weight_addr=addr)
-                for i, (dy, dx, addr) in enumerate(phases)] or [d]
+        if not transposed:
+            d.bias_addr = self.arena.put(bias_of(wq))
+            return [d]
+        shared = self.arena.put(bias_of(wq)) if not x.zero else None
+        return [replace(d, layer_id=layer_id + i, out_phase_y=dy, out_phase_x=dx, weight_addr=addr,
+                        bias_addr=shared if shared is not None else self.arena.put(bias_of(wq[:, :, dy, dx])))
+                for i, (dy, dx, addr) in enumerate(phases)]
 
     def _pack(self, wq: np.ndarray, x: TensorView, out_map: np.ndarray, oc_p: int, ic_p: int,
               depthwise: bool) -> np.ndarray:

@@ -1,7 +1,7 @@
 """Scales and memory views of the tensors the engine touches.
 
-Scale rules (symmetric int8, per tensor): the scale a QDQ model gives the tensor, else max|x| / 127 over
-the calibration frames. Max pooling, copies
+Scale rules (int8, per tensor): the scale a QDQ model gives the tensor, else the calibrated range / 127, or
+the calibrated span / 255 with a zero point where that pays (`zero_points`). Max pooling, copies
 (upsampling) and zero-copy channel concats do no arithmetic, so their inputs and outputs share one scale: the
 largest of the group.
 
@@ -22,6 +22,7 @@ from ..ir import Graph, OpKind, ResidualAdd
 from ..lower import stage_names
 from ..op_facts import gate_operands
 from .memory import ActivationArena
+from .zero_points import asymmetric, eligible_tensors
 
 
 class _Groups:
@@ -39,9 +40,11 @@ class _Groups:
         self.parent[self.find(a)] = self.find(b)
 
 
-def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float], warnings: list[str]
-                  ) -> dict[str, float]:
-    """Scale per ONNX tensor name: every tensor an FPGA node reads or writes, and every fused stage."""
+def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float], warnings: list[str],
+                  bounds: dict[str, tuple[float, float]] | None = None) -> tuple[dict[str, float], dict[str, int]]:
+    """Scale and zero point per ONNX tensor name: every tensor an FPGA node reads or writes, and every fused stage
+    (stages are symmetric). Zero points come from the calibrated signed bounds (`zero_points`); without them
+    every tensor is symmetric."""
     groups = _Groups()
     names: list[str] = []
     for n in fpga_nodes:
@@ -69,7 +72,26 @@ def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
         root = groups.find(name)
         value = ranges.get(name, 127.0)
         best[root] = max(best.get(root, 0.0), value if np.isfinite(value) else 127.0)
-    return {name: (best[groups.find(name)] / 127.0) or 1.0 for name in dict.fromkeys(names)}
+    scales = {name: (best[groups.find(name)] / 127.0) or 1.0 for name in dict.fromkeys(names)}
+    zeros = {name: 0 for name in scales}
+    if not bounds:
+        return scales, zeros
+    eligible, bounded = eligible_tensors(graph, fpga_nodes)
+    stages = {s for n in fpga_nodes if graph.nodes[n].conv is not None for s in graph.nodes[n].conv.stages}
+    members: dict[str, list[str]] = {}
+    for name in scales:
+        members.setdefault(groups.find(name), []).append(name)
+    for root, group in members.items():
+        if any(m not in eligible or m in stages or m not in bounds for m in group):
+            continue
+        span = (min(bounds[m][0] for m in group), max(bounds[m][1] for m in group))
+        # a mover (pool, copy, concat) bounds nothing itself: the group is trusted when its writers are
+        trusted = all(m in bounded for m in group)
+        chosen = asymmetric(best[root], span, trusted)
+        if chosen is not None:
+            for m in group:
+                scales[m], zeros[m] = chosen
+    return scales, zeros
 
 
 @dataclass
@@ -94,14 +116,14 @@ def _nhwc(graph: Graph, tensor: str) -> tuple[int, int, int, int, str]:
 
 
 def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], config: EngineConfig,
-                arena: ActivationArena) -> Layout:
+                arena: ActivationArena, zeros: dict[str, int] | None = None) -> Layout:
     layout = Layout()
     onnx = {t: graph.tensors[t].onnx_name for t in graph.tensors}
 
     def view(tensor: str, addr: int, c_stride: int, c_offset: int, name: str | None = None) -> TensorView:
         n, h, w, c, kind = _nhwc(graph, tensor)
         return TensorView(name or onnx[tensor], addr, n, h, w, c_stride, c_offset, list(range(c)),
-                          scales[onnx[tensor]], kind)
+                          scales[onnx[tensor]], kind, (zeros or {}).get(onnx[tensor], 0))
 
     for name in fpga_nodes:
         node = graph.nodes[name]
