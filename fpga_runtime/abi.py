@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-ABI_VERSION = 1
+ABI_VERSION = 2                # 2: 17-bit multipliers (one DSP48 port), in_zero
 ALIGN = 64                     # every buffer starts on a 64-byte boundary (one 512-bit AXI beat)
 PROGRAM_MAGIC = 0x41475046     # "FPGA" little-endian
 DESCRIPTOR_SIZE = 128
@@ -290,14 +290,18 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: 
     return saturate8(acc)
 
 
+MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bit signed DSP48 port, not a 32x32
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
-    """real ~= mult * 2^-shift with mult in [2^30, 2^31) and shift in [0, 62] (mult 0 for real 0)."""
+    """real ~= mult * 2^-shift with mult in [2^16, 2^17) and shift in [0, 62] (mult 0 for real 0). 17 bits put
+    the rounding of the multiplier at 2^-17 of the value, a thousandth of an int8 step at most."""
     if real <= 0:
         return 0, 0
     mant, exp = np.frexp(real)               # real = mant * 2^exp, mant in [0.5, 1)
-    mult = int(round(mant * (1 << 31)))
-    shift = 31 - int(exp)
-    if mult == 1 << 31:
+    mult = int(round(mant * (1 << MULT_BITS)))
+    shift = MULT_BITS - int(exp)
+    if mult == 1 << MULT_BITS:
         mult //= 2
         shift -= 1
     while shift > 62:
@@ -309,7 +313,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
 
 
 RSQRT_INDEX_BITS = 10
-L2NORM_SHIFTS = (16, 40)       # res_shift of an L2NORM layer: the range every engine takes
+L2NORM_SHIFTS = (2, 26)        # res_shift of an L2NORM layer: the range every engine takes
 
 
 def rsqrt_table() -> np.ndarray:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, Act, Descriptor, EngineConfig, Flag, Op, l2norm_factor, requantize,
-                  saturate8, shift_round, unpack_program)
+from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, L2NORM_SHIFTS, MULT_BITS, Act, Descriptor, EngineConfig, Flag, Op,
+                  l2norm_factor, requantize, saturate8, shift_round, unpack_program)
+
+MULT_LIMIT = 1 << MULT_BITS
 
 _EXACT_F32_CHANNELS = 1024
 
@@ -24,6 +26,14 @@ def _read_input(act: np.ndarray, d: Descriptor) -> np.ndarray:
     if d.flags & Flag.UPSAMPLE2:
         x = x.repeat(2, axis=1).repeat(2, axis=2)
     return x
+
+
+def _requant_table(const: np.ndarray, d: Descriptor) -> np.ndarray:
+    """(multiplier, shift) per output channel; the engines read 18-bit multipliers, so a wider one is refused."""
+    rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
+    if rq[:, 0].min(initial=0) < 0 or rq[:, 0].max(initial=0) >= MULT_LIMIT:
+        raise ValueError(f"layer {d.layer_id}: a requantisation multiplier outside [0, 2^{MULT_BITS}) (ABI v2)")
+    return rq
 
 
 def _write_output(act: np.ndarray, d: Descriptor, y: np.ndarray) -> None:
@@ -145,7 +155,7 @@ class ReferenceEngine:
         else:
             acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
-        rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
+        rq = _requant_table(const, d)
         y = requantize(acc, rq[:, 0], rq[:, 1], overwrite=True)
         y = self._activation(const, y, d.act1, d.lut1_addr, d)
         if d.flags & Flag.RESIDUAL:
@@ -170,6 +180,10 @@ class ReferenceEngine:
         return saturate8(shift_round(total, d.res_shift))
 
     def run_layer(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
+        if not (0 <= d.res_mult_a < MULT_LIMIT and 0 <= d.res_mult_b < MULT_LIMIT) or \
+                d.op == Op.L2NORM and not L2NORM_SHIFTS[0] <= d.res_shift <= L2NORM_SHIFTS[1]:
+            raise ValueError(f"layer {d.layer_id}: multipliers must lie in [0, 2^{MULT_BITS}) and an L2NORM shift in "
+                             f"{L2NORM_SHIFTS} (ABI v2)")
         if d.op == Op.CONV:
             self._conv(act, const, d)
         elif d.op == Op.ADD:
@@ -182,7 +196,7 @@ class ReferenceEngine:
             _write_output(act, d, _read_input(act, d))
         elif d.op == Op.GLOBAL_AVG_POOL:
             total = _read_input(act, d).astype(np.int64).sum(axis=(1, 2), keepdims=True)
-            rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
+            rq = _requant_table(const, d)
             _write_output(act, d, requantize(total, rq[:, 0], rq[:, 1], overwrite=True))
         elif d.op == Op.L2NORM:
             x = _read_input(act, d).astype(np.int64)

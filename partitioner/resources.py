@@ -38,7 +38,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
-EPILOGUE_DSP, EPILOGUE_LUT = 11, 3630        # per epilogue lane
+EPILOGUE_DSP, EPILOGUE_LUT = 6, 3230         # per epilogue lane (ABI v2: 32x18 and 8x18 products; v1 32x32: 11, 3630)
 CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
 WINDOW_DSP = 22           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400

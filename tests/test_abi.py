@@ -53,5 +53,5 @@ def test_requantize_saturates_per_channel():
 @pytest.mark.parametrize("real", [1e-6, 0.0123, 0.5, 0.9999, 1.0, 3.5, 100.0])
 def test_quantize_multiplier_is_accurate(real):
     mult, shift = quantize_multiplier(real)
-    assert (1 << 30) <= mult < (1 << 31) and 0 <= shift <= 62
-    assert abs(mult / 2 ** shift - real) <= real * 2 ** -30
+    assert (1 << 16) <= mult < (1 << 17) and 0 <= shift <= 62      # one 18-bit signed DSP48 port
+    assert abs(mult / 2 ** shift - real) <= real * 2 ** -17

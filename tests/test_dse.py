@@ -28,11 +28,11 @@ def test_resource_model_per_parameter():
     depthwise lanes, 11 per epilogue lane, 38 for control); LUTs within a few per cent of yosys's 80,703."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
-    assert small.dsp == 16 * 16 // 2 + 16 + 11 * 16 + 38 == 358            # two int8 MACs per DSP48E2
+    assert small.dsp == 16 * 16 // 2 + 16 + 6 * 16 + 38 == 278            # two int8 MACs per DSP48E2
     assert abs(small.lut / 80_703 - 1) < 0.05 and abs(small.ff / 13_883 - 1) < 0.1
-    assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 16 + 176 + 38
+    assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 16 + 96 + 38
     narrow = compute_unit(EngineConfig(vec=16, pe_rows=16, epilogue_lanes=8), zcu, 147456, 208)
-    assert narrow.dsp == 270 and abs(narrow.lut / 52_526 - 1) < 0.05      # yosys, the same unit at 8 lanes
+    assert narrow.dsp == 230 and abs(narrow.lut / 52_526 - 1) < 0.05      # yosys, the same unit at 8 lanes
     bigger = compute_unit(EngineConfig(vec=32, pe_rows=16), zcu, 147456 * 2, 208)
     assert bigger.dsp > small.dsp and bigger.bram36 > small.bram36 and bigger.lut > small.lut
     in_uram = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208, weights_in_uram=True)
@@ -45,7 +45,7 @@ def test_resource_model_of_the_window_path():
     The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     unit = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=2048), zcu, 196 * 256, 32)
-    assert unit.dsp == 4 * 16 * 16 // 2 + 16 + 11 * 8 + 38 + 22 == 676
+    assert unit.dsp == 4 * 16 * 16 // 2 + 16 + 6 * 8 + 38 + 22 == 636
     assert abs(unit.bram36 - 68.5) <= 1
     assert abs(unit.lut / 100_441 - 1) < 0.05 and abs(unit.ff / 34_235 - 1) < 0.1
     plain = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=2048, depthwise_rows=False), zcu,
@@ -192,8 +192,8 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
     assert fits.exit_code == 0, fits.output
     small = CliRunner().invoke(fpga_run, ["predict", str(out), "--board", "pynq-z2"])
     assert small.exit_code == 2
-    assert ("error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 486 of pynq-z2's 209 (95% of 220); "
-            "LUT 80,") in small.output
+    assert ("error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 406 of pynq-z2's 209 (95% of 220); "
+            "LUT 74,") in small.output
     many = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "12"])
     assert many.exit_code == 2 and "x 12 units does not fit zcu104: needs DSP" in many.output
 
@@ -206,6 +206,6 @@ def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, mo
                                            picture=False, accuracy=False))
     assert all(sg.device == "cpu" for sg in result.plan.subgraphs)
     assert not (tmp_path / "b" / "fpga").exists()
-    why = "no engine design fits pynq-z2: the smallest, 8x8 (epilogue 2 lanes) x 1 unit, needs DSP 132 of pynq-z2's 95"
+    why = "no engine design fits pynq-z2: the smallest, 8x8 (epilogue 2 lanes) x 1 unit, needs DSP 122 of pynq-z2's 95"
     assert any(w.startswith(why) and w.endswith("every layer stays on the CPU") for w in result.warnings)
     assert why in (tmp_path / "b" / "report.md").read_text()

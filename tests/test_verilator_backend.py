@@ -279,7 +279,7 @@ def _random_constants(rng, nweights: int, out_c: int, shifts: tuple[int, int]):
     const = np.zeros(requant_addr + -(-8 * out_c // 64) * 64, np.uint8)
     const[:nweights] = rng.integers(0, 256, nweights, dtype=np.uint8)
     const[bias_addr:bias_addr + 4 * out_c] = rng.integers(-4096, 4096, out_c).astype(np.int32).view(np.uint8)
-    requant = np.stack([rng.integers(1 << 19, 1 << 21, out_c), rng.integers(*shifts, out_c)], 1).astype(np.int32)
+    requant = np.stack([rng.integers(1 << 15, 1 << 17, out_c), rng.integers(*shifts, out_c)], 1).astype(np.int32)
     const[requant_addr:requant_addr + 8 * out_c] = requant.reshape(-1).view(np.uint8)
     return const, 0, bias_addr, requant_addr
 
@@ -301,7 +301,7 @@ def random_conv(draw):
     conv_w = (in_w + pads[1] + pads[3] - kw) // stride + 1
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
     const, weight_addr, bias_addr, requant_addr = _random_constants(rng, out_c * kh * kw * (1 if depthwise else in_c),
-                                                                    out_c, (31, 35))
+                                                                    out_c, (27, 31))
     lo = draw(st.integers(-128, 0))
     d = Descriptor(op=Op.CONV, flags=int(Flag.DEPTHWISE * depthwise | Flag.RESIDUAL * residual), act1=1,
                    batch=draw(st.integers(1, 2)), in_h=in_h, in_w=in_w, in_c=in_c, in_c_stride=in_c,
@@ -334,7 +334,7 @@ def _depthwise_layer(in_h: int, in_w: int, c: int, k: int, stride: int, seed: in
     rng = np.random.default_rng(seed)
     conv_h, conv_w = (in_h - 1) // stride + 1, (in_w - 1) // stride + 1
     pad = k // 2
-    const, _, bias_addr, requant_addr = _random_constants(rng, c * k * k, c, (28, 31))
+    const, _, bias_addr, requant_addr = _random_constants(rng, c * k * k, c, (24, 27))
     d = Descriptor(op=Op.CONV, flags=int(Flag.DEPTHWISE), act1=1, batch=1, in_h=in_h, in_w=in_w, in_c=c,
                    in_c_stride=c, out_h=conv_h, out_w=conv_w, out_c=c, out_c_stride=c, conv_h=conv_h,
                    conv_w=conv_w, kh=k, kw=k, stride_h=stride, stride_w=stride, dil_h=1, dil_w=1, pad_t=pad,

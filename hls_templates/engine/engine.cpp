@@ -16,6 +16,13 @@ int8_t sat8(int64_t v) { return v < -128 ? (int8_t)-128 : v > 127 ? (int8_t)127 
 
 int64_t shift_round(int64_t v, int s) { return s > 0 ? ((v + ((int64_t)1 << (s - 1))) >> s) : v; }
 
+// x times an epilogue multiplier (below 2^17): a 32x18 product, what a DSP48 (pair) does, not a 32x32.
+int64_t by_mult(int32_t x, int32_t m) {
+#pragma HLS INLINE
+    ap_int<50> p = (ap_int<32>)x * (mult_t)m;
+    return p.to_int64();
+}
+
 int8_t activate(int8_t q, uint8_t kind, const int8_t lut[256], int8_t lo, int8_t hi) {
 #pragma HLS INLINE
     if (kind == ACT_CLAMP) return q < lo ? lo : q > hi ? hi : q;
@@ -67,10 +74,10 @@ void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], cons
         load_vec<N>(act, pixel(d.in2_addr, n, y, x, d.conv_h, d.conv_w, d.in2_c_stride) + d.in2_c_offset + c, res);
     for (int i = 0; i < N; ++i) {
 #pragma HLS UNROLL
-        int8_t q = sat8(shift_round((int64_t)acc[i] * (int64_t)mult[i], shift[i]));
+        int8_t q = sat8(shift_round(by_mult(acc[i], mult[i]), shift[i]));
         q = activate(q, d.act1, lut1, d.act_lo, d.act_hi);
         if (d.flags & F_RESIDUAL) {
-            int64_t total = (int64_t)q * d.res_mult_a + (int64_t)res[i] * d.res_mult_b;
+            int64_t total = by_mult(q, d.res_mult_a) + by_mult(res[i], d.res_mult_b);
             q = activate(sat8(shift_round(total, d.res_shift)), d.act2, lut2, d.act_lo, d.act_hi);
         }
         out[i] = q;
@@ -299,7 +306,7 @@ void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uin
             int8_t out[V];
             for (int v = 0; v < V; ++v) {
 #pragma HLS UNROLL
-                out[v] = sat8(shift_round((int64_t)sum[v] * (int64_t)mult[v], shift[v]));
+                out[v] = sat8(shift_round(by_mult(sum[v], mult[v]), shift[v]));
             }
             store_vec<V>(act, pixel(d.out_addr, n, 0, 0, 1, 1, d.out_c_stride) + d.out_c_offset + c, out);
         }
@@ -326,14 +333,14 @@ void l2_normalize(const Descriptor &d, word_t *act, uint64_t &cycles) {
                     while (!((uint32_t)ss & (0x80000000u >> z))) ++z;     // leading zeros of a 32-bit word
                     z &= ~1;
                     uint32_t idx = ((uint32_t)ss << z) >> 22;
-                    k = shift_round((int64_t)RSQRT_TABLE[idx] * d.res_mult_a, 23);
+                    k = shift_round(by_mult(RSQRT_TABLE[idx], d.res_mult_a), 23);     // below 2^17
                     sh = d.res_shift + 14 - z / 2;
                 }
                 for (int c = 0; c < d.in_c; c += V) {
 #pragma HLS PIPELINE II=1
                     int8_t xv[V], out[V];
                     read_input<V>(d, act, n, y, x, c, xv);
-                    for (int v = 0; v < V; ++v) out[v] = sat8(shift_round((int64_t)xv[v] * k, sh));
+                    for (int v = 0; v < V; ++v) out[v] = sat8(shift_round(by_mult(xv[v], (int32_t)k), sh));
                     store_vec<V>(act, out_pixel(d, n, y, x) + c, out);
                     ENGINE_STEPS(cycles, 1);
                 }
@@ -370,13 +377,13 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                             int8_t g[V];
                             load_vec<V>(act, pixel(d.in2_addr, n, 0, 0, 1, 1, d.in2_c_stride) + d.in2_c_offset + c, g);
                             for (int v = 0; v < V; ++v)
-                                out[v] = sat8(shift_round((int64_t)out[v] * g[v] * d.res_mult_a, d.res_shift));
+                                out[v] = sat8(shift_round(by_mult(out[v] * g[v], d.res_mult_a), d.res_shift));
                         }
                         if (d.op == OP_ADD) {
                             int8_t b[V];
                             load_vec<V>(act, pixel(d.in2_addr, n, y, x, d.out_h, d.out_w, d.in2_c_stride) + d.in2_c_offset + c, b);
                             for (int v = 0; v < V; ++v) {
-                                int64_t total = (int64_t)out[v] * d.res_mult_a + (int64_t)b[v] * d.res_mult_b;
+                                int64_t total = by_mult(out[v], d.res_mult_a) + by_mult(b[v], d.res_mult_b);
                                 int8_t q = activate(sat8(shift_round(total, d.res_shift)), d.act1, lut1, d.act_lo, d.act_hi);
                                 out[v] = activate(q, d.act2, lut2, d.act_lo, d.act_hi);
                             }

@@ -1,4 +1,4 @@
-// Kernel ABI v1 engine for Vitis HLS (see docs/kernel-abi.md). One call runs a whole program of layer
+// Kernel ABI v2 engine for Vitis HLS (see docs/kernel-abi.md). One call runs a whole program of layer
 // descriptors over two memory regions: activations (int8 NHWC) and constants (weights, biases,
 // requantisation and lookup tables, programs). All arithmetic is integer and matches fpga_runtime/abi.py.
 #pragma once
@@ -9,6 +9,8 @@
 #include "engine_config.h"
 
 typedef ap_uint<512> word_t;                 // one 64-byte AXI beat
+typedef ap_int<18> mult_t;                   // every epilogue multiplier is below 2^17: one DSP48 port
+#define MULT_LIMIT (1 << 17)
 
 enum Op { OP_CONV = 1, OP_ADD = 2, OP_MAXPOOL = 3, OP_COPY = 4, OP_GLOBAL_AVG_POOL = 5, OP_SCALE = 6, OP_L2NORM = 7 };
 enum Flag { F_DEPTHWISE = 1, F_RESIDUAL = 2, F_POOL = 4, F_UPSAMPLE2 = 8, F_POOL_PAD_ZERO = 16 };

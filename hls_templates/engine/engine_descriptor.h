@@ -36,7 +36,8 @@ Descriptor fetch(const word_t *program, uint32_t index) {
 
 bool fits(const Descriptor &d) {
     if (d.op < OP_CONV || d.op > OP_L2NORM) return false;
-    if (d.op == OP_L2NORM && (d.in_c != d.out_c || d.res_shift < 16 || d.res_shift > 40)) return false;
+    if (d.op == OP_L2NORM && (d.in_c != d.out_c || d.res_shift < 2 || d.res_shift > 26)) return false;
+    if (d.res_mult_a < 0 || d.res_mult_a >= MULT_LIMIT || d.res_mult_b < 0 || d.res_mult_b >= MULT_LIMIT) return false;
     if (d.out_step > 2) return false;
     if (d.out_step == 2 && (d.op != OP_CONV || (d.flags & (F_POOL | F_RESIDUAL)) || d.out_phase_y > 1 || d.out_phase_x > 1))
         return false;

@@ -33,17 +33,17 @@
   endfunction
 
   // sat8(round((x * m + y * n) >> shift)): the epilogue's first stage for every op (requantisation: y = 0; ADD:
-  // both operands; SCALE: x = input * gate)
-  function automatic logic signed [7:0] scale_sum(input logic signed [31:0] x, input logic signed [31:0] m,
-                                                  input logic signed [7:0] y, input logic signed [31:0] n,
+  // both operands; SCALE: x = input * gate). Multipliers are below 2^17 (ABI v2): 18-bit DSP48 ports.
+  function automatic logic signed [7:0] scale_sum(input logic signed [31:0] x, input logic signed [17:0] m,
+                                                  input logic signed [7:0] y, input logic signed [17:0] n,
                                                   input logic [7:0] shift);
     scale_sum = sat8(shift_round(64'(x) * 64'(m) + 64'(y) * 64'(n), shift));
   endfunction
 
-  // a * ma + b * mb needs 41 bits; at 48 bits the rounding shift is exact for every shift (from 41 on the
+  // a * ma + b * mb needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27 on the
   // result is 0), so the shifter and adders are 48 bits wide, not 64
   function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
-                                                 input logic signed [31:0] ma, input logic signed [31:0] mb,
+                                                 input logic signed [17:0] ma, input logic signed [17:0] mb,
                                                  input logic [7:0] shift);
     logic signed [47:0] total, bias;
     total = 48'(a) * 48'(ma) + 48'(b) * 48'(mb);

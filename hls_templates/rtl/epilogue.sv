@@ -48,7 +48,7 @@ module epilogue #(
   logic [15:0] e1_n, e1_y, e1_x;
   assign busy = e1_valid || out_valid;
 
-  // E1 per lane: one 32x32 product (a conv or GAP accumulator by its requantisation multiplier, SCALE's x * g or
+  // E1 per lane: one 32x18 product (a conv or GAP accumulator by its requantisation multiplier, SCALE's x * g or
   // ADD's first operand by res_mult_a) plus ADD's second product, one rounding shift, act1 for conv and ADD;
   // E2: a conv's residual rescale (two 8x32 products, 48 bits) and act2. Two table lookups per lane, not three.
   always_ff @(posedge clk) begin
@@ -61,7 +61,8 @@ module epilogue #(
       for (int i = 0; i < G; i++) begin
         logic signed [7:0] q, a8, b8;
         logic signed [15:0] g16;
-        logic signed [31:0] x32, m32;
+        logic signed [31:0] x32;
+        logic signed [17:0] m18;         // every multiplier is below 2^17 (ABI v2)
         logic [7:0] s;
         logic per_channel;
         a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
@@ -69,9 +70,9 @@ module epilogue #(
         g16 = a8 * b8;
         per_channel = d.op == OP_CONV || d.op == OP_GAP;
         x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g16) : 32'(a8);
-        m32 = per_channel ? mult[32*i +: 32] : d.op == OP_L2NORM ? in_acc[32*i +: 32] : d.res_mult_a;
+        m18 = per_channel ? mult[32*i +: 18] : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
         s = per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift;  // L2NORM: the pixel's
-        q = scale_sum(x32, m32, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b, s);
+        q = scale_sum(x32, m18, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b[17:0], s);
         if (d.op == OP_CONV || d.op == OP_ADD) q = activate1(q);
         else if (!per_channel && d.op != OP_SCALE && d.op != OP_L2NORM) q = a8;   // other ops pass their input
         e1_q[8*i +: 8] <= q;
@@ -81,7 +82,7 @@ module epilogue #(
       for (int i = 0; i < G; i++) begin
         logic signed [7:0] q;
         q = e1_q[8*i +: 8];
-        if (has_res) q = rescale2(q, e1_b[8*i +: 8], d.res_mult_a, d.res_mult_b, d.res_shift);
+        if (has_res) q = rescale2(q, e1_b[8*i +: 8], d.res_mult_a[17:0], d.res_mult_b[17:0], d.res_shift);
         if (has_res || d.op == OP_ADD) q = activate2(q);
         out_q[8*i +: 8] <= q;
       end

@@ -58,7 +58,8 @@ module layer_descriptor #(
   always_comb begin
     logic ok;
     ok = d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
-    if (d.op == OP_L2NORM) ok = ok && d.in_c == d.out_c && d.res_shift >= 8'd16 && d.res_shift <= 8'd40;
+    if (d.op == OP_L2NORM) ok = ok && d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26;
+    ok = ok && d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072;
     ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
     if (d.out_step == 8'd2)      // interleaved output: a transposed conv's phase, nothing fused after the act
       ok = ok && d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL] && d.out_phase_y <= 8'd1

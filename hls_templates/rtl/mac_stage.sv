@@ -48,7 +48,7 @@ module mac_stage #(
   `include "rsqrt_rom.svh"
 
   // (K, sh) of an L2NORM pixel from its sum of squares: l2norm_factor in fpga_runtime/abi.py
-  function automatic logic [39:0] l2_factor(input logic [31:0] ss, input logic signed [31:0] m, input logic [7:0] s);
+  function automatic logic [39:0] l2_factor(input logic [31:0] ss, input logic signed [17:0] m, input logic [7:0] s);
     logic [5:0] z;
     logic [31:0] u;
     logic signed [63:0] k;
@@ -143,7 +143,7 @@ module mac_stage #(
       for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
       res <= res_next;
       abuf <= abuf_next;
-      if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ksh <= l2_factor(acc_next[0], l2_mult, l2_shift);
+      if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ksh <= l2_factor(acc_next[0], l2_mult[17:0], l2_shift);
     end
   end
   always_comb begin

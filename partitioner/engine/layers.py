@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from fpga_runtime.abi import (L2NORM_SHIFTS, Act, Descriptor, EngineConfig, Flag, Op, quantize_multiplier,
-                              saturate8)
+from fpga_runtime.abi import (L2NORM_SHIFTS, MULT_BITS, Act, Descriptor, EngineConfig, Flag, Op,
+                              quantize_multiplier, saturate8)
 from fpga_runtime.engine_image import TensorView
 
 from ..errors import ModelError
@@ -45,8 +45,10 @@ def lut(act: Activation, s_in: float, s_out: float, zero_out: int = 0) -> np.nda
 
 
 def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int]:
+    """(mult_a, mult_b, shift), both multipliers below 2^MULT_BITS (the larger at least 2^(MULT_BITS - 2))."""
     ratio = max(s_a, s_b) / s_out
-    shift = int(min(30, 30 - max(0, int(np.ceil(np.log2(ratio)))))) if ratio > 0 else 0
+    top = MULT_BITS - 1
+    shift = int(min(top, top - max(0, int(np.ceil(np.log2(ratio)))))) if ratio > 0 else 0
     if shift < 0:
         raise ValueError("residual rescale out of range")
     return int(round(s_a / s_out * 2 ** shift)), int(round(s_b / s_out * 2 ** shift)), shift

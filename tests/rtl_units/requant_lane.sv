@@ -1,12 +1,12 @@
 // Test wrapper: the epilogue's integer arithmetic (engine_functions.svh) on one lane.
 module requant_lane (
   input  logic signed [31:0] acc,
-  input  logic signed [31:0] mult,
+  input  logic signed [17:0] mult,          // ABI v2: every multiplier below 2^17
   input  logic [7:0]         shift,
   input  logic signed [7:0]  a,
   input  logic signed [7:0]  b,
-  input  logic signed [31:0] mult_a,
-  input  logic signed [31:0] mult_b,
+  input  logic signed [17:0] mult_a,
+  input  logic signed [17:0] mult_b,
   output logic signed [7:0]  q,
   output logic signed [7:0]  added,
   output logic signed [7:0]  residual,

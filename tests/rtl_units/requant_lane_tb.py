@@ -14,10 +14,10 @@ async def integer_semantics_match_the_abi(dut):
     i32 = [-(2 ** 31), -(2 ** 31) + 1, -1, 0, 1, 2 ** 30, 2 ** 31 - 1]
     for k in range(4000):
         acc = rng.choice(i32) if k % 5 == 0 else rng.randint(-(2 ** 31), 2 ** 31 - 1)
-        mult = rng.choice([0, 1, 2 ** 30, 2 ** 31 - 1]) if k % 7 == 0 else rng.randint(0, 2 ** 31 - 1)
+        mult = rng.choice([0, 1, 2 ** 16, 2 ** 17 - 1]) if k % 7 == 0 else rng.randint(0, 2 ** 17 - 1)
         shift = rng.choice([0, 1, 31, 40, 41, 47, 48, 62]) if k % 3 == 0 else rng.randint(0, 62)
         a, b = rng.randint(-128, 127), rng.randint(-128, 127)
-        ma, mb = rng.randint(-(2 ** 31), 2 ** 31 - 1), rng.randint(-(2 ** 31), 2 ** 31 - 1)
+        ma, mb = rng.randint(0, 2 ** 17 - 1), rng.randint(0, 2 ** 17 - 1)       # ABI v2: [0, 2^17)
         dut.acc.value, dut.mult.value, dut.shift.value = acc, mult, shift
         dut.a.value, dut.b.value, dut.mult_a.value, dut.mult_b.value = a, b, ma, mb
         await Timer(1, unit="ns")
