@@ -2,19 +2,21 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit): the whole 16x16 engine 358 DSP, 68.5 BRAM36, 80,703 LUT, 13,883 FF, and with
-its epilogue at 8 lanes 270 DSP, 68.5 BRAM36, 52,526 LUT, 14,816 FF (the model: 270, 69, 52,466, 14,793); the MAC
-stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT); the epilogue alone at 2 and
-16 lanes (3,725 and 3,640 LUT per lane, 11 DSP per lane).
+Measured (yosys 0.70, one unit, ABI v2): the whole 16x16 engine with a 16-lane epilogue 312 DSP, 36.5 BRAM36,
+90,672 LUT, 14,202 FF (the model: 312, 37, 90,698, 14,185); the 4-pixel 16x16 engine with an 8-lane epilogue 658
+DSP, 46.5 BRAM36, 104,629 LUT, 30,871 FF (the model: 658, 45, 104,086, 30,271; the same unit in ABI v1, whose
+multipliers were 32 bits: 701 DSP, 107,129 LUT); the MAC stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 /
+9,755 / 21,073 / 18,450 LUT); the epilogue alone at 8 lanes: 48 DSP, 26,697 LUT (ABI v1: 88, 29,907).
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1, plus VEC DSPs of the depthwise path. LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
-  default): per lane a 32x32 and an 8x32 product, the 8x8 gate and the residual's two 8x32 products (11 DSP), and
-  two 256-entry table lookups, 64- and 48-bit rounding shifts (3,630 LUT); with several passes, 38 LUT and
-  80 FF per result lane to hold and slice the result (yosys, G = 16, E = 4: 44 DSP, 15,133 LUT, 1,418 FF).
-- The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports): 38 DSP,
-  12,700 LUT, 11,500 FF.
+  default): per lane a 32x18 and an 8x18 product, the 8x8 gate and the residual's two 8x18 products (6 DSP; every
+  multiplier is below 2^17 since ABI v2), and two 256-entry table lookups, 64- and 48-bit rounding shifts (3,230
+  LUT); with several passes, 38 LUT and 80 FF per result lane to hold and slice the result.
+- The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
+  56 DSP, 19,200 LUT, 11,900 FF plus 1 DSP and 607 LUT per result lane (refitted on the units above and an
+  8x8 unit with 8 lanes, yosys 152 DSP, 52,497 LUT, 11,967 FF: the RTL had grown since the first fit).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -22,12 +24,12 @@ stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450 LUT)
 - Window path (pixels P > 1): the array grows to P x PE_ROWS x VEC (one multiplier array shared with the
   per-tap path); P window banks of `window_words` x VEC bytes; per pixel and output channel an accumulator and
   the finished group's copy (2 x 32 FF and LUT), the bank-to-pixel rotation, the residual queue (512 beats of
-  LUTRAM), a group's extra tiles' parameters (GROUP_*), 22 DSPs of address arithmetic; the depthwise kernel-row
+  LUTRAM), a group's extra tiles' parameters (GROUP_*), 10 DSPs of address arithmetic; the depthwise kernel-row
   path (per pixel and lane: the sums per output of the array's rows, the carry into the group before and that
   group's held sums, the masks of the taps: DEPTHWISE_*), built only where the build's depthwise layers use it
-  (`depthwise_rows`; without it they take a tap per step on the array's diagonal). yosys, 4 x 16 x 16 with an
-  8-lane epilogue and 2,048-word window banks: 676 DSP, 68.5 BRAM36, 100,441 LUT, 34,235 FF with the
-  kernel-row logic, 91,156 LUT and 29,895 FF without.
+  (`depthwise_rows`; without it they take a tap per step on the array's diagonal). yosys in ABI v1, before the
+  refit, 4 x 16 x 16 with an 8-lane epilogue and 2,048-word window banks: 9,284 more LUT and 4,340 more FF with
+  the kernel-row logic than without.
 """
 from __future__ import annotations
 
@@ -39,8 +41,9 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 6, 3230         # per epilogue lane (ABI v2: 32x18 and 8x18 products; v1 32x32: 11, 3630)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 38, 12_700, 11_500
-WINDOW_DSP = 22           # the window path's address arithmetic (yosys)
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 56, 19_200, 11_900
+CONTROL_DSP_PER_LANE, CONTROL_LUT_PER_LANE = 1, 607     # per result lane (G): its tables, reader and writer
+WINDOW_DSP = 10           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
@@ -90,14 +93,16 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
-    dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
+    dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP \
+        + CONTROL_DSP_PER_LANE * cfg.granule
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
     bank = _memories(2 * rows, cfg.vec * 8, URAM_SHAPES if weights_in_uram else BRAM36_SHAPES)
     bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
-    lut = round(CONTROL_LUT + 32.4 * macs + 161 * cfg.vec - 752 + EPILOGUE_LUT * lanes + 38 * sliced)
+    lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
+                + EPILOGUE_LUT * lanes + 38 * sliced)
     ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
     if cfg.pixels > 1:
         p = cfg.pixels

@@ -28,9 +28,10 @@ from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 
-def build(tmp_path_factory, zoo, name, size, units=2, board="zcu104", shape=16):
+def build(tmp_path_factory, zoo, name, size, units=2, board="zcu104", shape=16, lanes=0):
     out = tmp_path_factory.mktemp(name) / "b"
-    engine = EngineConfig(vec=shape, pe_rows=shape, compute_units=units, clock_mhz=BOARDS[board].clock_mhz)
+    engine = EngineConfig(vec=shape, pe_rows=shape, compute_units=units, clock_mhz=BOARDS[board].clock_mhz,
+                          epilogue_lanes=lanes)
     run_partition(PartitionConfig(model=zoo(name, size), out_dir=out, picture=False, accuracy=False, board=board,
                                   engine=engine))
     return out
@@ -52,14 +53,14 @@ def assert_same(expected, got):
             assert np.array_equal(x, y)
 
 
-@pytest.mark.parametrize("board,ps_irq,base,shape,units", [("zcu104", 121, 0xA000_0000, 16, 2),
-                                                           ("pynq-z2", 61, 0x43C0_0000, 8, 1)])
-def test_generated_metadata_is_what_pynq_reads(tmp_path_factory, zoo, board, ps_irq, base, shape, units):
+@pytest.mark.parametrize("board,ps_irq,base,shape,units,lanes", [("zcu104", 121, 0xA000_0000, 16, 2, 0),
+                                                                 ("pynq-z2", 61, 0x43C0_0000, 8, 1, 2)])
+def test_generated_metadata_is_what_pynq_reads(tmp_path_factory, zoo, board, ps_irq, base, shape, units, lanes):
     """PYNQ's own parser finds every engine at the address overlay.tcl assigns, with the ABI's register map, its
     interrupt on the AXI interrupt controller, and the engine clock on PL clock 0."""
     from pynqmetadata.frontends import Metadata
     from pynqmetadata.views.runtime import RuntimeMetadataParser
-    out = build(tmp_path_factory, zoo, "two-branch", None, units=units, board=board, shape=shape)
+    out = build(tmp_path_factory, zoo, "two-branch", None, units=units, board=board, shape=shape, lanes=lanes)
     hwh = next((out / "fpga" / "overlay").glob("*.hwh"))
     parsed = RuntimeMetadataParser(Metadata(input=str(hwh)))
     tcl = (out / "fpga" / "overlay" / "overlay.tcl").read_text()

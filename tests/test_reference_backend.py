@@ -125,3 +125,39 @@ def test_adds_mixing_a_concat_and_a_plain_tensor_compile(tmp_path):
         got = session.run(None, feeds)[0]
     want = original_outputs(path, feeds)["e"]
     assert 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2)) >= 20.0
+
+
+def test_zero_points_go_where_every_layer_can_take_them_and_the_writer_bounds_the_small_side(tmp_path):
+    """A ReLU's output read by a padded conv is asymmetric (0.0 at -128) and that conv pads with -128; the tensor
+    an Add reads stays symmetric (the add assumes zero = 0); a linear output's calibrated minimum is not trusted
+    (doubled first), so a lopsided one stays symmetric unless the gain survives that."""
+    import json
+    from partitioner.engine.zero_points import asymmetric
+    n = Net(channels=8, size=8, seed=4)
+    a = n.node("Relu", [n.conv("x", "a")], "a_relu")
+    b = n.node("Relu", [n.conv(a, "b")], "b_relu")
+    s = n.node("Add", [b, n.conv(a, "c", k=1)], "sum")
+    path = n.save([n.conv(s, "d")], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, offload_everything=True))
+    views = json.loads((tmp_path / "b" / "fpga" / "engine.json").read_text())["tensors"]
+    assert views["a_relu"]["zero"] == -128 and views["b_relu"]["zero"] == 0 and views["sum"]["zero"] == 0
+    assert any(d.op == Op.CONV and d.pad_t and d.in_zero == -128 for d in _descriptors(tmp_path / "b"))
+    assert result.accuracy.outputs[0].cosine > 0.999
+
+    relu = asymmetric(5.0, (0.0, 5.0), trusted=True)
+    assert relu is not None and relu[1] == -128 and relu[0] == pytest.approx(5.0 / 255)
+    assert asymmetric(5.0, (-0.3, 5.0), trusted=True)[1] > -128                  # a SiLU's few negatives
+    assert asymmetric(11.0, (-6.6, 11.0), trusted=False) is None                 # linear: the minimum doubled
+    assert asymmetric(11.0, (-6.6, 11.0), trusted=True) is not None
+    assert asymmetric(5.0, (-4.0, 5.0), trusted=True) is None                    # nearly symmetric: no gain
+
+
+def _descriptors(build):
+    from fpga_runtime.abi import unpack_program
+    from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
+    image = EngineImage.load(build / ENGINE_DIR)
+    const = image.load_constants(build / ENGINE_DIR)
+    out = []
+    for p in image.programs.values():
+        out += unpack_program(const[p.addr:].tobytes())
+    return out
