@@ -33,7 +33,8 @@ def _check_detection_plan(plan, out, head_count, parallel=True):
     assert all(len(v) >= 2 for v in groups.values())
     assert groups or not parallel
     heads = {s["name"] for s in fpga for n in s["nodes"] if n.startswith(("detect", "loc", "conf"))}
-    assert len(heads) >= head_count
+    head_convs = {n for s in fpga for n in s["nodes"] if n.startswith(("detect", "loc", "conf"))}
+    assert len(heads) >= head_count if parallel else len(head_convs) >= head_count     # the heads on the FPGA
     for s in subgraphs:
         onnx.checker.check_model(str(out / s["onnx"]))
         for key in ("name", "device", "role", "nodes", "inputs", "outputs", "depends_on", "parallel_group",
@@ -83,8 +84,11 @@ def test_console_entry_point_runs_as_a_process(tmp_path, zoo):
 @pytest.mark.parametrize("name,heads", [("yolov3", 3), ("yolov3-tiny", 2), ("ssd300-vgg16", 6),
                                         ("ssd-mobilenet-v1", 4)])
 def test_full_size(tmp_path, zoo, name, heads):
+    """At full size a head is a small share of its region's engine time, below cost.PARALLEL_MIN_SHARE: a
+    parallel subgraph of its own would cost a program start and a segment for less overlap, so the heads may
+    share subgraphs (and no parallel group be left); they are on the FPGA all the same."""
     _, plan = _partition(zoo(name), tmp_path / "b")
-    _check_detection_plan(plan, tmp_path / "b", head_count=heads)
+    _check_detection_plan(plan, tmp_path / "b", head_count=heads, parallel=False)
 
 
 def test_per_layer_accuracy_and_min_cosine(tmp_path, zoo):
