@@ -1,4 +1,4 @@
-"""The kernel ABI, version 1, in code: engine parameters, the layer descriptor, the program header, the
+"""The kernel ABI, version 2, in code: engine parameters, the layer descriptor, the program header, the
 register map and the integer arithmetic every implementation must reproduce bit for bit.
 
 docs/kernel-abi.md is the prose version; the two must agree (tests check the offsets).

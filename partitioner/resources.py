@@ -3,8 +3,8 @@ RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts foll
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
 Measured (yosys 0.70, one unit, ABI v2): the whole 16x16 engine with a 16-lane epilogue 312 DSP, 36.5 BRAM36,
-90,672 LUT, 14,202 FF (the model: 312, 37, 90,698, 14,185); the 4-pixel 16x16 engine with an 8-lane epilogue 658
-DSP, 46.5 BRAM36, 104,629 LUT, 30,871 FF (the model: 658, 45, 104,086, 30,271; the same unit in ABI v1, whose
+90,672 LUT, 14,202 FF (the model: 312, 37, 90,710, 14,185); the 4-pixel 16x16 engine with an 8-lane epilogue 658
+DSP, 46.5 BRAM36, 104,629 LUT, 30,871 FF (the model: 658, 45, 104,098, 30,271; the same unit in ABI v1, whose
 multipliers were 32 bits: 701 DSP, 107,129 LUT); the MAC stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 /
 9,755 / 21,073 / 18,450 LUT); the epilogue alone at 8 lanes: 48 DSP, 26,697 LUT (ABI v1: 88, 29,907).
 

@@ -1,4 +1,4 @@
-"""Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v1)."""
+"""Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v2)."""
 from __future__ import annotations
 
 from dataclasses import replace
