@@ -291,6 +291,7 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: 
 
 
 MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bit signed DSP48 port, not a 32x32
+MULT_LIMIT = 1 << MULT_BITS
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:

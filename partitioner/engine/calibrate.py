@@ -37,7 +37,6 @@ class Calibration:
     method: str = "max"
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)    # signed min and max per tensor
 
-
     @property
     def description(self) -> str:
         return METHODS.get(self.method, self.method)

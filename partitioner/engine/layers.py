@@ -122,9 +122,11 @@ class LayerEmitter:
                        conv_h=x.h, conv_w=x.w)
         _set_view(d, "in", x, self._phys(x))
         _set_view(d, "out", y, self._phys(y))
-        moves = node.kind in (OpKind.MAXPOOL, OpKind.RESIZE)
-        if (x.zero != y.zero) if moves else (x.zero or y.zero or any(self.views[t].zero for t in node.inputs[1:]
-                                                                     if t in self.views)):
+        if node.kind in (OpKind.MAXPOOL, OpKind.RESIZE):           # codes move: one zero point in and out
+            unfit = x.zero != y.zero
+        else:                                                       # arithmetic that assumes zero = 0
+            unfit = any(v.zero for v in [x, y] + [self.views[t] for t in node.inputs[1:] if t in self.views])
+        if unfit:
             raise ModelError("internal: zero points this layer cannot take", node.label, node.op_type)
         if node.kind is OpKind.ADD:
             b = self.views[node.inputs[1]]
@@ -273,6 +275,8 @@ class LayerEmitter:
             requant[out_map[o]] = quantize_multiplier(s_x * s_w[o] / target)
         if res_at is not None:
             r = self.views[steps[res_at].tensor]
+            if r.zero:
+                raise ModelError("internal: an asymmetric residual operand", node.label, "Add")
             if r.channel_map != y.channel_map:
                 raise ModelError("residual input with a different channel layout", node.label, "Add")
             d.flags |= Flag.RESIDUAL
