@@ -112,8 +112,11 @@ def _save_graph(graph, path: Path) -> None:
 
 def _offload_all(graph, board, keep: tuple[str, ...] = ()) -> tuple[list[str], int, list[Stage]]:
     """The layers a full offload would put on the FPGA (the cost model needs a design first), in how many
-    subgraphs, and that draft's stages for the frame schedule."""
-    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True, keep_on_cpu=keep)
+    subgraphs, and that draft's stages for the frame schedule. Parallel branches split off as the final
+    partition splits them (worth a program start of their own), not each one: a grouped conv's pieces are
+    dozens of branches."""
+    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True, keep_on_cpu=keep,
+                      split_all_branches=False)
     fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
     stages = []
     for sg in draft.subgraphs:

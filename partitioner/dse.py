@@ -89,24 +89,54 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
                    depthwise_rows=limits["depthwise_rows"])
 
 
-def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> list[Design]:
+class _Layers:
+    """What the exploration asks of every layer for every candidate, computed once per distinct question: a
+    node's cost, the buffers and each layer's shape for an array (the same for any number of units and
+    epilogue lanes). A model of many identical pieces (a grouped conv's) has hundreds of layers."""
+
+    def __init__(self, graph: Graph, nodes: list[str]):
+        self.graph, self.nodes = graph, nodes
+        self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self._sized: dict[EngineConfig, EngineConfig] = {}
+        self._shapes: dict[EngineConfig, list] = {}
+
+    def sized(self, cfg: EngineConfig) -> EngineConfig:
+        key = replace(cfg, compute_units=1, epilogue_lanes=0, clock_mhz=0)
+        if key not in self._sized:
+            self._sized[key] = sized_buffers(self.graph, self.nodes, key)
+        got = self._sized[key]
+        return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
+                       depthwise_rows=got.depthwise_rows)
+
+    def shapes(self, cfg: EngineConfig) -> list:
+        """[(node, its LayerShape or None)] under the array of `cfg`."""
+        key = replace(cfg, compute_units=1, clock_mhz=0)
+        if key not in self._shapes:
+            self._shapes[key] = [(n, layer_shape(self.graph.nodes[n], self.graph, cfg)) for n in self.nodes]
+        return self._shapes[key]
+
+
+def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board,
+              layers: _Layers | None = None) -> list[Design]:
+    layers = layers or _Layers(graph, nodes)
     if not cfg.weight_rows:
-        cfg = sized_buffers(graph, nodes, cfg)
+        cfg = layers.sized(cfg)
     frame = subgraphs * timing.INVOKE_S
     layer_s: dict[str, float] = {}
     nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     width = GOLDEN_WIDTH
-    for n in nodes:
+    cycles: dict = {}
+    for n, shape in layers.shapes(cfg):
         node = graph.nodes[n]
-        shape = layer_shape(node, graph, cfg)
-        cost = node_cost(node, graph)
+        cost = layers.costs[n]
         nbytes += cost.bytes
         macs += cost.macs
         if shape is None:
             continue
-        layer_s[n] = max(layer_cycles(shape, cfg, board.port_bits // 8) / (cfg.clock_mhz * 1e6),
-                         cost.bytes / (board.ddr_gbps * 1e9))
+        if shape not in cycles:
+            cycles[shape] = layer_cycles(shape, cfg, board.port_bits // 8)
+        layer_s[n] = max(cycles[shape] / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
         frame += layer_s[n]
         if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
             width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
@@ -168,11 +198,12 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                             epilogue_lanes=max(v, r) // p if p > 1 else 0)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
-    sized = [sized_buffers(graph, fpga_nodes, c) for c in configs]
+    layers = _Layers(graph, fpga_nodes)
+    sized = [layers.sized(c) for c in configs]
     # where the model has depthwise layers the window path would take, also try the engine without that logic
     # (its LUTs against the depthwise layers' speed)
     sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
-    designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board)]
+    designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)

@@ -95,10 +95,12 @@ def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -
 
 
 def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False,
-              keep_on_cpu: tuple[str, ...] = ()) -> Partition:
-    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and splits
-    every parallel branch off, except for regions without MACs: those never become a subgraph of their own.
-    `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the target says."""
+              keep_on_cpu: tuple[str, ...] = (), split_all_branches: bool | None = None) -> Partition:
+    """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and, unless
+    `split_all_branches` is False, splits every parallel branch off, except for regions without MACs: those never
+    become a subgraph of their own. `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the
+    target says."""
+    split_all = offload_everything if split_all_branches is None else split_all_branches
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
@@ -123,7 +125,7 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
                                                                          0).fpga_layers_s)
 
             def worth(branch: set[str]) -> bool:
-                return offload_everything or \
+                return split_all or \
                     cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= floor
 
             def works(part: set[str]) -> bool:

@@ -12,7 +12,7 @@ from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, 
 from .passes.channel_shuffle import fold_channel_permutations
 from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
-from .passes.decompose import decompose_max_pools, decompose_upsample, expand_grouped_convs, split_conv_outputs
+from .passes.decompose import decompose_max_pools, decompose_upsample, split_conv_outputs, split_grouped_convs
 from .passes.folding import fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
 from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
@@ -26,7 +26,6 @@ FUSION: list[Pass] = [
     fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
-    expand_grouped_convs,   # grouped (not depthwise) conv -> block-diagonal standard conv
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1
@@ -36,6 +35,7 @@ FUSION: list[Pass] = [
     decompose_upsample,     # nearest x4 / x8 -> chained x2
     fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish / HardSigmoid
     fold_channel_permutations,  # a channel permutation moved through channel-wise layers into the convs reading it
+    split_grouped_convs,    # grouped (not depthwise) conv -> block-diagonal pieces on channel slices, concatenated
     split_conv_outputs,     # conv read only through channel slices -> one conv per slice
     fuse_residual_add,      # + residual Add
     fuse_activation,        # + activation after the add (ResNet style)

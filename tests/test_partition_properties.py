@@ -19,7 +19,8 @@ from partitioner.build import PartitionConfig, run_partition
 
 OPS = ["conv", "conv_relu", "conv_bn_leaky", "conv_silu", "add", "maxpool", "concat_conv", "upsample_conv",
        "abs", "tanh", "sigmoid", "relu", "concat3_conv", "split_concat", "se", "pad_pool", "pad_conv", "slice_conv",
-       "convT_pool", "shuffle", "gather_channels", "darknet_upsample", "zero_pad_pool"]
+       "convT_pool", "shuffle", "gather_channels", "darknet_upsample", "zero_pad_pool",
+       "grouped"]
 
 
 @st.composite
@@ -96,6 +97,10 @@ def random_nets(draw):
             pads = net.const(f"{name}_pads", np.array([0, 0, 0, 0, 0, 0, 1, 1]))
             out = net.node("MaxPool", [net.node("Pad", [y, pads], f"{name}_pad")], f"{name}_pool",
                            kernel_shape=[2, 2])
+        elif op == "grouped":               # ResNeXt / RegNet: a conv, then a grouped conv (2 groups of 2 channels)
+            y = net.node("Relu", [net.conv(pick(), f"{name}_reduce", k=1)], f"{name}_relu")
+            out = net.node("Conv", [y, net._w(f"{name}.w", (4, 2, 3, 3), 0.3)], name, kernel_shape=[3, 3],
+                           pads=[1, 1, 1, 1], group=2)
         elif op == "upsample_conv":
             net.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), f"{name}_scales"))
             up = net.node("Resize", [pick(), "", f"{name}_scales"], f"{name}_up", mode="nearest",

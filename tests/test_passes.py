@@ -365,6 +365,44 @@ def test_grouped_convs_become_block_diagonal_up_to_eight_groups():
     _same_numbers(model, g)
 
 
+def _resnext_block(n: Net, x: str, groups: int, name: str = "b") -> str:
+    """ResNeXt's bottleneck middle: 1x1 conv -> ReLU -> grouped 3x3 conv -> ReLU -> 1x1 conv."""
+    c = n.c
+    y = n.node("Relu", [n.conv(x, f"{name}.conv1", k=1)], f"{name}.relu1")
+    w = n._w(f"{name}.conv2.w", (c, c // groups, 3, 3), np.sqrt(2.0 / (9 * c // groups)))
+    y = n.node("Conv", [y, w, n._w(f"{name}.conv2.b", (c,), 0.1)], f"{name}.conv2", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1], group=groups)
+    return n.conv(n.node("Relu", [y], f"{name}.relu2"), f"{name}.conv3", k=1)
+
+
+def test_grouped_conv_runs_as_pieces_of_a_lane_block_each():
+    """32 groups of 2 channels: 4 pieces of 8 groups (16 channels in and out), each a standard conv reading its
+    slice; the 1x1 conv before splits into the slices, the pieces' concat is channel-offset writes. Every node
+    is an engine layer, the MACs grow 8x (not 32x), the numbers do not change."""
+    n = Net(channels=64)
+    model = n.model([_resnext_block(n, "x", groups=32)])
+    g = run_fusion(ir_of(model))
+    convs = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV]
+    assert {node.kind for node in g.nodes.values()} == {OpKind.FUSED_CONV, OpKind.CONCAT}
+    pieces = [c for c in convs if c.conv.kernel == (3, 3)]
+    assert len(pieces) == 4 and all(c.conv.group == 1 for c in pieces)
+    assert all(g.tensors[c.inputs[0]].shape[1] == 16 and g.tensors[c.outputs[0]].shape[1] == 16 for c in pieces)
+    assert all([type(s) for s in c.conv.epilogue] == [Activation] for c in pieces)        # the ReLU in each
+    assert len([c for c in convs if c.name.startswith("b_conv1")]) == 4
+    assert sorted(g.origin_names()) == sorted(o.name for o in model.graph.node)
+    _same_numbers(model, g)
+
+
+def test_grouped_conv_stays_whole_where_its_input_cannot_be_sliced_for_free():
+    """The model input feeds the grouped conv: its slices would be CPU copies, and 32 groups as one
+    block-diagonal conv cost 32x the MACs, so it stays a grouped conv (the CPU runs it)."""
+    n = Net(channels=64)
+    w = n._w("g.w", (64, 2, 3, 3), 0.2)
+    model = n.model([n.node("Conv", ["x", w], "g", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=32)])
+    g = run_fusion(ir_of(model))
+    assert [(node.kind, node.conv.group) for node in g.nodes.values()] == [(OpKind.FUSED_CONV, 32)]
+
+
 def test_two_slices_of_the_same_channels_get_their_own_convs_and_names():
     n = Net(channels=4)
     y = n.node("Relu", [n.conv("x", "c")], "r")

@@ -64,6 +64,8 @@ FEATURES = {
     and sum(d.op == Op.CONV and d.kh == 1 and d.in_c == 32 and d.out_c == 16 for d in ds) >= 3,
     "conv_transpose": lambda ds: sorted((d.out_phase_y, d.out_phase_x) for d in ds if d.out_step == 2)
     == [(0, 0), (0, 1), (1, 0), (1, 1)] and all(d.out_c_stride > d.out_c for d in ds if d.out_step == 2),
+    "grouped_conv": lambda ds: sum(d.op == Op.CONV and d.kh == 3 and d.in_c == 16 and d.out_c_stride == 32
+                                   for d in ds) == 2,
     "zero_point_padding": lambda ds: sum(d.op == Op.CONV and d.in_zero != 0 and d.pad_t > 0 for d in ds) >= 3
     and any(d.flags & Flag.DEPTHWISE and d.in_zero != 0 for d in ds),
 }

@@ -28,7 +28,7 @@ def _conv_graph(k=3, stride=1, dilation=1, group=1, cin=4, cout=4, size=8, pool=
     ({}, True, ""), ({"k": 7}, True, ""), ({"k": 9}, False, "kernel (9, 9) larger than 7x7"),
     ({"stride": 2}, True, ""), ({"stride": 3}, False, "stride (3, 3) not in [1, 2]"),
     ({"dilation": 6, "size": 16}, True, ""), ({"group": 4}, True, ""),
-    ({"group": 2}, True, ""),         # grouped: a block-diagonal standard conv after expand_grouped_convs
+    ({"group": 2}, True, ""),         # grouped: a block-diagonal standard conv after split_grouped_convs
     ({"pool": 2}, True, ""), ({"pool": 4, "size": 8}, False, "max pool kernel (4, 4) not in [2, 3]"),
 ])
 def test_conv_support(kw, ok, reason):

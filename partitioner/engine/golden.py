@@ -258,6 +258,16 @@ def _zero_point_padding() -> onnx.ModelProto:
     return c.model([c.conv(p, "out", 16, 8, stride=2)])
 
 
+def _grouped_conv() -> onnx.ModelProto:
+    """ResNeXt's middle: 1x1 conv -> grouped 3x3 conv (8 groups of 4 channels) -> 1x1. The grouped conv runs as two
+    pieces of 4 groups (16 channels), each reading the slice a piece of the 1x1 conv writes and writing its
+    channels of the concat."""
+    c = _Case("grouped_conv", channels=32, size=6)
+    x = c.op("Relu", [c.conv("x", "reduce", 32, 32, k=1)], "reduce_relu")
+    x = c.op("Relu", [c.conv(x, "grouped", 32, 32, group=8)], "grouped_relu")
+    return c.model([c.conv(x, "expand", 32, 8, k=1)])
+
+
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv1x1": _conv_case("conv1x1", k=1),
     "conv1x1_tiles": _conv_case("conv1x1_tiles", k=1, cin=40, cout=72, size=6),
@@ -294,6 +304,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "squeeze_excite_hardsigmoid": _squeeze_excite("hardsigmoid"),
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
     "zero_point_padding": _zero_point_padding,
+    "grouped_conv": _grouped_conv,
 }
 
 

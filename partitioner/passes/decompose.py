@@ -1,6 +1,7 @@
 """Rewrites into pieces the engine runs, each computing the same numbers: max pools of odd kernels 5..15 with
 stride 1 (SPP, SPPF) as chains of 3x3 ones, nearest upsampling by 4 or 8 as chains of x2, channel slices and
-splits of a conv's output as convs of the slices (C2f, route layers), grouped convs as block-diagonal ones."""
+splits of a conv's output as convs of the slices (C2f, route layers), grouped convs as block-diagonal
+pieces."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -178,13 +179,44 @@ def _splice_many(graph: Graph, old: list[Node], new: list[Node]) -> None:
     graph.touch()
 
 
-MAX_EXPANDED_GROUPS = 8
+MAX_EXPANDED_GROUPS = 8      # a grouped conv made one block-diagonal conv costs `group` times its MACs
+PIECE_CHANNELS = 16          # a piece's input and output channels: at least one engine lane block
 
 
-def expand_grouped_convs(graph: Graph) -> Graph:
-    """A grouped conv that is not depthwise (ResNeXt, ShuffleNet, depth multipliers) as a standard conv with
-    block-diagonal weights: exact, on the engine, at `group` times the MACs; above MAX_EXPANDED_GROUPS groups
-    that price is too high and the conv stays as it is."""
+def _block_diagonal(w: np.ndarray, groups: int) -> np.ndarray:
+    """[cout, cin/groups, kh, kw] grouped weights as the [cout, cin, kh, kw] of a standard conv: exact."""
+    cout, cin_g = w.shape[:2]
+    full = np.zeros((cout, cin_g * groups) + w.shape[2:], w.dtype)
+    per_out = cout // groups
+    for k in range(groups):
+        full[k * per_out:(k + 1) * per_out, k * cin_g:(k + 1) * cin_g] = w[k * per_out:(k + 1) * per_out]
+    return full
+
+
+def _splittable_producer(graph: Graph, x: str) -> bool:
+    """Whether `split_conv_outputs` will turn channel slices of `x` into convs of their own (so the slices cost
+    nothing): `x` is written by a plain standard conv."""
+    conv = graph.producer(x)
+    return (conv is not None and conv.kind is OpKind.FUSED_CONV and conv.conv.form is ConvForm.CONV
+            and conv.conv.group == 1 and not any(isinstance(s, ResidualAdd) for s in conv.conv.epilogue))
+
+
+def _groups_per_piece(groups: int, cin_g: int, cout_g: int) -> int:
+    """The fewest groups whose channels fill an engine lane block on both sides (a divisor of `groups`)."""
+    return next(k for k in range(1, groups + 1)
+                if groups % k == 0 and k * cin_g >= PIECE_CHANNELS and k * cout_g >= PIECE_CHANNELS
+                or k == groups)
+
+
+def split_grouped_convs(graph: Graph) -> Graph:
+    """A grouped conv that is not depthwise (ResNeXt, RegNet, ShuffleNet v1, CSP variants) on the engine, exact:
+    - where a standard conv writes its input, as pieces of a few groups each (enough to fill a lane block),
+      each a standard conv with block-diagonal weights reading its channel slice, their outputs concatenated:
+      the producer splits into one conv per slice (`split_conv_outputs`) and the concat is channel-offset
+      writes, so nothing moves, and the MACs grow only by the groups a piece shares;
+    - else, with at most MAX_EXPANDED_GROUPS groups, as one block-diagonal standard conv (`group` times the
+      MACs); else it stays as it is (the CPU runs it).
+    Runs after activation fusion, so each piece carries the conv's activation."""
     for node in list(graph.nodes.values()):
         if node.kind is not OpKind.FUSED_CONV or node.conv.form is not ConvForm.CONV:
             continue
@@ -192,17 +224,49 @@ def expand_grouped_convs(graph: Graph) -> Graph:
         x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
         if spec.group == 1 or x is None or y is None or (spec.group == x[1] == y[1]):
             continue
-        if spec.group > MAX_EXPANDED_GROUPS:
-            continue
         w = graph.const(spec.weight)
         g, cout, cin_g = spec.group, w.shape[0], w.shape[1]
-        full = np.zeros((cout, cin_g * g) + w.shape[2:], w.dtype)
-        per_out = cout // g
-        for k in range(g):
-            full[k * per_out:(k + 1) * per_out, k * cin_g:(k + 1) * cin_g] = w[k * per_out:(k + 1) * per_out]
-        wname = graph.new_const(f"{node.name}_weight_dense", full)
-        node.inputs = [node.inputs[0], wname] + node.inputs[2:]
-        node.conv = replace(spec, weight=wname, group=1)
-        graph.touch()
+        k = _groups_per_piece(g, cin_g, cout // g)
+        if k < g and _splittable_producer(graph, node.inputs[0]) \
+                and not any(isinstance(s, ResidualAdd) for s in spec.epilogue):
+            _split_into_pieces(graph, node, k)
+        elif g <= MAX_EXPANDED_GROUPS:
+            wname = graph.new_const(f"{node.name}_weight_dense", _block_diagonal(w, g))
+            node.inputs = [node.inputs[0], wname] + node.inputs[2:]
+            node.conv = replace(spec, weight=wname, group=1)
+            graph.touch()
     graph.prune_tensors()
     return graph
+
+
+def _split_into_pieces(graph: Graph, node: Node, k: int) -> None:
+    spec = node.conv
+    w, b = graph.const(spec.weight), graph.const(spec.bias) if spec.bias else None
+    cout, cin_g = w.shape[:2]
+    per_out = cout // spec.group
+    x, y = node.inputs[0], node.outputs[0]
+    made: list[Node] = []
+    pieces: list[str] = []
+    for i in range(spec.group // k):
+        lo_in, hi_in, lo_out, hi_out = i * k * cin_g, (i + 1) * k * cin_g, i * k * per_out, (i + 1) * k * per_out
+        name = graph.names.fresh(f"{node.name}_groups{i * k}_{(i + 1) * k}")
+        n, _, h, wd = graph.tensors[x].shape
+        sliced = graph.names.fresh(f"{name}_input")
+        graph.add_tensor(Tensor(sliced, sliced, graph.tensors[x].elem_type, (n, hi_in - lo_in, h, wd)))
+        made.append(Node(graph.names.fresh(f"{name}_slice"), OpKind.OTHER, "Slice",
+                         [x] + [graph.new_const(f"{name}_{what}", np.array([v], np.int64))
+                                for what, v in (("starts", lo_in), ("ends", hi_in), ("axes", 1))],
+                         [sliced], []))
+        out = graph.names.fresh(f"{name}_output")
+        graph.add_tensor(Tensor(out, out, graph.tensors[y].elem_type,
+                                (n, hi_out - lo_out) + graph.tensors[y].shape[2:]))
+        wname = graph.new_const(f"{name}_weight", _block_diagonal(np.ascontiguousarray(w[lo_out:hi_out]), k))
+        bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[lo_out:hi_out])) if b is not None else None
+        stages = tuple(graph.names.fresh(f"{s}__groups{i * k}_{(i + 1) * k}") for s in spec.stages)
+        made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [sliced, wname] + ([bname] if bname else []), [out],
+                         list(node.origin) if i == 0 else [],
+                         conv=replace(spec, weight=wname, bias=bname, group=1, stages=stages)))
+        pieces.append(out)
+    made.append(Node(graph.names.fresh(f"{node.name}_pieces"), OpKind.CONCAT, "Concat", pieces, [y], [],
+                     attrs={"axis": helper.make_attribute("axis", 1)}))
+    _splice(graph, node, made)
