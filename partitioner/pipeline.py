@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .ir import Graph
-from .passes.batchnorm import fold_batchnorm
+from .passes.batchnorm import batchnorm_as_depthwise, fold_batchnorm
 from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
@@ -12,7 +12,7 @@ from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, 
 from .passes.channel_shuffle import fold_channel_permutations
 from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
-from .passes.decompose import decompose_max_pools, decompose_upsample, split_conv_outputs, split_grouped_convs
+from .passes.decompose import average_pools_as_depthwise, decompose_max_pools, decompose_upsample, split_conv_outputs, split_grouped_convs
 from .passes.folding import fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
 from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
@@ -26,6 +26,8 @@ FUSION: list[Pass] = [
     fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
+    batchnorm_as_depthwise,  # a BatchNormalization no conv takes (after a concat, BN -> ReLU -> conv) -> 1x1 depthwise
+    average_pools_as_depthwise,  # AveragePool dividing by the full window -> depthwise conv of 1 / (kh kw)
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1

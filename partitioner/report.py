@@ -161,6 +161,9 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
     if picture is not None:
         lines += ["## Picture", "", f"![partitioned graph]({picture.name})", "",
                   "Orange: FPGA; blue: CPU pre-processing; grey: CPU compute; green: CPU post-processing.", ""]
+    elif (out_dir / "partition.dot").exists():
+        lines += ["## Picture", "", "`partition.dot` (Graphviz source): `dot` is not installed here or did not draw "
+                  "it within its time limit; `dot -Tsvg partition.dot -o partition.svg` draws it elsewhere.", ""]
     if verification:
         lines += ["## Verification (partitioned vs original, onnxruntime)", ""]
         lines += _table(["output", "max abs error", "max rel error", "onnxruntime vs itself", "ok"],

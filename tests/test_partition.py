@@ -253,3 +253,23 @@ def test_verify_allows_what_onnxruntime_moves_by_itself_and_no_more():
     check = compare({"y": ref}, {"y": near}, 1e-4, {"y": own})[0]
     assert check.ok and abs(check.own_gap - 0.2) < 1e-4
     assert 1.0 > CONDITIONING_FACTOR * 0.2 and not compare({"y": ref}, {"y": far}, 1e-4, {"y": own})[0].ok
+
+
+def test_a_big_graph_is_drawn_a_box_per_subgraph_and_a_slow_graphviz_costs_only_the_picture(tmp_path, monkeypatch):
+    from partitioner import drawing
+    n = Net()
+    t = "x"
+    for i in range(12):
+        t = n.conv(t, f"c{i}") if i % 3 else n.node("Tanh", [t], f"t{i}")
+    p, _ = _parts(n.model([t]))
+    monkeypatch.setattr(drawing, "DETAIL_LIMIT", 4)
+    dot = drawing.to_dot(p)
+    assert dot.count("layers:") == len(p.subgraphs) and "c1" in dot
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "dot").write_text("#!/bin/sh\nsleep 5\n")
+    (fake / "dot").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{__import__('os').environ['PATH']}")
+    monkeypatch.setattr(drawing, "DRAW_TIMEOUT_S", 0.5)
+    assert drawing.draw(p, tmp_path) is None
+    assert (tmp_path / "partition.dot").exists() and not (tmp_path / "partition.svg").exists()

@@ -403,6 +403,42 @@ def test_grouped_conv_stays_whole_where_its_input_cannot_be_sliced_for_free():
     assert [(node.kind, node.conv.group) for node in g.nodes.values()] == [(OpKind.FUSED_CONV, 32)]
 
 
+def test_batchnorm_after_a_concat_becomes_a_depthwise_layer_with_its_activation():
+    """YOLOv5's BottleneckCSP (and DenseNet): BN -> LeakyReLU on a concat, no conv to fold the BN into."""
+    n = Net(channels=4)
+    cat = n.node("Concat", [n.conv("x", "a"), n.conv("x", "b")], "cat", axis=1)
+    n.c = 8                                 # the BN's channels
+    y = n.node("LeakyRelu", [n.bn(cat, "bn")], "act", alpha=0.1)
+    n.c = 4
+    model = n.model([n.conv(y, "cv4", k=1, cin=8)])
+    g = run_fusion(ir_of(model))
+    bn = g.nodes["bn"]
+    assert bn.kind is OpKind.FUSED_CONV and bn.conv.group == 8 and bn.conv.kernel == (1, 1)
+    assert [s.kind for s in bn.conv.epilogue] == [ActKind.LEAKY_RELU]
+    assert {node.kind for node in g.nodes.values()} == {OpKind.FUSED_CONV, OpKind.CONCAT}
+    _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("kernel,stride,pads,include_pad,ceil,on_engine", [
+    (2, 2, [0, 0, 0, 0], 0, 0, True),       # DenseNet's transition
+    (3, 1, [1, 1, 1, 1], 1, 0, True),       # Inception's pool branch (torch's default count_include_pad)
+    (3, 1, [1, 1, 1, 1], 0, 0, False),      # the border windows divide by fewer: not a conv
+    (3, 2, [0, 0, 0, 0], 0, 1, False),      # ceil mode: the last window runs past the input
+])
+def test_average_pool_becomes_a_depthwise_conv_where_every_window_divides_by_its_size(
+        kernel, stride, pads, include_pad, ceil, on_engine):
+    n = Net(channels=4, size=8)
+    y = n.node("AveragePool", [n.conv("x", "c")], "avg", kernel_shape=[kernel, kernel], strides=[stride, stride],
+               pads=pads, count_include_pad=include_pad, ceil_mode=ceil)
+    model = n.model([y])
+    g = run_fusion(ir_of(model))
+    avg = g.nodes["avg"]
+    assert (avg.kind is OpKind.FUSED_CONV) == on_engine
+    if on_engine:
+        assert avg.conv.group == 4 and avg.conv.kernel == (kernel, kernel) and avg.conv.pads == tuple(pads)
+    _same_numbers(model, g)
+
+
 def test_two_slices_of_the_same_channels_get_their_own_convs_and_names():
     n = Net(channels=4)
     y = n.node("Relu", [n.conv("x", "c")], "r")

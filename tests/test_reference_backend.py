@@ -66,6 +66,9 @@ FEATURES = {
     == [(0, 0), (0, 1), (1, 0), (1, 1)] and all(d.out_c_stride > d.out_c for d in ds if d.out_step == 2),
     "grouped_conv": lambda ds: sum(d.op == Op.CONV and d.kh == 3 and d.in_c == 16 and d.out_c_stride == 32
                                    for d in ds) == 2,
+    "pools_and_norms_as_depthwise": lambda ds: sum(d.flags & Flag.DEPTHWISE and (d.kh, d.stride_h) in ((1, 1), (2, 2),
+                                                                                                 (3, 1))
+                                                   for d in ds) == 3,
     "zero_point_padding": lambda ds: sum(d.op == Op.CONV and d.in_zero != 0 and d.pad_t > 0 for d in ds) >= 3
     and any(d.flags & Flag.DEPTHWISE and d.in_zero != 0 for d in ds),
 }

@@ -268,6 +268,22 @@ def _grouped_conv() -> onnx.ModelProto:
     return c.model([c.conv(x, "expand", 32, 8, k=1)])
 
 
+def _pools_and_norms_as_depthwise() -> onnx.ModelProto:
+    """Ops that become depthwise convs: a BatchNormalization after a concat (with a LeakyReLU), an average pool
+    2x2 stride 2 (DenseNet's transition) and one 3x3 stride 1 with padding counted (Inception's branch)."""
+    c = _Case("pools_and_norms_as_depthwise", channels=8, size=8)
+    cat = c.op("Concat", [c.conv("x", "a", 8, 8), c.conv("x", "b", 8, 8)], "cat", axis=1)
+    params = [c.const(f"bn.{p}", v) for p, v in (("scale", c.rng.uniform(0.5, 2.0, 16)),
+                                                  ("bias", c.rng.standard_normal(16) * 0.3),
+                                                  ("mean", c.rng.standard_normal(16) * 0.2),
+                                                  ("var", c.rng.uniform(0.5, 1.5, 16)))]
+    y = c.op("LeakyRelu", [c.op("BatchNormalization", [cat] + params, "bn")], "bn_leaky", alpha=0.1)
+    y = c.op("AveragePool", [y], "avg2", kernel_shape=[2, 2], strides=[2, 2])
+    y = c.op("AveragePool", [c.conv(y, "mid", 16, 16, k=1)], "avg3", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+             count_include_pad=1)
+    return c.model([c.conv(y, "out", 16, 8, k=1)])
+
+
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv1x1": _conv_case("conv1x1", k=1),
     "conv1x1_tiles": _conv_case("conv1x1_tiles", k=1, cin=40, cout=72, size=6),
@@ -305,6 +321,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "squeeze_excite_sigmoid": _squeeze_excite("sigmoid"),
     "zero_point_padding": _zero_point_padding,
     "grouped_conv": _grouped_conv,
+    "pools_and_norms_as_depthwise": _pools_and_norms_as_depthwise,
 }
 
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import Graph, Node, OpKind
+from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
 
 
 def fold_batchnorm(graph: Graph) -> Graph:
@@ -32,5 +32,30 @@ def fold_batchnorm(graph: Graph) -> Graph:
         fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname, bname], list(bn.outputs),
                      conv.origin + bn.origin, conv=replace(spec, weight=wname, bias=bname))
         graph.replace([conv.name, bn.name], fused)
+    graph.prune_tensors()
+    return graph
+
+
+def batchnorm_as_depthwise(graph: Graph) -> Graph:
+    """A BatchNormalization with no conv to fold into (after a concat in CSP blocks, DenseNet's and pre-activation
+    ResNets' BN -> ReLU -> conv) as a 1x1 depthwise conv with the same per-channel scale and shift: an engine
+    layer that takes the activation after it, where the CPU would split the FPGA work in two. Runs after
+    `fold_batchnorm`, so only the BNs it could not fold are left."""
+    for bn in list(graph.nodes.values()):
+        if bn.kind is not OpKind.BATCHNORM or bn.attr("training_mode", 0) or len(bn.outputs) != 1:
+            continue
+        shape = graph.tensors[bn.inputs[0]].shape
+        params = [graph.const(t) for t in bn.inputs[1:5]]
+        if shape is None or len(shape) != 4 or not isinstance(shape[1], int) or any(p is None for p in params):
+            continue
+        gamma, beta, mean, var = (p.astype(np.float64).ravel() for p in params)
+        if not all(p.size == shape[1] for p in (gamma, beta, mean, var)):
+            continue
+        scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
+        wname = graph.new_const(f"{bn.name}_weight_dw", scale.astype(np.float32).reshape(-1, 1, 1, 1))
+        bname = graph.new_const(f"{bn.name}_bias_dw", (beta - mean * scale).astype(np.float32))
+        spec = FusedConv(ConvForm.CONV, wname, bname, kernel=(1, 1), group=shape[1])
+        graph.replace([bn.name], Node(bn.name, OpKind.FUSED_CONV, "FusedConv", [bn.inputs[0], wname, bname],
+                                      list(bn.outputs), list(bn.origin), conv=spec))
     graph.prune_tensors()
     return graph

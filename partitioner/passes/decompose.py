@@ -1,7 +1,7 @@
 """Rewrites into pieces the engine runs, each computing the same numbers: max pools of odd kernels 5..15 with
 stride 1 (SPP, SPPF) as chains of 3x3 ones, nearest upsampling by 4 or 8 as chains of x2, channel slices and
 splits of a conv's output as convs of the slices (C2f, route layers), grouped convs as block-diagonal
-pieces."""
+pieces, average pools as depthwise convs."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, Graph, Node, OpKind, ResidualAdd, Tensor
+from ..ir import ConvForm, FusedConv, Graph, Node, OpKind, ResidualAdd, Tensor
 from ..op_facts import pool_of, replicating_upsample
 
 
@@ -270,3 +270,33 @@ def _split_into_pieces(graph: Graph, node: Node, k: int) -> None:
     made.append(Node(graph.names.fresh(f"{node.name}_pieces"), OpKind.CONCAT, "Concat", pieces, [y], [],
                      attrs={"axis": helper.make_attribute("axis", 1)}))
     _splice(graph, node, made)
+
+
+def average_pools_as_depthwise(graph: Graph) -> Graph:
+    """AveragePool as a depthwise conv whose weights are all 1 / (kh * kw) (DenseNet's transitions, Inception's
+    pool branches): exact wherever every window divides by its full size, that is without padding or with
+    count_include_pad, and without a ceil-mode window that runs past the input."""
+    for node in list(graph.nodes.values()):
+        if node.op_type != "AveragePool" or node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
+            continue
+        x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
+        kernel = tuple(node.attr("kernel_shape", []))
+        if x is None or y is None or len(x) != 4 or len(kernel) != 2 or not all(isinstance(d, int) for d in x[1:]):
+            continue
+        pads = tuple(node.attr("pads", [0, 0, 0, 0]))
+        strides = tuple(node.attr("strides", [1, 1]))
+        if any(d != 1 for d in node.attr("dilations", [1, 1])) or len(pads) != 4 or len(strides) != 2 \
+                or node.attr("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") \
+                or (any(pads) and not node.attr("count_include_pad", 0)):
+            continue
+        floor = tuple((x[2 + i] + pads[i] + pads[i + 2] - kernel[i]) // strides[i] + 1 for i in range(2))
+        if tuple(y[2:]) != floor:       # a ceil-mode window past the input divides by fewer
+            continue
+        c = x[1]
+        weights = np.full((c, 1) + kernel, 1.0 / (kernel[0] * kernel[1]), np.float32)
+        spec = FusedConv(ConvForm.CONV, graph.new_const(f"{node.name}_weight_avg", weights), None, kernel=kernel,
+                         strides=strides, pads=pads, group=c)
+        graph.replace([node.name], Node(node.name, OpKind.FUSED_CONV, "FusedConv", [node.inputs[0], spec.weight],
+                                        list(node.outputs), list(node.origin), conv=spec))
+    graph.prune_tensors()
+    return graph
