@@ -240,8 +240,27 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
             break
         folded += more
         model = _infer_shapes(model, big)
+    folded += _drop_dead_nodes(model)
     _restore_inputs(model, big)
     return model, big, warnings, folded
+
+
+def _drop_dead_nodes(model: onnx.ModelProto) -> list[str]:
+    """Removes the nodes no graph output depends on (names returned): folding a Shape leaves the node that fed it
+    with no reader (torchvision's detectors), and a subgraph of nothing but such nodes would compute nothing."""
+    live = {o.name for o in model.graph.output}
+    kept, dead = [], []
+    for i, node in reversed(list(enumerate(model.graph.node))):
+        if any(o and o in live for o in node.output):
+            kept.append(node)
+            live.update(x for x in node.input if x)
+            live.update(outer_scope_names(node))
+        else:
+            dead.append(node_label(node, i))
+    if dead:
+        del model.graph.node[:]
+        model.graph.node.extend(reversed(kept))
+    return dead[::-1]
 
 
 def to_ir(model: onnx.ModelProto, big: dict[str, onnx.TensorProto]) -> Graph:

@@ -164,3 +164,20 @@ def test_dynamic_reason_names_the_input_only_when_an_input_is_dynamic(tmp_path):
     graph.tensors[graph.inputs[0]].shape = (1, 4, "H", "W")
     verdict = fpga.check(node, graph, {})
     assert not verdict.ok and "--input-shape" in verdict.reason and "'x'" in verdict.reason
+
+
+def test_nodes_only_a_folded_shape_read_are_dropped_and_accounted_for(tmp_path):
+    """torchvision's detectors: a Gather of the class logits is read only by a Shape, which folds to a constant;
+    the Gather then computes what nobody reads and must not become a subgraph with no outputs."""
+    n = Net()
+    c = n.conv("x", "c")
+    picked = n.node("Gather", [c, n.const("idx", np.array([0, 1], np.int64))], "pick", axis=1)
+    size = n.node("Shape", [picked], "size")
+    flat = n.node("Reshape", [n.node("Relu", [c], "r"), n.node("Concat", [n.const("minus1", np.array([-1], np.int64)),
+                                                                          size], "dims", axis=0)], "flat")
+    path = n.save([flat], tmp_path / "m.onnx")
+    result = import_model(path)
+    assert "pick" not in {node.name for node in result.graph.nodes.values()}
+    assert {"pick", "size", "dims"} <= set(result.folded)
+    assert sorted([o for node in result.graph.nodes.values() for o in node.origin] + result.folded) \
+        == sorted(node.name for node in onnx.load(str(path)).graph.node)
