@@ -70,6 +70,10 @@ def _validate_structure(graph: onnx.GraphProto) -> None:
     """Fail early, naming the node, on what the ONNX checker reports poorly or not at all."""
     if len(graph.node) == 0:
         raise ModelError("empty graph: the model has no nodes")
+    if len(graph.output) == 0:
+        raise ModelError("the model declares no outputs: nothing it computes is used")
+    for t in graph.initializer:
+        _check_initializer(t)
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     seen_names: dict[str, int] = {}
     producer: dict[str, str] = {}
@@ -101,6 +105,43 @@ def _validate_structure(graph: onnx.GraphProto) -> None:
     for o in graph.output:
         if o.name not in producer and o.name not in defined:
             raise ModelError(f"graph output {o.name!r} is produced by no node")
+
+
+def _check_initializer(t: onnx.TensorProto) -> None:
+    """Raw bytes that do not fill the declared shape (a truncated or edited file) would fail deep in numpy."""
+    if t.data_location == onnx.TensorProto.EXTERNAL or not t.HasField("raw_data") \
+            or t.data_type in (onnx.TensorProto.STRING, onnx.TensorProto.UNDEFINED):
+        return
+    try:
+        itemsize = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+    except Exception:
+        raise ModelError(f"initializer {t.name!r} has unknown element type {t.data_type}") from None
+    bits = 4 if t.data_type in (onnx.TensorProto.INT4, onnx.TensorProto.UINT4) else 8 * itemsize
+    want = -(-int(np.prod(t.dims, dtype=np.int64)) * bits // 8)
+    if len(t.raw_data) != want:
+        raise ModelError(f"initializer {t.name!r} is corrupt: {len(t.raw_data)} bytes of data for shape "
+                         f"{list(t.dims)}, which needs {want}")
+
+
+MAX_ELEMENTS = 1 << 31       # a tensor beyond this is no model this tool (or a board's DDR) can run
+
+
+def _check_sizes(graph: Graph) -> None:
+    """Zero-sized and absurdly large tensors fail with a name here, not deep in onnxruntime or numpy."""
+    producer = {o: n for n in graph.nodes.values() for o in n.outputs if o}
+    for t in graph.tensors.values():
+        if t.shape is None or t.is_const or not all(isinstance(d, int) for d in t.shape):
+            continue
+        elements = int(np.prod(t.shape, dtype=np.int64))
+        if 0 < elements <= MAX_ELEMENTS:
+            continue
+        node = producer.get(t.name)
+        what = f"tensor {t.onnx_name!r} {list(t.shape)}"
+        why = ("is empty (a zero dimension)" if elements == 0
+               else f"has {elements:.3g} elements, beyond {MAX_ELEMENTS:,}")
+        if node is None:
+            raise ModelError(f"input {what} {why}")
+        raise ModelError(f"{what} {why}", node=node.label, op=node.op_type)
 
 
 def _sort_topologically(graph: onnx.GraphProto) -> None:
@@ -308,6 +349,7 @@ def import_model(path: str | os.PathLike, input_shapes: dict[str, tuple[int, ...
     model = load_model(path)
     skeleton, big, warnings, folded = normalise(model, input_shapes)
     graph = to_ir(skeleton, big)
+    _check_sizes(graph)
     for name in graph.inputs:
         t = graph.tensors[name]
         if not t.is_static:

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import onnx
+import pytest
 from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
@@ -209,3 +210,42 @@ def test_non_finite_weights_stay_on_the_cpu_and_verify(tmp_path):
     plan = json.loads((tmp_path / "b" / "plan.json").read_text())
     assert [s["device"] for s in plan["subgraphs"]] == ["cpu"]
     assert any("NaN" in f["reason"] for f in plan["fallbacks"])
+
+
+def _conv_model(**changes):
+    """conv -> relu with one thing broken: what onnx's checker and shape inference let through and onnxruntime
+    or numpy would only trip over deep inside."""
+    n = Net(channels=4, size=8)
+    model = n.model([n.node("Relu", [n.conv("x", "c")], "r")])
+    conv = model.graph.node[0]
+    inits = {t.name: t for t in model.graph.initializer}
+    if "kernel_shape" in changes:
+        del conv.attribute[:]
+        conv.attribute.extend([helper.make_attribute("kernel_shape", changes["kernel_shape"]),
+                               helper.make_attribute("pads", [1, 1, 1, 1])])
+    for name in ("c.w", "c.b"):
+        if name in changes:
+            inits[name].CopyFrom(numpy_helper.from_array(changes[name], name))
+    if "raw" in changes:
+        inits["c.w"].raw_data = inits["c.w"].raw_data[:changes["raw"]]
+    if "dims" in changes:
+        model.graph.input[0].type.tensor_type.shape.dim[2].dim_value = changes["dims"][0]
+        model.graph.input[0].type.tensor_type.shape.dim[3].dim_value = changes["dims"][1]
+    if changes.get("no_outputs"):
+        del model.graph.output[:]
+    return model
+
+
+@pytest.mark.parametrize("changes,needles", [
+    ({"kernel_shape": [5, 5]}, ("node 'c' op Conv", "kernel_shape [5, 5] but the weight's kernel is [3, 3]")),
+    ({"c.w": np.zeros((4, 4, 3), np.float32)}, ("node 'c' op Conv", "weight of rank 3")),
+    ({"c.b": np.zeros(7, np.float32)}, ("node 'c' op Conv", "bias [7] for 4 output channels")),
+    ({"raw": 10}, ("initializer 'c.w' is corrupt", "10 bytes", "needs 576")),
+    ({"dims": (0, 8)}, ("input tensor 'x' [1, 4, 0, 8]", "zero dimension")),
+    ({"dims": (100000, 100000)}, ("input tensor 'x'", "elements, beyond")),
+    ({"no_outputs": True}, ("declares no outputs",)),
+    ({"c.w": np.full((4, 4, 3, 3), 3e38, np.float32)}, ("node 'c' op Conv", "--keep-on-cpu c")),
+], ids=["kernel_shape", "weight_rank", "bias_length", "truncated_weights", "zero_dim", "huge_input", "no_outputs",
+        "absurd_weights"])
+def test_broken_conv_models_get_one_line_naming_what(tmp_path, changes, needles):
+    _expect_error(tmp_path, _save(_conv_model(**changes), tmp_path / "m.onnx"), *needles, extra=("--offload-all",))

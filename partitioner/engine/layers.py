@@ -109,11 +109,16 @@ class LayerEmitter:
 
     def emit(self, node: Node, layer_id: int) -> list[Descriptor]:
         """The node's layers: one, or four for a transposed conv (one per output phase)."""
-        if node.kind is OpKind.FUSED_CONV:
-            return self._conv(node, layer_id)
-        if node.kind is OpKind.MUL:
-            return [self._channel_scale(node, layer_id)]
-        return [self._other(node, layer_id)]
+        try:
+            if node.kind is OpKind.FUSED_CONV:
+                return self._conv(node, layer_id)
+            if node.kind is OpKind.MUL:
+                return [self._channel_scale(node, layer_id)]
+            return [self._other(node, layer_id)]
+        except ValueError as exc:           # a scale ratio no multiplier and shift encode (absurd weights)
+            raise ModelError(f"{exc}; the layer's values are beyond int8 with the engine's scales (keep it in float "
+                             f"with --keep-on-cpu {node.label})", node.label,
+                             "Conv" if node.kind is OpKind.FUSED_CONV else node.op_type) from None
 
     def _other(self, node: Node, layer_id: int) -> Descriptor:
         x = self.views[node.inputs[0]]

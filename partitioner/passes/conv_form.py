@@ -14,15 +14,16 @@ def _check_channels(node: Node, cin: int | None, expected: int, what: str) -> No
     """ONNX shape inference lets a channel mismatch through; onnxruntime would fail later, deep inside."""
     if isinstance(cin, int) and cin != expected:
         raise ModelError(f"bad shape: {what} expects {expected} input channels, the input has {cin}",
-                         node=node.origin[0], op=node.op_type)
+                         node=node.label, op=node.op_type)
 
 
 def _conv(node: Node, graph: Graph) -> FusedConv | None:
     w = graph.const(node.inputs[1])
     bias = node.inputs[2] if len(node.inputs) > 2 and node.inputs[2] else None
+    x = graph.tensors[node.inputs[0]].shape
+    _check_weights(node, graph, x, w, bias)
     if w is None or w.ndim != 4 or (bias is not None and graph.const(bias) is None):
         return None
-    x = graph.tensors[node.inputs[0]].shape
     group = node.attr("group", 1)
     _check_channels(node, x[1] if x and len(x) == 4 else None, w.shape[1] * group, f"weight {w.shape} x group {group}")
     pads = conv_pads(node, graph)
@@ -31,6 +32,23 @@ def _conv(node: Node, graph: Graph) -> FusedConv | None:
     return FusedConv(ConvForm.CONV, node.inputs[1], bias, kernel=(w.shape[2], w.shape[3]),
                      strides=tuple(node.attr("strides", [1, 1])), pads=pads,
                      dilations=tuple(node.attr("dilations", [1, 1])), group=node.attr("group", 1))
+
+
+def _check_weights(node: Node, graph: Graph, x: tuple | None, w, bias: str | None) -> None:
+    """What ONNX shape inference does not check and onnxruntime only finds when it runs the node."""
+    if w is None:
+        return
+    if x is not None and len(x) != w.ndim:
+        raise ModelError(f"bad shape: weight of rank {w.ndim} {list(w.shape)} for an input of rank {len(x)}",
+                         node=node.label, op=node.op_type)
+    kernel = node.attr("kernel_shape", None)
+    if kernel is not None and tuple(kernel) != tuple(w.shape[2:]):
+        raise ModelError(f"bad shape: kernel_shape {list(kernel)} but the weight's kernel is {list(w.shape[2:])}",
+                         node=node.label, op=node.op_type)
+    b = graph.const(bias) if bias else None
+    if b is not None and tuple(b.shape) != (w.shape[0],):
+        raise ModelError(f"bad shape: bias {list(b.shape)} for {w.shape[0]} output channels",
+                         node=node.label, op=node.op_type)
 
 
 def _transposed(node: Node, graph: Graph) -> tuple[FusedConv, list[str]] | None:
