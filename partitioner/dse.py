@@ -33,6 +33,9 @@ ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
 PIXELS = (1, 2, 4, 8)
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
+WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the weight RAM the largest layer needs: a
+                                 # 3x3 layer's group of output-channel tiles then shares one load of its input
+                                 # (stride-2 layers are bound by those loads), for BRAM or otherwise idle URAM
 OBJECTIVES = ("throughput", "latency")
 SCHEDULED_FRAMES = (8, 24)       # a design's steady rate: the frames between these two runs' ends
 
@@ -203,6 +206,7 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
     # where the model has depthwise layers the window path would take, also try the engine without that logic
     # (its LUTs against the depthwise layers' speed)
     sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
+    sized += [replace(c, weight_rows=c.weight_rows * k) for c in sized if c.pixels > 1 for k in WEIGHT_RAM_SCALES]
     designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
     feasible = [d for d in designs if d.resources.fits(board)]
     if not feasible:

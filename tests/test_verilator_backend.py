@@ -214,22 +214,24 @@ def test_narrow_epilogue_costs_cycles_only_where_the_model_says(tmp_path, zoo):
     assert bound >= 1          # some layer is epilogue-bound, and the model says so
 
 
-def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
+@pytest.mark.parametrize("weight_rows", [0, 1152])
+def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo, weight_rows):
     """A 4-pixel engine: the whole model bit-exact with the reference; its window layers read each input byte
     once per group of output-channel tiles (the per-tap path reads it once per tap per tile), and run
     faster than on a 1-pixel engine; the cycle model within 5 % of the RTL on every layer over 10,000 cycles and
-    on the whole model."""
+    on the whole model. With the weight RAM at 4 times the largest 3x3 tile (the exploration's
+    WEIGHT_RAM_SCALES), 3x3 layers group their tiles too."""
     from fpga_runtime import window_path
     from fpga_runtime.cycle_model import LayerShape, layer_cycles
     out = tmp_path / "p4"
-    config = EngineConfig(pixels=4)
+    config = EngineConfig(pixels=4, weight_rows=weight_rows)
     run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=out, picture=False, accuracy=False,
                                   engine=config))
     with Session(out, backend="reference") as ref, Session(out, backend="verilator", compute_units=1) as sim:
         frame = random_frame(ref.plan, 4)
         for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
             assert np.array_equal(a, b)
-        windowed = multi = total_rtl = total_model = 0
+        windowed = multi = multi_3x3 = total_rtl = total_model = 0
         config = sim.image.config            # with the weight RAM and window the build sized
         for run in sim.backend.runs:
             for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
@@ -245,11 +247,13 @@ def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo):
                     tiles = d.out_c // config.pe_rows
                     passes = -(-tiles // window_path.tiles_per_group(d, config))    # tiles per input pass
                     multi += passes < tiles
+                    multi_3x3 += passes < tiles and d.kh == 3
                     assert measured.counters["act_bytes_read"] == passes * d.batch * d.in_h * d.in_w * d.in_c
                     per_tap = layer_cycles(LayerShape.of(d), config)
                     if d.kh * d.kw > 1 and d.conv_h * d.conv_w >= 16 * config.pixels:
                         assert measured.cycles < 0.5 * per_tap, (d.layer_id, measured.cycles, per_tap)
         assert windowed >= 5 and multi >= 3
+        assert multi_3x3 >= (4 if weight_rows else 2), multi_3x3     # more 3x3 layers group with more room
         assert abs(total_model / total_rtl - 1) < 0.05
 
 

@@ -74,9 +74,7 @@ module engine_core #(
   wire has_res = is_conv && d.flags[F_RESIDUAL];
   wire has_pool = is_conv && d.flags[F_POOL];
 
-  // =====================================================================================================
-  // controller
-  // =====================================================================================================
+  // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
   engine_pkg::state_t taken_from;                          // the collection S_TAKE finishes
   logic [31:0] layer, layers;
@@ -159,9 +157,7 @@ module engine_core #(
     .re(!win || wc_re), .raddr(w_raddr), .dw_phase, .rdata(w_rdata_bits), .array_w);
 
 
-  // =====================================================================================================
-  // the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer
-  // =====================================================================================================
+  // ---- the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer ---------
   localparam int TAGW = engine_pkg::TAG_BITS;
   logic ag_active, ag_start;
   logic a_run_valid, a_run_ready, a_run_pad;
@@ -311,9 +307,7 @@ module engine_core #(
   wire drained = !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
                  && !p_busy && wr_idle;
 
-  // =====================================================================================================
-  // controller sequence
-  // =====================================================================================================
+  // ---- controller sequence ---------------------------------------------------------------------------------
   wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
   // why the array is not taking a beat: no input yet, results backing up, or the tile's tail; on the window
   // path it waits for input rows or for the epilogue
