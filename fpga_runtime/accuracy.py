@@ -25,6 +25,7 @@ class OutputAccuracy:
     cosine: float
     max_abs: float
     ref_max_abs: float
+    note: str = ""        # e.g. a detection list whose length int8 changed: only the rows both have are compared
 
 
 @dataclass
@@ -58,6 +59,14 @@ def _ratio(value: float | None) -> str:
 
 
 def output_accuracy(name: str, ref: np.ndarray, got: np.ndarray) -> OutputAccuracy:
+    note = ""
+    if ref.shape != got.shape:      # a data-dependent size (detections after NMS): compare what both have
+        note = (f"shape {'x'.join(map(str, got.shape)) or 'scalar'} in int8, "
+                f"{'x'.join(map(str, ref.shape)) or 'scalar'} in float: leading elements compared")
+        if ref.ndim != got.ndim:
+            ref, got = ref.ravel(), got.ravel()
+        common = tuple(slice(0, min(x, y)) for x, y in zip(ref.shape, got.shape))
+        ref, got = ref[common], got[common]
     a, b = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
     noise = np.sum((a - b) ** 2)
     signal = np.sum(a ** 2)
@@ -65,7 +74,7 @@ def output_accuracy(name: str, ref: np.ndarray, got: np.ndarray) -> OutputAccura
     denom = np.sqrt(np.sum(a ** 2) * np.sum(b ** 2))
     cos = float(np.dot(a, b) / denom) if denom else float(np.array_equal(a, b))
     return OutputAccuracy(name, float(snr), cos, float(np.max(np.abs(a - b))) if a.size else 0.0,
-                          float(np.max(np.abs(a))) if a.size else 0.0)
+                          float(np.max(np.abs(a))) if a.size else 0.0, note)
 
 
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -202,8 +211,8 @@ class AccuracyReport:
 
     def markdown(self) -> list[str]:
         lines = ["| output | SNR dB | cosine | max abs error | max abs of float |", "|---|---|---|---|---|"]
-        lines += [f"| {o.name} | {o.snr_db:.1f} | {o.cosine:.5f} | {o.max_abs:.4g} | {o.ref_max_abs:.4g} |"
-                  for o in self.outputs]
+        lines += [f"| {o.name}{f' ({o.note})' if o.note else ''} | {o.snr_db:.1f} | {o.cosine:.5f} | "
+                  f"{o.max_abs:.4g} | {o.ref_max_abs:.4g} |" for o in self.outputs]
         if self.detections:
             d = self.detections
             lines += ["", f"{d.rule}: {d.summary()}"]
@@ -232,7 +241,8 @@ def summarise(reports: list[AccuracyReport]) -> AccuracyReport:
     for k, first in enumerate(reports[0].outputs):
         per = [r.outputs[k] for r in reports]
         outputs.append(OutputAccuracy(first.name, min(o.snr_db for o in per), min(o.cosine for o in per),
-                                      max(o.max_abs for o in per), max(o.ref_max_abs for o in per)))
+                                      max(o.max_abs for o in per), max(o.ref_max_abs for o in per),
+                                      next((o.note for o in per if o.note), "")))
     dets = [r.detections for r in reports if r.detections is not None]
     pooled = DetectionAgreement(sum(d.float_detections for d in dets), sum(d.int8_detections for d in dets),
                                 sum(d.matched for d in dets), dets[0].unit) if dets else None

@@ -136,7 +136,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     if result.accuracy is not None:
         click.echo("\nint8 accuracy (reference backend vs float original):")
         for o in result.accuracy.outputs:
-            click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}")
+            click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}"
+                       + (f" ({o.note})" if o.note else ""))
         if result.accuracy.detections:
             d = result.accuracy.detections
             click.echo(f"  detections: {d.summary()}")

@@ -231,12 +231,18 @@ def _infer_shapes(model: onnx.ModelProto, weights: dict[str, onnx.TensorProto]) 
     """ONNX shape inference, continued past contrib ops by running them alone (contrib_ops.py)."""
     g = model.graph
     del g.value_info[:]
+    declared = {}
     for o in g.output:
         if o.type.tensor_type.HasField("shape"):
+            declared[o.name] = onnx.TensorShapeProto()
+            declared[o.name].CopyFrom(o.type.tensor_type.shape)
             o.type.tensor_type.ClearField("shape")
     model = _onnx_inference(model)
     while probe_output_types(model, weights):
         model = _onnx_inference(model)
+    for o in model.graph.output:     # what inference cannot tell (a Loop's output): the model's own declaration
+        if not o.type.tensor_type.HasField("shape") and o.name in declared:
+            o.type.tensor_type.shape.CopyFrom(declared[o.name])
     return model
 
 

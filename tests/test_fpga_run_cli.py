@@ -219,3 +219,15 @@ def test_darknet2onnx_boxes_and_confidences_are_read_as_detections():
     other[0, 2] = [0.1, 0.7]                                  # the third box changes class
     got = compare({"boxes": boxes, "confs": confs}, {"boxes": boxes, "confs": other}).as_dict()["detections"]
     assert got["float_detections"] == 3 and got["matched"] == 2
+
+
+def test_a_detection_list_of_another_length_is_compared_on_what_both_have():
+    """After NMS int8 may keep 56 boxes where float keeps 60 (torchvision's Mask R-CNN): the output is compared on
+    the leading rows, and the report says so instead of failing."""
+    rng = np.random.default_rng(0)
+    boxes = rng.uniform(0, 100, (60, 4)).astype(np.float32)
+    report = compare({"boxes": boxes}, {"boxes": boxes[:56] + 0.5})
+    (out,) = report.outputs
+    assert out.note == "shape 56x4 in int8, 60x4 in float: leading elements compared"
+    assert out.max_abs == pytest.approx(0.5) and 0.99 < out.cosine < 1.0
+    assert "leading elements compared" in "\n".join(report.markdown())

@@ -181,3 +181,23 @@ def test_nodes_only_a_folded_shape_read_are_dropped_and_accounted_for(tmp_path):
     assert {"pick", "size", "dims"} <= set(result.folded)
     assert sorted([o for node in result.graph.nodes.values() for o in node.origin] + result.folded) \
         == sorted(node.name for node in onnx.load(str(path)).graph.node)
+
+
+def test_an_output_whose_shape_inference_cannot_tell_keeps_its_declared_shape(tmp_path):
+    """An If whose branches differ in rank (Mask/Keypoint R-CNN's outputs come out of If and Loop): ONNX inference
+    leaves the output without a shape, which its checker then rejects; the model's own declaration stands."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])
+    branch = lambda op, out: helper.make_graph([helper.make_node(op, ["x"], [out])], out, [],  # noqa: E731
+                                               [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+    g = helper.make_graph(
+        [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0), helper.make_node("Greater", ["m", "z"], ["c"]),
+         helper.make_node("If", ["c"], ["y"], name="if", then_branch=branch("Flatten", "t"),
+                          else_branch=branch("Relu", "e"))],
+        "g", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 144])],
+        [numpy_helper.from_array(np.array(0.0, np.float32), "z")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "if.onnx"
+    onnx.save(model, str(path))
+    result = import_model(path)
+    assert result.graph.tensors["y"].shape == (1, 144)
