@@ -33,9 +33,9 @@ def main() -> None:
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
     ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
     args = ap.parse_args()
-    print("| board | model | pixels x PE rows x VEC | epilogue lanes | window words | CUs | MHz | weights | DSP | BRAM36 | "
-          "URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| board | model | pixels x PE rows x VEC | epilogue lanes | window words | weight rows | CUs | MHz | weights | "
+          "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -49,14 +49,14 @@ def main() -> None:
                                                         objective=args.objective))
                 d = ex.chosen
                 if d is None:
-                    print(f"| {bname} | {name} |" + " - |" * 15 + " |")
+                    print(f"| {bname} | {name} |" + " - |" * 16 + " |")
                     continue
                 c, r = d.config, d.resources
                 share = r.share(b)
                 dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
                 window = c.window_words if c.pixels > 1 else "-"
                 print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
-                      f"{c.epilogue_lanes or c.granule} | {window} | {c.compute_units} | "
+                      f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | {c.compute_units} | "
                       f"{c.clock_mhz:g} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
                       f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
                       f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.frame_fps:.1f} | {d.latency_s * 1e3:.1f} | "

@@ -30,6 +30,7 @@ The memory latency in cycles is the board's (MEMORY_LATENCY_NS at the engine clo
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from .abi import Descriptor, EngineConfig, Flag, Op
 from . import window_path
@@ -109,8 +110,10 @@ class LayerShape:
         return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w, luts=luts)
 
 
+@lru_cache(maxsize=4096)
 def taps_inside(n_out: int, k: int, stride: int, pad: int, dil: int, n_in: int) -> float:
-    """Share of (output position, kernel tap) pairs along one axis that read inside the input."""
+    """Share of (output position, kernel tap) pairs along one axis that read inside the input (cached: the
+    exploration asks it of every layer for every candidate engine)."""
     if n_out <= 0 or k <= 0:
         return 1.0
     inside = sum(1 for y in range(n_out) for t in range(k) if 0 <= y * stride - pad + t * dil < n_in)

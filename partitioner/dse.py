@@ -25,7 +25,7 @@ from fpga_runtime.virtual_time import limited_by, simulate
 
 from .codegen import GOLDEN_WIDTH, engine_limits
 from .cost import conv_descriptor, layer_shape, node_cost
-from .ir import Graph, Pool
+from .ir import Graph, OpKind, Pool
 from .resources import Resources, compute_unit
 
 VECS = (8, 16, 32, 64)
@@ -100,6 +100,7 @@ class _Layers:
     def __init__(self, graph: Graph, nodes: list[str]):
         self.graph, self.nodes = graph, nodes
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self._geometry = {n: self._geometry_of(n) for n in nodes}
         self._sized: dict[EngineConfig, EngineConfig] = {}
         self._shapes: dict[EngineConfig, list] = {}
 
@@ -115,8 +116,27 @@ class _Layers:
         """[(node, its LayerShape or None)] under the array of `cfg`."""
         key = replace(cfg, compute_units=1, clock_mhz=0)
         if key not in self._shapes:
-            self._shapes[key] = [(n, layer_shape(self.graph.nodes[n], self.graph, cfg)) for n in self.nodes]
+            by_geometry: dict = {}
+            out = []
+            for n in self.nodes:
+                geometry = self._geometry[n]
+                if geometry is None or geometry not in by_geometry:
+                    shape = layer_shape(self.graph.nodes[n], self.graph, cfg)
+                    if geometry is not None:
+                        by_geometry[geometry] = shape
+                out.append((n, shape if geometry is None else by_geometry[geometry]))
+            self._shapes[key] = out
         return self._shapes[key]
+
+    def _geometry_of(self, n: str):
+        """What a conv's LayerShape depends on (not its weights): pieces of a grouped conv share it."""
+        node = self.graph.nodes[n]
+        spec = node.conv
+        if node.kind is not OpKind.FUSED_CONV or spec is None:
+            return None
+        steps = tuple(s if isinstance(s, Pool) else type(s).__name__ for s in spec.epilogue)
+        return (spec.form, spec.kernel, spec.strides, spec.pads, spec.dilations, spec.group > 1, spec.upsample, steps,
+                self.graph.tensors[node.inputs[0]].shape, self.graph.tensors[node.outputs[0]].shape)
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board,

@@ -60,14 +60,15 @@ def _design_row(d, role: str) -> list:
     latency = "-" if d.latency_s is None else f"{d.latency_s * 1e3:.2f}"
     depthwise = "-" if c.pixels == 1 else ("kernel row" if c.depthwise_rows else "tap")
     return [role, f"{c.pixels} x {c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, window, depthwise,
-            c.compute_units,
+            c.weight_rows, c.compute_units,
             f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
             f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", frames, latency, f"{d.mac_utilisation:.0%}"]
 
 
 def design_section(exploration) -> list[str]:
     b, chosen = exploration.board, exploration.chosen
-    header = ["", "pixels x PE rows x VEC", "epilogue lanes", "window words", "depthwise per step", "CUs", "MHz",
+    header = ["", "pixels x PE rows x VEC", "epilogue lanes", "window words", "depthwise per step", "weight rows",
+              "CUs", "MHz",
               "weights in", "DSP",
               "BRAM36", "URAM", "LUT", "FPGA ms/frame", "FPGA fps", "frames/s (fpga-run)", "latency ms", "MAC util"]
     share = chosen.resources.share(b)
