@@ -143,9 +143,9 @@ def test_build_reports_both_objectives_for_chosen_and_runner_up(tmp_path, zoo):
     assert len(rows) == 2
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert float(cells[14].split()[0]) > 0 and float(cells[15]) > 0      # frames/s and latency ms
+        assert float(cells[15].split()[0]) > 0 and float(cells[16]) > 0      # frames/s and latency ms
         assert cells[4] in ("kernel row", "tap")                              # SSD-MobileNet has depthwise layers
-    assert float(rows[0].split("|")[16]) <= float(rows[1].split("|")[16])   # the chosen frame is the shorter
+    assert float(rows[0].split("|")[17]) <= float(rows[1].split("|")[17])   # the chosen frame is the shorter
     bad = CliRunner().invoke(main, [str(zoo("ssd-mobilenet-v1", 96)), "-o", str(tmp_path / "c"), "--objective", "fps"])
     assert bad.exit_code == 2 and "Invalid value for '--objective'" in bad.output
 
