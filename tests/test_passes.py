@@ -393,6 +393,17 @@ def test_grouped_conv_runs_as_pieces_of_a_lane_block_each():
     _same_numbers(model, g)
 
 
+def test_a_prime_number_of_groups_splits_into_pairs_and_a_triple():
+    """RegNetY's 13 groups of 8 channels: five pieces of two groups and one of three (16, ..., 16, 24 channels)."""
+    n = Net(channels=104, size=4)
+    model = n.model([_resnext_block(n, "x", groups=13)])
+    g = run_fusion(ir_of(model))
+    pieces = [c for c in g.nodes.values() if c.kind is OpKind.FUSED_CONV and c.conv.kernel == (3, 3)]
+    assert [g.tensors[c.outputs[0]].shape[1] for c in pieces] == [16] * 5 + [24]
+    assert {node.kind for node in g.nodes.values()} == {OpKind.FUSED_CONV, OpKind.CONCAT}
+    _same_numbers(model, g)
+
+
 def test_grouped_conv_stays_whole_where_its_input_cannot_be_sliced_for_free():
     """The model input feeds the grouped conv: its slices would be CPU copies, and 32 groups as one
     block-diagonal conv cost 32x the MACs, so it stays a grouped conv (the CPU runs it)."""

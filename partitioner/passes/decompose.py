@@ -201,11 +201,15 @@ def _splittable_producer(graph: Graph, x: str) -> bool:
             and conv.conv.group == 1 and not any(isinstance(s, ResidualAdd) for s in conv.conv.epilogue))
 
 
-def _groups_per_piece(groups: int, cin_g: int, cout_g: int) -> int:
-    """The fewest groups whose channels fill an engine lane block on both sides (a divisor of `groups`)."""
-    return next(k for k in range(1, groups + 1)
-                if groups % k == 0 and k * cin_g >= PIECE_CHANNELS and k * cout_g >= PIECE_CHANNELS
-                or k == groups)
+def _pieces(groups: int, cin_g: int, cout_g: int) -> list[tuple[int, int]]:
+    """Runs of consecutive groups, each the fewest whose channels fill an engine lane block on both sides; a
+    short remainder joins the last run (13 groups of 8 channels: five pairs and a triple)."""
+    k = next((k for k in range(1, groups + 1) if k * cin_g >= PIECE_CHANNELS and k * cout_g >= PIECE_CHANNELS),
+             groups)
+    runs = [(a, min(a + k, groups)) for a in range(0, groups, k)]
+    if len(runs) > 1 and runs[-1][1] - runs[-1][0] < k:
+        runs[-2:] = [(runs[-2][0], groups)]
+    return runs
 
 
 def split_grouped_convs(graph: Graph) -> Graph:
@@ -226,10 +230,10 @@ def split_grouped_convs(graph: Graph) -> Graph:
             continue
         w = graph.const(spec.weight)
         g, cout, cin_g = spec.group, w.shape[0], w.shape[1]
-        k = _groups_per_piece(g, cin_g, cout // g)
-        if k < g and _splittable_producer(graph, node.inputs[0]) \
+        runs = _pieces(g, cin_g, cout // g)
+        if len(runs) > 1 and _splittable_producer(graph, node.inputs[0]) \
                 and not any(isinstance(s, ResidualAdd) for s in spec.epilogue):
-            _split_into_pieces(graph, node, k)
+            _split_into_pieces(graph, node, runs)
         elif g <= MAX_EXPANDED_GROUPS:
             wname = graph.new_const(f"{node.name}_weight_dense", _block_diagonal(w, g))
             node.inputs = [node.inputs[0], wname] + node.inputs[2:]
@@ -239,7 +243,7 @@ def split_grouped_convs(graph: Graph) -> Graph:
     return graph
 
 
-def _split_into_pieces(graph: Graph, node: Node, k: int) -> None:
+def _split_into_pieces(graph: Graph, node: Node, runs: list[tuple[int, int]]) -> None:
     spec = node.conv
     w, b = graph.const(spec.weight), graph.const(spec.bias) if spec.bias else None
     cout, cin_g = w.shape[:2]
@@ -247,9 +251,9 @@ def _split_into_pieces(graph: Graph, node: Node, k: int) -> None:
     x, y = node.inputs[0], node.outputs[0]
     made: list[Node] = []
     pieces: list[str] = []
-    for i in range(spec.group // k):
-        lo_in, hi_in, lo_out, hi_out = i * k * cin_g, (i + 1) * k * cin_g, i * k * per_out, (i + 1) * k * per_out
-        name = graph.names.fresh(f"{node.name}_groups{i * k}_{(i + 1) * k}")
+    for i, (g0, g1) in enumerate(runs):
+        lo_in, hi_in, lo_out, hi_out = g0 * cin_g, g1 * cin_g, g0 * per_out, g1 * per_out
+        name = graph.names.fresh(f"{node.name}_groups{g0}_{g1}")
         n, _, h, wd = graph.tensors[x].shape
         sliced = graph.names.fresh(f"{name}_input")
         graph.add_tensor(Tensor(sliced, sliced, graph.tensors[x].elem_type, (n, hi_in - lo_in, h, wd)))
@@ -260,9 +264,10 @@ def _split_into_pieces(graph: Graph, node: Node, k: int) -> None:
         out = graph.names.fresh(f"{name}_output")
         graph.add_tensor(Tensor(out, out, graph.tensors[y].elem_type,
                                 (n, hi_out - lo_out) + graph.tensors[y].shape[2:]))
-        wname = graph.new_const(f"{name}_weight", _block_diagonal(np.ascontiguousarray(w[lo_out:hi_out]), k))
+        wname = graph.new_const(f"{name}_weight",
+                                _block_diagonal(np.ascontiguousarray(w[lo_out:hi_out]), g1 - g0))
         bname = graph.new_const(f"{name}_bias", np.ascontiguousarray(b[lo_out:hi_out])) if b is not None else None
-        stages = tuple(graph.names.fresh(f"{s}__groups{i * k}_{(i + 1) * k}") for s in spec.stages)
+        stages = tuple(graph.names.fresh(f"{s}__groups{g0}_{g1}") for s in spec.stages)
         made.append(Node(name, OpKind.FUSED_CONV, "FusedConv", [sliced, wname] + ([bname] if bname else []), [out],
                          list(node.origin) if i == 0 else [],
                          conv=replace(spec, weight=wname, bias=bname, group=1, stages=stages)))
