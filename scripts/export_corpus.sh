@@ -9,3 +9,4 @@ VENV=${EXPORTS_VENV:-.exports-venv}
 "$VENV/bin/python" -m pip install -q "torch==2.14.1" "torchvision==0.29.1"
 "$VENV/bin/python" -m pip install -q ultralytics "onnx>=1.16,<1.23" "numpy<2" onnxruntime pillow
 "$VENV/bin/python" scripts/export_corpus.py "${1:-build/corpus}"
+"$VENV/bin/python" scripts/export_breadth.py "${1:-build/corpus}"

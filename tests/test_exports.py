@@ -2,8 +2,10 @@
 writes to build/corpus (ultralytics YOLOv8n / YOLOv5nu / YOLOv3-tiny-u, torchvision SSD300-VGG16 and
 SSDlite320, a PaddleOCR-style DBNet) and scripts/export_paddle_corpus.sh adds to it (PicoDet with LCNet and
 ESNet backbones, through paddle2onnx) and scripts/export_darknet_corpus.sh (YOLOv3 and YOLOv3-tiny from Darknet
-files, through darknet2any), partitioned with its calibration frames. Skipped where the corpus has not
-been exported (it needs torch or Paddle; hundreds of MB, not in git)."""
+files, through darknet2any), partitioned with its calibration frames; and the breadth set of
+scripts/export_breadth.py (torchvision models with grouped convs, pre-activation BN, average pools, R-CNN
+control flow). Skipped where the corpus has not been exported (it needs torch or Paddle; hundreds of MB, not
+in git)."""
 from __future__ import annotations
 
 import json
@@ -37,3 +39,25 @@ def test_real_export_partitions_verifies_and_stays_on_the_fpga(name, tmp_path):
     assert sum(s.estimate["macs"] for s in fpga) >= 0.99 * macs
     assert len(plan.fpga_chain()) <= MAX_SEGMENTS.get(name, 8), plan.fpga_chain()
     assert all(o.cosine > 0.7 for o in result.accuracy.outputs), result.accuracy.outputs
+
+
+BREADTH = CORPUS / "breadth"
+BREADTH_RECORD = (json.loads((BREADTH / "breadth.json").read_text()) if (BREADTH / "breadth.json").exists()
+                  else {})
+
+
+@pytest.mark.skipif(not BREADTH_RECORD, reason="run scripts/export_corpus.sh first (it calls export_breadth.py)")
+@pytest.mark.parametrize("name", sorted(BREADTH_RECORD) or ["none"])
+def test_breadth_export_verifies_in_few_subgraphs(name, tmp_path):
+    """Structures the detector corpus lacks (scripts/export_breadth.py): grouped convs, pre-activation BN and
+    average pools run on the engine, so the model stays in a few subgraphs; a two-stage detector's If and Loop
+    outputs import; the float partition equals the original (not asserted where export_breadth.py says its
+    seeded weights make the model chaotic), int8 is computed, the picture drawn."""
+    info = BREADTH_RECORD[name]
+    result = run_partition(PartitionConfig(model=BREADTH / info["file"], out_dir=tmp_path / "b", verify=True))
+    if info.get("verify", True):
+        assert result.verified, result.checks
+    assert result.accuracy is not None and result.accuracy.outputs
+    plan = read_plan(tmp_path / "b")
+    assert len(plan.subgraphs) <= info["max_subgraphs"], [s.name for s in plan.subgraphs]
+    assert (tmp_path / "b" / "partition.svg").exists()
