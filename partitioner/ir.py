@@ -70,6 +70,7 @@ class ActKind(enum.Enum):
     SILU = "silu"
     HARD_SWISH = "hard_swish"
     HARD_SIGMOID = "hard_sigmoid"
+    MISH = "mish"                  # x * tanh(softplus(x)): YOLOv4's and CSPDarknet's activation
 
 
 @dataclass(frozen=True)

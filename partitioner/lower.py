@@ -45,6 +45,9 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
         return e.emit("HardSigmoid", [x], out, alpha=act.alpha, beta=act.beta)
     if act.kind is ActKind.SILU:
         return e.emit("Mul", [x, e.emit("Sigmoid", [x], f"{out}__sigmoid")], out)
+    if act.kind is ActKind.MISH:
+        softplus = e.emit("Softplus", [x], f"{out}__softplus")
+        return e.emit("Mul", [x, e.emit("Tanh", [softplus], f"{out}__tanh")], out)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
     bounds = [e.const(f"clip_{i}", np.array(v, np.float32)) if v is not None else "" for i, v in enumerate((lo, hi))]
     return e.emit("Clip", [x] + bounds, out)

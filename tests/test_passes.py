@@ -71,6 +71,12 @@ def _act_net(kind: str):
         out = n.node("Sigmoid", [c], "a")
     elif kind == "silu":
         out = n.node("Mul", [c, n.node("Sigmoid", [c], "s")], "a")
+    elif kind == "mish":
+        out = n.node("Mul", [c, n.node("Tanh", [n.node("Softplus", [c], "sp")], "t")], "a")
+    elif kind == "mish_exp_log":         # Darknet converters: softplus as Log(Exp(x) + 1)
+        one = n.const("one", np.array(1.0, np.float32))
+        sp = n.node("Log", [n.node("Add", [n.node("Exp", [c], "e"), one], "e1")], "sp")
+        out = n.node("Mul", [n.node("Tanh", [sp], "t"), c], "a")
     elif kind == "hardswish_op":
         out = n.node("HardSwish", [c], "a")
     elif kind == "hardswish_pair":
@@ -85,7 +91,8 @@ def _act_net(kind: str):
     ("relu6", Activation(ActKind.RELU6)), ("relu_clip", Activation(ActKind.RELU)),
     ("clip", Activation(ActKind.CLIP, lo=-1.0, hi=1.0)), ("sigmoid", Activation(ActKind.SIGMOID)),
     ("silu", Activation(ActKind.SILU)), ("hardswish_op", Activation(ActKind.HARD_SWISH)),
-    ("hardswish_pair", Activation(ActKind.HARD_SWISH)), ("hardsigmoid_other", None), ("sigmoid_head", None)])
+    ("hardswish_pair", Activation(ActKind.HARD_SWISH)), ("hardsigmoid_other", None), ("sigmoid_head", None),
+    ("mish", Activation(ActKind.MISH)), ("mish_exp_log", Activation(ActKind.MISH))])
 def test_activation_fusion(kind, expected):
     """A sigmoid that only reaches the model's output (a head's probabilities) stays unfused, in float."""
     model = _act_net(kind)
@@ -617,4 +624,14 @@ def test_darknet_converters_upsample_by_reshape_expand_reshape_becomes_the_read_
     described = [node.describe() for node in g.nodes.values()]
     assert "up2 conv 3x3" in described and "Reshape" not in described, described
     assert "Expand" in described                       # a broadcast of a pooled map is not an upsample
+    _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("kind", ["mish", "mish_exp_log"])
+def test_mish_fuses_and_the_float_partition_computes_it(kind):
+    """YOLOv4's activation in both spellings becomes one LUT activation; the lowered graph (Softplus -> Tanh ->
+    Mul) computes the same numbers."""
+    model = _act_net(kind)
+    g = run_fusion(ir_of(model))
+    assert [s.kind for s in g.nodes["c"].conv.epilogue] == [ActKind.MISH]
     _same_numbers(model, g)

@@ -51,6 +51,7 @@ FEATURES = {
     "act_relu": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == -128,
     "act_relu6": lambda ds: ds[0].act1 == Act.CLAMP and ds[0].act_lo == -128 and ds[0].act_hi <= 127,
     "act_sigmoid": lambda ds: ds[0].act1 == Act.LUT,
+    "act_mish": lambda ds: ds[0].act1 == Act.LUT,
     "depthwise3x3": lambda ds: ds[0].flags & Flag.DEPTHWISE,
     "conv_maxpool2": lambda ds: ds[0].flags & Flag.POOL and ds[0].pool_kh == 2,
     "standalone_pool_add": lambda ds: {Op.ADD, Op.MAXPOOL} <= {d.op for d in ds},

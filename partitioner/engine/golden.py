@@ -78,6 +78,8 @@ def _act(kind: str) -> Callable[[_Case, str, str], str]:
             return c.op("Sigmoid", [x], name)
         if kind == "silu":
             return c.op("Mul", [x, c.op("Sigmoid", [x], f"{name}.sig")], name)
+        if kind == "mish":
+            return c.op("Mul", [x, c.op("Tanh", [c.op("Softplus", [x], f"{name}.softplus")], f"{name}.tanh")], name)
         return c.op("HardSwish", [x], name)
     return build
 
@@ -299,7 +301,8 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "depthwise3x3": _conv_case("depthwise3x3", group=8),
     "depthwise3x3_s2": _conv_case("depthwise3x3_s2", group=8, stride=2),
     "dense": _dense,
-    **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish")},
+    **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish",
+                                           "mish")},
     "residual": lambda: _residual(False),
     "residual_relu": lambda: _residual(True),
     "residual_wide": _residual_wide,

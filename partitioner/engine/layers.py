@@ -35,6 +35,8 @@ def activation_fn(act: Activation):
         return lambda x: x / (1 + np.exp(-x))
     if k is ActKind.HARD_SIGMOID:
         return lambda x: np.clip(act.alpha * x + act.beta, 0, 1)
+    if k is ActKind.MISH:
+        return lambda x: x * np.tanh(np.logaddexp(0, x))
     return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
 
 

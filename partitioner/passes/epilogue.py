@@ -32,6 +32,31 @@ def _gated_mul(graph: Graph, gate: Node, x: str) -> Node | None:
     return mul
 
 
+def _mish_chain(graph: Graph, first: Node, x: str) -> list[Node] | None:
+    """x * Tanh(Softplus(x)), the softplus also spelt Log(Exp(x) + 1) (Darknet converters): the chain's nodes
+    from `first` (a user of x) to the Mul, each feeding only the next."""
+    chain = [first]
+    node = first
+    if node.op_type == "Exp":
+        add = graph.sole_consumer(node.outputs[0])
+        one = None if add is None or add.kind is not OpKind.ADD else next(
+            (graph.const(t) for t in add.inputs if t != node.outputs[0]), None)
+        if one is None or np.asarray(one).size != 1 or float(np.asarray(one).ravel()[0]) != 1.0:
+            return None
+        log = graph.sole_consumer(add.outputs[0])
+        if log is None or log.op_type != "Log":
+            return None
+        chain += [add, log]
+        node = log
+    elif node.op_type != "Softplus":
+        return None
+    tanh = graph.sole_consumer(node.outputs[0])
+    if tanh is None or tanh.op_type != "Tanh":
+        return None
+    mul = _gated_mul(graph, tanh, x)
+    return chain + [tanh, mul] if mul is not None else None
+
+
 def _only_reaches_outputs(graph: Graph, tensor: str) -> bool:
     """True if `tensor` reaches nothing but model outputs, through data movement alone (a detection head's class
     map, a segmentation head's probability map)."""
@@ -80,6 +105,10 @@ def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]]
             return Activation(ActKind.HARD_SIGMOID, alpha=float(act.attr("alpha", 0.2)),
                               beta=float(act.attr("beta", 0.5))), [act]
     if len(users) == 2:
+        for first in users:
+            chain = _mish_chain(graph, first, y) if first.op_type in ("Softplus", "Exp") else None
+            if chain is not None and chain[-1] in users:
+                return Activation(ActKind.MISH), chain
         gates = [u for u in users if u.kind in (OpKind.SIGMOID, OpKind.HARD_SIGMOID)]
         if len(gates) == 1:
             gate = gates[0]

@@ -149,7 +149,7 @@ def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES
 
 
-_ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH}
+_ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH, ActKind.MISH}
 
 
 def _writes_zero_padding(node: Node) -> bool:
