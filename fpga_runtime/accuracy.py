@@ -68,6 +68,12 @@ def output_accuracy(name: str, ref: np.ndarray, got: np.ndarray) -> OutputAccura
         common = tuple(slice(0, min(x, y)) for x, y in zip(ref.shape, got.shape))
         ref, got = ref[common], got[common]
     a, b = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
+    finite = np.isfinite(a) & np.isfinite(b)
+    if not finite.all():            # an exp() that overflows (box decoding of an exploding network)
+        left = f"{int((~np.isfinite(a)).sum())} non-finite in float, {int((~np.isfinite(b)).sum())} in int8, " \
+               "left out"
+        note = f"{note}; {left}" if note else left
+        a, b = a[finite], b[finite]
     noise = np.sum((a - b) ** 2)
     signal = np.sum(a ** 2)
     snr = float("inf") if noise == 0 else 10 * np.log10(signal / noise) if signal else float("-inf")

@@ -1,8 +1,9 @@
-"""Export YOLOv3 and YOLOv3-tiny as Darknet users do: a Darknet .cfg and .weights file, converted to ONNX by the
+"""Export YOLOv3, YOLOv3-tiny and YOLOv4 as Darknet users do: a Darknet .cfg and .weights file, converted to ONNX by the
 darknet2any converter (pytorch-YOLOv4's darknet2onnx: Upsample as view/expand/view, Darknet's size-2 stride-1
 max pool as an edge Pad and a MaxPool, the YOLO layers decoded in the graph to boxes and confidences).
 
-The .cfg files are the standard Darknet ones, written out here; the .weights file is Darknet's format with seeded
+The .cfg files are the standard Darknet ones (YOLOv4's with its structure: CSPDarknet53 with Mish, SPP, PANet),
+written out here; the .weights file is Darknet's format with seeded
 weights given trained statistics (BatchNorm statistics measured on image-like frames, spread gammas and betas).
 
     python scripts/export_darknet_corpus.py OUT_DIR [--only NAME ...]     (bash scripts/export_darknet_corpus.sh)
@@ -96,6 +97,71 @@ def yolov3_tiny_cfg() -> str:
     return c.text()
 
 
+def yolov4_cfg() -> str:
+    """CSPDarknet53 with Mish, SPP, PANet with leaky, three YOLO heads: the structure of Darknet's yolov4.cfg."""
+    c = Cfg()
+    c.conv(32, 3, act="mish")
+    taps = {}
+    for filters, blocks in ((64, 1), (128, 2), (256, 8), (512, 8), (1024, 4)):
+        c.conv(filters, 3, 2, act="mish")
+        half = filters if filters == 64 else filters // 2
+        part = c.conv(half, 1, act="mish")
+        c.add("route", layers=-2)
+        c.conv(half, 1, act="mish")
+        for _ in range(blocks):
+            c.conv(filters // 2, 1, act="mish")
+            c.conv(half, 3, act="mish")
+            c.add("shortcut", **{"from": -3}, activation="linear")
+        c.conv(half, 1, act="mish")
+        c.add("route", layers=f"-1, {part}")
+        taps[filters] = c.conv(filters, 1, act="mish")
+    c.conv(512, 1)
+    c.conv(1024, 3)
+    c.conv(512, 1)
+    for size, back in ((5, -2), (9, -4)):
+        c.add("maxpool", size=size, stride=1)
+        c.add("route", layers=back)
+    c.add("maxpool", size=13, stride=1)
+    c.add("route", layers="-1, -3, -5, -6")
+    c.conv(512, 1)
+    c.conv(1024, 3)
+    spp = c.conv(512, 1)
+    c.conv(256, 1)
+    c.add("upsample", stride=2)
+    c.add("route", layers=taps[512])
+    c.conv(256, 1)
+    c.add("route", layers="-1, -3")
+    for f in (256, 512, 256, 512):
+        c.conv(f, 1 if f == 256 else 3)
+    mid = c.conv(256, 1)
+    c.conv(128, 1)
+    c.add("upsample", stride=2)
+    c.add("route", layers=taps[256])
+    c.conv(128, 1)
+    c.add("route", layers="-1, -3")
+    for f in (128, 256, 128, 256):
+        c.conv(f, 1 if f == 128 else 3)
+    small = c.conv(128, 1)
+    c.conv(256, 3)
+    c.yolo("0,1,2", ANCHORS, 9)
+    c.add("route", layers=small)
+    c.conv(256, 3, 2)
+    c.add("route", layers=f"-1, {mid}")
+    for f in (256, 512, 256, 512):
+        c.conv(f, 1 if f == 256 else 3)
+    mid2 = c.conv(256, 1)
+    c.conv(512, 3)
+    c.yolo("3,4,5", ANCHORS, 9)
+    c.add("route", layers=mid2)
+    c.conv(512, 3, 2)
+    c.add("route", layers=f"-1, {spp}")
+    for f in (512, 1024, 512, 1024, 512):
+        c.conv(f, 1 if f == 512 else 3)
+    c.conv(1024, 3)
+    c.yolo("6,7,8", ANCHORS, 9)
+    return c.text()
+
+
 def trained_heads(model) -> None:
     """The YOLO heads (the convs without BatchNorm) as training leaves them: small weights, box offsets near 0 and
     objectness and class logits at the prior of a rare object (-4.6: p = 0.01). Untrained, their logits reach
@@ -131,7 +197,7 @@ def write_weights(model, path: Path) -> None:
                 t.detach().cpu().numpy().astype(np.float32).ravel().tofile(f)
 
 
-def export(name: str, cfg_text: str, out: Path, opset: int) -> dict:
+def export(name: str, cfg_text: str, out: Path, opset: int, gammas: tuple[float, float] = (0.3, 1.6)) -> dict:
     from darknet2any.tool.darknet2onnx import transform_to_onnx
     from darknet2any.tool.darknet2pytorch import Darknet
     torch.manual_seed(0)
@@ -139,7 +205,7 @@ def export(name: str, cfg_text: str, out: Path, opset: int) -> dict:
         cfg = Path(tmp) / f"{name}.cfg"
         cfg.write_text(cfg_text)
         model = Darknet(str(cfg))
-        trained_like(model, [torch.from_numpy(f) for f in frames_nchw(6, SIZE, SIZE, 5)])
+        trained_like(model, [torch.from_numpy(f) for f in frames_nchw(6, SIZE, SIZE, 5)], gammas=gammas)
         trained_heads(model)
         weights = Path(tmp) / f"{name}.weights"
         write_weights(model, weights)
@@ -153,6 +219,8 @@ def export(name: str, cfg_text: str, out: Path, opset: int) -> dict:
 MODELS = {
     "yolov3_darknet": lambda out: export("yolov3_darknet", yolov3_cfg(), out, 11),
     "yolov3-tiny_darknet": lambda out: export("yolov3-tiny_darknet", yolov3_tiny_cfg(), out, 15),
+    # 110 convs deep with Mish: random gammas near 1 make it chaotic (boxes overflow exp()); trained ones are small
+    "yolov4_darknet": lambda out: export("yolov4_darknet", yolov4_cfg(), out, 11, gammas=(0.2, 0.6)),
 }
 
 

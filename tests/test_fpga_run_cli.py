@@ -231,3 +231,13 @@ def test_a_detection_list_of_another_length_is_compared_on_what_both_have():
     assert out.note == "shape 56x4 in int8, 60x4 in float: leading elements compared"
     assert out.max_abs == pytest.approx(0.5) and 0.99 < out.cosine < 1.0
     assert "leading elements compared" in "\n".join(report.markdown())
+
+
+def test_non_finite_values_are_left_out_and_counted():
+    """An exploding network's box decoding overflows exp() to inf: the figures come from the finite values and
+    say how many were left out, instead of NaN."""
+    ref = np.array([1.0, 2.0, np.inf, 4.0], np.float32)
+    got = np.array([1.0, 2.5, np.inf, np.nan], np.float32)
+    (out,) = compare({"boxes": ref}, {"boxes": got}).outputs
+    assert out.note == "1 non-finite in float, 2 in int8, left out"
+    assert np.isfinite(out.snr_db) and np.isfinite(out.cosine) and out.max_abs == pytest.approx(0.5)
