@@ -97,6 +97,13 @@ def yolov3_tiny_cfg() -> str:
     return c.text()
 
 
+def _alternating(c: Cfg, width: int, count: int) -> int:
+    """`count` leaky convs, 1x1 to `width` and 3x3 to twice that in turn (YOLOv4's neck blocks); the last index."""
+    for i in range(count):
+        last = c.conv(width, 1) if i % 2 == 0 else c.conv(2 * width, 3)
+    return last
+
+
 def yolov4_cfg() -> str:
     """CSPDarknet53 with Mish, SPP, PANet with leaky, three YOLO heads: the structure of Darknet's yolov4.cfg."""
     c = Cfg()
@@ -115,50 +122,30 @@ def yolov4_cfg() -> str:
         c.conv(half, 1, act="mish")
         c.add("route", layers=f"-1, {part}")
         taps[filters] = c.conv(filters, 1, act="mish")
-    c.conv(512, 1)
-    c.conv(1024, 3)
-    c.conv(512, 1)
+    _alternating(c, 512, 3)                      # into the SPP block
     for size, back in ((5, -2), (9, -4)):
         c.add("maxpool", size=size, stride=1)
         c.add("route", layers=back)
     c.add("maxpool", size=13, stride=1)
     c.add("route", layers="-1, -3, -5, -6")
-    c.conv(512, 1)
-    c.conv(1024, 3)
-    spp = c.conv(512, 1)
-    c.conv(256, 1)
-    c.add("upsample", stride=2)
-    c.add("route", layers=taps[512])
-    c.conv(256, 1)
-    c.add("route", layers="-1, -3")
-    for f in (256, 512, 256, 512):
-        c.conv(f, 1 if f == 256 else 3)
-    mid = c.conv(256, 1)
-    c.conv(128, 1)
-    c.add("upsample", stride=2)
-    c.add("route", layers=taps[256])
-    c.conv(128, 1)
-    c.add("route", layers="-1, -3")
-    for f in (128, 256, 128, 256):
-        c.conv(f, 1 if f == 128 else 3)
-    small = c.conv(128, 1)
+    outs = [_alternating(c, 512, 3)]            # the SPP block's output, then the top-down path's
+    for width, tap in ((256, taps[512]), (128, taps[256])):
+        c.conv(width, 1)
+        c.add("upsample", stride=2)
+        c.add("route", layers=tap)
+        c.conv(width, 1)
+        c.add("route", layers="-1, -3")
+        outs.append(_alternating(c, width, 5))
     c.conv(256, 3)
     c.yolo("0,1,2", ANCHORS, 9)
-    c.add("route", layers=small)
-    c.conv(256, 3, 2)
-    c.add("route", layers=f"-1, {mid}")
-    for f in (256, 512, 256, 512):
-        c.conv(f, 1 if f == 256 else 3)
-    mid2 = c.conv(256, 1)
-    c.conv(512, 3)
-    c.yolo("3,4,5", ANCHORS, 9)
-    c.add("route", layers=mid2)
-    c.conv(512, 3, 2)
-    c.add("route", layers=f"-1, {spp}")
-    for f in (512, 1024, 512, 1024, 512):
-        c.conv(f, 1 if f == 512 else 3)
-    c.conv(1024, 3)
-    c.yolo("6,7,8", ANCHORS, 9)
+    last = outs[2]
+    for width, mask, join in ((256, "3,4,5", outs[1]), (512, "6,7,8", outs[0])):    # bottom-up, a head each
+        c.add("route", layers=last)
+        c.conv(width, 3, 2)
+        c.add("route", layers=f"-1, {join}")
+        last = _alternating(c, width, 5)
+        c.conv(2 * width, 3)
+        c.yolo(mask, ANCHORS, 9)
     return c.text()
 
 
