@@ -294,6 +294,10 @@ MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bi
 MULT_LIMIT = 1 << MULT_BITS
 
 
+class ScaleRangeError(ValueError):
+    """A scale ratio no multiplier and shift of the ABI encode (absurd weights or ranges)."""
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """real ~= mult * 2^-shift with mult in [2^16, 2^17) and shift in [0, 62] (mult 0 for real 0). 17 bits put
     the rounding of the multiplier at 2^-17 of the value, a thousandth of an int8 step at most."""
@@ -309,7 +313,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
         mult >>= 1
         shift -= 1
     if shift < 0:
-        raise ValueError(f"requantisation factor {real} is too large for the engine")
+        raise ScaleRangeError(f"requantisation factor {real} is too large for the engine")
     return mult, shift
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 from .partition import Device, Partition
 
-DRAW_TIMEOUT_S = 60
+DRAW_TIMEOUT_S = 60     # Graphviz gets this long; after it the build goes on without the SVG
+DETAIL_LIMIT = 300      # above this many layers (or twice as many edges) a box per subgraph: a box per layer is
+                        # neither readable nor drawn in reasonable time (Graphviz took minutes on DenseNet's edges)
 COLOURS = {("fpga", "compute"): "#f6b26b", ("cpu", "pre"): "#9fc5e8", ("cpu", "compute"): "#d9d9d9",
            ("cpu", "post"): "#b6d7a8"}
 
@@ -36,10 +38,6 @@ def _legend() -> list[str]:
     lines.append("    " + " -> ".join(f"legend{i}" for i in range(len(LEGEND))) + " -> legend_edge [style=invis];")
     lines.append("  }")
     return lines
-
-
-DETAIL_LIMIT = 300      # above this many layers (or twice as many edges) a box per subgraph: a box per layer is
-                        # neither readable nor drawn in reasonable time (Graphviz took minutes on DenseNet's edges)
 
 
 def to_dot(part: Partition) -> str:

@@ -143,7 +143,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
              f"{macs_fpga / 1e9:.3f} GMAC)",
              f"- longest chain of FPGA subgraphs a frame runs one after another: {len(plan.fpga_chain())}"
              + (f" ({' -> '.join(plan.fpga_chain())}); parallel heads and branches run beside it" if fpga else ""),
-             f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like) or dropped as read by nothing",
+             f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like) or "
+             "dropped as read by nothing",
              "- times are estimates of the analytic cost model (cost.py), for the board, not measurements: "
              "engine layers by the RTL-fitted cycle model, CPU subgraphs by onnxruntime's per-op costs "
              f"{_cpu_costs_source(plan.board)}"]

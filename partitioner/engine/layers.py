@@ -6,7 +6,7 @@ from dataclasses import replace
 import numpy as np
 
 from fpga_runtime.abi import (L2NORM_SHIFTS, MULT_BITS, Act, Descriptor, EngineConfig, Flag, Op,
-                              quantize_multiplier, saturate8)
+                              ScaleRangeError, quantize_multiplier, saturate8)
 from fpga_runtime.engine_image import TensorView
 
 from ..errors import ModelError
@@ -117,7 +117,7 @@ class LayerEmitter:
             if node.kind is OpKind.MUL:
                 return [self._channel_scale(node, layer_id)]
             return [self._other(node, layer_id)]
-        except ValueError as exc:           # a scale ratio no multiplier and shift encode (absurd weights)
+        except ScaleRangeError as exc:
             raise ModelError(f"{exc}; the layer's values are beyond int8 with the engine's scales (keep it in float "
                              f"with --keep-on-cpu {node.label})", node.label,
                              "Conv" if node.kind is OpKind.FUSED_CONV else node.op_type) from None

@@ -1,4 +1,5 @@
-"""Fold an inference-mode BatchNormalization into the convolution that feeds it."""
+"""An inference-mode BatchNormalization folded into the convolution that feeds it, or, with none to take it, run
+as a 1x1 depthwise convolution."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -8,25 +9,32 @@ import numpy as np
 from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
 
 
+def _affine(bn: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray] | None:
+    """An inference-mode BatchNormalization as y = scale * x + shift per channel (float64), None where its
+    parameters are not constants."""
+    params = [graph.const(t) for t in bn.inputs[1:5]]
+    if bn.attr("training_mode", 0) or len(bn.outputs) != 1 or any(p is None for p in params):
+        return None
+    gamma, beta, mean, var = (p.astype(np.float64).ravel() for p in params)
+    scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
+    return scale, beta - mean * scale
+
+
 def fold_batchnorm(graph: Graph) -> Graph:
     for bn in list(graph.nodes.values()):
-        if bn.kind is not OpKind.BATCHNORM or bn.attr("training_mode", 0) or len(bn.outputs) != 1:
+        if bn.kind is not OpKind.BATCHNORM:
             continue
         conv = graph.producer(bn.inputs[0])
         if conv is None or conv.kind is not OpKind.FUSED_CONV or conv.conv.epilogue or conv.conv.upsample != 1:
             continue
-        if graph.sole_consumer(conv.outputs[0]) is not bn:
+        if graph.sole_consumer(conv.outputs[0]) is not bn or (affine := _affine(bn, graph)) is None:
             continue
-        params = [graph.const(t) for t in bn.inputs[1:5]]
-        if any(p is None for p in params):
-            continue
-        gamma, beta, mean, var = (p.astype(np.float64) for p in params)
-        scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
+        scale, shift = affine
         spec = conv.conv
         w = graph.const(spec.weight)
         w = w * scale.astype(np.float32).reshape((-1,) + (1,) * (w.ndim - 1))
         b = graph.const(spec.bias).astype(np.float64) if spec.bias else np.zeros_like(scale)
-        b = ((b - mean) * scale + beta).astype(np.float32)
+        b = (b * scale + shift).astype(np.float32)
         wname = graph.new_const(f"{conv.name}_weight_bn", w)
         bname = graph.new_const(f"{conv.name}_bias_bn", b)
         fused = Node(conv.name, OpKind.FUSED_CONV, "FusedConv", [conv.inputs[0], wname, bname], list(bn.outputs),
@@ -42,18 +50,16 @@ def batchnorm_as_depthwise(graph: Graph) -> Graph:
     layer that takes the activation after it, where the CPU would split the FPGA work in two. Runs after
     `fold_batchnorm`, so only the BNs it could not fold are left."""
     for bn in list(graph.nodes.values()):
-        if bn.kind is not OpKind.BATCHNORM or bn.attr("training_mode", 0) or len(bn.outputs) != 1:
+        if bn.kind is not OpKind.BATCHNORM:
             continue
         shape = graph.tensors[bn.inputs[0]].shape
-        params = [graph.const(t) for t in bn.inputs[1:5]]
-        if shape is None or len(shape) != 4 or not isinstance(shape[1], int) or any(p is None for p in params):
+        affine = _affine(bn, graph)
+        if shape is None or len(shape) != 4 or not isinstance(shape[1], int) or affine is None \
+                or not all(p.size == shape[1] for p in affine):
             continue
-        gamma, beta, mean, var = (p.astype(np.float64).ravel() for p in params)
-        if not all(p.size == shape[1] for p in (gamma, beta, mean, var)):
-            continue
-        scale = gamma / np.sqrt(var + bn.attr("epsilon", 1e-5))
+        scale, shift = affine
         wname = graph.new_const(f"{bn.name}_weight_dw", scale.astype(np.float32).reshape(-1, 1, 1, 1))
-        bname = graph.new_const(f"{bn.name}_bias_dw", (beta - mean * scale).astype(np.float32))
+        bname = graph.new_const(f"{bn.name}_bias_dw", shift.astype(np.float32))
         spec = FusedConv(ConvForm.CONV, wname, bname, kernel=(1, 1), group=shape[1])
         graph.replace([bn.name], Node(bn.name, OpKind.FUSED_CONV, "FusedConv", [bn.inputs[0], wname, bname],
                                       list(bn.outputs), list(bn.origin), conv=spec))

@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, upsample_factor
+from ..op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, scalar_const, upsample_factor
 from .folding import spatial_pads
 
 
@@ -39,9 +39,9 @@ def _mish_chain(graph: Graph, first: Node, x: str) -> list[Node] | None:
     node = first
     if node.op_type == "Exp":
         add = graph.sole_consumer(node.outputs[0])
-        one = None if add is None or add.kind is not OpKind.ADD else next(
-            (graph.const(t) for t in add.inputs if t != node.outputs[0]), None)
-        if one is None or np.asarray(one).size != 1 or float(np.asarray(one).ravel()[0]) != 1.0:
+        other = None if add is None or add.kind is not OpKind.ADD else next(
+            (t for t in add.inputs if t != node.outputs[0]), None)
+        if other is None or scalar_const(graph, other) != 1.0:
             return None
         log = graph.sole_consumer(add.outputs[0])
         if log is None or log.op_type != "Log":
@@ -106,7 +106,7 @@ def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]]
                               beta=float(act.attr("beta", 0.5))), [act]
     if len(users) == 2:
         for first in users:
-            chain = _mish_chain(graph, first, y) if first.op_type in ("Softplus", "Exp") else None
+            chain = _mish_chain(graph, first, y)
             if chain is not None and chain[-1] in users:
                 return Activation(ActKind.MISH), chain
         gates = [u for u in users if u.kind in (OpKind.SIGMOID, OpKind.HARD_SIGMOID)]
