@@ -21,7 +21,7 @@ from .overlay import write_overlay
 
 HLS_DIR = "hls"
 RTL_DIR = "rtl"
-SOURCES = ["engine.h", "engine_memory.h", "engine_descriptor.h", "engine.cpp", "csim_main.cpp", "testbench.cpp"]
+SOURCES = ["engine.h", "engine_memory.h", "engine_descriptor.h", "engine_epilogue.h", "engine_window.h", "engine.cpp", "csim_main.cpp", "testbench.cpp"]
 # Vivado board files, where the board has one (the part alone works too, without board presets)
 BOARD_PARTS = {"pynq-z2": "tul.com.tw:pynq-z2:part0:1.0", "ultra96v2": "avnet.com:ultra96v2:part0:1.2",
                "kv260": "xilinx.com:kv260_som:part0:1.3", "zcu104": "xilinx.com:zcu104:part0:1.1",

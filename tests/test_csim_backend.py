@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,30 @@ def test_every_golden_case_bit_exact(golden_engine):
     for case in cases:
         got = case.replay(engine.run)
         assert np.array_equal(got, case.act_out), case.name
+
+
+@pytest.mark.parametrize("pixels,window_words", [(4, 0), (2, 64)])
+def test_window_path_bit_exact(golden_engine, tmp_path, pixels, window_words):
+    """The HLS window path (P output pixels per array step from a window of input rows) on every golden case;
+    a 64-word window sends the wider layers back to the per-tap path. The step count shows which path ran."""
+    engine, cases = golden_engine
+    config = replace(cases[0].config, pixels=pixels, window_words=window_words)
+    hls = write_hls(tmp_path, "window", config, [d for c in cases for d in c.descriptors()])
+    windowed = CsimEngine(hls, quiet=True)
+    steps = {}
+    for case in cases:
+        counts = []
+        got = case.replay(lambda *args: counts.append(windowed.run(*args)))
+        assert np.array_equal(got, case.act_out), case.name
+        steps[case.name] = sum(counts)
+    per_tap = {}
+    for name in ("conv3x3", "conv3x3_s2", "conv1x1", "conv3x3_dilated", "depthwise3x3"):
+        counts = []
+        next(c for c in cases if c.name == name).replay(lambda *args: counts.append(engine.run(*args)))
+        per_tap[name] = sum(counts)
+    assert steps["conv3x3"] < per_tap["conv3x3"] and steps["conv3x3_s2"] < per_tap["conv3x3_s2"]
+    assert steps["conv3x3_dilated"] == per_tap["conv3x3_dilated"]       # dilated: the per-tap path
+    assert steps["depthwise3x3"] == per_tap["depthwise3x3"]
 
 
 def test_generated_engine_compiles_without_warnings(golden_engine, tmp_path):

@@ -3,134 +3,11 @@
 #include "engine.h"
 #include "engine_memory.h"
 #include "engine_descriptor.h"
+#include "engine_epilogue.h"
+#include "engine_window.h"
 #include "rsqrt_table.h"
 
 namespace {
-
-const int V = ENGINE_VEC;
-const int R = ENGINE_PE_ROWS;
-const int G = ENGINE_GRANULE;
-
-// ---- integer semantics (fpga_runtime/abi.py) -----------------------------------------------------------
-int8_t sat8(int64_t v) { return v < -128 ? (int8_t)-128 : v > 127 ? (int8_t)127 : (int8_t)v; }
-
-int64_t shift_round(int64_t v, int s) { return s > 0 ? ((v + ((int64_t)1 << (s - 1))) >> s) : v; }
-
-// x times an epilogue multiplier (below 2^17): a 32x18 product, what a DSP48 (pair) does, not a 32x32.
-int64_t by_mult(int32_t x, int32_t m) {
-#pragma HLS INLINE
-    ap_int<50> p = (ap_int<32>)x * (mult_t)m;
-    return p.to_int64();
-}
-
-int8_t activate(int8_t q, uint8_t kind, const int8_t lut[256], int8_t lo, int8_t hi) {
-#pragma HLS INLINE
-    if (kind == ACT_CLAMP) return q < lo ? lo : q > hi ? hi : q;
-    if (kind == ACT_LUT) return lut[(int)q + 128];
-    return q;
-}
-
-void load_lut(const word_t *consts, uint32_t addr, int8_t lut[256]) {
-    uint8_t raw[256];
-    read_bytes<256>(consts, addr, 256, raw);
-    for (int i = 0; i < 256; ++i) {
-#pragma HLS UNROLL
-        lut[i] = (int8_t)raw[i];
-    }
-}
-
-uint32_t pixel(uint32_t base, int n, int y, int x, int h, int w, int stride) {
-    return base + (uint32_t)(((n * h + y) * w + x) * stride);
-}
-
-// Where output pixel (n, y, x) of a layer goes: dense, or interleaved into a 2x larger tensor (a transposed
-// conv's phase).
-uint32_t out_pixel(const Descriptor &d, int n, int y, int x) {
-    int s = d.out_step == 2 ? 2 : 1;
-    return pixel(d.out_addr, n, y * s + (s == 2 ? d.out_phase_y : 0), x * s + (s == 2 ? d.out_phase_x : 0),
-                 d.out_h * s, d.out_w * s, d.out_c_stride) + d.out_c_offset;
-}
-
-// The input as a layer reads it: its zero point outside, through the x2 read mode when flagged.
-template <int N>
-void read_input(const Descriptor &d, const word_t *act, int n, int y, int x, int c, int8_t out[N]) {
-#pragma HLS INLINE
-    int up = (d.flags & F_UPSAMPLE2) ? 1 : 0;
-    if (y < 0 || x < 0 || y >= (d.in_h << up) || x >= (d.in_w << up)) {
-        for (int i = 0; i < N; ++i) out[i] = d.in_zero;
-        return;
-    }
-    load_vec<N>(act, pixel(d.in_addr, n, y >> up, x >> up, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + c, out);
-}
-
-// Requantisation, act1, residual add and act2 of one group of N channels starting at channel c.
-template <int N>
-void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], const int32_t mult[N],
-              const int32_t shift[N], const int8_t lut1[256], const int8_t lut2[256], int n, int y, int x, int c,
-              int8_t out[N]) {
-#pragma HLS INLINE
-    int8_t res[N];
-    if (d.flags & F_RESIDUAL)
-        load_vec<N>(act, pixel(d.in2_addr, n, y, x, d.conv_h, d.conv_w, d.in2_c_stride) + d.in2_c_offset + c, res);
-    for (int i = 0; i < N; ++i) {
-#pragma HLS UNROLL
-        int8_t q = sat8(shift_round(by_mult(acc[i], mult[i]), shift[i]));
-        q = activate(q, d.act1, lut1, d.act_lo, d.act_hi);
-        if (d.flags & F_RESIDUAL) {
-            int64_t total = by_mult(q, d.res_mult_a) + by_mult(res[i], d.res_mult_b);
-            q = activate(sat8(shift_round(total, d.res_shift)), d.act2, lut2, d.act_lo, d.act_hi);
-        }
-        out[i] = q;
-    }
-}
-
-// Rows of conv output kept for the fused max pool: the last pool_kh rows, N channels each, in a ring of a
-// power-of-two count of rows (indexed by the row's low bits: no modulo by a variable).
-const int RING = ENGINE_POOL_RING;
-static int8_t ring[RING][ENGINE_MAX_WIDTH][G];
-
-template <int N>
-void emit_pooled_rows(const Descriptor &d, word_t *act, int n, int oy, int c, int &py_next) {
-    while (py_next < d.out_h) {
-        int first = py_next * d.pool_sh - d.pool_pad_t;
-        int last = first + d.pool_kh - 1;
-        if (last > oy && oy != d.conv_h - 1) break;
-        for (int px = 0; px < d.out_w; ++px) {
-#pragma HLS LOOP_TRIPCOUNT max=ENGINE_MAX_WIDTH
-            int8_t best[N];
-            for (int i = 0; i < N; ++i) best[i] = -128;
-            for (int ky = 0; ky < d.pool_kh; ++ky) {
-                int ry = first + ky;
-                for (int kx = 0; kx < d.pool_kw; ++kx) {
-#pragma HLS PIPELINE II=1
-                    int rx = px * d.pool_sw - d.pool_pad_l + kx;
-                    if (ry < 0 || ry >= d.conv_h || rx < 0 || rx >= d.conv_w) {
-                        if (d.flags & F_POOL_PAD_ZERO)          // a zero Pad in front: its zeros take part
-                            for (int i = 0; i < N; ++i) best[i] = best[i] < 0 ? (int8_t)0 : best[i];
-                        continue;
-                    }
-                    for (int i = 0; i < N; ++i) {
-                        int8_t v = ring[ry & (RING - 1)][rx][i];
-                        if (v > best[i]) best[i] = v;
-                    }
-                }
-            }
-            store_vec<N>(act, pixel(d.out_addr, n, py_next, px, d.out_h, d.out_w, d.out_c_stride) + d.out_c_offset + c,
-                         best);
-        }
-        ++py_next;
-    }
-}
-
-template <int N>
-void finish_row_pixel(const Descriptor &d, word_t *act, const int8_t y[N], int n, int oy, int ox, int c) {
-#pragma HLS INLINE
-    if (d.flags & F_POOL) {
-        for (int i = 0; i < N; ++i) ring[oy & (RING - 1)][ox][i] = y[i];
-    } else {
-        store_vec<N>(act, out_pixel(d, n, oy, ox) + c, y);
-    }
-}
 
 void load_requant(const Descriptor &d, const word_t *consts, int c0, int count, int32_t mult[G], int32_t shift[G]) {
     uint8_t raw[8 * G];
@@ -155,28 +32,26 @@ void load_channel_params(const Descriptor &d, const word_t *consts, int c0, int 
     load_requant(d, consts, c0, count, mult, shift);
 }
 
-// The weight tile of one output-channel tile. Under synthesis it is local to the tile loop's DATAFLOW body,
-// so Vitis HLS makes it a ping-pong (PIPO) buffer: the next tile loads while this one computes. C-simulation
-// runs the same code sequentially; a static array keeps big tiles off the stack.
-#ifdef __SYNTHESIS__
-#define WEIGHT_TILE(name) int8_t name[ENGINE_WBUF_BYTES]
-#else
-#define WEIGHT_TILE(name) static int8_t name[ENGINE_WBUF_BYTES]
-#endif
-
-void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, int8_t wbuf[ENGINE_WBUF_BYTES]) {
-    for (uint32_t w = 0; w < bytes / 64; ++w) {
+// Under synthesis the weight tile is local to the tile loop's DATAFLOW body, so Vitis HLS makes it a ping-pong
+// (PIPO) buffer: the next tile loads while this one computes (WEIGHT_TILE, engine_window.h).
+void load_weights(const word_t *consts, uint32_t addr, uint32_t bytes, vec_t wbuf[R][WROWS]) {
+    const int per_word = 64 / V;
+    for (uint32_t w = 0; w < (bytes + 63) / 64; ++w) {
 #pragma HLS PIPELINE II=1
 #pragma HLS LOOP_TRIPCOUNT max=ENGINE_WBUF_BYTES/64
         word_t word = consts[(addr >> 6) + w];
-        for (int i = 0; i < 64; ++i) wbuf[w * 64 + i] = (int8_t)(uint8_t)word.range(8 * i + 7, 8 * i).to_uint();
+        for (int j = 0; j < per_word; ++j) {
+#pragma HLS UNROLL
+            const uint32_t k = w * per_word + j;       // the word's j-th V bytes: PE row k % R of weight row k / R
+            if (k * V < bytes) wbuf[k % R][k / R] = word.range(8 * V * (j + 1) - 1, 8 * V * j);
+        }
     }
 }
 
 // The loader process of a standard conv's tile: its weights and its per-channel parameters, the only reads of
 // the constant port inside the dataflow region.
 void load_tile(const Descriptor d, const word_t *consts, int ot, uint32_t tile_bytes,
-               int8_t wbuf[ENGINE_WBUF_BYTES], int32_t bias[G], int32_t mult[G], int32_t shift[G]) {
+               vec_t wbuf[R][WROWS], int32_t bias[G], int32_t mult[G], int32_t shift[G]) {
     load_weights(consts, d.weight_addr + ot * tile_bytes, tile_bytes, wbuf);
     load_channel_params(d, consts, ot * R, R, bias, mult, shift);
 }
@@ -184,7 +59,7 @@ void load_tile(const Descriptor d, const word_t *consts, int ot, uint32_t tile_b
 // The compute process of one output-channel tile: every output pixel accumulates R x V products per cycle
 // over kernel taps and input-channel tiles, then the epilogue, then the write (or the fused pool's line
 // buffer). It alone touches the activation port inside the dataflow region.
-void compute_tile(const Descriptor d, word_t *act, const int8_t wbuf[ENGINE_WBUF_BYTES], const int32_t bias[G],
+void compute_tile(const Descriptor d, word_t *act, const vec_t wbuf[R][WROWS], const int32_t bias[G],
                   const int32_t mult[G], const int32_t shift[G], const int8_t lut1[256], const int8_t lut2[256],
                   int n, int ot) {
     const int ic_tiles = d.in_c / V;
@@ -204,15 +79,12 @@ void compute_tile(const Descriptor d, word_t *act, const int8_t wbuf[ENGINE_WBUF
 #pragma HLS LOOP_TRIPCOUNT max=256
                         int8_t xv[V];
                         read_input<V>(d, act, n, iy, ix, it * V, xv);
-                        const int8_t *w = &wbuf[(((ky * d.kw + kx) * ic_tiles + it) * R) * V];
+                        vec_t x;
+                        for (int v = 0; v < V; ++v) x.range(8 * v + 7, 8 * v) = (uint8_t)xv[v];
+                        const int k = (ky * d.kw + kx) * ic_tiles + it;
                         for (int r = 0; r < R; ++r) {
 #pragma HLS UNROLL
-                            int32_t sum = 0;
-                            for (int v = 0; v < V; ++v) {
-#pragma HLS UNROLL
-                                sum += (int32_t)xv[v] * (int32_t)w[r * V + v];
-                            }
-                            acc[r] += sum;
+                            acc[r] += dot(x, wbuf[r][k]);
                         }
                     }
                 }
@@ -232,17 +104,21 @@ void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const
                    const int8_t lut2[256], uint64_t &cycles) {
     const uint32_t tile_bytes = (uint32_t)d.kh * d.kw * (d.in_c / V) * R * V;
     const uint64_t tiles = (uint64_t)d.batch * (d.out_c / R);
-    ENGINE_STEPS(cycles, tiles * (tile_bytes / 64 + (uint64_t)d.conv_h * d.conv_w * d.kh * d.kw * (d.in_c / V)));
+    const bool window = on_window_path(d);
+    const uint64_t pixel_steps = window ? (uint64_t)d.conv_h * ((d.conv_w + P - 1) / P) : (uint64_t)d.conv_h * d.conv_w;
+    ENGINE_STEPS(cycles, tiles * (tile_bytes / 64 + pixel_steps * d.kh * d.kw * (d.in_c / V)));
     for (int n = 0; n < d.batch; ++n) {
         for (int ot = 0; ot < d.out_c / R; ++ot) {
 #pragma HLS DATAFLOW
             WEIGHT_TILE(wbuf);
+#pragma HLS ARRAY_PARTITION variable=wbuf complete dim=1
             int32_t bias[G], mult[G], shift[G];
 #pragma HLS ARRAY_PARTITION variable=bias complete
 #pragma HLS ARRAY_PARTITION variable=mult complete
 #pragma HLS ARRAY_PARTITION variable=shift complete
             load_tile(d, consts, ot, tile_bytes, wbuf, bias, mult, shift);
-            compute_tile(d, act, wbuf, bias, mult, shift, lut1, lut2, n, ot);
+            if (window) compute_window_tile(d, act, wbuf, bias, mult, shift, lut1, lut2, n, ot);
+            else compute_tile(d, act, wbuf, bias, mult, shift, lut1, lut2, n, ot);
         }
     }
 }
