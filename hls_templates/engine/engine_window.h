@@ -116,6 +116,8 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
     const vec_t outside = splat(d.in_zero);
 
     int loaded = 0, lx = 0, lit = 0;          // the next input vector to load: row, column, input tile
+    word_t held = 0;                          // the activation word the last load read
+    uint32_t held_at = 0xFFFFFFFFu;
     int32_t acc[P][R], done[P][R];           // the group in the array, and the finished group in the epilogue
 #pragma HLS ARRAY_PARTITION variable=acc complete dim=0
 #pragma HLS ARRAY_PARTITION variable=done complete dim=0
@@ -147,11 +149,13 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
             // the load: one input vector, read in address order along the row
             const bool load = loaded < limit;
             if (load) {
-                vec_t x;
-                int8_t raw[V];
-                load_vec<V>(act, pixel(d.in_addr, n, loaded, lx, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + lit * V,
-                            raw);
-                for (int v = 0; v < V; ++v) x.range(8 * v + 7, 8 * v) = (uint8_t)raw[v];
+                const uint32_t a = pixel(d.in_addr, n, loaded, lx, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + lit * V;
+                if ((a >> 6) != held_at) {          // each word once, in increasing address order: a burst
+                    held = act[a >> 6];
+                    held_at = a >> 6;
+                }
+                const unsigned lo = (a & 63u) * 8u;
+                const vec_t x = held.range(lo + 8 * V - 1, lo);
                 const int pos = lx >> sh;
                 window[pos & (P - 1)][at.addr(loaded, pos, lx & sh, lit)] = x;
                 if (++lit == it_n) {
