@@ -2,21 +2,24 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, ABI v2): the whole 16x16 engine with a 16-lane epilogue 312 DSP, 36.5 BRAM36,
-90,672 LUT, 14,202 FF (the model: 312, 37, 90,710, 14,185); the 4-pixel 16x16 engine with an 8-lane epilogue 658
-DSP, 46.5 BRAM36, 104,629 LUT, 30,871 FF (the model: 658, 45, 104,098, 30,271; the same unit in ABI v1, whose
-multipliers were 32 bits: 701 DSP, 107,129 LUT); the MAC stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 /
-9,755 / 21,073 / 18,450 LUT); the epilogue alone at 8 lanes: 48 DSP, 26,697 LUT (ABI v1: 88, 29,907).
+Measured (yosys 0.70, one unit, ABI v2, distributed RAM counted as the LUTs it occupies): the whole 16x16
+engine with a 16-lane epilogue 312 DSP, 36.5 BRAM36, 54,269 LUT, 10,106 FF (the model: 312, 37, 55,030,
+10,089); the 4-pixel 16x16 engine with an 8-lane epilogue 658 DSP, 46.5 BRAM36, 86,514 LUT, 26,775 FF (the
+model: 658, 45, 86,258, 26,175); an 8x8 unit with 8 lanes 152 DSP, 19.5 BRAM36, 35,322 LUT, 7,871 FF (the model:
+152, 20, 34,666, 7,871); the MAC stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450
+LUT); the epilogue alone at 8 lanes: 48 DSP, 10,497 LUT. Before the activation tables moved into each lane's
+LUTRAM (`lut_ram.sv`) the same units took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone
+26,498 LUT: a 256:1 multiplexer per table bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1, plus VEC DSPs of the depthwise path. LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
   default): per lane a 32x18 and an 8x18 product, the 8x8 gate and the residual's two 8x18 products (6 DSP; every
-  multiplier is below 2^17 since ABI v2), and two 256-entry table lookups, 64- and 48-bit rounding shifts (3,230
-  LUT); with several passes, 38 LUT and 80 FF per result lane to hold and slice the result.
+  multiplier is below 2^17 since ABI v2), its two copies of the activation tables (16 RAM32M16 each), 64- and
+  48-bit rounding shifts (1,000 LUT); with several passes, 38 LUT and 80 FF per result lane to hold and slice
+  the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  56 DSP, 19,200 LUT, 11,900 FF plus 1 DSP and 607 LUT per result lane (refitted on the units above and an
-  8x8 unit with 8 lanes, yosys 152 DSP, 52,497 LUT, 11,967 FF: the RTL had grown since the first fit).
+  56 DSP, 19,200 LUT, 5,564 FF plus 1 DSP, 607 LUT and 140 FF per result lane (refitted on the three units).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -40,9 +43,10 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
-EPILOGUE_DSP, EPILOGUE_LUT = 6, 3230         # per epilogue lane (ABI v2: 32x18 and 8x18 products; v1 32x32: 11, 3630)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 56, 19_200, 11_900
-CONTROL_DSP_PER_LANE, CONTROL_LUT_PER_LANE = 1, 607     # per result lane (G): its tables, reader and writer
+EPILOGUE_DSP, EPILOGUE_LUT = 6, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 56, 19_200, 5_564
+# per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
+CONTROL_DSP_PER_LANE, CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 1, 607, 140
 WINDOW_DSP = 10           # the window path's address arithmetic (yosys)
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
@@ -103,7 +107,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
                 + EPILOGUE_LUT * lanes + 38 * sliced)
-    ff = round(CONTROL_FF + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
+    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
     if cfg.pixels > 1:
         p = cfg.pixels
         dsp += WINDOW_DSP

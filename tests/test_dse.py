@@ -26,14 +26,14 @@ def _fpga_nodes(path):
 def test_resource_model_per_parameter():
     """DSPs as yosys counts them for the RTL (ABI v2; 312 for a 16x16 unit on xcup: 128 packed MAC pairs, 16 for
     the depthwise lanes, 6 per epilogue lane, 56 + 1 per result lane for control); LUTs within a few per cent of
-    yosys's 90,672. An 8x8 unit (392 weight rows): yosys 152 DSP, 19.5 BRAM36, 52,497 LUT, 11,967 FF."""
+    yosys's 54,269. An 8x8 unit (392 weight rows): yosys 152 DSP, 19.5 BRAM36, 35,322 LUT, 7,871 FF."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
     assert small.dsp == 16 * 16 // 2 + 16 + 6 * 16 + 56 + 16 == 312            # two int8 MACs per DSP48E2
-    assert abs(small.lut / 90_672 - 1) < 0.05 and abs(small.ff / 14_202 - 1) < 0.1
+    assert abs(small.lut / 54_269 - 1) < 0.05 and abs(small.ff / 10_106 - 1) < 0.1
     tiny = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     assert tiny.dsp == 8 * 8 // 2 + 8 + 6 * 8 + 56 + 8 == 152 and abs(tiny.bram36 - 19.5) <= 1
-    assert abs(tiny.lut / 52_497 - 1) < 0.05 and abs(tiny.ff / 11_967 - 1) < 0.1
+    assert abs(tiny.lut / 35_322 - 1) < 0.05 and abs(tiny.ff / 7_871 - 1) < 0.1
     assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 16 + 96 + 72
     narrow = compute_unit(EngineConfig(vec=16, pe_rows=16, epilogue_lanes=8), zcu, 147456, 208)
     assert narrow.dsp == small.dsp - 8 * 6 and narrow.lut < small.lut      # 8 lanes fewer
@@ -45,15 +45,15 @@ def test_resource_model_per_parameter():
 
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (ABI v2, 8-lane epilogue, 512-word window banks, 196 weight rows, depthwise
-    on the array's diagonal): 658 DSP, 46.5 BRAM36, 104,629 LUT, 30,871 FF (the same unit in ABI v1: 701 DSP,
-    107,129 LUT). The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only the window's banks grow
-    with them."""
+    on the array's diagonal): 658 DSP, 46.5 BRAM36, 86,514 LUT, 26,775 FF (104,629 LUT with the activation
+    tables in registers). The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only the window's
+    banks grow with them."""
     zcu = board("zcu104")
     plain = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=512, depthwise_rows=False), zcu,
                          196 * 256, 32)
     assert plain.dsp == 4 * 16 * 16 // 2 + 16 + 6 * 8 + 56 + 16 + 10 == 658
     assert abs(plain.bram36 - 46.5) <= 2
-    assert abs(plain.lut / 104_629 - 1) < 0.05 and abs(plain.ff / 30_871 - 1) < 0.1
+    assert abs(plain.lut / 86_514 - 1) < 0.05 and abs(plain.ff / 26_775 - 1) < 0.1
     unit = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=2048), zcu, 196 * 256, 32)
     assert unit.dsp == plain.dsp and unit.lut > plain.lut and unit.bram36 > plain.bram36   # kernel rows, banks
     one = compute_unit(EngineConfig(pixels=1, epilogue_lanes=8), zcu, 196 * 256, 32)
@@ -198,7 +198,7 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
     small = CliRunner().invoke(fpga_run, ["predict", str(out), "--board", "pynq-z2"])
     assert small.exit_code == 2
     assert ("error: engine 16x16 x 1 unit does not fit pynq-z2: needs DSP 440 of pynq-z2's 209 (95% of 220); "
-            "LUT 90,") in small.output
+            "LUT 55,") in small.output
     many = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "12"])
     assert many.exit_code == 2 and "x 12 units does not fit zcu104: needs DSP" in many.output
 

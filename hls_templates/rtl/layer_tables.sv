@@ -1,6 +1,6 @@
 // The tables a layer's accumulators and epilogue read, filled from the bytes the controller collected from the
 // constant port: per tile group, two banks (the running group's and the one prefetched beside it) of biases and
-// requantisation entries, G lanes for each of up to PM tiles; and the layer's two activation lookup tables.
+// requantisation entries, G lanes for each of up to PM tiles. The activation tables go to the epilogue's lanes.
 module layer_tables #(
   parameter int G = 16,            // result lanes
   parameter int PM = 1,            // tiles of a group
@@ -14,14 +14,10 @@ module layer_tables #(
   input  logic take_bias,          // a group's biases are in cbuf: into bank take_bank
   input  logic take_rq,            // a group's requantisation entries are
   input  logic take_bank,
-  input  logic take_lut1,
-  input  logic take_lut2,
   input  logic cur_bank,           // the bank the running group reads
   output logic [PM*G*32-1:0] bias_bits,
   output logic [PM*G*32-1:0] mult_bits,
-  output logic [PM*G*8-1:0]  shift_bits,
-  output logic [256*8-1:0] lut1_bits,
-  output logic [256*8-1:0] lut2_bits
+  output logic [PM*G*8-1:0]  shift_bits
 );
   // Tables start on 64-byte boundaries (docs/kernel-abi.md), so a tile's biases and requantisation entries
   // start on a beat unless 4 x PE_ROWS bytes are not a whole number of beats: no shifter then.
@@ -29,7 +25,6 @@ module layer_tables #(
   wire [7:0] p_off = PARAMS_ALIGNED ? 8'd0 : c_off;
   logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
   logic [7:0] shift[2*G*PM];
-  logic [7:0] lut1[256], lut2[256];
 
   always_ff @(posedge clk) begin
     if (take_bias)
@@ -39,8 +34,6 @@ module layer_tables #(
         mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
         shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
       end
-    if (take_lut1) for (int i = 0; i < 256; i++) lut1[i] <= cbuf[8*i +: 8];
-    if (take_lut2) for (int i = 0; i < 256; i++) lut2[i] <= cbuf[8*i +: 8];
   end
 
   always_comb begin
@@ -48,10 +41,6 @@ module layer_tables #(
       bias_bits[32*i +: 32] = bias[32'(cur_bank) * G * PM + i];
       mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
       shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
-    end
-    for (int i = 0; i < 256; i++) begin
-      lut1_bits[8*i +: 8] = lut1[i];
-      lut2_bits[8*i +: 8] = lut2[i];
     end
   end
 endmodule

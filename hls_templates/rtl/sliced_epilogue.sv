@@ -9,15 +9,18 @@ module sliced_epilogue #(
   parameter int V = 16,
   parameter int G = 16,
   parameter int E = 16,             // lanes per pass; divides G
-  parameter int PM = 1              // tiles whose parameters come in (an item names its tile)
+  parameter int PM = 1,             // tiles whose parameters come in (an item names its tile)
+  parameter int TB = 16             // activation-table entries per constant beat
 ) (
   input  logic clk,
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
   input  logic [PM*G*32-1:0] mult,
   input  logic [PM*G*8-1:0]  shift,
-  input  logic [256*8-1:0] lut1,
-  input  logic [256*8-1:0] lut2,
+  input  logic            lut_we1,
+  input  logic            lut_we2,
+  input  logic [$clog2(256 / TB)-1:0] lut_waddr,
+  input  logic [8*TB-1:0] lut_wdata,
   output logic            in_ready,     // an item popped this cycle is taken
   input  logic            in_valid,
   input  logic [(PM > 1 ? $clog2(PM) : 1)-1:0] in_tile,
@@ -37,8 +40,9 @@ module sliced_epilogue #(
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
-    epilogue #(.V(V), .G(G)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]), .lut1, .lut2,
+    epilogue #(.V(V), .G(G), .TB(TB)) lanes (
+      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]), .lut_we1, .lut_we2,
+      .lut_waddr, .lut_wdata,
       .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
       .in_y, .in_x, .out_valid, .out_q, .out_oaddr, .out_n, .out_y, .out_x, .busy);
   end else begin : passes
@@ -60,8 +64,9 @@ module sliced_epilogue #(
 
     assign in_ready = !active || k == KW'(P - 1);
 
-    epilogue #(.V(E), .G(E)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]), .lut1, .lut2,
+    epilogue #(.V(E), .G(E), .TB(TB)) lanes (
+      .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]), .lut_we1, .lut_we2,
+      .lut_waddr, .lut_wdata,
       .in_valid(active), .in_acc(acc[32*E*k +: 32*E]), .in_b(b[8*E*k +: 8*E]), .in_a(a[8*E*k +: 8*E]),
       .in_oaddr(oaddr), .in_n(n), .in_y(y), .in_x(x), .out_valid(s_valid), .out_q(s_q), .out_oaddr(s_oaddr),
       .out_n(s_n), .out_y(s_y), .out_x(s_x), .busy(s_busy));
