@@ -9,6 +9,7 @@ import networkx as nx
 
 from .carve import carve, cluster_graph, split_parallel
 from .cost import PARALLEL_MIN_S, PARALLEL_MIN_SHARE, CostModel, RegionEstimate
+from .engine.views import layout_conflicts
 from .errors import ModelError
 from .ir import Graph
 from .roles import Role, assign_roles
@@ -99,7 +100,21 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
     """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and, unless
     `split_all_branches` is False, splits every parallel branch off, except for regions without MACs: those never
     become a subgraph of their own. `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the
-    target says."""
+    target says. A lane-wise layer whose operands the engine's concats would place differently goes to the CPU
+    too, and the partition is carved again without it."""
+    conflicts: dict[str, str] = {}
+    while True:
+        part = _partition_once(graph, target, cost, offload_everything, keep_on_cpu, split_all_branches, conflicts)
+        fpga_nodes = [n for sg in part.subgraphs if sg.device is Device.FPGA for n in sg.nodes]
+        found = layout_conflicts(graph, fpga_nodes, cost.engine) if fpga_nodes else {}
+        if not found:
+            return part
+        conflicts.update(found)
+
+
+def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool,
+                    keep_on_cpu: tuple[str, ...], split_all_branches: bool | None,
+                    conflicts: dict[str, str]) -> Partition:
     split_all = offload_everything if split_all_branches is None else split_all_branches
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
@@ -108,7 +123,7 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
         return _finish(graph, dag, order, [(set(graph.nodes), Device.CPU, Role.COMPUTE, None, everything)], {},
                        {n: Role.COMPUTE for n in graph.nodes}, [])
     roles = assign_roles(graph, dag)
-    demoted: dict[str, str] = _kept_on_cpu(graph, keep_on_cpu)
+    demoted: dict[str, str] = {**conflicts, **_kept_on_cpu(graph, keep_on_cpu)}
     decisions: list[Decision] = []
     while True:
         on_fpga, reasons = _place(graph, target, roles, demoted)

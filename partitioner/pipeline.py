@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable
 
 from .ir import Graph
-from .passes.batchnorm import batchnorm_as_depthwise, fold_batchnorm
+from .passes.batchnorm import batchnorm_as_depthwise, fold_batchnorm, lone_activations_as_depthwise
 from .passes.conv_form import form_convolutions
 from .passes.qdq import absorb_qdq
 from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
@@ -12,7 +12,8 @@ from .passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, 
 from .passes.channel_shuffle import fold_channel_permutations
 from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
-from .passes.decompose import average_pools_as_depthwise, decompose_max_pools, decompose_upsample, split_conv_outputs, split_grouped_convs
+from .passes.decompose import (average_pools_as_depthwise, decompose_max_pools, decompose_upsample,
+                               spatial_means_as_global_pool, split_conv_outputs, split_grouped_convs)
 from .passes.folding import fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
 from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
@@ -28,6 +29,7 @@ FUSION: list[Pass] = [
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
     batchnorm_as_depthwise,  # a BatchNormalization no conv takes (after a concat, BN -> ReLU -> conv) -> 1x1 depthwise
     average_pools_as_depthwise,  # AveragePool dividing by the full window -> depthwise conv of 1 / (kh kw)
+    spatial_means_as_global_pool,  # ReduceMean over H and W, dimensions kept -> GlobalAveragePool
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1
@@ -40,7 +42,8 @@ FUSION: list[Pass] = [
     split_grouped_convs,    # grouped (not depthwise) conv -> block-diagonal pieces on channel slices, concatenated
     split_conv_outputs,     # conv read only through channel slices -> one conv per slice
     fuse_residual_add,      # + residual Add
-    fuse_activation,        # + activation after the add (ResNet style)
+    lone_activations_as_depthwise,  # an activation no conv can take -> behind a 1x1 identity depthwise conv
+    fuse_activation,        # + activation after the add (ResNet style), and those
     fuse_maxpool,           # + MaxPool
     fuse_upsample_input,    # nearest x2 Resize -> conv input read mode
     mark_concat_writes,     # channel Concat -> writes at channel offsets

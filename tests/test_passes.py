@@ -635,3 +635,35 @@ def test_mish_fuses_and_the_float_partition_computes_it(kind):
     g = run_fusion(ir_of(model))
     assert [s.kind for s in g.nodes["c"].conv.epilogue] == [ActKind.MISH]
     _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("axes,keep,pooled", [([2, 3], 1, True), ([-1, -2], 1, True), ([2, 3], 0, False),
+                                              ([1], 1, False)])
+def test_spatial_mean_becomes_global_average_pool(axes, keep, pooled):
+    """timm's squeeze-and-excitation: x.mean((2, 3), keepdim=True) exports as ReduceMean."""
+    n = Net(channels=4)
+    m = n.node("ReduceMean", [n.conv("x", "c")], "mean", axes=axes, keepdims=keep)
+    model = n.model([m])
+    g = run_fusion(ir_of(model))
+    assert (g.nodes["mean"].kind is OpKind.GLOBAL_AVG_POOL) == pooled
+    _same_numbers(model, g)
+
+
+def test_an_activation_no_conv_can_take_gets_an_identity_depthwise_conv():
+    """HRNet's fuse layer (ReLU after the sum of two branches read elsewhere too) and ReXNet's ReLU6 after a
+    squeeze-and-excitation gate: each activation becomes the epilogue of a 1x1 depthwise conv of weight 1."""
+    n = Net(channels=4)
+    a, b = n.conv("x", "a"), n.conv("x", "b")
+    fused = n.node("Relu", [n.node("Add", [a, b], "sum")], "fuse_act")
+    gate = n.node("Sigmoid", [n.node("GlobalAveragePool", [fused], "gap")], "gate")
+    six = n.node("Clip", [n.node("Mul", [fused, gate], "gated"), n.const("lo", np.float32(0)),
+                          n.const("hi", np.float32(6))], "act6")
+    model = n.model([n.node("Add", [n.conv(six, "c", k=1), n.conv(a, "d", k=1)], "out"),
+                     n.conv(b, "e", k=1)])
+    g = run_fusion(ir_of(model))
+    identities = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV and node.conv.group == 4
+                  and np.all(g.const(node.conv.weight) == 1)]
+    assert sorted(s.kind.value for node in identities for s in node.conv.epilogue) == \
+        sorted([ActKind.RELU.value, ActKind.RELU6.value])
+    assert not any(node.kind in (OpKind.RELU, OpKind.CLIP) for node in g.nodes.values())
+    _same_numbers(model, g)

@@ -167,3 +167,58 @@ def _descriptors(build):
     for p in image.programs.values():
         out += unpack_program(const[p.addr:].tobytes())
     return out
+
+
+def _rexnet_and_mixnet_blocks() -> onnx.ModelProto:
+    """Two lane-wise layers whose operands two concats place: ReXNet's residual onto the first channels of a
+    conv whose output is then concatenated, the residual being an earlier concat; MixNet's BatchNorm of a concat
+    (a 1x1 depthwise layer) with a residual. 12-channel slots pad to 16, so the concats leave gaps."""
+    n = Net(channels=8)
+    cat = n.node("Concat", [n.conv("x", "a", cout=12), n.conv("x", "b", cout=12)], "cat", axis=1)
+    y = n.conv(cat, "expand", k=1, cin=24, cout=30)
+    head = n.node("Slice", [y, n.const("s0", np.array([0])), n.const("e0", np.array([24])),
+                            n.const("ax0", np.array([1]))], "head")
+    tail = n.node("Slice", [y, n.const("s1", np.array([24])), n.const("e1", np.array([30])),
+                            n.const("ax1", np.array([1]))], "tail")
+    out = n.node("Concat", [n.node("Add", [head, cat], "partial_residual"), tail], "out", axis=1)
+    n.c = 30
+    mixed = n.node("Concat", [n.conv(out, "m0", k=1, cout=15), n.conv(out, "m1", k=1, cout=15)], "mixed", axis=1)
+    summed = n.node("Add", [n.bn(mixed, "bn"), n.conv(out, "r", k=1)], "bn_residual")
+    last = n.conv(summed, "last", k=1)
+    n.c = 8
+    return n.model([last])
+
+
+def test_lane_wise_layers_take_the_placement_a_concat_gave(tmp_path):
+    """Each such layer runs on the engine (its other operand takes the concat's placement, gaps and all) and the
+    int8 model follows the float one."""
+    onnx.save(_rexnet_and_mixnet_blocks(), str(tmp_path / "m.onnx"))
+    result = run_partition(PartitionConfig(model=tmp_path / "m.onnx", out_dir=tmp_path / "b", picture=False,
+                                           offload_everything=True))
+    assert {sg.device.value for sg in result.partition.subgraphs} == {"fpga"}
+    assert all(o.cosine > 0.99 for o in result.accuracy.outputs), result.accuracy.outputs
+    with Session(tmp_path / "b", backend="reference") as s:
+        s.run(None, random_frame(s.plan, 1))
+
+
+
+def test_an_add_of_two_differently_placed_concats_stays_on_the_cpu_and_says_why():
+    """12 + 12 channels pad to slots of 16 + 16, 8 + 16 to 16 + 16: the two sums' channels sit apart, which no
+    engine add can take; the partitioner keeps it on the CPU and carves again."""
+    from fpga_runtime.boards import BOARDS
+    from ir_helpers import ir_of
+    from partitioner.cost import CostModel
+    from partitioner.partition import partition
+    from partitioner.pipeline import run_fusion
+    from partitioner.targets import fpga
+    n = Net(channels=8)
+    one = n.node("Concat", [n.conv("x", "a", cout=12), n.conv("x", "b", cout=12)], "one", axis=1)
+    two = n.node("Concat", [n.conv("x", "c", cout=8), n.conv("x", "d", cout=16)], "two", axis=1)
+    n.c = 24
+    last = n.conv(n.node("Add", [one, two], "sum"), "e", k=1)
+    n.c = 8
+    g = run_fusion(ir_of(n.model([last])))
+    part = partition(g, fpga, CostModel(BOARDS["zcu104"]), offload_everything=True, split_all_branches=False)
+    placed = {node: sg.device.value for sg in part.subgraphs for node in sg.nodes}
+    assert placed["sum"] == "cpu" and "channel layouts" in part.fallbacks["sum"]
+    assert placed["one"] == placed["two"] == "fpga"

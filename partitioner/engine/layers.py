@@ -14,6 +14,7 @@ from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, Resid
 from ..lower import stage_names
 from ..op_facts import gate_operands, pool_of
 from .memory import ConstArena
+from .views import layout_conflict
 from .zero_points import last_arithmetic_step, writes_zero_point
 
 _CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
@@ -111,6 +112,9 @@ class LayerEmitter:
 
     def emit(self, node: Node, layer_id: int) -> list[Descriptor]:
         """The node's layers: one, or four for a transposed conv (one per output phase)."""
+        if (why := layout_conflict(self.graph, node.name, self.views)) is not None:
+            raise ModelError(f"internal: {why} (the partitioner should have kept it on the CPU)", node.label,
+                             node.op_type)
         try:
             if node.kind is OpKind.FUSED_CONV:
                 return self._conv(node, layer_id)
@@ -137,8 +141,6 @@ class LayerEmitter:
             raise ModelError("internal: zero points this layer cannot take", node.label, node.op_type)
         if node.kind is OpKind.ADD:
             b = self.views[node.inputs[1]]
-            if not (x.channel_map == b.channel_map == y.channel_map):
-                raise ModelError("engine add of tensors with different channel layouts", node.label, "Add")
             d.op = Op.ADD
             _set_view(d, "in2", b, 0)
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(x.scale, b.scale, y.scale)
@@ -149,17 +151,11 @@ class LayerEmitter:
             d.op = Op.COPY
             d.flags |= Flag.UPSAMPLE2
         elif node.kind is OpKind.GLOBAL_AVG_POOL:
-            if x.channel_map != y.channel_map:
-                raise ModelError("global average pool whose input and output channel layouts differ", node.label,
-                                 node.op_type)
             d.op = Op.GLOBAL_AVG_POOL
             mult, shift = quantize_multiplier(x.scale / (x.h * x.w * y.scale))
             requant = np.tile(np.array([mult, shift], np.int32), (self._phys(y), 1))
             d.requant_addr = self.arena.put(requant)
         elif node.kind is OpKind.LP_NORMALIZATION:
-            if x.channel_map != y.channel_map:
-                raise ModelError("L2 normalisation whose input and output channel layouts differ", node.label,
-                                 node.op_type)
             d.op = Op.L2NORM
             d.res_mult_a, d.res_shift = quantize_multiplier(1.0 / y.scale)     # the input's scale cancels
             lo, hi = L2NORM_SHIFTS
@@ -174,8 +170,6 @@ class LayerEmitter:
         """A per-channel gate (squeeze-and-excitation): y = x * g[c], rescaled by one multiplier."""
         data, gate = gate_operands(node, self.graph)
         x, g, y = self.views[data], self.views[gate], self.views[node.outputs[0]]
-        if not (x.channel_map == g.channel_map == y.channel_map):
-            raise ModelError("channel scale of tensors with different channel layouts", node.label, node.op_type)
         if x.zero or g.zero or y.zero:
             raise ModelError("internal: a channel gate of asymmetric tensors", node.label, node.op_type)
         d = Descriptor(op=Op.SCALE, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
@@ -205,8 +199,6 @@ class LayerEmitter:
         depthwise = spec.group > 1
         transposed = spec.form is ConvForm.TRANSPOSED
         ic_p, oc_p = self._phys(x), self._phys(y)
-        if depthwise and x.channel_map != y.channel_map:
-            raise ModelError("depthwise conv whose input and output channel layouts differ", node.label, "Conv")
         s_x = x.scale
         stages = [self._scale(s) for s in stage_names(g, node)]
         steps = list(spec.epilogue)
@@ -284,8 +276,6 @@ class LayerEmitter:
             r = self.views[steps[res_at].tensor]
             if r.zero:
                 raise ModelError("internal: an asymmetric residual operand", node.label, "Add")
-            if r.channel_map != y.channel_map:
-                raise ModelError("residual input with a different channel layout", node.label, "Add")
             d.flags |= Flag.RESIDUAL
             _set_view(d, "in2", r, 0)
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(after_act1, r.scale, stages[res_at + 1])

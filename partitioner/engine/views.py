@@ -11,6 +11,7 @@ An input that already lives elsewhere (read by two concats, or twice by one) is 
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,15 +126,25 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         return TensorView(name or onnx[tensor], addr, n, h, w, c_stride, c_offset, list(range(c)),
                           scales[onnx[tensor]], kind, (zeros or {}).get(onnx[tensor], 0))
 
+    shared = _shared_layouts(graph, fpga_nodes)
+    members: dict[str, list[str]] = {}
+    for t in list(shared.parent):
+        members.setdefault(shared.find(t), []).append(t)
+
+    def placed_like(t: str) -> TensorView | None:
+        return next((layout.views[m] for m in members.get(shared.find(t), []) if m in layout.views), None)
+
     for name in fpga_nodes:
         node = graph.nodes[name]
         if node.kind is not OpKind.CONCAT:
             continue
         n, h, w, _, _ = _nhwc(graph, node.outputs[0])
         # an input placed already (an inner concat, or a tensor read twice) keeps its channel placement in
-        # its copy; its slot is as wide as that placement
-        maps = [list(layout.views[t].channel_map) if t in layout.views else list(range(_nhwc(graph, t)[3]))
-                for t in node.inputs]
+        # its copy, and one that must share a placement already made (a residual onto an earlier concat) takes
+        # it; its slot is as wide as that placement
+        maps = [list(layout.views[t].channel_map) if t in layout.views
+                else list(like.channel_map) if (like := placed_like(t)) is not None
+                else list(range(_nhwc(graph, t)[3])) for t in node.inputs]
         slots = [config.padded(max(m, default=-1) + 1) for m in maps]
         stride = sum(slots)
         addr = arena.alloc(n * h * w * stride)
@@ -146,20 +157,17 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
                 layout.copies.append(Copy(t, copy_name, name))
             else:
                 layout.views[t] = view(t, addr, stride, off)
+                layout.views[t].channel_map = list(maps[i])
         out = view(node.outputs[0], addr, stride, 0)
         out.channel_map = [off + k for m, off in zip(maps, offsets) for k in m]
         layout.views[node.outputs[0]] = out
-    shared = _shared_layouts(graph, fpga_nodes)
-    members: dict[str, list[str]] = {}
-    for t in list(shared.parent):
-        members.setdefault(shared.find(t), []).append(t)
     for name in fpga_nodes:
         node = graph.nodes[name]
         for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
             if t in layout.views:
                 continue
             n, h, w, c, _ = _nhwc(graph, t)
-            like = next((layout.views[m] for m in members.get(shared.find(t), []) if m in layout.views), None)
+            like = placed_like(t)
             channel_map = list(like.channel_map) if like is not None else list(range(c))
             stride = config.padded(max(channel_map, default=-1) + 1)
             layout.views[t] = view(t, arena.alloc(n * h * w * stride), stride, 0)
@@ -178,14 +186,54 @@ def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
         residual = [s.tensor for s in node.conv.epilogue if isinstance(s, ResidualAdd)] if node.conv else []
         if residual:
             groups.union(node.outputs[0], residual[0])
-        elif node.kind is OpKind.ADD:
+        if node.conv is not None and node.conv.group > 1:          # depthwise (a lone BatchNorm's, say)
+            groups.union(node.outputs[0], node.inputs[0])
+        if node.kind is OpKind.ADD:
             groups.union(node.inputs[1], node.inputs[0])
             groups.union(node.outputs[0], node.inputs[0])
-        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION) or \
-                node.conv is not None and node.conv.group > 1:
+        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION):
             groups.union(node.outputs[0], node.inputs[0])
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands
             groups.union(gate, data)
             groups.union(node.outputs[0], data)
     return groups
+
+
+def layout_conflict(graph: Graph, node_name: str, views: dict[str, TensorView]) -> str | None:
+    """Why the engine cannot run this node with these channel placements: a lane-wise layer (depthwise conv,
+    residual or element-wise add, channel gate, global pool, L2 norm) whose operands were placed differently by
+    two concats. None when it can."""
+    node = graph.nodes[node_name]
+
+    def same(*tensors: str) -> bool:
+        maps = [views[t].channel_map for t in tensors if t in views]
+        return all(m == maps[0] for m in maps)
+
+    x, y = node.inputs[0], node.outputs[0]
+    if node.kind is OpKind.ADD and not same(x, node.inputs[1], y):
+        return "engine add of tensors with different channel layouts"
+    if node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION) and not same(x, y):
+        return f"{node.kind.value} whose input and output channel layouts differ"
+    if node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None \
+            and not same(operands[0], operands[1], y):
+        return "channel scale of tensors with different channel layouts"
+    if node.conv is not None:
+        if node.conv.group > 1 and not same(x, y):
+            return "depthwise conv whose input and output channel layouts differ"
+        residual = [st.tensor for st in node.conv.epilogue if isinstance(st, ResidualAdd)]
+        if residual and not same(residual[0], y):
+            return "residual input with a different channel layout"
+    return None
+
+
+def layout_conflicts(graph: Graph, fpga_nodes: list[str], config: EngineConfig) -> dict[str, str]:
+    """The FPGA nodes whose operands two concats place differently (MixNet's mixed-kernel depthwise convs
+    between a split and a concat, ReXNet's residual onto part of a concat), each with its reason: the
+    partitioner keeps them on the CPU. Placement does not depend on scales or addresses."""
+    layout = plan_layout(graph, fpga_nodes, defaultdict(lambda: 1.0), config, ActivationArena())
+    found = {}
+    for n in fpga_nodes:
+        if (why := layout_conflict(graph, n, layout.views)) is not None:
+            found[n] = f"{why} on the engine (two concats place its channels differently)"
+    return found

@@ -305,3 +305,26 @@ def average_pools_as_depthwise(graph: Graph) -> Graph:
                                         list(node.outputs), list(node.origin), conv=spec))
     graph.prune_tensors()
     return graph
+
+
+def spatial_means_as_global_pool(graph: Graph) -> Graph:
+    """ReduceMean over both spatial axes of a 4-D tensor, dimensions kept: GlobalAveragePool spelt the way
+    `x.mean((2, 3), keepdim=True)` exports (timm's and many hand-written squeeze-and-excitation blocks)."""
+    for node in list(graph.nodes.values()):
+        if node.op_type != "ReduceMean" or node.domain not in ("", "ai.onnx") or not node.attr("keepdims", 1):
+            continue
+        x = graph.tensors[node.inputs[0]].shape
+        if x is None or len(x) != 4:
+            continue
+        if len(node.inputs) > 1 and node.inputs[1]:            # opset 18: the axes are an input
+            given = graph.const(node.inputs[1])
+            axes = None if given is None else [int(a) for a in np.asarray(given).ravel()]
+        else:
+            axes = node.attr("axes", None)
+            axes = None if axes is None else [int(a) for a in axes]
+        if axes is None or sorted(a % 4 for a in axes) != [2, 3]:
+            continue
+        graph.replace([node.name], Node(node.name, OpKind.GLOBAL_AVG_POOL, "GlobalAveragePool", [node.inputs[0]],
+                                        list(node.outputs), list(node.origin)))
+    graph.prune_tensors()
+    return graph
