@@ -14,7 +14,7 @@ from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
 from .passes.decompose import (average_pools_as_depthwise, decompose_max_pools, decompose_upsample,
                                spatial_means_as_global_pool, split_conv_outputs, split_grouped_convs)
-from .passes.folding import fold_channel_affine, fold_pad
+from .passes.folding import channel_affines_as_depthwise, fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
 from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
 
@@ -31,6 +31,8 @@ FUSION: list[Pass] = [
     average_pools_as_depthwise,  # AveragePool dividing by the full window -> depthwise conv of 1 / (kh kw)
     spatial_means_as_global_pool,  # ReduceMean over H and W, dimensions kept -> GlobalAveragePool
     fold_channel_affine,    # conv + per-channel Mul/Div/Add/Sub by constants -> weights and bias
+    channel_affines_as_depthwise,  # such an affine no conv takes, after a layer -> 1x1 depthwise conv
+    fold_channel_affine,    # ... and the next affine into that one
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1
                               # permutation convs, nearest Resizes

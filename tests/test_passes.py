@@ -667,3 +667,19 @@ def test_an_activation_no_conv_can_take_gets_an_identity_depthwise_conv():
         sorted([ActKind.RELU.value, ActKind.RELU6.value])
     assert not any(node.kind in (OpKind.RELU, OpKind.CLIP) for node in g.nodes.values())
     _same_numbers(model, g)
+
+
+def test_an_affine_after_an_activation_becomes_one_depthwise_layer():
+    """HGNetV2's learnable affine block (ReLU, then x * scale + bias with scalar constants) becomes one 1x1
+    depthwise conv; the same affine on the model's input (its normalisation) stays for the CPU."""
+    n = Net(channels=4)
+    normalised = n.node("Sub", ["x", n.const("mean", np.full((1, 4, 1, 1), 0.5, np.float32))], "normalise")
+    act = n.node("Relu", [n.conv(normalised, "c")], "act")
+    scaled = n.node("Mul", [act, n.const("k", np.float32(1.7))], "scale")
+    model = n.model([n.conv(n.node("Add", [scaled, n.const("b0", np.float32(-0.3))], "shift"), "d", k=1)])
+    g = run_fusion(ir_of(model))
+    affine = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV and node.conv.group == 4]
+    assert len(affine) == 1 and np.allclose(g.const(affine[0].conv.weight), 1.7)
+    assert np.allclose(g.const(affine[0].conv.bias), -0.3)
+    assert g.nodes["normalise"].op_type == "Sub"
+    _same_numbers(model, g)

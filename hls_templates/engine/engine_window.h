@@ -149,7 +149,8 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
             // the load: one input vector, read in address order along the row
             const bool load = loaded < limit;
             if (load) {
-                const uint32_t a = pixel(d.in_addr, n, loaded, lx, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset + lit * V;
+                const uint32_t a = pixel(d.in_addr, n, loaded, lx, d.in_h, d.in_w, d.in_c_stride) + d.in_c_offset
+                                   + lit * V;
                 if ((a >> 6) != held_at) {          // each word once, in increasing address order: a burst
                     held = act[a >> 6];
                     held_at = a >> 6;

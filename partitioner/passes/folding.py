@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, Graph, Node, OpKind
+from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
 from ..op_facts import clip_bounds, pool_of, scalar_const
 
 
@@ -68,6 +68,55 @@ def fold_channel_affine(graph: Graph) -> Graph:
                          list(user.outputs), conv.origin + user.origin, conv=replace(spec, weight=wname, bias=bname))
             graph.replace([conv.name, user.name], fused)
             changed = True
+    graph.prune_tensors()
+    return graph
+
+
+
+_LAYER_OUTPUTS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID, OpKind.ADD,
+                  OpKind.MUL, OpKind.CONCAT, OpKind.MAXPOOL, OpKind.RESIZE, OpKind.GLOBAL_AVG_POOL, OpKind.FUSED_CONV)
+
+
+def _feeds_a_conv(graph: Graph, tensor: str, hops: int = 3) -> bool:
+    """Whether a conv reads the tensor, directly or through a few affines, activations and concats: the affine
+    sits between layers, not in a head's box decoding."""
+    for user in graph.consumers(tensor):
+        if user.kind is OpKind.FUSED_CONV:
+            return True
+        if hops > 1 and (user.op_type in ("Mul", "Div", "Add", "Sub", "Pad") or user.kind in _LAYER_OUTPUTS) \
+                and _feeds_a_conv(graph, user.outputs[0], hops - 1):
+            return True
+    return False
+
+
+def channel_affines_as_depthwise(graph: Graph) -> Graph:
+    """A Mul/Div/Add/Sub by per-channel (or scalar) constants that no conv before it takes, after a layer's output
+    (HGNetV2's learnable affine after each activation), as a 1x1 depthwise conv: an engine
+    layer that `fold_channel_affine` then merges the next affine into. The model's own inputs are left alone:
+    their normalisation is pre-processing, for the CPU."""
+    for node in list(graph.nodes.values()):
+        if node.op_type not in ("Mul", "Div", "Add", "Sub") or node.domain not in ("", "ai.onnx") \
+                or len(node.inputs) != 2 or not _feeds_a_conv(graph, node.outputs[0]):
+            continue
+        x = node.inputs[0] if graph.const(node.inputs[0]) is None else node.inputs[1]
+        other = node.inputs[1] if x == node.inputs[0] else node.inputs[0]
+        source, shape = graph.producer(x), graph.tensors[x].shape
+        if source is None or source.kind not in _LAYER_OUTPUTS or not graph.tensors[x].is_static \
+                or len(shape) != 4 or graph.tensors[node.outputs[0]].shape != shape \
+                or (node.op_type in ("Div", "Sub") and x != node.inputs[0]):
+            continue
+        if source.kind is OpKind.FUSED_CONV and not source.conv.epilogue and graph.sole_consumer(x) is node:
+            continue                    # fold_channel_affine folds it into that conv (this pass's, say)
+        vec = per_channel(graph, other, shape[1], 4)
+        if vec is None or (node.op_type == "Div" and np.any(vec == 0)):
+            continue
+        scale = {"Mul": vec, "Div": 1.0 / np.where(vec == 0, 1.0, vec)}.get(node.op_type, np.ones_like(vec))
+        shift = {"Add": vec, "Sub": -vec}.get(node.op_type, np.zeros_like(vec))
+        wname = graph.new_const(f"{node.name}_weight_dw", scale.astype(np.float32).reshape(-1, 1, 1, 1))
+        bname = graph.new_const(f"{node.name}_bias_dw", shift.astype(np.float32))
+        spec = FusedConv(ConvForm.CONV, wname, bname, kernel=(1, 1), group=shape[1])
+        graph.replace([node.name], Node(node.name, OpKind.FUSED_CONV, "FusedConv", [x, wname, bname],
+                                        list(node.outputs), list(node.origin), conv=spec))
     graph.prune_tensors()
     return graph
 
