@@ -1,6 +1,8 @@
 """Export torchvision models whose structure the detector corpus lacks, to keep the partitioner honest on them:
 grouped convs (ResNeXt, RegNetY's prime group count), pre-activation BatchNorm and average pools (DenseNet,
-Inception), and two-stage detectors whose outputs come out of If and Loop nodes (Faster and Mask R-CNN).
+Inception), two-stage detectors whose outputs come out of If and Loop nodes (Faster and Mask R-CNN), and timm
+networks: squeeze-and-excitation as ReduceMean, activations after adds and gates (HRNet, ReXNet), learnable affines
+(HGNetV2), mixed-kernel depthwise convs between a split and a concat (MixNet).
 
     python scripts/export_breadth.py OUT_DIR
 
@@ -15,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+import timm
 import torch
 import torchvision
 from torchvision.models import detection
@@ -42,6 +45,13 @@ CLASSIFIERS = {
     "densenet121": (lambda: M.densenet121(), 224, 13, 3),
     "inception_v3": (lambda: M.inception_v3(aux_logits=False, init_weights=True), 299, 13, 3),
 }
+# timm 1.0.31 (name: input size, opset, most subgraphs): MixNet keeps its 9x9 kernels and its splits of
+# depthwise outputs on the CPU (a bound that says it partitions at all: it stopped with exit 2)
+TIMM = {"rexnet_100": (224, 13, 3), "hrnet_w18_small": (224, 11, 3), "hgnetv2_b0": (224, 13, 5),
+        "mobileone_s0": (224, 17, 3), "ghostnet_100": (224, 13, 3), "tinynet_e": (106, 17, 3),
+        "ese_vovnet19b_dw": (224, 11, 3), "mixnet_s": (224, 17, 80)}
+CLASSIFIERS.update({name: (lambda name=name: timm.create_model(name, pretrained=False), size, opset, most)
+                    for name, (size, opset, most) in TIMM.items()})
 # their RoI heads and box decoding stay on the CPU: a bound, not an aim. With seeded weights Mask R-CNN's masks
 # are chaotic: boxes that move by a fifth of a pixel between onnxruntime's own runs (optimisations off and on)
 # move the masks by 0.14 in the float partition too, so its float check is not asserted (`verify: false`)
@@ -68,7 +78,8 @@ def main() -> None:
         path = out / f"{name}.onnx"
         torch.onnx.export(model, args, str(path), opset_version=opset, input_names=["images"], dynamo=False)
         record[name] = {"file": path.name, "opset": opset, "max_subgraphs": most, "verify": name != "maskrcnn_resnet50",
-                        "exporter": f"torch {torch.__version__} torchvision {torchvision.__version__}"}
+                        "exporter": f"torch {torch.__version__} torchvision {torchvision.__version__}"
+                                    + (f" timm {timm.__version__}" if name in TIMM else "")}
         print(f"{name}: {path}", flush=True)
     (out / "breadth.json").write_text(json.dumps(record, indent=1) + "\n")
 
