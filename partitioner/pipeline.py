@@ -13,7 +13,8 @@ from .passes.channel_shuffle import fold_channel_permutations
 from .passes.data_movement import recognise_data_movement
 from .passes.cleanup import remove_exporter_noops
 from .passes.decompose import (average_pools_as_depthwise, decompose_max_pools, decompose_upsample,
-                               spatial_means_as_global_pool, split_conv_outputs, split_grouped_convs)
+                               slices_of_concats, spatial_means_as_global_pool, split_conv_outputs,
+                               split_grouped_convs)
 from .passes.folding import channel_affines_as_depthwise, fold_channel_affine, fold_pad
 from .passes.hard_activations import canonical_hard_activations
 from .passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
@@ -41,6 +42,7 @@ FUSION: list[Pass] = [
     decompose_upsample,     # nearest x4 / x8 -> chained x2
     fuse_activation,        # + Relu / LeakyRelu / Clip / Sigmoid / SiLU / HardSwish / HardSigmoid
     fold_channel_permutations,  # a channel permutation moved through channel-wise layers into the convs reading it
+    slices_of_concats,      # channel slices of a concat on its input boundaries -> those inputs
     split_grouped_convs,    # grouped (not depthwise) conv -> block-diagonal pieces on channel slices, concatenated
     split_conv_outputs,     # conv read only through channel slices -> one conv per slice
     fuse_residual_add,      # + residual Add

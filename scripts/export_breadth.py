@@ -2,7 +2,7 @@
 grouped convs (ResNeXt, RegNetY's prime group count), pre-activation BatchNorm and average pools (DenseNet,
 Inception), two-stage detectors whose outputs come out of If and Loop nodes (Faster and Mask R-CNN), and timm
 networks: squeeze-and-excitation as ReduceMean, activations after adds and gates (HRNet, ReXNet), learnable affines
-(HGNetV2), mixed-kernel depthwise convs between a split and a concat (MixNet).
+(HGNetV2), slices of concats (DPN), mixed-kernel depthwise convs between a split and a concat (MixNet).
 
     python scripts/export_breadth.py OUT_DIR
 
@@ -49,7 +49,7 @@ CLASSIFIERS = {
 # depthwise outputs on the CPU (a bound that says it partitions at all: it stopped with exit 2)
 TIMM = {"rexnet_100": (224, 13, 3), "hrnet_w18_small": (224, 11, 3), "hgnetv2_b0": (224, 13, 5),
         "mobileone_s0": (224, 17, 3), "ghostnet_100": (224, 13, 3), "tinynet_e": (106, 17, 3),
-        "ese_vovnet19b_dw": (224, 11, 3), "mixnet_s": (224, 17, 80)}
+        "ese_vovnet19b_dw": (224, 11, 3), "dpn68": (224, 13, 3), "mixnet_s": (224, 17, 80)}
 CLASSIFIERS.update({name: (lambda name=name: timm.create_model(name, pretrained=False), size, opset, most)
                     for name, (size, opset, most) in TIMM.items()})
 # their RoI heads and box decoding stay on the CPU: a bound, not an aim. With seeded weights Mask R-CNN's masks

@@ -683,3 +683,22 @@ def test_an_affine_after_an_activation_becomes_one_depthwise_layer():
     assert np.allclose(g.const(affine[0].conv.bias), -0.3)
     assert g.nodes["normalise"].op_type == "Sub"
     _same_numbers(model, g)
+
+
+def test_slices_of_a_concat_on_its_boundaries_are_its_inputs():
+    """DPN's dual path: each block's concat of residual and dense parts is sliced back into them."""
+    n = Net(channels=4)
+    cat = n.node("Concat", [n.conv("x", "a"), n.conv("x", "b"), n.conv("x", "c")], "cat", axis=1)
+    first = n.node("Slice", [cat, n.const("s0", np.array([0])), n.const("e0", np.array([4])),
+                             n.const("ax0", np.array([1]))], "residual_part")
+    rest = n.node("Slice", [cat, n.const("s1", np.array([4])), n.const("e1", np.array([2 ** 62])),
+                            n.const("ax1", np.array([1]))], "dense_part")
+    odd = n.node("Slice", [cat, n.const("s2", np.array([2])), n.const("e2", np.array([6])),
+                           n.const("ax2", np.array([1]))], "across")
+    outs = [n.conv(first, "d"), n.conv(rest, "e", cin=8), odd]
+    model = n.model(outs)
+    g = run_fusion(ir_of(model))
+    slices = [node.name for node in g.nodes.values() if node.op_type == "Slice"]
+    assert slices == ["across"]                     # off the boundaries (and a model output): left alone
+    assert {"residual_part", "dense_part"} <= set(g.origin_names())
+    _same_numbers(model, g)

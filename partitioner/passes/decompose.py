@@ -328,3 +328,37 @@ def spatial_means_as_global_pool(graph: Graph) -> Graph:
                                         list(node.outputs), list(node.origin)))
     graph.prune_tensors()
     return graph
+
+
+def slices_of_concats(graph: Graph) -> Graph:
+    """A channel Slice or Split of a concat whose pieces fall on the concat's input boundaries (DPN's dual path
+    splits each block's concat back into its residual and dense parts): each piece is the concat's inputs it
+    covers, one input itself or a concat of the run. Exact, and nothing moves where the inputs are engine
+    tensors already; the slice's origin goes to the concat that stands for it."""
+    for node in list(graph.nodes.values()):
+        cat = graph.producer(node.inputs[0]) if node.inputs else None
+        shape = graph.tensors[node.inputs[0]].shape if node.inputs else None
+        if cat is None or cat.kind is not OpKind.CONCAT or cat.attr("axis", 0) % 4 != 1 or shape is None \
+                or len(shape) != 4:
+            continue
+        widths = [graph.tensors[t].shape[1] if graph.tensors[t].shape else None for t in cat.inputs]
+        pieces = _channel_pieces(node, graph, shape[1])
+        if pieces is None or None in widths or any(out in graph.outputs for out, _, _ in pieces):
+            continue
+        bounds = [int(b) for b in np.cumsum([0] + widths)]
+        if not all(a in bounds and b in bounds for _, a, b in pieces):
+            continue
+        made: list[Node] = []
+        for out, a, b in pieces:
+            run = cat.inputs[bounds.index(a):bounds.index(b)]
+            if len(run) == 1:
+                for reader in graph.consumers(out):
+                    reader.inputs = [run[0] if t == out else t for t in reader.inputs]
+            else:
+                made.append(Node(graph.names.fresh(f"{node.name}_{a}_{b}"), OpKind.CONCAT, "Concat", list(run), [out],
+                                 [], attrs={"axis": helper.make_attribute("axis", 1)}))
+        owner = made[0] if made else cat
+        owner.origin = owner.origin + node.origin
+        _splice(graph, node, made)
+    graph.prune_tensors()
+    return graph
