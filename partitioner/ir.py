@@ -291,6 +291,23 @@ class Graph:
         self.nodes = rebuilt
         self._index = None
 
+    def splice(self, name: str, chain: list[Node]) -> None:
+        """Put `chain` where node `name` stood, in order (it may hold that node itself, moved or kept)."""
+        rebuilt: dict[str, Node] = {}
+        for key, node in self.nodes.items():
+            if key == name:
+                rebuilt.update((c.name, c) for c in chain)
+            else:
+                rebuilt[key] = node
+        self.nodes = rebuilt
+        self._index = None
+
+    def rewire(self, old: str, new: str) -> None:
+        """Readers of tensor `old` read `new` instead."""
+        for node in self.consumers(old):
+            node.inputs = [new if t == old else t for t in node.inputs]
+        self._index = None
+
     def prune_tensors(self) -> None:
         """Drop tensors no node, input or output refers to any more (folded weights, fused intermediates)."""
         used = set(self.inputs) | set(self.outputs)

@@ -16,6 +16,12 @@ RESHAPING_OPS = ("Reshape", "Transpose", "Expand", "Tile", "Flatten", "Squeeze",
 DATA_MOVEMENT_OPS = frozenset(RESHAPING_OPS + ("Concat", "Slice", "Split", "Identity", "Gather"))
 
 
+# kinds whose output is an engine layer's: what a lone activation or affine after them can join as a 1x1 layer
+LAYER_KINDS = (OpKind.FUSED_CONV, OpKind.ADD, OpKind.MUL, OpKind.CONCAT, OpKind.RESIZE, OpKind.MAXPOOL,
+               OpKind.GLOBAL_AVG_POOL)
+ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID)
+
+
 def _text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 

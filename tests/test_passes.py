@@ -702,3 +702,16 @@ def test_slices_of_a_concat_on_its_boundaries_are_its_inputs():
     assert slices == ["across"]                     # off the boundaries (and a model output): left alone
     assert {"residual_part", "dense_part"} <= set(g.origin_names())
     _same_numbers(model, g)
+
+
+def test_a_concat_read_only_by_slices_on_its_boundaries_goes_with_them():
+    """Its last reader gone, the concat goes too (no layer without readers); every ONNX node keeps a home."""
+    n = Net(channels=4)
+    cat = n.node("Concat", [n.conv("x", "a"), n.conv("x", "b")], "cat", axis=1)
+    parts = [n.node("Slice", [cat, n.const(f"s{i}", np.array([4 * i])), n.const(f"e{i}", np.array([4 * i + 4])),
+                              n.const(f"ax{i}", np.array([1]))], f"part{i}") for i in range(2)]
+    model = n.model([n.node("Add", parts, "sum")])
+    g = run_fusion(ir_of(model))
+    assert not any(node.op_type in ("Slice", "Concat") for node in g.nodes.values())
+    assert sorted(g.origin_names()) == sorted(node.name for node in model.graph.node)
+    _same_numbers(model, g)

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..ir import ConvForm, FusedConv, Graph, Node, OpKind, Tensor
+from ..op_facts import ACTIVATION_KINDS, LAYER_KINDS
 
 
 def _affine(bn: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray] | None:
@@ -67,11 +68,6 @@ def batchnorm_as_depthwise(graph: Graph) -> Graph:
     return graph
 
 
-LONE_ACTIVATIONS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID)
-LAYER_OUTPUTS = (OpKind.ADD, OpKind.MUL, OpKind.CONCAT, OpKind.RESIZE, OpKind.MAXPOOL, OpKind.GLOBAL_AVG_POOL,
-                 OpKind.FUSED_CONV)
-
-
 def lone_activations_as_depthwise(graph: Graph) -> Graph:
     """An activation no conv can take (after an element-wise add of two branches as in HRNet's fuse layers,
     after a squeeze-and-excitation gate as in ReXNet, after a conv whose output is read elsewhere too) behind a
@@ -79,12 +75,12 @@ def lone_activations_as_depthwise(graph: Graph) -> Graph:
     split the FPGA work in two. Exact in float; in int8 the identity requantises to the activation's input
     scale."""
     for act in list(graph.nodes.values()):
-        if act.kind not in LONE_ACTIVATIONS or not act.inputs:
+        if act.kind not in ACTIVATION_KINDS or not act.inputs:
             continue
         x = act.inputs[0]
         source = graph.producer(x)
         shape = graph.tensors[x].shape
-        if source is None or source.kind not in LAYER_OUTPUTS or shape is None or len(shape) != 4 \
+        if source is None or source.kind not in LAYER_KINDS or shape is None or len(shape) != 4 \
                 or not graph.tensors[x].is_static:
             continue
         if source.kind is OpKind.FUSED_CONV and graph.sole_consumer(x) is act:
@@ -96,11 +92,5 @@ def lone_activations_as_depthwise(graph: Graph) -> Graph:
         conv = Node(name, OpKind.FUSED_CONV, "FusedConv", [x, wname], [t], [],
                     conv=FusedConv(ConvForm.CONV, wname, None, kernel=(1, 1), group=c))
         act.inputs[0] = t
-        rebuilt: dict[str, Node] = {}
-        for key, node in graph.nodes.items():
-            if key == act.name:
-                rebuilt[name] = conv
-            rebuilt[key] = node
-        graph.nodes = rebuilt
-        graph.touch()
+        graph.splice(act.name, [conv, act])
     return graph

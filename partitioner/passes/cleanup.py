@@ -7,19 +7,12 @@ import numpy as np
 from ..ir import Graph, Node, OpKind
 
 
-def _rewire(graph: Graph, old: str, new: str) -> None:
-    """Readers of tensor `old` read `new` instead."""
-    for node in graph.consumers(old):
-        node.inputs = [new if t == old else t for t in node.inputs]
-    graph.touch()
-
-
 def _drop_passthrough(graph: Graph, node: Node, source: str) -> None:
     """Remove a node whose output equals its input `source`, unless the output is a model output."""
     out = node.outputs[0]
     if out in graph.outputs:
         return
-    _rewire(graph, out, source)
+    graph.rewire(out, source)
     del graph.nodes[node.name]
     graph.touch()
 

@@ -41,7 +41,7 @@ def decompose_max_pools(graph: Graph) -> Graph:
                                   "pads": helper.make_attribute("pads", [1, 1, 1, 1]),
                                   "strides": helper.make_attribute("strides", [1, 1])}))
             x = out
-        _splice(graph, node, chain)
+        graph.splice(node.name, chain)
     graph.prune_tensors()
     return graph
 
@@ -73,23 +73,9 @@ def decompose_upsample(graph: Graph) -> Graph:
                                       "coordinate_transformation_mode", "asymmetric"),
                                   "nearest_mode": helper.make_attribute("nearest_mode", "floor")}))
             x = out
-        _splice(graph, node, chain)
+        graph.splice(node.name, chain)
     graph.prune_tensors()
     return graph
-
-
-def _splice(graph: Graph, node: Node, chain: list[Node]) -> None:
-    """Put `chain` where `node` stood, in order. Only the last link carries the original node's name, so the
-    plan still names every original node once."""
-    order = list(graph.nodes)
-    rebuilt: dict[str, Node] = {}
-    for name in order:
-        if name == node.name:
-            rebuilt.update((c.name, c) for c in chain)
-        else:
-            rebuilt[name] = graph.nodes[name]
-    graph.nodes = rebuilt
-    graph.touch()
 
 
 def _channel_pieces(node: Node, graph: Graph, channels: int) -> list[tuple[str, int, int]] | None:
@@ -274,7 +260,7 @@ def _split_into_pieces(graph: Graph, node: Node, runs: list[tuple[int, int]]) ->
         pieces.append(out)
     made.append(Node(graph.names.fresh(f"{node.name}_pieces"), OpKind.CONCAT, "Concat", pieces, [y], [],
                      attrs={"axis": helper.make_attribute("axis", 1)}))
-    _splice(graph, node, made)
+    graph.splice(node.name, made)
 
 
 def average_pools_as_depthwise(graph: Graph) -> Graph:
@@ -334,7 +320,8 @@ def slices_of_concats(graph: Graph) -> Graph:
     """A channel Slice or Split of a concat whose pieces fall on the concat's input boundaries (DPN's dual path
     splits each block's concat back into its residual and dense parts): each piece is the concat's inputs it
     covers, one input itself or a concat of the run. Exact, and nothing moves where the inputs are engine
-    tensors already; the slice's origin goes to the concat that stands for it."""
+    tensors already. The slice's origin goes to the concat that stands for it; where the slice was the concat's
+    last reader, the concat goes too, and both origins go to a node that stands for them."""
     for node in list(graph.nodes.values()):
         cat = graph.producer(node.inputs[0]) if node.inputs else None
         shape = graph.tensors[node.inputs[0]].shape if node.inputs else None
@@ -348,17 +335,24 @@ def slices_of_concats(graph: Graph) -> Graph:
         bounds = [int(b) for b in np.cumsum([0] + widths)]
         if not all(a in bounds and b in bounds for _, a, b in pieces):
             continue
+        runs = [cat.inputs[bounds.index(a):bounds.index(b)] for _, a, b in pieces]
+        # the concat's last reader: it goes too, its origin with the slice's to a node that stands for them
+        dead = cat.outputs[0] not in graph.outputs and all(r is node for r in graph.consumers(cat.outputs[0]))
+        host = graph.producer(cat.inputs[0]) if dead and all(len(r) == 1 for r in runs) else None
+        if dead and host is None and all(len(r) == 1 for r in runs):
+            continue
         made: list[Node] = []
-        for out, a, b in pieces:
-            run = cat.inputs[bounds.index(a):bounds.index(b)]
+        for (out, a, b), run in zip(pieces, runs):
             if len(run) == 1:
-                for reader in graph.consumers(out):
-                    reader.inputs = [run[0] if t == out else t for t in reader.inputs]
+                graph.rewire(out, run[0])
             else:
                 made.append(Node(graph.names.fresh(f"{node.name}_{a}_{b}"), OpKind.CONCAT, "Concat", list(run), [out],
                                  [], attrs={"axis": helper.make_attribute("axis", 1)}))
-        owner = made[0] if made else cat
-        owner.origin = owner.origin + node.origin
-        _splice(graph, node, made)
+        owner = made[0] if made else host or cat
+        owner.origin = owner.origin + (cat.origin if dead else []) + node.origin
+        graph.splice(node.name, made)
+        if dead:
+            del graph.nodes[cat.name]
+            graph.touch()
     graph.prune_tensors()
     return graph

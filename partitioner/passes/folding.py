@@ -9,7 +9,7 @@ import numpy as np
 from onnx import helper
 
 from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
-from ..op_facts import clip_bounds, pool_of, scalar_const
+from ..op_facts import ACTIVATION_KINDS, LAYER_KINDS, clip_bounds, pool_of, scalar_const
 
 
 _NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
@@ -72,9 +72,7 @@ def fold_channel_affine(graph: Graph) -> Graph:
     return graph
 
 
-
-_LAYER_OUTPUTS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID, OpKind.ADD,
-                  OpKind.MUL, OpKind.CONCAT, OpKind.MAXPOOL, OpKind.RESIZE, OpKind.GLOBAL_AVG_POOL, OpKind.FUSED_CONV)
+_LAYER_OUTPUTS = ACTIVATION_KINDS + LAYER_KINDS
 
 
 def _feeds_a_conv(graph: Graph, tensor: str, hops: int = 3) -> bool:
@@ -110,7 +108,7 @@ def channel_affines_as_depthwise(graph: Graph) -> Graph:
         vec = per_channel(graph, other, shape[1], 4)
         if vec is None or (node.op_type == "Div" and np.any(vec == 0)):
             continue
-        scale = {"Mul": vec, "Div": 1.0 / np.where(vec == 0, 1.0, vec)}.get(node.op_type, np.ones_like(vec))
+        scale = vec if node.op_type == "Mul" else 1.0 / vec if node.op_type == "Div" else np.ones_like(vec)
         shift = {"Add": vec, "Sub": -vec}.get(node.op_type, np.zeros_like(vec))
         wname = graph.new_const(f"{node.name}_weight_dw", scale.astype(np.float32).reshape(-1, 1, 1, 1))
         bname = graph.new_const(f"{node.name}_bias_dw", shift.astype(np.float32))
