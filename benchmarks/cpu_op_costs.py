@@ -18,12 +18,12 @@ from pathlib import Path
 from _zoo import SIZES
 
 import models
-from fpga_runtime import cpu_costs
 from fpga_runtime.boards import BOARDS
-from partitioner.cost import CostModel, cpu_op, node_cost
-from partitioner.importer import import_model
-from partitioner.partition import Device, partition
-from partitioner.pipeline import run_fusion
+from fpga_runtime.prediction import cpu_costs
+from partitioner.frontend.importer import import_model
+from partitioner.passes.pipeline import run_fusion
+from partitioner.placement.cost import CostModel, cpu_op, node_cost
+from partitioner.placement.partition import Device, partition
 from partitioner.targets import fpga as fpga_target
 
 

@@ -20,8 +20,8 @@ from _zoo import SIZES
 import models
 from fpga_runtime.boards import BOARDS, board
 from partitioner.build import PartitionConfig, _explore
-from partitioner.importer import import_model
-from partitioner.pipeline import run_fusion
+from partitioner.frontend.importer import import_model
+from partitioner.passes.pipeline import run_fusion
 
 # Vitis AI model zoo, ZCU104, 2 x DPUCZDX8G B4096 at 300 MHz (throughput, fps)
 DPU_ZCU104 = {"yolov3": 27.3, "yolov3-tiny": 329.5, "ssd-mobilenet-v1": 303.5}
@@ -33,8 +33,11 @@ def main() -> None:
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
     ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
     args = ap.parse_args()
-    print("| board | model | pixels x PE rows x VEC | epilogue lanes | window words | weight rows | CUs | MHz | weights | "
-          "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |")
+    print(
+        "| board | model | pixels x PE rows x VEC | epilogue lanes | window words | weight rows | CUs | MHz "
+        "| weights | "
+        "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}

@@ -30,8 +30,8 @@ import onnxruntime as ort  # noqa: E402
 
 import models  # noqa: E402
 from fpga_runtime import Session  # noqa: E402
-from fpga_runtime.accuracy import compare, output_accuracy  # noqa: E402
-from fpga_runtime.frames import original_outputs  # noqa: E402
+from fpga_runtime.checking.accuracy import compare, output_accuracy  # noqa: E402
+from fpga_runtime.checking.frames import original_outputs  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 from partitioner.errors import ModelError  # noqa: E402
 
@@ -59,7 +59,8 @@ class _Reader:
 
 
 def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], feeds: dict, folder: Path):
-    """Cosine per float output, and detections agreement, of onnxruntime's quantize_static (QDQ, per-channel, symmetric, MinMax) on the same
+    """Cosine per float output, and detections agreement, of onnxruntime's quantize_static (QDQ, per-channel,
+    symmetric, MinMax) on the same
     frames, run with its graph optimisations off (the QDQ semantics, not a CPU-specific integer kernel)."""
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process

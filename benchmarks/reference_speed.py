@@ -15,10 +15,10 @@ import onnxruntime as ort
 from _zoo import partitioned
 
 from fpga_runtime.backends.csim import CsimEngine
+from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine
-from fpga_runtime.frames import random_frame
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from fpga_runtime.backends.verilator import board_timing  # noqa: E402
 from fpga_runtime.boards import port_bytes  # noqa: E402
 from fpga_runtime.cycle_model import LayerShape, layer_cycles  # noqa: E402
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage  # noqa: E402
-from fpga_runtime.profile import layer_macs, op_name  # noqa: E402
+from fpga_runtime.prediction.profile import layer_macs, op_name  # noqa: E402
 from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
 from fpga_runtime.rtl_sim.single_layer import layer_key, program_descriptors, standalone  # noqa: E402
 
@@ -92,8 +92,10 @@ def report(m: dict) -> None:
     macs = sum(r["macs"] * r["count"] for r in conv)
     conv_cycles = sum(r["cycles"] * r["count"] for r in conv)
     worst = max((abs(r["model"] / r["cycles"] - 1) for r in m["rows"]), default=0.0)
-    print(f"\nmodel total: {total:,} RTL cycles ({total / (cfg.clock_mhz * 1e6) * 1e3:.2f} ms at {cfg.clock_mhz:g} MHz), "
-          f"cycle model {model:,} ({model / total - 1:+.1%}); worst layer {worst:.1%}")
+    print(
+        f"\nmodel total: {total:,} RTL cycles ({total / (cfg.clock_mhz * 1e6) * 1e3:.2f} ms at {cfg.clock_mhz:g} MHz), "
+        f"cycle model {model:,} ({model / total - 1:+.1%}); worst layer {worst:.1%}"
+    )
     print(f"MAC utilisation over conv layers: {macs / (conv_cycles * cfg.array_macs):.1%}")
     print(f"simulator: {m['sim_cycles']:,} cycles in {m['sim_seconds']:.1f} s "
           f"({m['sim_cycles'] / max(m['sim_seconds'], 1e-9) / 1e6:.2f} M cycles/s)")

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 from _zoo import partitioned
 
-from fpga_runtime.frames import random_frame
+from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.plan import read_plan
-from fpga_runtime.virtual_time import build_compute_units, predict
-from fpga_runtime.scheduler import Scheduler
-from fpga_runtime.session import Session
+from fpga_runtime.prediction.virtual_time import build_compute_units, predict
+from fpga_runtime.run.scheduler import Scheduler
+from fpga_runtime.run.session import Session
 
 
 def main() -> None:
@@ -27,7 +27,10 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=4)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"Virtual time on {args.board} (durations from the cycle model and timing.py), one frame and {args.frames} pipelined frames:\n")
+        print(
+            f"Virtual time on {args.board} (durations from the cycle model and timing.py), one frame and "
+            f"{args.frames} pipelined frames:\n"
+        )
         print("| model | CUs | frames | makespan ms | critical path ms | lower bound ms | gap to bound | "
               "sequential ms | speedup | fps | FPGA utilisation |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")

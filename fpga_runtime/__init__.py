@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["Session", "predict", "Prediction"]
 
-_EXPORTS = {"Session": "session", "predict": "virtual_time", "Prediction": "virtual_time"}
+_EXPORTS = {"Session": "run.session", "predict": "prediction.virtual_time", "Prediction": "prediction.virtual_time"}
 
 
 def __getattr__(name: str):

@@ -1,3 +1,3 @@
-from .cli import main
+from fpga_runtime.cli import main
 
 main()

@@ -15,21 +15,21 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .accuracy import compare, find_detection_outputs, summarise
-from .backends import BACKENDS, BackendError
-from .profile import build_profile, profile_table, write_profile
-from . import cpu_costs
-from .boards import BOARDS
-from .boards import board as board_by_name
-from .frames import original_outputs, random_frame
-from .ladder import DEFAULT_RUNGS, RUNGS
-from .images import ImageError, detection_list, draw_detections, load_image, write_detections
-from .plan import PlanError, check_feeds, read_plan
-from .policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
-from .scheduler import Scheduler, TaskError
-from .session import Session
-from .trace import Span, write_chrome_trace, write_gantt
-from .virtual_time import build_compute_units, predict
+from fpga_runtime.backends import BACKENDS, BackendError
+from fpga_runtime.boards import BOARDS
+from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.checking.accuracy import compare, find_detection_outputs, summarise
+from fpga_runtime.checking.frames import original_outputs, random_frame
+from fpga_runtime.checking.images import ImageError, detection_list, draw_detections, load_image, write_detections
+from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
+from fpga_runtime.plan import PlanError, check_feeds, read_plan
+from fpga_runtime.prediction import cpu_costs
+from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
+from fpga_runtime.prediction.virtual_time import build_compute_units, predict
+from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
+from fpga_runtime.run.scheduler import Scheduler, TaskError
+from fpga_runtime.run.session import Session
+from fpga_runtime.run.trace import Span, write_chrome_trace, write_gantt
 
 USER_ERRORS = (PlanError, BackendError, TaskError, ImageError, ValueError, OSError)
 COUNT = click.IntRange(min=1)
@@ -252,7 +252,7 @@ def _accuracy(build: Path, backend: str, model: Path, feeds: list[dict], outputs
 @_one_line_errors
 def deploy_cmd(build: Path, out: Path, with_model: bool, force: bool) -> None:
     """Write a self-contained folder that runs BUILD on the board: `./run.sh` there = fpga-run run --backend pynq."""
-    from .deploy import deploy
+    from fpga_runtime.deploy import deploy
     manifest = deploy(build, out, with_model, force)
     click.echo(f"bundle: {out} ({len(manifest['files'])} files and the runtime; overlay {manifest['overlay']})")
     click.echo(f"on the board: pip3 install -r requirements-board.txt && ./run.sh   (see {out / 'README.md'})")
@@ -269,8 +269,8 @@ def deploy_cmd(build: Path, out: Path, with_model: bool, force: bool) -> None:
 def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units: int | None) -> None:
     """The verification ladder: the same frames through every backend and onnxruntime float; exit 0 only where
     every integer backend is bit-exact with the reference."""
-    from .ladder import check, table
-    from .plan import read_plan
+    from fpga_runtime.checking.ladder import check, table
+    from fpga_runtime.plan import read_plan
     plan = read_plan(build)
     feeds = [random_frame(plan, seed + i) for i in range(frames)]
     model = Path(plan.model["path"])

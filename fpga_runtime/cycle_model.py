@@ -32,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from .abi import Descriptor, EngineConfig, Flag, Op
-from . import window_path
+from fpga_runtime import window_path
+from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 
 MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
 

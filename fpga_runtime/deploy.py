@@ -8,8 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from .engine_image import ENGINE_DIR
-from .plan import PLAN_FILE, PlanError, file_sha256, read_plan
+from fpga_runtime.engine_image import ENGINE_DIR
+from fpga_runtime.plan import PLAN_FILE, PlanError, file_sha256, read_plan
 
 RUNTIME = Path(__file__).resolve().parent
 # what the runtime imports on the board, beside PYNQ (the image ships it): numpy < 2 for pynq 3.x images,
@@ -58,10 +58,12 @@ def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False
         shutil.rmtree(runtime)
     shutil.copytree(RUNTIME, runtime, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (out / "requirements-board.txt").write_text("\n".join(BOARD_REQUIREMENTS) + "\n")
-    (out / "run.sh").write_text('#!/bin/sh\n# run this bundle on the board: ./run.sh [fpga-run run options]\n'
-                                'here=$(cd "$(dirname "$0")" && pwd)\n'
-                                'PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m fpga_runtime run "$here" '
-                                '--backend pynq "$@"\n')
+    (out / "run.sh").write_text(
+        "#!/bin/sh\n# run this bundle on the board: ./run.sh [fpga-run run options]\n"
+        'here=$(cd "$(dirname "$0")" && pwd)\n'
+        'PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m fpga_runtime run "$here" '
+        '--backend pynq "$@"\n'
+    )
     (out / "run.sh").chmod(0o755)
     files = sorted(p for p in out.rglob("*") if p.is_file() and "fpga_runtime" not in p.relative_to(out).parts)
     manifest = {"build": str(build.resolve()), "build_id": plan.build_id, "board": plan.board, "overlay": overlay_state,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .abi import ABI_VERSION, EngineConfig
+from fpga_runtime.abi import ABI_VERSION, EngineConfig
 
 ENGINE_DIR = "fpga"
 

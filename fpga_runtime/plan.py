@@ -172,8 +172,8 @@ def check_fits(plan: Plan, board: str, units: int) -> None:
     per_unit = (plan.unit_resources or {}).get(board)
     if not per_unit or plan.resource_budget is None:
         return
-    from .abi import EngineConfig
-    from .boards import BOARDS, over_budget
+    from fpga_runtime.abi import EngineConfig
+    from fpga_runtime.boards import BOARDS, over_budget
     over = over_budget(BOARDS[board], {k: units * v for k, v in per_unit.items()}, plan.resource_budget)
     if over:
         design = EngineConfig(**plan.engine_config).describe(units) if plan.engine_config else f"{units} unit(s)"

@@ -9,8 +9,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .abi import (DESCRIPTOR_SIZE, HEADER_SIZE, L2NORM_SHIFTS, MULT_BITS, MULT_LIMIT, Act, Descriptor, EngineConfig,
-                  Flag, Op, l2norm_factor, requantize, saturate8, shift_round, unpack_program)
+from fpga_runtime.abi import (
+    DESCRIPTOR_SIZE,
+    HEADER_SIZE,
+    L2NORM_SHIFTS,
+    MULT_BITS,
+    MULT_LIMIT,
+    Act,
+    Descriptor,
+    EngineConfig,
+    Flag,
+    Op,
+    l2norm_factor,
+    requantize,
+    saturate8,
+    shift_round,
+    unpack_program,
+)
 
 _EXACT_F32_CHANNELS = 1024
 

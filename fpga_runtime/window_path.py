@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .abi import Descriptor, EngineConfig, Flag, Op
+from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 
 
 def _pow2_at_least(v: int) -> int:
@@ -25,7 +25,7 @@ def row_words(d: Descriptor, cfg: EngineConfig) -> int:
     """Words of one input row per bank: each stride phase of the row spread over P banks, a word per V channels
     (a depthwise layer's window holds only the tile's V channels)."""
     s = 2 if d.stride_w == 2 else 1
-    cols = -(-(-(-d.in_w // s)) // cfg.pixels)
+    cols = -(-(-(-d.in_w // s)) // cfg.pixels)  # noqa: B002 (two ceiling divisions)
     return s * cols * (1 if d.flags & Flag.DEPTHWISE else d.in_c // cfg.vec)
 
 

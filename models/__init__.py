@@ -6,10 +6,10 @@ from typing import Callable
 
 import onnx
 
-from .builder import GraphBuilder
-from .small import classifier, resblock, two_branch
-from .ssd import ssd300_vgg16, ssd_mobilenet_v1
-from .yolo import yolov3, yolov3_tiny
+from models.builder import GraphBuilder
+from models.small import classifier, resblock, two_branch
+from models.ssd import ssd300_vgg16, ssd_mobilenet_v1
+from models.yolo import yolov3, yolov3_tiny
 
 Builder = Callable[..., tuple[onnx.ModelProto, GraphBuilder]]
 

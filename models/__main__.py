@@ -4,10 +4,9 @@ from __future__ import annotations
 import sys
 
 import click
-
 from onnx import helper
 
-from . import ZOO, build, build_to_file
+from models import ZOO, build, build_to_file
 
 
 @click.group()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .builder import GraphBuilder
+from models.builder import GraphBuilder
 
 
 def dynamic_reshape(b: GraphBuilder, x: str, tail: list[int]) -> str:

@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from .builder import GraphBuilder
+from models.builder import GraphBuilder
 
 
 def resblock(size: int = 16, batch: int = 1, seed: int = 0) -> tuple[onnx.ModelProto, GraphBuilder]:

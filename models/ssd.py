@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .builder import GraphBuilder
-from .postprocess import nms, ssd_decode, ssd_head, ssd_priors
+from models.builder import GraphBuilder
+from models.postprocess import nms, ssd_decode, ssd_head, ssd_priors
 
 _IMAGENET_MEAN = (123.7, 116.3, 103.5)
 _IMAGENET_STD = (58.4, 57.1, 57.4)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .builder import GraphBuilder
-from .postprocess import nms, yolo_decode
+from models.builder import GraphBuilder
+from models.postprocess import nms, yolo_decode
 
 _V3_ANCHORS = [(10, 13), (16, 30), (33, 23), (30, 61), (62, 45), (59, 119), (116, 90), (156, 198), (373, 326)]
 _TINY_ANCHORS = [(10, 14), (23, 27), (37, 58), (81, 82), (135, 169), (344, 319)]
@@ -71,7 +71,7 @@ def yolov3_tiny(size: int = 416, batch: int = 1, seed: int = 0) -> tuple[onnx.Mo
     b = GraphBuilder("yolov3_tiny", seed)
     x = b.image_input(batch, size)
     route = None
-    for i, cout in enumerate([16, 32, 64, 128, 256]):
+    for cout in [16, 32, 64, 128, 256]:
         x = b.conv_bn_act(x, cout, 3)
         if cout == 256:
             route = x

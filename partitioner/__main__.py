@@ -1,3 +1,3 @@
-from .cli import main
+from partitioner.cli import main
 
 main()

@@ -1,4 +1,6 @@
-"""`partition` as a list of named steps, each timed and reported, each result inspectable."""
+"""`partition` as data: `STEPS`, a list of named steps (name, function, when it runs, what `--save-steps` keeps
+of it) that one runner times, reports and saves after. Each step reads what earlier ones left in a `BuildState`
+and leaves its result there; nothing is read back from the folder being written, and plan.json is written once."""
 from __future__ import annotations
 
 import enum
@@ -13,32 +15,43 @@ import numpy as np
 import onnx
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.accuracy import AccuracyReport
 from fpga_runtime.boards import BOARDS, BUDGET
 from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.checking.accuracy import AccuracyReport
+from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
-from fpga_runtime.frames import random_frame
 from fpga_runtime.plan import Plan
-
-from .calibration_data import load_frames
-from .cost import CostModel
-from .drawing import draw
-from .errors import ModelError
-from .importer import ImportResult, import_model
-from .lower import to_model
-from .dse import UNITS, Exploration, Stage, check_fixed, describe, explore, sized_buffers, unit_resources
-from .engine.calibrate import Calibration
-from .engine.compile import compile_engine
-from .partition import Device, Partition, partition
-from .pipeline import run_fusion
-from .plan_writer import write_build
-from .report import write_report
-from .synth import synthesize
-from .staging import StagedFolder
-from .targets import cpu as cpu_target
-from .targets import fpga as fpga_target
-from .sensitivity import TensorSensitivity, int8_sensitivity
-from .verify import DEFAULT_TOLERANCE, LayerAccuracy, OutputCheck, int8_accuracy, verify
+from partitioner.codegen.synth import synthesize
+from partitioner.engine.calibration import Calibration
+from partitioner.engine.calibration_frames import load_frames
+from partitioner.engine.compile import compile_engine
+from partitioner.errors import ModelError
+from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
+from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
+from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
+from partitioner.explore.design_space import (
+    UNITS,
+    Exploration,
+    Stage,
+    check_fixed,
+    describe,
+    explore,
+    ranked,
+    sized_buffers,
+    unit_resources,
+)
+from partitioner.frontend.importer import ImportResult, import_model
+from partitioner.ir.graph import Graph
+from partitioner.ir.to_onnx import to_model
+from partitioner.output.drawing import draw
+from partitioner.output.plan_writer import write_build
+from partitioner.output.report import write_report
+from partitioner.output.staging import StagedFolder
+from partitioner.passes.pipeline import run_fusion
+from partitioner.placement.cost import CostModel
+from partitioner.placement.partition import Device, Partition, partition
+from partitioner.targets import cpu as cpu_target
+from partitioner.targets import fpga as fpga_target
 
 
 class TargetName(str, enum.Enum):
@@ -134,7 +147,9 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
     exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
-        raise ModelError(exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else ""))
+        raise ModelError(
+            exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else "")
+        )
     if cfg.target_fps is not None and exploration.chosen is not None and exploration.chosen.rate < cfg.target_fps:
         best = exploration.chosen
         raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
@@ -181,107 +196,224 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
         raise ModelError(str(exc.args[0])) from None
     staged = StagedFolder(cfg.out_dir)
     with staged as out_dir:
-        result = _build(cfg, board, out_dir, echo)
+        state = BuildState(cfg, board, out_dir, echo)
+        run_steps(state, STEPS, echo)
+        write_outputs(state)
         staged.commit()
-    result.plan.root = cfg.out_dir
-    return result
+    state.plan.root = cfg.out_dir
+    return state.result()
 
 
-def _build(cfg: PartitionConfig, board, out_dir: Path, echo: Callable[[str], None]) -> BuildResult:
-    timings: list[tuple[str, float]] = []
-    explores = cfg.engine is None and cfg.target is TargetName.FPGA
-    names = (["import", "fuse"] + (["explore"] if explores else []) + ["partition", "write", "compile"]
-             + (["accuracy"] if cfg.accuracy else []) + (["sensitivity"] if cfg.accuracy and cfg.sensitivity else [])
-             + (["synth"] if cfg.synth else []) + ["report"]
-             + (["verify"] if cfg.verify else []))
-
-    def step(name: str, fn: Callable):
-        t0 = time.perf_counter()
-        result = fn()
-        dt = time.perf_counter() - t0
-        timings.append((name, dt))
-        echo(f"[{names.index(name) + 1}/{len(names)}] {name:9s} {dt:7.3f} s")
-        return result
-
-    def skip(name: str, why: str) -> None:
-        if name in names:
-            echo(f"[{names.index(name) + 1}/{len(names)}] {name:9s} skipped ({why})")
-
-    imported: ImportResult = step("import", lambda: import_model(cfg.model, cfg.input_shapes))
-    graph = imported.graph
-    steps_dir = out_dir / "steps"
-    if cfg.save_steps:
-        steps_dir.mkdir()
-        _save_graph(graph, steps_dir / "00_imported.onnx")
-
-    def fuse():
-        saver = (lambda i, name, g: _save_graph(g, steps_dir / f"{i:02d}_{name}.onnx")) if cfg.save_steps else None
-        return run_fusion(graph, saver)
-
-    graph = step("fuse", fuse)
-    exploration = None
-    engine = cfg.engine or EngineConfig(clock_mhz=board.clock_mhz)
-    target = TARGETS[cfg.target]
-    if explores:
-        exploration = step("explore", lambda: _explore(graph, board, cfg))
-        if exploration.chosen is not None:
-            engine = exploration.chosen.config
-        else:                      # no engine fits the board: a CPU build that says why
-            target = cpu_target
-    elif cfg.engine is not None and cfg.target is TargetName.FPGA:
-        _check_fixed_engine(graph, board, cfg.engine)
-    if not explores:          # the buffers the code generator will size, so the cost model sees that engine
-        engine = sized_buffers(graph, list(graph.nodes), engine)
-    part = step("partition", lambda: partition(graph, target, CostModel(board, engine),
-                                               cfg.offload_everything, cfg.keep_on_cpu))
-    build_id = uuid.uuid4().hex
-    plan = step("write", lambda: write_build(part, out_dir, cfg.model, cfg.target.value, board,
-                                             imported.folded, engine, build_id))
-    warnings = list(imported.warnings) + graph.warnings
-    accuracy: AccuracyReport | None = None
-    layers: list[LayerAccuracy] = []
-    sensitivity: list[TensorSensitivity] = []
+@dataclass
+class BuildState:
+    """What the steps have made so far, in memory."""
+    cfg: PartitionConfig
+    board: object
+    out_dir: Path
+    echo: Callable[[str], None] = lambda m: None
+    imported: ImportResult | None = None
+    graph: Graph | None = None
+    exploration: Exploration | None = None
+    engine: EngineConfig | None = None
+    target: object = None
+    part: Partition | None = None
+    build_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    plan: Plan | None = None
+    warnings: list[str] = field(default_factory=list)
     calibration: Calibration | None = None
+    image: EngineImage | None = None
+    accuracy: AccuracyReport | None = None
+    layers: list[LayerAccuracy] = field(default_factory=list)
+    sensitivity: list[TensorSensitivity] = field(default_factory=list)
     synthesis: dict | None = None
-    if any(sg.device is Device.FPGA for sg in part.subgraphs):
-        calibration = _calibration(cfg, plan, warnings)
-        _, more = step("compile", lambda: compile_engine(part, plan, engine, calibration, out_dir, board, build_id))
-        warnings += more
-        plan.engine = f"{ENGINE_DIR}/engine.json"
-        fpga_sgs = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
-        plan.unit_resources = unit_resources(graph, [n for sg in fpga_sgs for n in sg.nodes], len(fpga_sgs), engine,
-                                             BOARDS.values())
-        plan.resource_budget = dict(BUDGET)
-        plan.write(out_dir)
-        if cfg.accuracy:
-            feeds = seeded_frame(plan, cfg.seed + 1000, cfg.inputs)
-            accuracy, layers = step("accuracy", lambda: int8_accuracy(plan, out_dir, cfg.model, feeds))
-            if cfg.sensitivity:
-                nodes = [n for sg in fpga_sgs for n in sg.nodes]
-                views = EngineImage.load(out_dir / ENGINE_DIR).tensors
-                sensitivity = step("sensitivity", lambda: int8_sensitivity(
-                    plan, graph, nodes, calibration.table, feeds, echo,
-                    {v.name: (v.scale, v.zero) for v in views.values()}))
-            record = {**accuracy.as_dict(), "calibration": calibration.source,
-                      "layers": [asdict(layer) for layer in layers],
-                      **({"sensitivity": [asdict(t) for t in sensitivity]} if cfg.sensitivity else {})}
-            (out_dir / "accuracy.json").write_text(json.dumps(record, indent=1) + "\n")
-        if cfg.synth:
-            synthesis = step("synth", lambda: synthesize(out_dir / ENGINE_DIR, board, echo))
+    picture: Path | None = None
+    checks: list[OutputCheck] | None = None
+    timings: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def steps_dir(self) -> Path:
+        return self.out_dir / "steps"
+
+    @property
+    def fpga_subgraphs(self) -> list:
+        return [sg for sg in self.part.subgraphs if sg.device is Device.FPGA]
+
+    def result(self) -> BuildResult:
+        return BuildResult(self.plan, self.part, self.warnings, self.checks, self.timings, self.accuracy,
+                           self.exploration, self.layers, self.sensitivity)
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable[[BuildState], None]
+    planned: Callable[[PartitionConfig], bool] = lambda cfg: True    # numbered in the progress lines
+    skipped: Callable[[BuildState], str | None] = lambda s: None     # why it does not run after all
+    save: Callable[[BuildState, Path], None] | None = None           # what --save-steps keeps of it
+
+
+def run_steps(state: BuildState, steps: list[Step], echo: Callable[[str], None]) -> None:
+    names = [s.name for s in steps if s.planned(state.cfg)]
+    if state.cfg.save_steps:
+        state.steps_dir.mkdir()
+    for step in steps:
+        if not step.planned(state.cfg):
+            continue
+        label = f"[{names.index(step.name) + 1}/{len(names)}] {step.name:9s}"
+        why = step.skipped(state)
+        if why is not None:
+            echo(f"{label} skipped ({why})")
+            continue
+        t0 = time.perf_counter()
+        step.run(state)
+        dt = time.perf_counter() - t0
+        state.timings.append((step.name, dt))
+        echo(f"{label} {dt:7.3f} s")
+        if state.cfg.save_steps and step.save is not None:
+            step.save(state, state.steps_dir)
+
+
+def _save_json(path: Path, value) -> None:
+    path.write_text(json.dumps(value, indent=1, default=str) + "\n")
+
+
+# --- the steps, in order -------------------------------------------------------------------------------------
+
+def _import(s: BuildState) -> None:
+    s.imported = import_model(s.cfg.model, s.cfg.input_shapes)
+    s.graph = s.imported.graph
+
+
+def _fuse(s: BuildState) -> None:
+    save = (lambda i, name, g: _save_graph(g, s.steps_dir / f"{i:02d}_{name}.onnx")) if s.cfg.save_steps else None
+    s.graph = run_fusion(s.graph, save)
+
+
+def _explores(cfg: PartitionConfig) -> bool:
+    return cfg.engine is None and cfg.target is TargetName.FPGA
+
+
+def _explore_step(s: BuildState) -> None:
+    s.exploration = _explore(s.graph, s.board, s.cfg)
+
+
+def _save_exploration(s: BuildState, folder: Path) -> None:
+    e = s.exploration
+    _save_json(folder / "explore.json", {
+        "objective": e.objective, "note": e.note, "chosen": describe(e.chosen) if e.chosen else None,
+        "designs": [{"design": describe(d), "fps": d.fps, "frame_fps": d.frame_fps, "latency_s": d.latency_s,
+                     "mac_utilisation": d.mac_utilisation, "weights_in": d.weights_in} for d in ranked(e)]})
+
+
+def _partition(s: BuildState) -> None:
+    """The engine the partition is costed with: the exploration's choice, a fixed one checked against the board
+    (buffers sized as the code generator will size them), or none that fits (a CPU build that says why)."""
+    cfg, s.target = s.cfg, TARGETS[s.cfg.target]
+    s.engine = cfg.engine or EngineConfig(clock_mhz=s.board.clock_mhz)
+    if s.exploration is not None:
+        if s.exploration.chosen is not None:
+            s.engine = s.exploration.chosen.config
+        else:
+            s.target = cpu_target
     else:
-        skip("compile", "no FPGA subgraph")
-        skip("accuracy", "no FPGA subgraph")
-        skip("sensitivity", "no FPGA subgraph")
-        skip("synth", "no FPGA subgraph")
-    picture = step("report", lambda: draw(part, out_dir) if cfg.picture else None)
-    checks = None
-    if cfg.verify:
-        checks = step("verify", lambda: verify(plan, cfg.model, seeded_frame(plan, cfg.seed, cfg.inputs),
-                                               cfg.tolerance))
-    plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in timings]
-    plan.write(out_dir)
-    if exploration is not None and exploration.chosen is None:
-        warnings.append(f"{exploration.note}: every layer stays on the CPU")
-    write_report(plan, out_dir, picture, warnings, checks, accuracy, exploration, calibration, layers, synthesis,
-                 sensitivity)
-    return BuildResult(plan, part, warnings, checks, timings, accuracy, exploration, layers, sensitivity)
+        if cfg.engine is not None and cfg.target is TargetName.FPGA:
+            _check_fixed_engine(s.graph, s.board, cfg.engine)
+        s.engine = sized_buffers(s.graph, list(s.graph.nodes), s.engine)
+    s.part = partition(s.graph, s.target, CostModel(s.board, s.engine), cfg.offload_everything, cfg.keep_on_cpu)
+
+
+def _save_partition(s: BuildState, folder: Path) -> None:
+    _save_json(folder / "partition.json", {
+        "subgraphs": [{"name": sg.name, "device": sg.device.value, "role": sg.role.value, "nodes": list(sg.nodes),
+                       "depends_on": list(sg.depends_on)} for sg in s.part.subgraphs],
+        "fallbacks": s.part.fallbacks})
+
+
+def _write(s: BuildState) -> None:
+    s.plan = write_build(s.part, s.out_dir, s.cfg.model, s.cfg.target.value, s.board, s.imported.folded,
+                         s.engine, s.build_id)
+    s.warnings = list(s.imported.warnings) + s.graph.warnings
+
+
+def _save_plan_draft(s: BuildState, folder: Path) -> None:
+    _save_json(folder / "write.json", s.plan.to_dict())
+
+
+def _no_fpga(s: BuildState) -> str | None:
+    return None if s.fpga_subgraphs else "no FPGA subgraph"
+
+
+def _compile(s: BuildState) -> None:
+    s.calibration = _calibration(s.cfg, s.plan, s.warnings)
+    s.image, more = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id)
+    s.warnings += more
+    s.plan.engine = f"{ENGINE_DIR}/engine.json"
+    fpga = s.fpga_subgraphs
+    s.plan.unit_resources = unit_resources(s.graph, [n for sg in fpga for n in sg.nodes], len(fpga), s.engine,
+                                           BOARDS.values())
+    s.plan.resource_budget = dict(BUDGET)
+
+
+def _save_compile(s: BuildState, folder: Path) -> None:
+    _save_json(folder / "compile.json", {
+        "config": asdict(s.image.config), "const_bytes": s.image.const_bytes, "act_bytes": s.image.act_bytes,
+        "programs": {p.subgraph: {"layers": p.layers, "macs": p.macs} for p in s.image.programs.values()},
+        "calibration": s.calibration.source})
+
+
+def _accuracy(s: BuildState) -> None:
+    feeds = seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)
+    s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, feeds)
+
+
+def _sensitivity(s: BuildState) -> None:
+    feeds = seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)
+    nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
+    s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
+                                     {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})
+
+
+def _synth(s: BuildState) -> None:
+    s.synthesis = synthesize(s.out_dir / ENGINE_DIR, s.board, s.echo)
+
+
+def _report(s: BuildState) -> None:
+    s.picture = draw(s.part, s.out_dir) if s.cfg.picture else None
+
+
+def _verify(s: BuildState) -> None:
+    s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance)
+
+
+STEPS: list[Step] = [
+    Step("import", _import, save=lambda s, d: _save_graph(s.graph, d / "00_imported.onnx")),
+    Step("fuse", _fuse),                                    # saves after every fusion pass itself
+    Step("explore", _explore_step, planned=_explores, save=_save_exploration),
+    Step("partition", _partition, save=_save_partition),
+    Step("write", _write, save=_save_plan_draft),
+    Step("compile", _compile, skipped=_no_fpga, save=_save_compile),
+    Step("accuracy", _accuracy, planned=lambda cfg: cfg.accuracy, skipped=_no_fpga,
+         save=lambda s, d: _save_json(d / "accuracy.json", s.accuracy.as_dict())),
+    Step("sensitivity", _sensitivity, planned=lambda cfg: cfg.accuracy and cfg.sensitivity, skipped=_no_fpga,
+         save=lambda s, d: _save_json(d / "sensitivity.json", [asdict(t) for t in s.sensitivity])),
+    Step("synth", _synth, planned=lambda cfg: cfg.synth, skipped=_no_fpga,
+         save=lambda s, d: _save_json(d / "synth.json", s.synthesis)),
+    Step("report", _report),                                # the picture; report.md is written with plan.json
+    Step("verify", _verify, planned=lambda cfg: cfg.verify,
+         save=lambda s, d: _save_json(d / "verify.json", [asdict(c) for c in s.checks])),
+]
+
+
+def write_outputs(s: BuildState) -> None:
+    """plan.json (once, with every step's time), accuracy.json and report.md."""
+    s.plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in s.timings]
+    s.plan.write(s.out_dir)
+    if s.accuracy is not None:
+        record = {**s.accuracy.as_dict(), "calibration": s.calibration.source,
+                  "layers": [asdict(layer) for layer in s.layers],
+                  **({"sensitivity": [asdict(t) for t in s.sensitivity]} if s.cfg.sensitivity else {})}
+        (s.out_dir / "accuracy.json").write_text(json.dumps(record, indent=1) + "\n")
+    if s.exploration is not None and s.exploration.chosen is None:
+        s.warnings.append(f"{s.exploration.note}: every layer stays on the CPU")
+    write_report(s.plan, s.out_dir, s.picture, s.warnings, s.checks, s.accuracy, s.exploration, s.calibration,
+                 s.layers, s.synthesis, s.sensitivity, s.image)

@@ -10,11 +10,10 @@ import numpy as np
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
-
-from .build import PartitionConfig, TargetName, run_partition
-from .errors import ModelError
-from .report import console_table
-from .verify import CONDITIONING_FACTOR, DEFAULT_TOLERANCE
+from partitioner.build import PartitionConfig, TargetName, run_partition
+from partitioner.errors import ModelError
+from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE
+from partitioner.output.report import console_table
 
 
 def _shape(value: str) -> tuple[str, tuple[int, ...]]:

@@ -25,7 +25,6 @@ SEED = 0
 
 from corpus_frames import export_all, frames_nchw  # noqa: E402 (scripts/ is on the path when run)
 
-
 # ---- trained-like statistics ---------------------------------------------------------------------------------
 
 def trained_like(model: nn.Module, example: list[torch.Tensor], head_bias: dict[str, float] | None = None,
@@ -71,8 +70,13 @@ def ultralytics_model(cfg: str, size: int, out: Path, opset: int) -> dict:
             m.export, m.format = True, "onnx"
     stem = Path(cfg).stem
     export(model, frames[0], out / f"{stem}.onnx", opset, (["images"], ["output0"]))
-    return {"file": f"{stem}.onnx", "input": "images", "shape": [1, 3, size, size], "exporter": f"ultralytics {cfg} via torch.onnx "
-            f"(TorchScript) opset {opset}", "frames": "float NCHW in [0, 1]"}
+    return {
+        "file": f"{stem}.onnx",
+        "input": "images",
+        "shape": [1, 3, size, size],
+        "exporter": f"ultralytics {cfg} via torch.onnx (TorchScript) opset {opset}",
+        "frames": "float NCHW in [0, 1]",
+    }
 
 
 class _Normalised(nn.Module):
@@ -103,8 +107,13 @@ def torchvision_ssd(name: str, size: int, out: Path, opset: int) -> dict:
     model.eval()
     wrapped = _Normalised(model)
     export(wrapped, frames[0], out / f"{name}.onnx", opset, (["images"], ["boxes", "scores", "labels"]))
-    return {"file": f"{name}.onnx", "input": "images", "shape": [1, 3, size, size], "exporter": f"torchvision {name} via torch.onnx "
-            f"(TorchScript) opset {opset}", "frames": "float NCHW in [0, 1]"}
+    return {
+        "file": f"{name}.onnx",
+        "input": "images",
+        "shape": [1, 3, size, size],
+        "exporter": f"torchvision {name} via torch.onnx (TorchScript) opset {opset}",
+        "frames": "float NCHW in [0, 1]",
+    }
 
 
 class _DBNet(nn.Module):
@@ -148,8 +157,13 @@ def dbnet(size: int, out: Path, opset: int) -> dict:
     with torch.no_grad():
         model.head[6].weight.mul_(8.0)
     export(model, frames[0], out / "dbnet_mobilenetv3.onnx", opset, (["x"], ["maps"]))
-    return {"file": "dbnet_mobilenetv3.onnx", "input": "x", "shape": [1, 3, size, size], "exporter": f"DBNet (MobileNetV3, FPN) via torch.onnx "
-            f"(TorchScript) opset {opset}", "frames": "float NCHW in [0, 1]"}
+    return {
+        "file": "dbnet_mobilenetv3.onnx",
+        "input": "x",
+        "shape": [1, 3, size, size],
+        "exporter": f"DBNet (MobileNetV3, FPN) via torch.onnx (TorchScript) opset {opset}",
+        "frames": "float NCHW in [0, 1]",
+    }
 
 
 MODELS = {

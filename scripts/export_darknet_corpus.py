@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from corpus_frames import export_all, frames_nchw
 from export_corpus import trained_like
 

@@ -18,9 +18,8 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle import nn
-
 from corpus_frames import export_all, frames_nchw
+from paddle import nn
 
 SIZE = 416
 STRIDES = (8, 16, 32, 64)

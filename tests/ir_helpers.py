@@ -8,9 +8,9 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from partitioner.importer import import_model
-from partitioner.ir import Graph
-from partitioner.lower import to_model
+from partitioner.frontend.importer import import_model
+from partitioner.ir.graph import Graph
+from partitioner.ir.to_onnx import to_model
 
 
 def ir_of(model: onnx.ModelProto) -> Graph:

@@ -7,8 +7,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fpga_runtime.abi import (DESCRIPTOR_FIELDS, DESCRIPTOR_SIZE, Descriptor, Reg, pack_program, quantize_multiplier,
-                              requantize, shift_round, unpack_program)
+from fpga_runtime.abi import (
+    DESCRIPTOR_FIELDS,
+    DESCRIPTOR_SIZE,
+    Descriptor,
+    Reg,
+    pack_program,
+    quantize_multiplier,
+    requantize,
+    shift_round,
+    unpack_program,
+)
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "kernel-abi.md").read_text()
 
@@ -17,7 +26,7 @@ def test_descriptor_table_in_the_document_matches_the_code():
     rows = re.findall(r"^\| (\d+) \| (\d+) \| (\w+) \| `(\w+)` \|", DOC, re.M)
     assert [(name, int(off)) for off, _, _, name in rows] == [(n, o) for n, _, o in DESCRIPTOR_FIELDS]
     sizes = {"B": 1, "b": 1, "H": 2, "I": 4, "i": 4}
-    for (off, size, _, name), (_, code, _) in zip(rows, DESCRIPTOR_FIELDS):
+    for (_, size, _, name), (_, code, _) in zip(rows, DESCRIPTOR_FIELDS):
         assert int(size) == sizes[code], name
     ends = [o + sizes[c] for _, c, o in DESCRIPTOR_FIELDS]
     assert all(a == b for a, b in zip(ends[:-1], [o for _, _, o in DESCRIPTOR_FIELDS][1:]))

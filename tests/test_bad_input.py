@@ -7,9 +7,9 @@ import numpy as np
 import onnx
 import pytest
 from click.testing import CliRunner
+from graphs import Net
 from onnx import TensorProto, helper, numpy_helper
 
-from graphs import Net
 from partitioner.cli import main
 
 
@@ -175,7 +175,7 @@ HOSTILE = ['a"b', "new\nline", "end */ x", "semi;colon", "dollar$x", "back\\slas
 def test_hostile_names_are_sanitised_and_kept(tmp_path):
     n = Net()
     t = "x"
-    for i, name in enumerate(HOSTILE):
+    for name in HOSTILE:
         w = f"{name}.w"
         n.inits.append(numpy_helper.from_array(np.full((4, 4, 1, 1), 0.1, np.float32), w))
         n.nodes.append(helper.make_node("Conv", [t, w], [f"{name}:out"], name=name, kernel_shape=[1, 1]))

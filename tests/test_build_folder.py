@@ -127,6 +127,8 @@ def test_calibration_table_reproduces_the_engine_bytes(model, tmp_path):
     first = _build(model, tmp_path / "a")
     table = tmp_path / "a" / "fpga" / "calibration.json"
     again = _build(model, tmp_path / "b", calibration_table=table)
-    assert (tmp_path / "a" / "fpga" / "memory.bin").read_bytes() == (tmp_path / "b" / "fpga" / "memory.bin").read_bytes()
+    assert (tmp_path / "a" / "fpga" / "memory.bin").read_bytes() == (
+        tmp_path / "b" / "fpga" / "memory.bin"
+    ).read_bytes()
     report = (tmp_path / "b" / "report.md").read_text()
     assert "int8 calibration: table" in report and again.plan.build_id != first.plan.build_id

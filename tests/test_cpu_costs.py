@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from fpga_runtime import cpu_costs
 from fpga_runtime.boards import board
+from fpga_runtime.prediction import cpu_costs
 from partitioner.build import PartitionConfig, run_partition
 
 
@@ -16,8 +16,14 @@ def test_measurement_fits_per_node_and_per_element_costs(monkeypatch):
     """With onnxruntime's runs timed by a known law (a session run, plus per node, plus per element), the fit
     recovers it: per-element costs, per-node costs net of the session run, the element-wise throughput."""
     session, node, element = 5e-6, 1e-6, 2e-9
-    monkeypatch.setattr(cpu_costs, "_time", lambda s, feeds, repeats: (
-        session + node * (s.get_inputs()[0].shape != [1, 1, 2, 2]) + element * _elements(s, feeds), _elements(s, feeds)))
+    monkeypatch.setattr(
+        cpu_costs,
+        "_time",
+        lambda s, feeds, repeats: (
+            session + node * (s.get_inputs()[0].shape != [1, 1, 2, 2]) + element * _elements(s, feeds),
+            _elements(s, feeds),
+        ),
+    )
     table = cpu_costs.measure(ops=("Add", "Sigmoid", "Transpose", "NonMaxSuppression"), repeats=1)
     assert table.session_s == pytest.approx(session + element * 8)        # the Identity model's 2x4 elements
     for op, cost in table.ops.items():
@@ -68,9 +74,10 @@ def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):
     """The plan lists each CPU subgraph's ops with their elements; `fpga-run measure-cpu` writes the table
     measured on this machine into the build, and `predict` then times the CPU subgraphs with it, unscaled."""
     from click.testing import CliRunner
+
     from fpga_runtime.cli import main as fpga_run
     from fpga_runtime.plan import read_plan
-    from fpga_runtime.virtual_time import durations_for
+    from fpga_runtime.prediction.virtual_time import durations_for
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=zoo("ssd-mobilenet-v1", 96), out_dir=out, picture=False, accuracy=False))
     plan = read_plan(out)
@@ -96,7 +103,7 @@ def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):
     fpga = [s.name for s in plan.subgraphs if s.device == "fpga"]
     assert all(after[n] == before[n] for n in fpga)
     # `predict` names the side that bounds the rate: a CPU a hundred times slower than the table, or free
-    from fpga_runtime.virtual_time import predict
+    from fpga_runtime.prediction.virtual_time import predict
     for factor, side in ((100.0, "cpu"), (0.0, "fpga")):
         scaled = cpu_costs.CostTable({k: cpu_costs.OpCost(c.call_s * factor, c.element_s * factor, c.mac_s * factor)
                                       for k, c in table.ops.items()}, table.default, table.gbps, "test", plan.board,

@@ -13,19 +13,19 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from golden_replay import CASE_FILES, Case
+from graphs import Net
 from onnx import helper, numpy_helper
 
 from fpga_runtime import window_path
 from fpga_runtime.abi import EngineConfig, Flag, Op
 from fpga_runtime.backends.csim import CsimEngine, ap_types_dir
-from fpga_runtime.session import Session
 from fpga_runtime.boards import BOARDS
-from golden_replay import CASE_FILES, Case
-from partitioner.engine.golden import CASES
-from graphs import Net
+from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.codegen import write_hls
-from fpga_runtime.frames import random_frame
+from partitioner.codegen.sources import write_hls
+from partitioner.golden.cases import CASES
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 

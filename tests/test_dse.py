@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import pytest
+from ir_helpers import ir_of
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS, board
-from ir_helpers import ir_of
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.cost import CostModel
-from partitioner.dse import explore
-from partitioner.partition import Device, partition
-from partitioner.pipeline import run_fusion
-from partitioner.resources import compute_unit
+from partitioner.explore.design_space import explore
+from partitioner.explore.resources import compute_unit
+from partitioner.passes.pipeline import run_fusion
+from partitioner.placement.cost import CostModel
+from partitioner.placement.partition import Device, partition
 from partitioner.targets import fpga
 
 
@@ -84,6 +84,7 @@ def test_target_fps_picks_the_smallest_design_that_meets_it(zoo):
 
 def _stages(path):
     import onnx
+
     from partitioner.build import _offload_all
     g = run_fusion(ir_of(onnx.load(str(path))))
     nodes, n, stages = _offload_all(g, board("zcu104"))
@@ -94,7 +95,7 @@ def test_objectives_rank_whole_frames_by_the_runtime_schedule(zoo):
     """With the draft partition's stages, every feasible design gets a whole-frame rate (CPU stages included,
     the runtime's frames in flight and workers) and a one-frame latency; "throughput" picks the highest rate,
     "latency" the shortest frame, and a frame is never faster than its FPGA layers or its CPU stages alone."""
-    from partitioner.dse import OBJECTIVES, ranked
+    from partitioner.explore.design_space import OBJECTIVES, ranked
     g, nodes, n, stages = _stages(zoo("ssd-mobilenet-v1", 128))
     assert {s.device for s in stages} == {"cpu", "fpga"}
     b = board("zcu104")
@@ -119,7 +120,8 @@ def test_cpu_bound_designs_are_said_to_be(zoo):
     """Where the CPU stages' work per frame on the runtime's workers exceeds the engine's, the design is
     CPU-bound and its rate is the CPU's, whatever the engine."""
     from dataclasses import replace
-    from fpga_runtime.policy import CPU_WORKERS
+
+    from fpga_runtime.run.policy import CPU_WORKERS
     g, nodes, n, stages = _stages(zoo("ssd-mobilenet-v1", 128))
     slow = [replace(s, fixed_s=0.5) if s.device == "cpu" else s for s in stages]     # half a second each
     ex = explore(g, nodes, n, board("zcu104"), stages=slow)
@@ -132,6 +134,7 @@ def test_build_reports_both_objectives_for_chosen_and_runner_up(tmp_path, zoo):
     """`--objective latency` builds the shortest-frame design; the report shows rate and latency for the chosen
     design and the runner-up."""
     from click.testing import CliRunner
+
     from partitioner.cli import main
     out = tmp_path / "b"
     result = CliRunner().invoke(main, [str(zoo("ssd-mobilenet-v1", 96)), "-o", str(out), "--no-picture",
@@ -160,22 +163,38 @@ def test_build_uses_the_explored_design(tmp_path, zoo):
     assert "Engine design" in (tmp_path / "b" / "report.md").read_text()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--engine", "64x64"], r"error: engine 64x64 x 1 unit does not fit zcu104: needs DSP [\d,]+ of zcu104's 1,641 "
-                            r"\(95% of 1,728\)"),
-    (["--engine", "16x16", "--compute-units", "9", "--board", "pynq-z2"],
-     r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 209"),
-    (["--compute-units", "40"], r"error: no engine design fits zcu104: the smallest, 8x8 \(epilogue 2 lanes\) x 40 units, "
-                                r"needs DSP"),
-    (["--target-fps", "1e9"], r"error: --target-fps 1e\+09: no engine design reaches it on zcu104; the fastest that "
-                              r"fits, (\d+x)?\d+x\d+( \(epilogue \d+ lanes\))? x \d units?, gives [\d.]+ fps \(modelled\)"),
-    (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--engine", "64x64"],
+            r"error: engine 64x64 x 1 unit does not fit zcu104: needs DSP [\d,]+ of zcu104's 1,641 "
+            r"\(95% of 1,728\)",
+        ),
+        (
+            ["--engine", "16x16", "--compute-units", "9", "--board", "pynq-z2"],
+            r"error: engine 16x16 x 9 units does not fit pynq-z2: needs DSP [\d,]+ of pynq-z2's 209",
+        ),
+        (
+            ["--compute-units", "40"],
+            r"error: no engine design fits zcu104: the smallest, 8x8 \(epilogue 2 lanes\) x 40 units, "
+            r"needs DSP",
+        ),
+        (
+            ["--target-fps", "1e9"],
+            r"error: --target-fps 1e\+09: no engine design reaches it on zcu104; the fastest that "
+            r"fits, (\d+x)?\d+x\d+( \(epilogue \d+ lanes\))? x \d units?, gives [\d.]+ fps \(modelled\)",
+        ),
+        (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
+    ],
+)
 def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):
     """A design that does not fit the board, or a rate no design reaches, is one line and exit 2, and nothing
     is written."""
     import re
+
     from click.testing import CliRunner
+
     from partitioner.cli import main
     out = tmp_path / "b"
     result = CliRunner().invoke(main, [str(zoo("yolov3-tiny", 96)), "-o", str(out), "--no-picture", "--no-accuracy",
@@ -189,6 +208,7 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
     """The plan records one unit's estimated resources per board; predict refuses a board or a unit count that
     does not fit, in one line."""
     from click.testing import CliRunner
+
     from fpga_runtime.cli import main as fpga_run
     out = tmp_path / "b"
     run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=out, picture=False, accuracy=False,
@@ -205,6 +225,7 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
 
 def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, monkeypatch):
     from dataclasses import replace
+
     import fpga_runtime.boards as boards
     monkeypatch.setitem(boards.BOARDS, "pynq-z2", replace(boards.BOARDS["pynq-z2"], dsp=100))
     result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=tmp_path / "b", board="pynq-z2",

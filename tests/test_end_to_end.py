@@ -67,7 +67,7 @@ def test_ssd_mobilenet_reduced(tmp_path, zoo):
 
 def test_save_steps_writes_every_fusion_step(tmp_path, zoo):
     _partition(zoo("resblock"), tmp_path / "b", "--save-steps", "--no-picture")
-    from partitioner.pipeline import FUSION
+    from partitioner.passes.pipeline import FUSION
     steps = sorted(p.name for p in (tmp_path / "b" / "steps").glob("*.onnx"))
     assert steps == ["00_imported.onnx"] + [f"{i:02d}_{p.__name__}.onnx" for i, p in enumerate(FUSION, 1)]
     assert steps[-1].endswith("_mark_concat_writes.onnx") and any("fuse_activation" in s for s in steps)

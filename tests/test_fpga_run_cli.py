@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from PIL import Image
 
 import fpga_runtime
-from fpga_runtime.accuracy import DetectionAgreement, compare
+from fpga_runtime.checking.accuracy import DetectionAgreement, compare
+from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.checking.images import Fit, load_image
 from fpga_runtime.cli import main as fpga_run
-from fpga_runtime.frames import random_frame
-from fpga_runtime.images import Fit, load_image
 from fpga_runtime.plan import PlanError
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.cli import main as partition

@@ -4,14 +4,14 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
-
 from graphs import Net
 from ir_helpers import random_feeds, run_graph, run_model
+from onnx import TensorProto, helper, numpy_helper
+
 from partitioner.errors import ModelError
-from partitioner.importer import CANONICAL_OPSET, import_model
-from partitioner.ir import OpKind
-from partitioner.names import NameTable, safe_identifier
+from partitioner.frontend.importer import CANONICAL_OPSET, import_model
+from partitioner.ir.graph import OpKind
+from partitioner.ir.names import NameTable, safe_identifier
 
 
 def test_older_opset_is_converted(tmp_path):
@@ -66,7 +66,9 @@ def test_external_data_inside_the_folder_loads(tmp_path):
 def test_pinned_shape_must_agree_with_fixed_dims(tmp_path):
     n = Net()
     path = n.save([n.conv("x", "c")], tmp_path / "m.onnx")
-    with pytest.raises(ModelError, match=r"dimension 1 is fixed at 4 by the model, 3 given; .* x \[1, 4, 6, 6\] float32 \(NCHW"):
+    with pytest.raises(
+        ModelError, match=r"dimension 1 is fixed at 4 by the model, 3 given; .* x \[1, 4, 6, 6\] float32 \(NCHW"
+    ):
         import_model(path, {"x": (1, 3, 6, 6)})
     with pytest.raises(ModelError, match="rank 3 given"):
         import_model(path, {"x": (1, 4, 6)})
@@ -152,7 +154,7 @@ def test_weights_behind_a_cast_fold_into_the_conv(tmp_path):
 
 
 def test_dynamic_reason_names_the_input_only_when_an_input_is_dynamic(tmp_path):
-    from partitioner.pipeline import run_fusion
+    from partitioner.passes.pipeline import run_fusion
     from partitioner.targets import fpga
     n = Net(channels=4, size=8)
     path = n.save([n.node("Relu", [n.conv(n.conv("x", "c0"), "c1")], "r")], tmp_path / "m.onnx")

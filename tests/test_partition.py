@@ -4,17 +4,17 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from graphs import Net
+from ir_helpers import ir_of
 from onnx import helper, numpy_helper
 
 from fpga_runtime.boards import board
 from fpga_runtime.plan import read_plan
-from graphs import Net
-from ir_helpers import ir_of
 from partitioner.build import PartitionConfig, TargetName, run_partition
-from partitioner.cost import CostModel
-from partitioner.partition import partition
-from partitioner.pipeline import run_fusion
-from partitioner.roles import Role
+from partitioner.passes.pipeline import run_fusion
+from partitioner.placement.cost import CostModel
+from partitioner.placement.partition import partition
+from partitioner.placement.roles import Role
 from partitioner.targets import fpga
 
 
@@ -204,7 +204,8 @@ def test_only_branches_worth_a_program_start_are_split_off():
     """Light branches stay in the sequential part before the group (fewer programs and segments); heavy ones
     become parallel parts; with fewer than two heavy branches nothing is split."""
     import networkx as nx
-    from partitioner.carve import cluster_graph, split_parallel
+
+    from partitioner.placement.carve import cluster_graph, split_parallel
     dag = nx.DiGraph([("s", "a"), ("s", "b"), ("s", "light"), ("a", "t"), ("b", "t"), ("light", "t")])
     order = {n: i for i, n in enumerate(["s", "a", "b", "light", "t"])}
     parts = split_parallel(dag, set(dag), order, worth=lambda branch: "light" not in branch)
@@ -216,7 +217,7 @@ def test_only_branches_worth_a_program_start_are_split_off():
 
 def test_verify_tolerance_has_an_absolute_floor_for_small_outputs():
     """A sigmoid map near zero: 1.8e-7 absolute is float rounding, although 2.4e-4 relative to its 7.5e-4 peak."""
-    from partitioner.verify import compare
+    from partitioner.evaluate.float_check import compare
     ref = np.full((1, 1, 4, 4), 7.5e-4, np.float32)
     ok = compare({"map": ref}, {"map": ref + np.float32(1.8e-7)}, 1e-4)[0]
     assert ok.ok and ok.max_rel > 1e-4
@@ -230,7 +231,8 @@ def test_verify_tolerance_has_an_absolute_floor_for_small_outputs():
 def test_a_fork_is_not_split_where_the_part_before_it_would_have_no_work():
     """An L2 normalisation in front of two heavy heads stays with them: alone it would be a program of no MACs."""
     import networkx as nx
-    from partitioner.carve import split_parallel
+
+    from partitioner.placement.carve import split_parallel
     dag = nx.DiGraph([("conv", "norm"), ("norm", "loc"), ("norm", "conf")])
     order = {n: i for i, n in enumerate(["conv", "norm", "loc", "conf"])}
     members = {"norm", "loc", "conf"}
@@ -242,7 +244,7 @@ def test_a_fork_is_not_split_where_the_part_before_it_would_have_no_work():
 def test_verify_allows_what_onnxruntime_moves_by_itself_and_no_more():
     """An ill-conditioned output (onnxruntime's own optimised and unoptimised runs differ by 0.2 at a peak of
     800): a partition 0.27 away passes, one 1.0 away does not."""
-    from partitioner.verify import CONDITIONING_FACTOR, compare
+    from partitioner.evaluate.float_check import CONDITIONING_FACTOR, compare
     ref = np.linspace(-800, 800, 64, dtype=np.float32)
     own = ref.copy()
     own[3] += np.float32(0.2)
@@ -256,7 +258,7 @@ def test_verify_allows_what_onnxruntime_moves_by_itself_and_no_more():
 
 
 def test_a_big_graph_is_drawn_a_box_per_subgraph_and_a_slow_graphviz_costs_only_the_picture(tmp_path, monkeypatch):
-    from partitioner import drawing
+    from partitioner.output import drawing
     n = Net()
     t = "x"
     for i in range(12):

@@ -8,13 +8,13 @@ import networkx as nx
 import numpy as np
 import onnx
 import pytest
+from graphs import Net, channel_shuffle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.plan import read_plan
-from graphs import Net, channel_shuffle
 from partitioner.build import PartitionConfig, run_partition
 
 OPS = ["conv", "conv_relu", "conv_bn_leaky", "conv_silu", "add", "maxpool", "concat_conv", "upsample_conv",
@@ -73,9 +73,17 @@ def random_nets(draw):
             padded = net.node("Pad", [pick(), net.const(f"{name}_pads", np.array([0, 0, 1, 1, 0, 0, 1, 1]))],
                               f"{name}_pad")
             out = net.conv_valid(padded, name)
-        elif op == "slice_conv":            # a channel slice (route layer), then a conv
-            part = net.node("Slice", [pick(), net.const(f"{name}_s", np.array([0])), net.const(f"{name}_e", np.array([2])),
-                                      net.const(f"{name}_ax", np.array([1]))], f"{name}_slice")
+        elif op == "slice_conv":  # a channel slice (route layer), then a conv
+            part = net.node(
+                "Slice",
+                [
+                    pick(),
+                    net.const(f"{name}_s", np.array([0])),
+                    net.const(f"{name}_e", np.array([2])),
+                    net.const(f"{name}_ax", np.array([1])),
+                ],
+                f"{name}_slice",
+            )
             out = net.conv(part, name, cin=2)
         elif op == "convT_pool":            # FPN / segmentation upsampling by a transposed conv, pooled back
             k = draw(st.sampled_from([2, 2, 4]))
@@ -174,7 +182,7 @@ def labelled_dags(draw):
 def test_carving_and_parallel_splits_are_convex_and_acyclic(case):
     """The carver alone, on thousands of graphs: clusters are convex, parallel parts never form a cycle (an edge
     that skips a sequential node once tied two parallel parts into one)."""
-    from partitioner.carve import carve, cluster_graph, split_parallel
+    from partitioner.placement.carve import carve, cluster_graph, split_parallel
     dag, labels = case
     order = {v: i for i, v in enumerate(nx.topological_sort(dag))}
     parts = [p for cluster in carve(dag, labels, order) for p, _ in split_parallel(dag, cluster, order)]
@@ -195,10 +203,11 @@ def test_an_add_whose_operand_is_a_concat_shares_its_layout(tmp_path):
     """Found by the property test above: a CSP-style split/conv/concat added to the network input. The concat
     places its output with padding between its slots; the input it is added to must take that placement (it used
     to keep its own and the engine compiler refused the add)."""
-    from graphs import Net, channel_shuffle
-    from fpga_runtime.accuracy import output_accuracy
-    from fpga_runtime.frames import original_outputs, random_frame
-    from fpga_runtime.session import Session
+    from graphs import Net
+
+    from fpga_runtime.checking.accuracy import output_accuracy
+    from fpga_runtime.checking.frames import original_outputs, random_frame
+    from fpga_runtime.run.session import Session
     net = Net(channels=4, size=6)
     halves = ["n2_a", "n2_b"]
     net.nodes.append(helper.make_node("Split", [net.conv("x", "n0"), net.const("n2_sizes", np.array([2, 2]))],

@@ -3,16 +3,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx import helper, numpy_helper
-
 from graphs import Net, channel_shuffle, shufflenet_unit
 from ir_helpers import ir_of, random_feeds, run_graph, run_model
-from partitioner.ir import ActKind, Activation, ConvForm, OpKind, Pool, ResidualAdd
+from onnx import helper, numpy_helper
+
+from partitioner.ir.graph import Activation, ActKind, ConvForm, OpKind, Pool, ResidualAdd
 from partitioner.passes.batchnorm import fold_batchnorm
 from partitioner.passes.conv_form import form_convolutions
-from partitioner.passes.epilogue import (fuse_activation, fuse_maxpool, fuse_residual_add, fuse_upsample_input,
-                                         mark_concat_writes)
-from partitioner.pipeline import run_fusion
+from partitioner.passes.epilogue import (
+    fuse_activation,
+    fuse_maxpool,
+    fuse_residual_add,
+    fuse_upsample_input,
+    mark_concat_writes,
+)
+from partitioner.passes.pipeline import run_fusion
 
 
 def _same_numbers(model, graph, atol=1e-5):
@@ -197,8 +202,13 @@ def test_pipeline_on_resblock_expected_graph(zoo):
     model = onnx.load(str(zoo("resblock")))
     g = run_fusion(ir_of(model))
     assert [(n.kind.name, n.describe()) for n in g.nodes.values()] == [
-        ("MUL", "Mul"), ("FUSED_CONV", "conv 3x3 relu"), ("FUSED_CONV", "conv 3x3 relu"),
-        ("FUSED_CONV", "conv 3x3 +res relu"), ("FUSED_CONV", "conv 3x3 s2 silu"), ("GLOBAL_AVG_POOL", "GlobalAveragePool")]
+        ("MUL", "Mul"),
+        ("FUSED_CONV", "conv 3x3 relu"),
+        ("FUSED_CONV", "conv 3x3 relu"),
+        ("FUSED_CONV", "conv 3x3 +res relu"),
+        ("FUSED_CONV", "conv 3x3 s2 silu"),
+        ("GLOBAL_AVG_POOL", "GlobalAveragePool"),
+    ]
     assert sorted(g.origin_names()) == sorted(n.name for n in model.graph.node)
     feeds = random_feeds(g)
     for want, got in zip(run_model(model, feeds), run_graph(g, feeds)):
@@ -554,7 +564,10 @@ def test_l2_norm_with_a_large_or_no_epsilon_is_left_alone():
 
 def _permutations(graph):
     from partitioner.passes.channel_shuffle import permutation_of
-    return [n.name for n in graph.nodes.values() if n.kind is OpKind.FUSED_CONV and permutation_of(n, graph) is not None]
+
+    return [
+        n.name for n in graph.nodes.values() if n.kind is OpKind.FUSED_CONV and permutation_of(n, graph) is not None
+    ]
 
 
 def test_channel_shuffle_moves_through_depthwise_and_concat_into_the_convs_reading_it():

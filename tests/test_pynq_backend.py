@@ -19,10 +19,10 @@ pytest.importorskip("pynq", reason="needs pynq (pip install pynq==4.0.0)")
 from fpga_runtime.abi import REGISTER_MAP, EngineConfig  # noqa: E402
 from fpga_runtime.backends import BackendError  # noqa: E402
 from fpga_runtime.boards import BOARDS  # noqa: E402
+from fpga_runtime.checking.frames import random_frame  # noqa: E402
+from fpga_runtime.checking.ladder import first_difference  # noqa: E402
 from fpga_runtime.cli import main  # noqa: E402
-from fpga_runtime.frames import random_frame  # noqa: E402
-from fpga_runtime.ladder import first_difference  # noqa: E402
-from fpga_runtime.session import Session  # noqa: E402
+from fpga_runtime.run.session import Session  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -71,7 +71,11 @@ def test_generated_metadata_is_what_pynq_reads(tmp_path_factory, zoo, board, ps_
         assert ip["phys_addr"] == base + 0x10000 * i
         assert re.search(rf"set_property offset 0x{ip['phys_addr']:08X} .*engine_{i}\*", tcl)
         assert {r: v["address_offset"] for r, v in ip["registers"].items()} == {r.name: r.offset for r in REGISTER_MAP}
-        assert ip["interrupts"]["interrupt"] == {"controller": "axi_intc_0", "index": i, "fullpath": f"{name}/interrupt"}
+        assert ip["interrupts"]["interrupt"] == {
+            "controller": "axi_intc_0",
+            "index": i,
+            "fullpath": f"{name}/interrupt",
+        }
     assert parsed.interrupt_controllers["axi_intc_0"]["raw_irq"] == ps_irq
     ports = [(re.search(rf"Master /engine_{i}/m_axi_gmem1 Slave /ps/(\S+)", tcl).group(1),
               re.search(rf"Master /engine_{i}/m_axi_gmem2 Slave /ps/(\S+)", tcl).group(1)) for i in range(units)]

@@ -11,11 +11,11 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
+from graphs import Net
 from onnx import numpy_helper
 from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-from fpga_runtime.session import Session
-from graphs import Net
+from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from golden_replay import CASE_FILES, Case
+from graphs import Net
 
 from fpga_runtime import Session
 from fpga_runtime.abi import Act, Flag, Op
-from fpga_runtime.frames import original_outputs, random_frame
+from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.reference import ReferenceEngine
-from golden_replay import CASE_FILES, Case
-from graphs import Net
 from partitioner.build import PartitionConfig, run_partition
 
 
@@ -85,7 +85,7 @@ def test_golden_files_are_reproduced_by_the_compiler(tmp_path):
     """Compiling the cases again from their stored calibration ranges gives the same bytes: a change of the
     compiler or the ABI shows up here. Calibrating afresh would not do: the ranges come from float onnxruntime,
     whose last bits differ between CPUs (AVX2 vs AVX-512 kernels), and so would scales and multipliers."""
-    from partitioner.engine.golden import make_case
+    from partitioner.golden.cases import make_case
     for name in ("conv3x3", "residual_relu", "concat_odd_channels", "depthwise3x3", "act_sigmoid"):
         old = Case(next(p for p in CASE_FILES if p.stem == name))
         fresh = make_case(name, tmp_path, old.config, old.calibration)
@@ -138,6 +138,7 @@ def test_zero_points_go_where_every_layer_can_take_them_and_the_writer_bounds_th
     an Add reads stays symmetric (the add assumes zero = 0); a linear output's calibrated minimum is not trusted
     (doubled first), so a lopsided one stays symmetric unless the gain survives that."""
     import json
+
     from partitioner.engine.zero_points import asymmetric
     n = Net(channels=8, size=8, seed=4)
     a = n.node("Relu", [n.conv("x", "a")], "a_relu")
@@ -205,11 +206,12 @@ def test_lane_wise_layers_take_the_placement_a_concat_gave(tmp_path):
 def test_an_add_of_two_differently_placed_concats_stays_on_the_cpu_and_says_why():
     """12 + 12 channels pad to slots of 16 + 16, 8 + 16 to 16 + 16: the two sums' channels sit apart, which no
     engine add can take; the partitioner keeps it on the CPU and carves again."""
-    from fpga_runtime.boards import BOARDS
     from ir_helpers import ir_of
-    from partitioner.cost import CostModel
-    from partitioner.partition import partition
-    from partitioner.pipeline import run_fusion
+
+    from fpga_runtime.boards import BOARDS
+    from partitioner.passes.pipeline import run_fusion
+    from partitioner.placement.cost import CostModel
+    from partitioner.placement.partition import partition
     from partitioner.targets import fpga
     n = Net(channels=8)
     one = n.node("Concat", [n.conv("x", "a", cout=12), n.conv("x", "b", cout=12)], "one", axis=1)

@@ -9,14 +9,14 @@ import time
 import numpy as np
 import pytest
 
-from fpga_runtime.plan import Plan, SubgraphSpec
-from fpga_runtime.policy import Policy, Task
-from fpga_runtime.virtual_time import simulate
-from fpga_runtime.scheduler import Scheduler, TaskError
-from fpga_runtime.session import Session
-from partitioner.build import PartitionConfig, run_partition
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.frames import random_frame
+from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.plan import Plan, SubgraphSpec
+from fpga_runtime.prediction.virtual_time import simulate
+from fpga_runtime.run.policy import Policy, Task
+from fpga_runtime.run.scheduler import Scheduler, TaskError
+from fpga_runtime.run.session import Session
+from partitioner.build import PartitionConfig, run_partition
 
 
 def _plan(spec: list[tuple[str, str, list[str]]]) -> Plan:

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import onnx
 from click.testing import CliRunner
-
-from fpga_runtime.frames import original_outputs
 from graphs import Net
+
+from fpga_runtime.checking.frames import original_outputs
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.cli import main
 
@@ -71,7 +71,7 @@ def test_keep_on_cpu_of_an_unknown_node_is_one_clear_error(tmp_path):
 
 def test_a_probe_is_the_float_model_with_that_tensor_rounded(tmp_path):
     """The probe of the model input equals the original model run on the input rounded to its int8 scale."""
-    from partitioner.sensitivity import int8_sensitivity
+    from partitioner.evaluate.sensitivity import int8_sensitivity
     model = _outlier_model(tmp_path)
     result = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, accuracy=False,
                                            offload_everything=True))

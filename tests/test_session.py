@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from fpga_runtime import Session, predict
 from fpga_runtime.backends import BackendError
+from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.cli import main as fpga_run
-from fpga_runtime.frames import random_frame
 from fpga_runtime.plan import PlanError, read_plan
 from partitioner.build import PartitionConfig, run_partition
 
@@ -111,8 +111,8 @@ def test_fpga_run_command(builds, tmp_path):
 def test_default_frames_in_flight_keep_every_unit_busy(builds, tmp_path):
     """The exploration models k compute units on k frames at once; by default `run` and `predict` admit one
     frame per unit plus one for the CPU stages (at least 2)."""
-    from fpga_runtime.policy import default_in_flight
-    from fpga_runtime.virtual_time import build_compute_units
+    from fpga_runtime.prediction.virtual_time import build_compute_units
+    from fpga_runtime.run.policy import default_in_flight
     build = builds["yolov3-tiny"]
     units = build_compute_units(read_plan(build))
     result = CliRunner().invoke(fpga_run, ["run", str(build), "--no-accuracy", "-o", str(tmp_path)])

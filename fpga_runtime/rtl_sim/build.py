@@ -21,8 +21,17 @@ SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", 
            "mac_array.sv", "address_generator.sv", "mac_stage.sv", "window_conv.sv", "lut_ram.sv", "epilogue.sv",
            "sliced_epilogue.sv", "pool_unit.sv", "result_writer.sv", "perf_counters.sv", "constant_request.sv",
            "engine_core.sv", "engine_top.sv"]
-WAIVERS = ["-Wno-fatal", "-Wno-IMPORTSTAR", "-Wno-SYMRSVDWORD", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-UNUSEDSIGNAL",
-           "-Wno-UNUSEDPARAM", "-Wno-PINCONNECTEMPTY", "-Wno-DECLFILENAME"]
+WAIVERS = [
+    "-Wno-fatal",
+    "-Wno-IMPORTSTAR",
+    "-Wno-SYMRSVDWORD",
+    "-Wno-WIDTHEXPAND",
+    "-Wno-WIDTHTRUNC",
+    "-Wno-UNUSEDSIGNAL",
+    "-Wno-UNUSEDPARAM",
+    "-Wno-PINCONNECTEMPTY",
+    "-Wno-DECLFILENAME",
+]
 CXX = ["-O2", "-fPIC", "-std=c++17", "-fvisibility=hidden", "-DVM_TRACE=0", "-DVM_COVERAGE=0", "-DVM_SC=0",
        "-DVM_TIMING=0"]
 
@@ -66,8 +75,12 @@ def _runtime_objects(root: Path, cxx: str) -> list[Path]:
 
 
 def source_digest(rtl: Path) -> str:
-    files = [rtl / n for n in SOURCES] + [rtl / "engine_functions.svh", rtl / "engine_config.svh", rtl / "rsqrt_rom.svh",
-                                          rtl / "sim" / "harness.cpp"]
+    files = [rtl / n for n in SOURCES] + [
+        rtl / "engine_functions.svh",
+        rtl / "engine_config.svh",
+        rtl / "rsqrt_rom.svh",
+        rtl / "sim" / "harness.cpp",
+    ]
     missing = [str(f) for f in files if not f.exists()]
     if missing:
         raise ToolchainError(f"{rtl}: RTL sources missing ({', '.join(missing)}); partition the model again")

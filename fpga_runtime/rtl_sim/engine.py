@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..abi import CTRL_START, PERF_COUNTERS, Reg
-from ..cycle_model import MEMORY_LATENCY_NS
-from .build import build_library
+from fpga_runtime.abi import CTRL_START, PERF_COUNTERS, Reg
+from fpga_runtime.cycle_model import MEMORY_LATENCY_NS
+from fpga_runtime.rtl_sim.build import build_library
 
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
 CONST_BASE = 0x1_0000_0000
@@ -166,8 +166,10 @@ class RtlEngine:
         self.write_reg(Reg.ISR, self.read_reg(Reg.ISR))        # toggle-on-write: clears what is set
         self.read_reg(Reg.CTRL)                                 # clears ap_done
         if self.read_reg(Reg.STATUS) & 1:
-            raise SimulationError(f"{program_name}: the engine refused layer {self.read_reg(Reg.ERROR_LAYER)} (it was not "
-                                  "generated for this layer's size: partition the model again)")
+            raise SimulationError(
+                f"{program_name}: the engine refused layer {self.read_reg(Reg.ERROR_LAYER)} (it was not "
+                "generated for this layer's size: partition the model again)"
+            )
         cycles = self.read_reg64(Reg.CYCLES_LO)
         counters = {name: self.read_reg64(Reg.COUNTERS + 8 * i) for i, name in enumerate(PERF_COUNTERS)}
         rows = profile[:used.value]

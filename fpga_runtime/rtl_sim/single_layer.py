@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..abi import ALIGN, DESCRIPTOR_SIZE, HEADER_SIZE, Descriptor, Flag, Op, pack_program, unpack_program
+from fpga_runtime.abi import ALIGN, DESCRIPTOR_SIZE, HEADER_SIZE, Descriptor, Flag, Op, pack_program, unpack_program
 
 
 def _aligned(n: int) -> int:

@@ -9,12 +9,11 @@ from pathlib import Path
 
 from pynq.pl_server.device import Device
 
-from ..abi import ENGINE_VLNV
-from ..boards import BOARDS
-from .memory import SimulatedBoardError, SimulatedMemory
-from .processing_system import clock_windows, pl0_clock_mhz
-from .units import CsimUnit, RegisterFile, RtlUnit
-
+from fpga_runtime.abi import ENGINE_VLNV
+from fpga_runtime.boards import BOARDS
+from fpga_runtime.sim_board.memory import SimulatedBoardError, SimulatedMemory
+from fpga_runtime.sim_board.processing_system import clock_windows, pl0_clock_mhz
+from fpga_runtime.sim_board.units import CsimUnit, RegisterFile, RtlUnit
 
 
 def pynq_version() -> str:
@@ -96,7 +95,7 @@ class SimulatedBoard(Device):
 
     def _unit(self, name: str, engines: int):
         if self.engine == "csim":
-            from ..backends.csim import CsimEngine
+            from fpga_runtime.backends.csim import CsimEngine
             if self._csim is None:       # one library, one static engine state: the units take turns
                 self._csim = CsimEngine(self.fpga / "hls", quiet=self.quiet)
             return CsimUnit(name, self._csim, self.default_memory)
@@ -105,7 +104,7 @@ class SimulatedBoard(Device):
 
     def memory_timing(self, units: int):
         """The board's DDR as the engine sees it at the PL clock PYNQ set (each unit an equal share)."""
-        from ..rtl_sim.engine import MemoryTiming
+        from fpga_runtime.rtl_sim.engine import MemoryTiming
         if self.timing is not None:
             return self.timing
         return MemoryTiming.of_board(self.board.ddr_gbps, self.pl_clock_mhz, self.board.port_bits, units=units)

@@ -6,7 +6,7 @@ PYNQ keeps one clock object per process, bound to the first device it saw, so th
 process here too, as a board has one processing system."""
 from __future__ import annotations
 
-from .units import RegisterFile
+from fpga_runtime.sim_board.units import RegisterFile
 
 # (window base, size, reset words) per family, with the PLL the PL clock divides: ZU+ IOPLL = 33.333 MHz x 90 / 2,
 # Zynq-7000 IO PLL = 50 MHz x 20; the PL clock resets to 100 MHz

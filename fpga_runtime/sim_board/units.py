@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from ..abi import CTRL_DONE, CTRL_IDLE, CTRL_START, Reg
-from .memory import SimulatedBoardError, SimulatedMemory
+from fpga_runtime.abi import CTRL_DONE, CTRL_IDLE, CTRL_START, Reg
+from fpga_runtime.sim_board.memory import SimulatedBoardError, SimulatedMemory
 
 
 class RegisterFile:
@@ -33,7 +33,7 @@ class RtlUnit:
 
     def __init__(self, name: str, rtl: Path, memory: SimulatedMemory, timing, quiet: bool = True,
                  quantum: int = 100_000):
-        from ..rtl_sim.engine import RtlEngine
+        from fpga_runtime.rtl_sim.engine import RtlEngine
         self.name = name
         self.engine = RtlEngine(rtl, timing, quiet=quiet)
         if not hasattr(self.engine.lib, "sim_run"):
@@ -88,7 +88,7 @@ class CsimUnit:
         return self.regs.read(lo) | self.regs.read(lo + 4) << 32
 
     def _run(self) -> None:
-        from ..backends import BackendError
+        from fpga_runtime.backends import BackendError
         program, act, const = (self._word64(r) for r in (Reg.PROGRAM_LO, Reg.ACT_BASE_LO, Reg.CONST_BASE_LO))
         const_buf, const_at = self.memory.find(const)
         act_buf, act_at = self.memory.find(act)

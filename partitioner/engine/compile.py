@@ -8,15 +8,14 @@ from fpga_runtime.abi import EngineConfig, pack_program
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
-
-from ..codegen import engine_limits, write_hls
-from ..cost import node_cost
-from ..ir import OpKind
-from ..partition import Device, Partition
-from .calibrate import Calibration
-from .layers import LayerEmitter
-from .memory import ActivationArena, ConstArena
-from .views import plan_layout, tensor_scales
+from partitioner.codegen.sources import engine_limits, write_hls
+from partitioner.engine.calibration import Calibration
+from partitioner.engine.layers import LayerEmitter
+from partitioner.engine.layout import plan_layout, tensor_scales
+from partitioner.engine.memory import ActivationArena, ConstArena
+from partitioner.ir.graph import OpKind
+from partitioner.placement.cost import node_cost
+from partitioner.placement.partition import Device, Partition
 
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,

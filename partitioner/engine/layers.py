@@ -5,17 +5,26 @@ from dataclasses import replace
 
 import numpy as np
 
-from fpga_runtime.abi import (L2NORM_SHIFTS, MULT_BITS, Act, Descriptor, EngineConfig, Flag, Op,
-                              ScaleRangeError, quantize_multiplier, saturate8)
+from fpga_runtime.abi import (
+    L2NORM_SHIFTS,
+    MULT_BITS,
+    Act,
+    Descriptor,
+    EngineConfig,
+    Flag,
+    Op,
+    ScaleRangeError,
+    quantize_multiplier,
+    saturate8,
+)
 from fpga_runtime.engine_image import TensorView
-
-from ..errors import ModelError
-from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..lower import stage_names
-from ..op_facts import gate_operands, pool_of
-from .memory import ConstArena
-from .views import layout_conflict
-from .zero_points import last_arithmetic_step, writes_zero_point
+from partitioner.engine.layout import layout_conflict
+from partitioner.engine.memory import ConstArena
+from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
+from partitioner.errors import ModelError
+from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import gate_operands, pool_of
+from partitioner.ir.to_onnx import stage_names
 
 _CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
 
@@ -190,7 +199,7 @@ class LayerEmitter:
         return d
 
     def _conv(self, node: Node, layer_id: int) -> list[Descriptor]:
-        g, spec, cfg = self.graph, node.conv, self.config
+        g, spec = self.graph, node.conv
         x, y = self.views[node.inputs[0]], self.views[node.outputs[0]]
         w = g.const(spec.weight).astype(np.float64)
         if spec.form is ConvForm.DENSE:

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import ActKind, Activation, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import pool_of
+from partitioner.ir.graph import Activation, ActKind, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import pool_of
 
 ASYMMETRIC_GAIN = 0.8        # asymmetric where its step is at most this share of the symmetric step (>= 1.9 dB)
 UNBOUNDED_MARGIN = 2.0       # the calibrated small side is widened so much where the writer does not bound it

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import ConvForm, FusedConv, Graph, Node, OpKind, Tensor
-from ..op_facts import ACTIVATION_KINDS, LAYER_KINDS
+from partitioner.ir.graph import ConvForm, FusedConv, Graph, Node, OpKind, Tensor
+from partitioner.ir.op_facts import ACTIVATION_KINDS, LAYER_KINDS
 
 
 def _affine(bn: Node, graph: Graph) -> tuple[np.ndarray, np.ndarray] | None:

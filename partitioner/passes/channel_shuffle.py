@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import Activation, ConvForm, FusedConv, Graph, Node, OpKind, Tensor
+from partitioner.ir.graph import Activation, ConvForm, FusedConv, Graph, Node, OpKind, Tensor
 
 # layers that treat every channel alike and alone: a permutation of their input permutes their output
 _CHANNELWISE = {OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID, OpKind.HARD_SWISH,

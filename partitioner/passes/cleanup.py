@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, OpKind
+from partitioner.ir.graph import Graph, Node, OpKind
 
 
 def _drop_passthrough(graph: Graph, node: Node, source: str) -> None:

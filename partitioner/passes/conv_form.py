@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelError
-from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
-from ..op_facts import conv_pads, transposed_conv_problem
+from partitioner.errors import ModelError
+from partitioner.ir.graph import ConvForm, FusedConv, Graph, Node, OpKind
+from partitioner.ir.op_facts import conv_pads, transposed_conv_problem
 
 
 def _check_channels(node: Node, cin: int | None, expected: int, what: str) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from ..ir import Graph, Node, OpKind
-from ..op_facts import RESHAPING_OPS
-from .channel_shuffle import permutation_conv
+from partitioner.ir.graph import Graph, Node, OpKind
+from partitioner.ir.op_facts import RESHAPING_OPS
+from partitioner.passes.channel_shuffle import permutation_conv
 
 _MAX_CHAIN = 6
 _MAX_PROBE = 1 << 22            # elements of the index tensor a chain is evaluated on

@@ -9,8 +9,8 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, FusedConv, Graph, Node, OpKind, ResidualAdd, Tensor
-from ..op_facts import pool_of, replicating_upsample
+from partitioner.ir.graph import ConvForm, FusedConv, Graph, Node, OpKind, ResidualAdd, Tensor
+from partitioner.ir.op_facts import pool_of, replicating_upsample
 
 
 def _intermediate(graph: Graph, like: str, hint: str) -> str:

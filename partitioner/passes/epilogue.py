@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..ir import ActKind, Activation, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, scalar_const, upsample_factor
-from .folding import spatial_pads
+from partitioner.ir.graph import Activation, ActKind, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, scalar_const, upsample_factor
+from partitioner.passes.folding import spatial_pads
 
 
 def _absorb(graph: Graph, conv: Node, eaten: list[Node], step, output: str, extra_inputs: list[str] = ()) -> None:

@@ -8,9 +8,8 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, FusedConv, Graph, Node, OpKind
-from ..op_facts import ACTIVATION_KINDS, LAYER_KINDS, clip_bounds, pool_of, scalar_const
-
+from partitioner.ir.graph import ConvForm, FusedConv, Graph, Node, OpKind
+from partitioner.ir.op_facts import ACTIVATION_KINDS, LAYER_KINDS, clip_bounds, pool_of, scalar_const
 
 _NONNEGATIVE = {OpKind.RELU, OpKind.SIGMOID, OpKind.HARD_SIGMOID}
 EDGE = "edge"           # a Pad that repeats the border (Darknet converters' max pool of size 2, stride 1)

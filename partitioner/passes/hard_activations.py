@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from onnx import helper
 
-from ..ir import Graph, Node, OpKind
-from ..op_facts import clip_bounds, scalar_const
+from partitioner.ir.graph import Graph, Node, OpKind
+from partitioner.ir.op_facts import clip_bounds, scalar_const
 
 
 def _plus_three(graph: Graph, tensor: str) -> str | None:

@@ -4,7 +4,8 @@ normalisation) folds into their weights.
 
 Spellings: ReduceL2(x) or Sqrt(ReduceSumSquare(x)) or Sqrt(ReduceSum(x * x | x ^ 2)) over the channels, kept
 dims; then an epsilon (Clip(min=eps), Max(., eps) or Add(., eps), eps <= 1e-6) and, optionally, an Expand back
-to x's shape; then Div(x, .). Without the epsilon an all-zero pixel gives NaN, so that spelling is left alone. The epsilon only matters where the norm is below it, which an activation that
+to x's shape; then Div(x, .). Without the epsilon an all-zero pixel gives NaN, so that spelling is left alone.
+The epsilon only matters where the norm is below it, which an activation that
 reaches the engine (int8, its smallest step far above 1e-6) never is but for an all-zero pixel, where both
 forms give 0 (onnxruntime's LpNormalization returns 0 for a zero vector)."""
 from __future__ import annotations
@@ -14,9 +15,9 @@ from dataclasses import replace
 import numpy as np
 from onnx import helper
 
-from ..ir import ConvForm, Graph, Node, OpKind
-from ..op_facts import clip_bounds, scalar_const
-from .folding import per_channel
+from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
+from partitioner.ir.op_facts import clip_bounds, scalar_const
+from partitioner.passes.folding import per_channel
 
 EPS_MAX = 1e-6
 

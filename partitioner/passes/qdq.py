@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, OpKind
+from partitioner.ir.graph import Graph, OpKind
 
 
 def _scalar(graph: Graph, name: str) -> float | None:

@@ -1,8 +1,8 @@
 """The CPU target: onnxruntime runs every standard op, so everything is supported."""
 from __future__ import annotations
 
-from ..ir import Graph, Node
-from . import YES, Verdict
+from partitioner.ir.graph import Graph, Node
+from partitioner.targets import YES, Verdict
 
 NAME = "cpu"
 

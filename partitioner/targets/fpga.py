@@ -11,9 +11,9 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto
 
-from ..ir import ActKind, Activation, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from ..op_facts import gate_operands, pool_of, transposed_conv_problem, upsample_factor
-from . import YES, Verdict, no
+from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import gate_operands, pool_of, transposed_conv_problem, upsample_factor
+from partitioner.targets import YES, Verdict, no
 
 NAME = "fpga"
 
@@ -25,7 +25,7 @@ class FpgaLimits:
     max_dilation: int = 8
     max_channels: int = 4096
     max_dense_inputs: int = 65536
-    max_products: int = 65536            # int8 products per output: the int32 accumulator keeps half its range for the bias
+    max_products: int = 65536  # int8 products per output: the int32 accumulator keeps half its range for the bias
     max_spatial: int = 2048
     pool_kernels: frozenset[int] = frozenset({2, 3})
     pool_strides: frozenset[int] = frozenset({1, 2})

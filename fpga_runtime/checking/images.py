@@ -1,0 +1,132 @@
+"""Images in and out of detection models: fit a picture to the model's uint8 NHWC input (letterbox, as YOLO's
+pre-processing expects, or stretch, as SSD's does), map the boxes back to the picture, draw them."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+LETTERBOX_FILL = 114           # the grey YOLO pads with
+
+
+class ImageError(ValueError):
+    """A file that is not an image this runtime can read."""
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a picture of `width` x `height` was placed in the model's input: x_in = x * sx + pad_x."""
+    mode: str
+    width: int
+    height: int
+    sx: float
+    sy: float
+    pad_x: float
+    pad_y: float
+
+    def describe(self, in_w: int, in_h: int) -> str:
+        if (self.width, self.height) == (in_w, in_h):
+            return f"{self.width}x{self.height}, the model's size"
+        if self.mode == "letterbox":
+            return (f"{self.width}x{self.height} letterboxed to {in_w}x{in_h} (scale {self.sx:.3g}, padding "
+                    f"{self.pad_x:g} px left/right, {self.pad_y:g} px top/bottom)")
+        return f"{self.width}x{self.height} stretched to {in_w}x{in_h} (aspect ratio not kept)"
+
+    def to_image(self, boxes: np.ndarray) -> np.ndarray:
+        """Boxes (x1, y1, x2, y2) in model-input pixels -> pixels of the original picture, clipped to it."""
+        out = np.array(boxes, np.float64, copy=True)
+        out[..., 0::2] = (out[..., 0::2] - self.pad_x) / self.sx
+        out[..., 1::2] = (out[..., 1::2] - self.pad_y) / self.sy
+        out[..., 0::2] = np.clip(out[..., 0::2], 0, self.width)
+        out[..., 1::2] = np.clip(out[..., 1::2], 0, self.height)
+        return out
+
+
+def load_image(path: str | Path, shape: list[int], mode: str = "letterbox"):
+    """(uint8 [N, H, W, 3] frame, Fit, the RGB picture) for a model input of `shape`."""
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise ImageError("reading images needs Pillow (pip install pillow)") from None
+    try:
+        with Image.open(path) as img:
+            picture = img.convert("RGB")
+    except FileNotFoundError:
+        raise ImageError(f"{path}: no such file") from None
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ImageError(f"{path}: not an image Pillow can read ({exc})") from None
+    in_h, in_w = shape[1], shape[2]
+    w, h = picture.size
+    if mode == "stretch":
+        fit = Fit(mode, w, h, in_w / w, in_h / h, 0.0, 0.0)
+        canvas = picture.resize((in_w, in_h), Image.BILINEAR)
+    else:
+        scale = min(in_w / w, in_h / h)
+        new_w, new_h = max(1, round(w * scale)), max(1, round(h * scale))
+        pad_x, pad_y = (in_w - new_w) // 2, (in_h - new_h) // 2
+        canvas = Image.new("RGB", (in_w, in_h), (LETTERBOX_FILL,) * 3)
+        canvas.paste(picture.resize((new_w, new_h), Image.BILINEAR), (pad_x, pad_y))
+        fit = Fit("letterbox", w, h, new_w / w, new_h / h, float(pad_x), float(pad_y))
+    frame = np.broadcast_to(np.asarray(canvas, np.uint8)[None], shape).copy()
+    return frame, fit, picture
+
+
+def class_offset(scores: np.ndarray, selected: np.ndarray) -> int:
+    """NMS reports class k of the scores it was given; a model that dropped a background column first (SSD)
+    reports k for column k + 1 of its scores output. The right column is the one whose scores passed NMS's
+    threshold: pick the offset (0 or 1) under which the selected boxes score highest."""
+    if len(selected) == 0 or scores.ndim != 3:
+        return 0
+    n, c, i = selected[:, 0], selected[:, 1], selected[:, 2]
+    best, offset = -1.0, 0
+    for k in (0, 1):
+        if np.max(c) + k < scores.shape[-1]:
+            total = float(np.sum(scores[n, i, c + k]))
+            if total > best:
+                best, offset = total, k
+    return offset
+
+
+def detection_list(boxes: np.ndarray, scores: np.ndarray | None, selected: np.ndarray, fit: Fit | None,
+                   frame: int = 0) -> list[dict]:
+    """The NMS selections of one batch element as records with boxes in the picture's pixels."""
+    rows = selected[selected[:, 0] == frame] if len(selected) else selected
+    offset = class_offset(scores, selected) if scores is not None else 0
+    out = []
+    for n, c, i in rows:
+        box = boxes[int(n), int(i)]
+        box = fit.to_image(box) if fit is not None else np.asarray(box, np.float64)
+        score = float(scores[int(n), int(i), int(c) + offset]) if scores is not None else None
+        out.append({"class": int(c), "score": score, "box": [round(float(v), 2) for v in box]})
+    return out
+
+
+def draw_detections(picture, detections: list[dict], path: Path) -> Path:
+    from PIL import ImageDraw
+    img = picture.copy()
+    pen = ImageDraw.Draw(img)
+    width = max(2, round(max(img.size) / 300))
+    for d in detections:
+        colour = _PALETTE[d["class"] % len(_PALETTE)]
+        x1, y1, x2, y2 = d["box"]
+        pen.rectangle([x1, y1, x2, y2], outline=colour, width=width)
+        label = f"class {d['class']}" + (f" {d['score']:.2f}" if d["score"] is not None else "")
+        left, top, right, bottom = pen.textbbox((x1, y1), label)
+        top_y = y1 - (bottom - top) - 2 if y1 - (bottom - top) - 2 >= 0 else y1
+        pen.rectangle([x1, top_y, x1 + (right - left) + 4, top_y + (bottom - top) + 2], fill=colour)
+        pen.text((x1 + 2, top_y), label, fill="white")
+    img.save(path)
+    return path
+
+
+def write_detections(detections: list[dict], fit: Fit | None, path: Path) -> Path:
+    record = {"boxes": "x1, y1, x2, y2 in pixels of the original picture" if fit else "model-input pixels",
+              "fit": None if fit is None else fit.__dict__, "detections": detections}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+_PALETTE = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#008080", "#9a6324", "#800000", "#808000",
+            "#000075"]

@@ -1,0 +1,141 @@
+"""Virtual time: the scheduler's policy as a discrete-event simulation with task durations from the timing
+model, to predict latency and throughput on a board we do not have.
+
+Durations are recomputed from the plan's layer counts (MACs, bytes) for the chosen board, so a build made
+for one board can be predicted on another. The CPU figure of a board is the whole CPU's onnxruntime
+throughput, so CPU tasks run one at a time unless `cpu_workers` says otherwise.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fpga_runtime.boards import Board
+from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.plan import Plan, check_fits, read_plan
+from fpga_runtime.prediction import cpu_costs, timing
+from fpga_runtime.run.policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
+from fpga_runtime.run.trace import Span
+
+
+@dataclass
+class Prediction:
+    board: str
+    compute_units: int
+    cpu_workers: int
+    frames: int
+    makespan_s: float
+    critical_path_s: float          # longest dependency chain of one frame
+    lower_bound_s: float            # max(critical path, per resource: earliest start + work / lanes + shortest tail)
+    sequential_s: float             # every task of every frame one after the other
+    utilisation: dict[str, float]   # per lane: busy time / makespan
+    spans: list[Span] = field(default_factory=list, repr=False)
+    limited_by: str = "fpga"        # the side whose work per frame, spread over its lanes, is the larger
+
+    @property
+    def speedup(self) -> float:
+        return self.sequential_s / self.makespan_s
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.makespan_s
+
+    @property
+    def gap_to_bound(self) -> float:
+        return self.makespan_s / self.lower_bound_s - 1.0
+
+
+def durations_for(plan: Plan, board: Board) -> dict[str, float]:
+    """Engine cycles come from the build (its engine parameters); the clock is the build's on its own board
+    and the board's default fabric clock on another. CPU subgraphs are timed op by op from the cost table
+    (cpu_costs.py: the build's own, measured on the board, where there is one)."""
+    clock = (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
+        else board.clock_mhz
+    table = cpu_costs.load(plan.root)
+    out = {}
+    for s in plan.subgraphs:
+        est = s.estimate or {}
+        if s.device == "fpga":
+            out[s.name] = timing.fpga_subgraph_s([(layer.cycles, layer.bytes) for layer in s.layers], clock,
+                                                 est.get("boundary_elements", 0), board)
+        elif "ops" in est:
+            out[s.name] = table.subgraph_s(est["ops"], board)
+        else:                        # a plan written before op costs
+            out[s.name] = timing.cpu_s(est.get("macs", 0), est.get("elements", 0), board)
+    return out
+
+
+def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_workers: int, frames: int,
+             in_flight: int) -> tuple[float, list[Span]]:
+    policy = Policy(plan, durations, in_flight)
+    free = {"cpu": [f"cpu-{i}" for i in range(cpu_workers)], "fpga": [f"fpga-cu{i}" for i in range(compute_units)]}
+    events: list[tuple[float, int, Task, str]] = []
+    spans: list[Span] = []
+    now, admitted, seq = 0.0, 0, 0
+    while True:
+        while admitted < frames and policy.can_admit():
+            policy.admit(admitted)
+            admitted += 1
+        for task, lane in policy.assign(free):
+            end = now + durations[task.subgraph]
+            heapq.heappush(events, (end, seq, task, lane))
+            seq += 1
+            spans.append(Span(task.subgraph, task.frame, lane, now, end))
+        if not events:
+            break
+        now, _, task, lane = heapq.heappop(events)
+        free[lane.split("-")[0]].append(lane)
+        free[lane.split("-")[0]].sort()
+        policy.complete(task)
+    return now, spans
+
+
+def limited_by(plan, durations: dict[str, float], cpu_workers: int, compute_units: int) -> str:
+    """"cpu" or "fpga": the side whose work per frame, spread over its lanes, is the larger."""
+    work = {dev: sum(durations[s.name] for s in plan.subgraphs if s.device == dev) / lanes
+            for dev, lanes in (("cpu", cpu_workers), ("fpga", compute_units))}
+    return "cpu" if work["cpu"] > work["fpga"] else "fpga"
+
+
+def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes: int, frames: int) -> float:
+    """No schedule beats: the earliest any task of `device` can start, plus all its work spread over its lanes,
+    plus the shortest chain that must follow the last of them."""
+    tasks = [s for s in plan.subgraphs if s.device == device]
+    if not tasks:
+        return 0.0
+    rank = upward_ranks(plan, durations)
+    head: dict[str, float] = {}
+    for s in plan.subgraphs:
+        head[s.name] = max((head[d] + durations[d] for d in s.depends_on), default=0.0)
+    work = sum(durations[s.name] for s in tasks)
+    return (min(head[s.name] for s in tasks) + frames * work / lanes
+            + min(rank[s.name] - durations[s.name] for s in tasks))
+
+
+def build_compute_units(plan: Plan) -> int:
+    return int((plan.engine_config or {}).get("compute_units", 1))
+
+
+def predict(build_dir: str | Path, compute_units: int | None = None, board: str | None = None,
+            cpu_workers: int = CPU_WORKERS, frames: int = 1, in_flight: int | None = None) -> Prediction:
+    """Latency and throughput of a build on a board in virtual time; the defaults are `fpga-run run`'s (compute
+    units: the build's)."""
+    check_counts(compute_units=compute_units, cpu_workers=cpu_workers, frames=frames, in_flight=in_flight)
+    plan = read_plan(build_dir)
+    compute_units = compute_units or build_compute_units(plan)
+    in_flight = in_flight or default_in_flight(compute_units)
+    b = board_by_name(board or plan.board)
+    check_fits(plan, b.name, compute_units)
+    durations = durations_for(plan, b)
+    makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
+    critical = max(upward_ranks(plan, durations).values())
+    bound = max(critical, *(_resource_bound(plan, durations, d, n, frames)
+                            for d, n in (("cpu", cpu_workers), ("fpga", compute_units))))
+    busy: dict[str, float] = {}
+    for s in spans:
+        busy[s.lane] = busy.get(s.lane, 0.0) + s.end_s - s.start_s
+    lanes_all = [f"fpga-cu{i}" for i in range(compute_units)] + [f"cpu-{i}" for i in range(cpu_workers)]
+    return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
+                      frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
+                      spans, limited_by(plan, durations, cpu_workers, compute_units))

@@ -1,0 +1,1 @@
+"""Running a build: the Session, the concurrent scheduler, its policy, and execution traces."""

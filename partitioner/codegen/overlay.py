@@ -1,0 +1,107 @@
+"""The Zynq overlay of a build, described once and rendered twice: the Vivado block design script
+(`overlay/overlay.tcl`) and the metadata PYNQ reads (`overlay/<name>.hwh`), so the two name the same IP, base
+addresses, register map and interrupts. Vivado's own export of the .hwh (`make bitstream`) replaces the
+generated one next to the bitstream; the generated one is what the simulated board reads until then."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
+from fpga_runtime.boards import Board
+
+ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
+MASTERS = ["m_axi_gmem0", "m_axi_gmem1", "m_axi_gmem2"]     # the HLS IP's program, activation, constant ports
+ACTIVATION_MASTER = "m_axi_gmem1"
+
+
+def master_ports(unit: int, hp_ports: tuple[str, ...]) -> dict[str, str]:
+    """Each unit's activations on one high-performance port and its weights and program on the next, so the
+    two streams a conv reads at once do not queue behind each other (units share ports beyond two)."""
+    act = hp_ports[(2 * unit) % len(hp_ports)]
+    const = hp_ports[(2 * unit + 1) % len(hp_ports)]
+    return {m: act if m == ACTIVATION_MASTER else const for m in MASTERS}
+
+
+@dataclass(frozen=True)
+class ProcessingSystem:
+    """What differs between the Zynq-7000 and Zynq UltraScale+ processing systems in the block design."""
+
+    modtype: str
+    vlnv: str
+    ctrl_master: str
+    hp_ports: tuple[str, ...]
+    irq_pin: str
+    clock_pin: str
+    ctrl_base: int
+    ctrl_high: int
+    ddr_high: int
+    clock_params: dict
+
+
+ZYNQ7 = ProcessingSystem(
+    "processing_system7", "xilinx.com:ip:processing_system7:5.5", "M_AXI_GP0",
+    ("S_AXI_HP0", "S_AXI_HP1", "S_AXI_HP2", "S_AXI_HP3"), "IRQ_F2P", "FCLK_CLK0", 0x43C0_0000, 0x7FFF_FFFF,
+    0x1FFF_FFFF, {"enable": "PCW_FPGA_FCLK{i}_ENABLE", "freq": "PCW_ACT_FPGA{i}_PERIPHERAL_FREQMHZ",
+                  "asked": "PCW_FPGA{i}_PERIPHERAL_FREQMHZ",
+                  "div0": "PCW_FCLK{i}_PERIPHERAL_DIVISOR0", "div1": "PCW_FCLK{i}_PERIPHERAL_DIVISOR1",
+                  "srcsel": "PCW_FCLK{i}_PERIPHERAL_CLKSRC"})
+ZYNQMP = ProcessingSystem(
+    "zynq_ultra_ps_e", "xilinx.com:ip:zynq_ultra_ps_e:3.5", "M_AXI_HPM0_FPD",
+    ("S_AXI_HP0_FPD", "S_AXI_HP1_FPD", "S_AXI_HP2_FPD", "S_AXI_HP3_FPD"), "pl_ps_irq0", "pl_clk0", 0xA000_0000,
+    0xAFFF_FFFF, 0x7FFF_FFFF, {"enable": "PSU__FPGA_PL{i}_ENABLE", "freq": "PSU__CRL_APB__PL{i}_REF_CTRL__ACT_FREQMHZ",
+                               "div0": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR0",
+                               "div1": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR1",
+                               "srcsel": "PSU__CRL_APB__PL{i}_REF_CTRL__SRCSEL"})
+# the PL clock's source PLL and its rate on the board's PS (IOPLL), as the PS configuration presets have them
+PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
+
+
+def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
+    """Two 6-bit divisors whose product comes closest to pll / clock, and the clock they give."""
+    best = min(
+        ((a, b) for a in range(1, 64) for b in range(1, 64)),
+        key=lambda d: (abs(pll_mhz / (d[0] * d[1]) - clock_mhz), d),
+    )
+    return best[0], best[1], pll_mhz / (best[0] * best[1])
+
+
+def overlay_context(board: Board, units: int, clock_mhz: float, name: str) -> dict:
+    ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
+    div0, div1, achieved = pl_divisors(PLL_MHZ[board.family], clock_mhz)
+    engines = [
+        {
+            "name": f"engine_{i}",
+            "base": ps.ctrl_base + i * ENGINE_SPAN,
+            "high": ps.ctrl_base + (i + 1) * ENGINE_SPAN - 1,
+            "ports": master_ports(i, ps.hp_ports),
+            "irq": i,
+        }
+        for i in range(units)
+    ]
+    intc_base = ps.ctrl_base + 0x10_0000
+    clocks = []
+    for i in range(4):
+        on = i == 0
+        clocks += [(ps.clock_params["enable"].format(i=i), int(on)),
+                   (ps.clock_params["freq"].format(i=i), f"{achieved:.6f}" if on else "0"),
+                   (ps.clock_params["div0"].format(i=i), div0 if on else 1),
+                   (ps.clock_params["div1"].format(i=i), div1 if on else 1),
+                   (ps.clock_params["srcsel"].format(i=i), 0)]
+        if "asked" in ps.clock_params:
+            clocks.append((ps.clock_params["asked"].format(i=i), f"{clock_mhz:g}" if on else "0"))
+    return {"ps": ps, "engines": engines, "units": units, "intc": {"name": "axi_intc_0", "base": intc_base,
+            "high": intc_base + ENGINE_SPAN - 1}, "ps_clocks": clocks, "clock_achieved_mhz": achieved,
+            "engine_vlnv": ENGINE_VLNV, "masters": MASTERS, "registers": REGISTER_MAP, "engine_span": ENGINE_SPAN,
+            "hex": lambda v: f"0x{v:08X}"}
+
+
+def write_overlay(folder: Path, env, context: dict, board: Board) -> tuple[Path, Path]:
+    """overlay.tcl and the generated <overlay_name>.hwh, from one description."""
+    ctx = dict(context, **overlay_context(board, context["units"], float(context["clock_mhz"]),
+                                          context["overlay_name"]))
+    tcl = folder / "overlay.tcl"
+    hwh = folder / f"{context['overlay_name']}.hwh"
+    tcl.write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(ctx))
+    hwh.write_text(env.get_template("overlay/overlay.hwh.j2").render(ctx))
+    return tcl, hwh

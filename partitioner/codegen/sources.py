@@ -1,0 +1,131 @@
+"""Write the FPGA side of a build: `<build>/fpga/hls/` (the engine sources with a generated config header,
+the testbench, run_hls.tcl), `<build>/fpga/overlay/` (the Vivado block design script and the PYNQ metadata it
+implies, or the Alveo flow note)
+and `<build>/fpga/Makefile`. Names from the model reach these files only as safe identifiers."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import jinja2
+
+from fpga_runtime import window_path
+from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op, rsqrt_table
+from fpga_runtime.boards import Board
+from fpga_runtime.engine_image import ENGINE_DIR
+from hls_templates import ENGINE, ROOT, RTL
+from partitioner.codegen.overlay import write_overlay
+from partitioner.ir.names import safe_identifier
+
+HLS_DIR = "hls"
+RTL_DIR = "rtl"
+SOURCES = [
+    "engine.h",
+    "engine_memory.h",
+    "engine_descriptor.h",
+    "engine_epilogue.h",
+    "engine_window.h",
+    "engine.cpp",
+    "csim_main.cpp",
+    "testbench.cpp",
+]
+# Vivado board files, where the board has one (the part alone works too, without board presets)
+BOARD_PARTS = {"pynq-z2": "tul.com.tw:pynq-z2:part0:1.0", "ultra96v2": "avnet.com:ultra96v2:part0:1.2",
+               "kv260": "xilinx.com:kv260_som:part0:1.3", "zcu104": "xilinx.com:zcu104:part0:1.1",
+               "zcu102": "xilinx.com:zcu102:part0:3.4"}
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROOT)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+# Floors that also cover the golden cases (kernels up to 7x7 over 64 channels, rows up to 32 wide), so the
+# build's own engine can replay them (make csim-gcc, Vitis csim).
+GOLDEN_WIDTH = 32
+GOLDEN_TILE_INPUTS = 7 * 7 * 64
+
+
+def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[str, int]:
+    """Sizes the generated engine needs for this build's layers."""
+    widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
+    pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
+    row_bytes = config.pe_rows * config.vec
+    wtiles = [window_path.min_weight_rows(d, config) * row_bytes for d in descriptors
+              if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
+    rows = max(config.weight_rows, -(-max(wtiles) // row_bytes))
+    dw = config.depthwise_rows
+    return {
+        "max_width": max(widths),
+        "wbuf_bytes": rows * row_bytes,
+        "pool_width": max(pooled),
+        "weight_rows": rows,
+        "window_words": config.window_words or window_path.window_words_for(descriptors, config),
+        "depthwise_rows": window_path.wants_depthwise_rows(descriptors, config) if dw is None else dw,
+    }
+
+
+def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
+    """The SystemVerilog engine with this build's parameters, and the Verilator harness, in `<fpga>/rtl`."""
+    folder = fpga / RTL_DIR
+    (folder / "sim").mkdir(parents=True, exist_ok=True)
+    for src in sorted(RTL.glob("*.sv")) + sorted(RTL.glob("*.svh")):
+        shutil.copyfile(src, folder / src.name)
+    shutil.copyfile(RTL / "sim" / "harness.cpp", folder / "sim" / "harness.cpp")
+    rtl_context = dict(context, max_width=context["pool_width"],
+                       pack=int(board is None or board.int8_macs_per_dsp == 2))
+    (folder / "engine_config.svh").write_text(_env().get_template("rtl/engine_config.svh.j2").render(rtl_context))
+    table = rsqrt_table()
+    (folder / "rsqrt_rom.svh").write_text(_env().get_template("rtl/rsqrt_rom.svh.j2").render(
+        entries=[(i, int(t)) for i, t in enumerate(table) if t]))
+    return folder
+
+
+DEFAULT_REGION_BYTES = 4 << 20          # m_axi depth of an engine built without a build's memory sizes (tests)
+
+
+def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
+              board: Board | None = None, region_bytes: tuple[int, int] | None = None) -> Path:
+    """Engine sources into `<out_dir>/fpga/hls`; with a board also run_hls.tcl, the overlay and the Makefile.
+    `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates."""
+    fpga = out_dir / ENGINE_DIR
+    folder = fpga / HLS_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    context = {"build_name": safe_identifier(build_name), "abi_version": ABI_VERSION, "vec": config.vec,
+               "pe_rows": config.pe_rows, "granule": config.granule,
+               "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
+               "pixels": config.pixels,
+               "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
+               "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),
+               "pool_ring": 1 << max(1, (config.max_kernel - 1).bit_length()),
+               **{f"{k}_words": -(-max(64, b) // 64) for k, b in
+                  zip(("act", "const"), region_bytes or (DEFAULT_REGION_BYTES, DEFAULT_REGION_BYTES))}}
+    context["alveo"] = board is not None and board.family == "alveo"
+    env = _env()
+    (folder / "engine_config.h").write_text(env.get_template("engine/engine_config.h.j2").render(context))
+    (folder / "rsqrt_table.h").write_text(env.get_template("engine/rsqrt_table.h.j2").render(
+        table=[int(t) for t in rsqrt_table()]))
+    for name in SOURCES:
+        shutil.copyfile(ENGINE / name, folder / name)
+    write_rtl(fpga, context, board)
+    if board is None:
+        return folder
+    context.update(
+        python=sys.executable,
+        board=board.name,
+        part=board.part,
+        family=board.family,
+        board_part=BOARD_PARTS.get(board.name),
+        alveo=board.family == "alveo",
+        overlay_name=f"engine_{context['build_name']}"[:60],
+    )
+    (folder / "run_hls.tcl").write_text(env.get_template("engine/run_hls.tcl.j2").render(context))
+    overlay = fpga / "overlay"
+    overlay.mkdir(exist_ok=True)
+    if board.family == "alveo":
+        (overlay / "alveo_flow.md").write_text(env.get_template("overlay/alveo_flow.md.j2").render(context))
+    else:
+        write_overlay(overlay, env, context, board)
+    (fpga / "Makefile").write_text(env.get_template("Makefile.j2").render(context))
+    return folder

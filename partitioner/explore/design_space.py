@@ -1,0 +1,287 @@
+"""Design-space exploration: the engine parameters (pixels x PE rows x VEC lanes, epilogue width, compute
+units; the input window sized to the model's layers) that best serve the objective on a board, within its DSP,
+BRAM/URAM and LUT budget; with a target rate, the smallest design that meets it.
+
+FPGA model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR) plus a program
+start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once, so the FPGA
+alone gives fps = min(k / T, DDR bandwidth / bytes per frame).
+
+Whole frames: given the draft partition's stages (its FPGA and CPU subgraphs and their dependencies), each
+design's frames are scheduled in virtual time by the runtime's own policy and defaults (frames in flight,
+CPU workers; fpga_runtime/virtual_time.py), which gives the rate `fpga-run run` reaches (CPU pre- and
+post-processing included) and one frame's latency. `objective` "throughput" picks the highest rate,
+"latency" the shortest frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from fpga_runtime.abi import EngineConfig
+from fpga_runtime.boards import Board
+from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.prediction import timing
+from fpga_runtime.prediction.virtual_time import limited_by, simulate
+from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
+from partitioner.codegen.sources import GOLDEN_WIDTH, engine_limits
+from partitioner.explore.resources import Resources, compute_unit
+from partitioner.ir.graph import Graph, OpKind, Pool
+from partitioner.placement.cost import conv_descriptor, layer_shape, node_cost
+
+VECS = (8, 16, 32, 64)
+ROWS = (8, 16, 32, 64)
+UNITS = (1, 2, 3, 4)
+PIXELS = (1, 2, 4, 8)
+EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
+WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the weight RAM the largest layer needs: a
+                                 # 3x3 layer's group of output-channel tiles then shares one load of its input
+                                 # (stride-2 layers are bound by those loads), for BRAM or otherwise idle URAM
+OBJECTIVES = ("throughput", "latency")
+SCHEDULED_FRAMES = (8, 24)       # a design's steady rate: the frames between these two runs' ends
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A subgraph of the draft partition, as the frame schedule sees it."""
+    name: str
+    device: str                  # "cpu" or "fpga"
+    depends_on: tuple[str, ...]
+    nodes: tuple[str, ...]       # the engine layers of an FPGA stage
+    fixed_s: float               # a CPU stage's time; an FPGA stage's transfers and program start
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    subgraphs: tuple[Stage, ...]
+
+
+@dataclass
+class Design:
+    config: EngineConfig
+    resources: Resources
+    frame_s: float
+    fps: float                   # the FPGA alone
+    mac_utilisation: float
+    weights_in: str = "bram"
+    layer_s: dict[str, float] = field(default_factory=dict, repr=False)
+    ddr_bytes: int = 0               # the FPGA layers' DDR traffic per frame
+    frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
+    latency_s: float | None = None   # one frame alone
+    cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
+
+    @property
+    def rate(self) -> float:
+        return self.frame_fps if self.frame_fps is not None else self.fps
+
+
+@dataclass
+class Exploration:
+    board: Board
+    chosen: Design | None
+    feasible: list[Design] = field(default_factory=list)
+    note: str = ""
+    objective: str = "throughput"
+
+
+def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
+    """`cfg` with the weight RAM and input window the build's code generator will size for these layers
+    (codegen.engine_limits), so the cost and resource models see the engine the build gets."""
+    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
+    limits = engine_limits(descriptors, cfg)
+    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                   depthwise_rows=limits["depthwise_rows"])
+
+
+class _Layers:
+    """What the exploration asks of every layer for every candidate, computed once per distinct question: a
+    node's cost, the buffers and each layer's shape for an array (the same for any number of units and
+    epilogue lanes). A model of many identical pieces (a grouped conv's) has hundreds of layers."""
+
+    def __init__(self, graph: Graph, nodes: list[str]):
+        self.graph, self.nodes = graph, nodes
+        self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self._geometry = {n: self._geometry_of(n) for n in nodes}
+        self._sized: dict[EngineConfig, EngineConfig] = {}
+        self._shapes: dict[EngineConfig, list] = {}
+
+    def sized(self, cfg: EngineConfig) -> EngineConfig:
+        key = replace(cfg, compute_units=1, epilogue_lanes=0, clock_mhz=0)
+        if key not in self._sized:
+            self._sized[key] = sized_buffers(self.graph, self.nodes, key)
+        got = self._sized[key]
+        return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
+                       depthwise_rows=got.depthwise_rows)
+
+    def shapes(self, cfg: EngineConfig) -> list:
+        """[(node, its LayerShape or None)] under the array of `cfg`."""
+        key = replace(cfg, compute_units=1, clock_mhz=0)
+        if key not in self._shapes:
+            by_geometry: dict = {}
+            out = []
+            for n in self.nodes:
+                geometry = self._geometry[n]
+                if geometry is None or geometry not in by_geometry:
+                    shape = layer_shape(self.graph.nodes[n], self.graph, cfg)
+                    if geometry is not None:
+                        by_geometry[geometry] = shape
+                out.append((n, shape if geometry is None else by_geometry[geometry]))
+            self._shapes[key] = out
+        return self._shapes[key]
+
+    def _geometry_of(self, n: str):
+        """What a conv's LayerShape depends on (not its weights): pieces of a grouped conv share it."""
+        node = self.graph.nodes[n]
+        spec = node.conv
+        if node.kind is not OpKind.FUSED_CONV or spec is None:
+            return None
+        steps = tuple(s if isinstance(s, Pool) else type(s).__name__ for s in spec.epilogue)
+        return (spec.form, spec.kernel, spec.strides, spec.pads, spec.dilations, spec.group > 1, spec.upsample, steps,
+                self.graph.tensors[node.inputs[0]].shape, self.graph.tensors[node.outputs[0]].shape)
+
+
+def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board,
+              layers: _Layers | None = None) -> list[Design]:
+    layers = layers or _Layers(graph, nodes)
+    if not cfg.weight_rows:
+        cfg = layers.sized(cfg)
+    frame = subgraphs * timing.INVOKE_S
+    layer_s: dict[str, float] = {}
+    nbytes = macs = 0
+    wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
+    width = GOLDEN_WIDTH
+    cycles: dict = {}
+    for n, shape in layers.shapes(cfg):
+        node = graph.nodes[n]
+        cost = layers.costs[n]
+        nbytes += cost.bytes
+        macs += cost.macs
+        if shape is None:
+            continue
+        if shape not in cycles:
+            cycles[shape] = layer_cycles(shape, cfg, board.port_bits // 8)
+        layer_s[n] = max(cycles[shape] / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
+        frame += layer_s[n]
+        if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
+            width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
+    fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
+    peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
+    return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
+                   macs * fps / peak, "uram" if uram else "bram", layer_s, nbytes)
+            for uram in ((False, True) if board.uram else (False,))]
+
+
+def schedule(design: Design, stages: list[Stage]) -> Design:
+    """`design` with its steady whole-frame rate (the runtime's frames in flight and CPU workers; ramp-up and
+    drain left out), one frame's latency, and whether the CPU stages bound the rate."""
+    durations = {s.name: s.fixed_s + sum(design.layer_s.get(n, 0.0) for n in s.nodes) for s in stages}
+    plan = _Schedule(tuple(stages))
+    units = design.config.compute_units
+    latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
+    first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
+                   for n in SCHEDULED_FRAMES)
+    # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
+    rate = min((SCHEDULED_FRAMES[1] - SCHEDULED_FRAMES[0]) / (last - first), design.fps)
+    return replace(design, frame_fps=rate, latency_s=latency,
+                   cpu_bound=limited_by(plan, durations, CPU_WORKERS, units) == "cpu")
+
+
+def describe(d: Design) -> str:
+    return d.config.describe()
+
+
+def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, boards) -> dict[str, dict]:
+    """One compute unit of this engine on every board of the catalog (weights in BRAM or UltraRAM, whichever
+    leaves more room), recorded in the plan so `fpga-run predict --board` can refuse a board it does not fit."""
+    from dataclasses import asdict, replace
+    out = {}
+    for b in boards:
+        designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
+        best = min(designs, key=lambda d: max(d.resources.share(b).values()))
+        out[b.name] = asdict(best.resources)
+    return out
+
+
+def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board) -> str | None:
+    """Why an engine fixed by hand (--engine, --compute-units) does not fit the board, or None where it does
+    (weights in BRAM or, on parts with it, UltraRAM)."""
+    designs = _evaluate(graph, nodes, subgraphs, cfg, board)
+    if any(d.resources.fits(board) for d in designs):
+        return None
+    over = "; ".join(designs[0].resources.over_budget(board))
+    return f"engine {describe(designs[0])} does not fit {board.name}: needs {over}"
+
+
+def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
+            units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None
+            ) -> Exploration:
+    """The design for `objective` among those that fit; with `stages`, rates are whole frames' (`schedule`),
+    else the FPGA's alone."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
+    configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
+                            epilogue_lanes=max(v, r) // p if p > 1 else 0)
+               for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
+               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
+    layers = _Layers(graph, fpga_nodes)
+    sized = [layers.sized(c) for c in configs]
+    # where the model has depthwise layers the window path would take, also try the engine without that logic
+    # (its LUTs against the depthwise layers' speed)
+    sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
+    sized += [replace(c, weight_rows=c.weight_rows * k) for c in sized if c.pixels > 1 for k in WEIGHT_RAM_SCALES]
+    designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
+    feasible = [d for d in designs if d.resources.fits(board)]
+    if not feasible:
+        smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)
+        return Exploration(board, None, [], f"no engine design fits {board.name}: the smallest, {describe(smallest)}, "
+                                            f"needs {'; '.join(smallest.resources.over_budget(board))}")
+    if stages:
+        feasible = [schedule(d, stages) for d in feasible]
+    what = "whole frames" if stages else "the FPGA layers"
+    if target_fps is not None:
+        meeting = [d for d in feasible if d.rate >= target_fps]
+        if meeting:
+            best = min(meeting, key=lambda d: (d.resources.dsp, d.resources.bram36 + 8 * d.resources.uram,
+                                               d.resources.lut))
+            return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps ({what})",
+                               objective)
+        note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
+    elif objective == "latency":
+        note = f"shortest frame ({what}) within the budget"
+    else:
+        note = f"highest throughput ({what}) within the budget"
+    exploration = Exploration(board, None, feasible, note, objective)
+    exploration.chosen = ranked(exploration)[0]
+    return exploration
+
+
+TIE = 0.01       # designs within 1 % on the objective count as equal; the other figure of merit decides
+
+
+def _latency(d: Design) -> float:
+    return d.latency_s if d.latency_s is not None else d.frame_s
+
+
+def _order_key(d: Design, objective: str, best: float):
+    """Sort key: the objective up to TIE, then the other objective, then the smaller design. Where the CPU
+    bounds every design's rate, the fastest engine still wins, not the smallest."""
+    if objective == "latency":
+        if _latency(d) <= best * (1 + TIE):
+            return 0, -d.rate, _latency(d), d.resources.dsp
+        return 1, _latency(d), -d.rate, d.resources.dsp
+    if d.rate >= best * (1 - TIE):
+        return 0, -d.fps, _latency(d), d.resources.dsp
+    return 1, -d.rate, _latency(d), d.resources.dsp
+
+
+def ranked(exploration: Exploration) -> list[Design]:
+    """The feasible designs best first by the exploration's objective, each engine once (its weights in
+    whichever memory ranks first)."""
+    objective = exploration.objective
+    best = (min(_latency(d) for d in exploration.feasible) if objective == "latency"
+            else max(d.rate for d in exploration.feasible))
+    order = sorted(exploration.feasible, key=lambda d: _order_key(d, objective, best))
+    seen, out = set(), []
+    for d in order:
+        if d.config not in seen:
+            seen.add(d.config)
+            out.append(d)
+    return out

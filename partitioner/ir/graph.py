@@ -1,0 +1,331 @@
+"""The graph IR: typed nodes and tensors over a networkx DAG.
+
+Every name in the IR is a safe identifier (see names.py); `onnx_name` and `origin` keep what the user's
+model called things, so reports and the partitioned ONNX files speak the user's language.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+import networkx as nx
+import numpy as np
+import onnx
+from onnx import helper
+
+from partitioner.ir.names import NameTable
+
+Dim = int | str | None
+
+
+class OpKind(enum.Enum):
+    """Ops the passes reason about; everything else is OTHER and keeps its ONNX op type."""
+
+    CONV = "Conv"
+    CONV_TRANSPOSE = "ConvTranspose"
+    GEMM = "Gemm"
+    MATMUL = "MatMul"
+    BATCHNORM = "BatchNormalization"
+    RELU = "Relu"
+    LEAKY_RELU = "LeakyRelu"
+    CLIP = "Clip"
+    SIGMOID = "Sigmoid"
+    HARD_SIGMOID = "HardSigmoid"
+    HARD_SWISH = "HardSwish"
+    MUL = "Mul"
+    ADD = "Add"
+    MAXPOOL = "MaxPool"
+    CONCAT = "Concat"
+    RESIZE = "Resize"
+    GLOBAL_AVG_POOL = "GlobalAveragePool"
+    LP_NORMALIZATION = "LpNormalization"
+    FUSED_CONV = "FusedConv"
+    OTHER = "Other"
+
+    @classmethod
+    def of(cls, op_type: str, domain: str) -> "OpKind":
+        if domain not in ("", "ai.onnx"):
+            return cls.OTHER
+        try:
+            kind = cls(op_type)
+        except ValueError:
+            return cls.OTHER
+        return cls.OTHER if kind is cls.FUSED_CONV else kind
+
+
+class ConvForm(enum.Enum):
+    CONV = "conv"      # NCHW convolution
+    DENSE = "dense"    # Gemm/MatMul with constant weights, run as a 1x1 convolution over [N, K]
+    TRANSPOSED = "transposed"  # ConvTranspose with kernel = stride = 2: weight [out, in, 2, 2], one 1x1 conv per
+                               # output phase (dy, dx), written interleaved
+
+
+class ActKind(enum.Enum):
+    RELU = "relu"
+    RELU6 = "relu6"
+    CLIP = "clip"
+    LEAKY_RELU = "leaky_relu"
+    SIGMOID = "sigmoid"
+    SILU = "silu"
+    HARD_SWISH = "hard_swish"
+    HARD_SIGMOID = "hard_sigmoid"
+    MISH = "mish"                  # x * tanh(softplus(x)): YOLOv4's and CSPDarknet's activation
+
+
+@dataclass(frozen=True)
+class Activation:
+    kind: ActKind
+    alpha: float = 0.0          # LeakyRelu slope; HardSigmoid slope
+    beta: float = 0.0           # HardSigmoid offset
+    lo: float | None = None     # Clip bounds
+    hi: float | None = None
+
+
+@dataclass(frozen=True)
+class ResidualAdd:
+    tensor: str                 # the other addend (safe tensor name)
+
+
+@dataclass(frozen=True)
+class Pool:
+    kernel: tuple[int, int]
+    strides: tuple[int, int]
+    pads: tuple[int, int, int, int]   # top, left, bottom, right
+    ceil_mode: bool = False
+    pad_zero: bool = False            # padding taps are zeros (a zero Pad in front), not -inf
+
+
+EpilogueStep = Activation | ResidualAdd | Pool
+
+
+@dataclass(frozen=True)
+class FusedConv:
+    """A convolution (or dense layer) with everything the engine applies on its way in and out."""
+
+    form: ConvForm
+    weight: str
+    bias: str | None
+    kernel: tuple[int, int] = (1, 1)
+    strides: tuple[int, int] = (1, 1)
+    pads: tuple[int, int, int, int] = (0, 0, 0, 0)
+    dilations: tuple[int, int] = (1, 1)
+    group: int = 1
+    upsample: int = 1                       # nearest-neighbour read mode on the input
+    epilogue: tuple[EpilogueStep, ...] = ()
+    stages: tuple[str, ...] = ()            # ONNX names of the conv output and of each step's output but the last
+
+    def with_step(self, step: EpilogueStep, previous_output: str) -> "FusedConv":
+        """Append a step; `previous_output` (ONNX name) is what the fused node produced before it."""
+        return replace(self, epilogue=self.epilogue + (step,), stages=self.stages + (previous_output,))
+
+    def describe(self) -> str:
+        parts = [
+            f"{'convT' if self.form is ConvForm.TRANSPOSED else self.form.value} {self.kernel[0]}x{self.kernel[1]}"
+        ]
+        if self.strides != (1, 1):
+            parts.append(f"s{self.strides[0]}")
+        if self.dilations != (1, 1):
+            parts.append(f"d{self.dilations[0]}")
+        if self.group != 1:
+            parts.append(f"g{self.group}")
+        if self.upsample != 1:
+            parts.insert(0, f"up{self.upsample}")
+        for step in self.epilogue:
+            if isinstance(step, Activation):
+                parts.append(step.kind.value)
+            elif isinstance(step, ResidualAdd):
+                parts.append("+res")
+            else:
+                parts.append(f"maxpool{step.kernel[0]}" + (" pad0" if step.pad_zero else ""))
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class ConcatWrite:
+    """A channel concat done for free: each producer writes at its channel offset of one buffer."""
+
+    offsets: tuple[int, ...]
+    channels: int
+
+
+@dataclass
+class Tensor:
+    name: str
+    onnx_name: str
+    elem_type: int                       # onnx.TensorProto element type
+    shape: tuple[Dim, ...] | None        # None: rank unknown
+    data: np.ndarray | None = None       # set for initializers
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+    @property
+    def is_static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    @property
+    def dtype_name(self) -> str:
+        return helper.tensor_dtype_to_np_dtype(self.elem_type).name if self.elem_type else "undefined"
+
+    def numel(self) -> int:
+        return int(np.prod(self.shape)) if self.is_static else 0
+
+
+@dataclass
+class Node:
+    name: str
+    kind: OpKind
+    op_type: str
+    inputs: list[str]                    # '' marks an omitted optional input
+    outputs: list[str]
+    origin: list[str]                    # original ONNX node names this node stands for
+    attrs: dict[str, onnx.AttributeProto] = field(default_factory=dict)
+    domain: str = ""
+    conv: FusedConv | None = None
+    concat: ConcatWrite | None = None
+    implicit_inputs: list[str] = field(default_factory=list)   # outer-scope names used by If/Loop bodies
+
+    @property
+    def label(self) -> str:
+        """The ONNX name this node goes by: its first original node, or its own name where a rewrite made it
+        (a chain that stands for one original node carries the origin on its last link only)."""
+        return self.origin[0] if self.origin else self.name
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        a = self.attrs.get(key)
+        return default if a is None else helper.get_attribute_value(a)
+
+    @property
+    def all_inputs(self) -> list[str]:
+        return [t for t in self.inputs if t] + self.implicit_inputs
+
+    def describe(self) -> str:
+        return self.conv.describe() if self.conv else self.op_type
+
+
+class Graph:
+    """Nodes in a valid topological order plus the tensors between them."""
+
+    def __init__(self, names: NameTable, opset: int, name: str = "model"):
+        self.names = names
+        self.opset = opset
+        self.name = name
+        self.nodes: dict[str, Node] = {}
+        self.tensors: dict[str, Tensor] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+        self.opset_imports: list[onnx.OperatorSetIdProto] = [helper.make_opsetid("", opset)]
+        self.fixed_scales: dict[str, float] = {}     # ONNX tensor name -> int8 scale given by a QDQ model
+        self.warnings: list[str] = []
+        self._index: tuple[dict[str, str], dict[str, list[str]]] | None = None
+
+    # ---- structure -------------------------------------------------------------------------
+    def _maps(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        if self._index is None:
+            prod: dict[str, str] = {}
+            cons: dict[str, list[str]] = {}
+            for n in self.nodes.values():
+                for t in n.outputs:
+                    if t:
+                        prod[t] = n.name
+                for t in dict.fromkeys(n.all_inputs):
+                    cons.setdefault(t, []).append(n.name)
+            self._index = (prod, cons)
+        return self._index
+
+    def producer(self, tensor: str) -> Node | None:
+        name = self._maps()[0].get(tensor)
+        return self.nodes[name] if name else None
+
+    def consumers(self, tensor: str) -> list[Node]:
+        return [self.nodes[n] for n in self._maps()[1].get(tensor, [])]
+
+    def sole_consumer(self, tensor: str) -> Node | None:
+        """The one node reading `tensor`, if it is read once and is not a graph output."""
+        users = self.consumers(tensor)
+        if len(users) == 1 and tensor not in self.outputs:
+            return users[0]
+        return None
+
+    def dag(self) -> nx.DiGraph:
+        g = nx.DiGraph()
+        g.add_nodes_from(self.nodes)
+        prod = self._maps()[0]
+        for n in self.nodes.values():
+            for t in n.all_inputs:
+                src = prod.get(t)
+                if src is not None:
+                    if g.has_edge(src, n.name):
+                        g[src][n.name]["tensors"].append(t)
+                    else:
+                        g.add_edge(src, n.name, tensors=[t])
+        return g
+
+    def const(self, tensor: str) -> np.ndarray | None:
+        t = self.tensors.get(tensor)
+        return None if t is None else t.data
+
+    # ---- edits -----------------------------------------------------------------------------
+    def add_tensor(self, t: Tensor) -> Tensor:
+        self.tensors[t.name] = t
+        return t
+
+    def new_const(self, hint: str, data: np.ndarray) -> str:
+        name = self.names.fresh(hint)
+        self.tensors[name] = Tensor(name, name, helper.np_dtype_to_tensor_dtype(data.dtype), data.shape, data)
+        return name
+
+    def replace(self, old: Iterable[str], new: Node) -> None:
+        """Put `new` where the last of `old` stood (its inputs are all produced before that point)."""
+        old = list(old)
+        order = list(self.nodes)
+        pos = max(order.index(o) for o in old)
+        anchor = order[pos]
+        drop = set(old)
+        rebuilt: dict[str, Node] = {}
+        for name in order:
+            if name == anchor:
+                rebuilt[new.name] = new
+            if name not in drop:
+                rebuilt[name] = self.nodes[name]
+        self.nodes = rebuilt
+        self._index = None
+
+    def splice(self, name: str, chain: list[Node]) -> None:
+        """Put `chain` where node `name` stood, in order (it may hold that node itself, moved or kept)."""
+        rebuilt: dict[str, Node] = {}
+        for key, node in self.nodes.items():
+            if key == name:
+                rebuilt.update((c.name, c) for c in chain)
+            else:
+                rebuilt[key] = node
+        self.nodes = rebuilt
+        self._index = None
+
+    def rewire(self, old: str, new: str) -> None:
+        """Readers of tensor `old` read `new` instead."""
+        for node in self.consumers(old):
+            node.inputs = [new if t == old else t for t in node.inputs]
+        self._index = None
+
+    def prune_tensors(self) -> None:
+        """Drop tensors no node, input or output refers to any more (folded weights, fused intermediates)."""
+        used = set(self.inputs) | set(self.outputs)
+        for n in self.nodes.values():
+            used.update(n.all_inputs)
+            used.update(n.outputs)
+        self.tensors = {k: v for k, v in self.tensors.items() if k in used}
+        self._index = None
+
+    def touch(self) -> None:
+        self._index = None
+
+    # ---- views -----------------------------------------------------------------------------
+    def signature(self) -> list[tuple]:
+        """A compact, comparable description used by pass tests."""
+        return [(n.kind.name, n.describe(), tuple(n.inputs), tuple(n.outputs)) for n in self.nodes.values()]
+
+    def origin_names(self) -> list[str]:
+        return [o for n in self.nodes.values() for o in n.origin]

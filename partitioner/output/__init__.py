@@ -1,0 +1,1 @@
+"""Writing a build folder: the plan and subgraph files, staging, report.md and the picture."""

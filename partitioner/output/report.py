@@ -1,0 +1,215 @@
+"""report.md for a person, and the short table printed on the console."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from fpga_runtime.boards import board as board_by_name
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
+from fpga_runtime.plan import Plan
+from fpga_runtime.prediction import cpu_costs
+from fpga_runtime.run.policy import CPU_WORKERS
+from partitioner.evaluate.float_check import CONDITIONING_FACTOR
+from partitioner.explore.design_space import ranked
+
+
+def _ms(seconds: float | None) -> str:
+    return "" if seconds is None else f"{seconds * 1e3:.3f}"
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
+    return out
+
+
+def subgraph_rows(plan: Plan) -> list[list]:
+    rows = []
+    for sg in plan.subgraphs:
+        est = sg.estimate or {}
+        rows.append([sg.name, sg.device, sg.role, len(sg.nodes), len(sg.layers) or "",
+                     f"{est.get('macs', 0) / 1e6:.1f}" if est.get("macs") else "", _ms(est.get("fpga_s")),
+                     _ms(est.get("cpu_s")),
+                     "" if sg.parallel_group is None else sg.parallel_group, ", ".join(sg.depends_on)])
+    return rows
+
+
+SUBGRAPH_HEADER = ["subgraph", "device", "role", "ONNX nodes", "layers", "MMAC", "FPGA est. ms", "CPU est. ms",
+                   "parallel group", "depends on"]
+
+
+def console_table(plan: Plan, last_width: int = 36) -> str:
+    """The subgraph table for a terminal; a long last column (`depends on`) wraps onto continuation lines."""
+    rows = [[str(c) for c in r] for r in subgraph_rows(plan)]
+    wrapped = [(r[:-1], textwrap.wrap(r[-1], last_width, break_on_hyphens=False) or [""]) for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(SUBGRAPH_HEADER[:-1])]
+    widths.append(max(len(SUBGRAPH_HEADER[-1]), *(len(piece) for _, pieces in wrapped for piece in pieces)))
+    fmt = "  ".join(f"{{:{w}}}" for w in widths)
+    lines = [fmt.format(*SUBGRAPH_HEADER).rstrip(), fmt.format(*("-" * w for w in widths))]
+    for cells, pieces in wrapped:
+        lines.append(fmt.format(*cells, pieces[0]).rstrip())
+        lines += [fmt.format(*([""] * len(cells)), piece).rstrip() for piece in pieces[1:]]
+    return "\n".join(lines)
+
+
+def _design_row(d, role: str) -> list:
+    c, r = d.config, d.resources
+    window = c.window_words if c.pixels > 1 else "-"
+    frames = "-" if d.frame_fps is None else f"{d.frame_fps:.1f}" + (" (CPU-bound)" if d.cpu_bound else "")
+    latency = "-" if d.latency_s is None else f"{d.latency_s * 1e3:.2f}"
+    depthwise = "-" if c.pixels == 1 else ("kernel row" if c.depthwise_rows else "tap")
+    return [role, f"{c.pixels} x {c.pe_rows} x {c.vec}", c.epilogue_lanes or c.granule, window, depthwise,
+            c.weight_rows, c.compute_units,
+            f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
+            f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", frames, latency, f"{d.mac_utilisation:.0%}"]
+
+
+def design_section(exploration) -> list[str]:
+    b, chosen = exploration.board, exploration.chosen
+    header = ["", "pixels x PE rows x VEC", "epilogue lanes", "window words", "depthwise per step", "weight rows",
+              "CUs", "MHz",
+              "weights in", "DSP",
+              "BRAM36", "URAM", "LUT", "FPGA ms/frame", "FPGA fps", "frames/s (fpga-run)", "latency ms", "MAC util"]
+    share = chosen.resources.share(b)
+    lines = ["## Engine design (design-space exploration)", "",
+             f"{exploration.note} on {b.name} ({b.dsp} DSP, {b.bram36} BRAM36, {b.uram} URAM, {b.lut} LUT); "
+             f"uses {share['dsp']:.0%} DSP, {share['bram36']:.0%} BRAM, {share['uram']:.0%} URAM, "
+             f"{share['lut']:.0%} LUT (resource model: partitioner/resources.py); objective: "
+             f"{exploration.objective}.", ""]
+    others = [d for d in ranked(exploration) if d.config != chosen.config][:4]
+    rows = [_design_row(chosen, "chosen")] + [_design_row(d, "runner-up" if i == 0 else "")
+                                               for i, d in enumerate(others)]
+    lines += _table(header, rows)
+    lines += ["", "FPGA fps: the engine layers alone (k units, k frames at once). frames/s: whole frames, CPU pre- "
+              "and post-processing included, scheduled as `fpga-run run` schedules them by default "
+              f"({CPU_WORKERS} CPU workers, frames in flight one per unit and one more); latency: one frame alone.",
+              ""]
+    if chosen.cpu_bound:
+        lines += [f"The CPU stages limit the chosen design's rate: their work per frame on {CPU_WORKERS} workers "
+                  "exceeds the engine's on its units, so a bigger engine would not run faster.", ""]
+    return lines
+
+
+def synthesis_section(synthesis: dict, exploration) -> list[str]:
+    """yosys' count for one compute unit beside the resource model's estimate (when the exploration ran)."""
+    model = exploration.chosen.resources.times(1) if exploration is not None and exploration.chosen else None
+    units = exploration.chosen.config.compute_units if model is not None else 1
+    rows = []
+    for key, attr in (("DSP", "dsp"), ("BRAM36", "bram36"), ("URAM", "uram"), ("LUT", "lut"), ("FF", "ff")):
+        estimate = getattr(model, attr) / units if model is not None else None
+        rows.append([key, f"{synthesis[key]:g}", "-" if estimate is None else f"{estimate:g}"])
+    return (["## Synthesis (yosys synth_xilinx, one compute unit)", "",
+             f"Family `{synthesis['family']}`, {synthesis.get('seconds', 0):g} s; fpga/synth/resources.json and "
+             "yosys.log. yosys maps only bare multiplies into DSPs on UltraScale+, so its LUT and FF counts are "
+             "pessimistic; DSP and RAM counts are the ones to trust.", ""]
+            + _table(["resource", "yosys", "resource model"], rows) + [""])
+
+
+def _cpu_costs_source(board_name: str) -> str:
+    table = cpu_costs.load()
+    b = board_by_name(board_name)
+    return (f"measured on {table.machine} and scaled x{table.scale_for(b):.1f} to {board_name}'s CPU "
+            f"({table.gbps:.0f} vs {b.cpu_gbps:g} GB/s element-wise; `fpga-run measure-cpu BUILD` on the board "
+            "measures its own)")
+
+
+def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
+    lines = ["### int8 sensitivity (one tensor at a time in int8, the rest float)", "",
+             f"{len(ranked)} engine tensors probed on the accuracy frame; the worst output's cosine against the "
+             "all-float partition, worst first. A tensor leaves int8 only when every layer writing or reading it "
+             "runs on the CPU:", ""]
+    lines += _table(["tensor", "layers writing or reading it", "subgraph", "cosine"],
+                    [[t.tensor, ", ".join(t.layers), t.subgraph, f"{t.cosine:.5f}"] for t in ranked[:shown]]) + [""]
+    worst = ranked[0]
+    if worst.layers:
+        lines += [f"To take `{worst.tensor}` out of int8 (more CPU time, more FPGA segments): "
+                  + " ".join(f"`--keep-on-cpu {n}`" for n in worst.layers), ""]
+    return lines
+
+
+def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
+                 verification: list | None = None, accuracy=None, exploration=None, calibration=None,
+                 layers: list | None = None, synthesis: dict | None = None, sensitivity: list | None = None,
+                 image: EngineImage | None = None) -> Path:
+    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
+    macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
+    total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
+    lines = [f"# Partition report: {plan.model['name']}", "",
+             f"- model: `{plan.model['path']}` (sha256 `{plan.model['sha256'][:16]}…`, opset {plan.model['opset']})",
+             f"- target: **{plan.target}**, board: **{plan.board}**",
+             f"- {total_nodes} ONNX nodes in {len(plan.subgraphs)} subgraphs, {len(fpga)} on the FPGA "
+             f"({sum(len(s.nodes) for s in fpga)} ONNX nodes fused into {sum(len(s.layers) for s in fpga)} layers, "
+             f"{macs_fpga / 1e9:.3f} GMAC)",
+             f"- longest chain of FPGA subgraphs a frame runs one after another: {len(plan.fpga_chain())}"
+             + (f" ({' -> '.join(plan.fpga_chain())}); parallel heads and branches run beside it" if fpga else ""),
+             f"- {len(plan.folded)} ONNX nodes folded into constants at import (shape arithmetic and the like) or "
+             "dropped as read by nothing",
+             "- times are estimates of the analytic cost model (cost.py), for the board, not measurements: "
+             "engine layers by the RTL-fitted cycle model, CPU subgraphs by onnxruntime's per-op costs "
+             f"{_cpu_costs_source(plan.board)}"]
+    if calibration is not None:
+        lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
+                     f"ranges, {calibration.description}")
+    if plan.engine:
+        views = (image or EngineImage.load(plan.root / ENGINE_DIR)).tensors.values()
+        lopsided = sum(v.zero != 0 for v in views)
+        lines.append(f"- int8 codes: {lopsided} of {len(views)} engine tensors asymmetric (a zero point where the "
+                     "values are lopsided, e.g. after ReLU or HardSwish; engine/zero_points.py), the rest symmetric")
+    lines.append("")
+    if warnings:
+        lines += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
+    lines += ["## Subgraphs (execution order)", ""] + _table(SUBGRAPH_HEADER, subgraph_rows(plan)) + [""]
+    if picture is not None:
+        lines += ["## Picture", "", f"![partitioned graph]({picture.name})", "",
+                  "Orange: FPGA; blue: CPU pre-processing; grey: CPU compute; green: CPU post-processing.", ""]
+    elif (out_dir / "partition.dot").exists():
+        lines += ["## Picture", "", "`partition.dot` (Graphviz source): `dot` is not installed here or did not draw "
+                  "it within its time limit; `dot -Tsvg partition.dot -o partition.svg` draws it elsewhere.", ""]
+    if verification:
+        lines += ["## Verification (partitioned vs original, onnxruntime)", ""]
+        lines += _table(["output", "max abs error", "max rel error", "onnxruntime vs itself", "ok"],
+                        [[c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", f"{c.own_gap:.3g}",
+                          "yes" if c.ok else "**NO**"] for c in verification])
+        lines += ["", "onnxruntime vs itself: the original model with graph optimisations off against on. An "
+                  "ill-conditioned model moves that much from re-associated sums alone; the check allows "
+                  f"{CONDITIONING_FACTOR:g}x that, or the stated tolerance, whichever is larger.", ""]
+    if exploration is not None and exploration.chosen is not None:
+        lines += design_section(exploration)
+    if synthesis is not None:
+        lines += synthesis_section(synthesis, exploration)
+    if accuracy is not None:
+        lines += ["## int8 accuracy (reference backend vs float original, one frame)", ""]
+        if calibration is not None and "random" in calibration.source:
+            lines += ["**The int8 scales come from seeded random frames**: on a trained model these figures say "
+                      "little about real inputs. Calibrate with representative frames (`--calibrate DIR`).", ""]
+        lines += accuracy.markdown() + [""]
+    if layers:
+        lines += ["### Per FPGA layer (int8 output read back from engine memory vs the float partition)", ""]
+        lines += _table(["layer output", "subgraph", "cosine", "SNR dB"],
+                        [[x.tensor, x.subgraph, f"{x.cosine:.5f}", f"{x.snr_db:.1f}"] for x in layers]) + [""]
+    if sensitivity:
+        lines += _sensitivity(sensitivity)
+    if fpga:
+        lines += ["## Fused FPGA layers", ""]
+        rows = [
+            [s.name, l.name, l.describe, f"{l.macs / 1e6:.1f}", ", ".join(l.covers)] for s in fpga for l in s.layers
+        ]
+        lines += _table(["subgraph", "layer", "operation", "MMAC", "original ONNX nodes"], rows) + [""]
+    if plan.fallbacks:
+        lines += ["## Compute nodes kept on the CPU", ""]
+        lines += _table(["node", "op", "reason"], [[f["node"], f["op"], f["reason"]] for f in plan.fallbacks]) + [""]
+    if plan.decisions:
+        lines += ["## Offload decisions (cost model)", ""]
+        rows = [[", ".join(d["nodes"][:3]) + (f" (+{len(d['nodes']) - 3})" if len(d["nodes"]) > 3 else ""),
+                 "offload" if d["accepted"] else "keep on CPU", f"{d['estimate']['macs'] / 1e6:.1f}",
+                 _ms(d["estimate"]["fpga_layers_s"]), _ms(d["estimate"]["transfer_s"]), _ms(d["estimate"]["invoke_s"]),
+                 _ms(d["estimate"]["fpga_s"]), _ms(d["estimate"]["cpu_s"])] for d in plan.decisions]
+        lines += _table(["region", "decision", "MMAC", "FPGA layers ms", "transfer ms", "invoke ms", "FPGA total ms",
+                         "CPU ms"], rows) + [""]
+    if plan.steps:
+        lines += ["## Steps", ""] + _table(
+            ["step", "seconds"], [[s["name"], f"{s['seconds']:.3f}"] for s in plan.steps]
+        )
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
