@@ -18,7 +18,8 @@ import numpy as np
 from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
-from fpga_runtime.checking.accuracy import compare, find_detection_outputs, summarise
+from fpga_runtime.checking.accuracy import compare, summarise
+from fpga_runtime.checking.detections import find_detection_outputs
 from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.checking.images import ImageError, detection_list, draw_detections, load_image, write_detections
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS

@@ -17,7 +17,7 @@ RUNTIME = Path(__file__).resolve().parent
 BOARD_REQUIREMENTS = ["numpy>=1.24,<2", "onnxruntime>=1.16", "click>=8.0", "pillow>=9", "matplotlib>=3.5"]
 KEEP_FROM_FPGA = ["engine.json", "memory.bin"]
 # the engine's sources, so `--simulate csim|verilator` works from the bundle on a workstation too
-ENGINE_SOURCES = ["hls/*.cpp", "hls/*.h", "rtl/*.sv", "rtl/*.svh", "rtl/sim/*.cpp"]
+ENGINE_SOURCES = ["hls/*.cpp", "hls/*.h", "rtl/engine.f", "rtl/*.sv", "rtl/*.svh", "rtl/sim/*.cpp"]
 
 
 def _copy(src: Path, dst: Path) -> None:

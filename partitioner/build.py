@@ -21,10 +21,12 @@ from fpga_runtime.checking.accuracy import AccuracyReport
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
+from partitioner.codegen.sources import write_engine_sources
 from partitioner.codegen.synth import synthesize
 from partitioner.engine.calibration import Calibration
 from partitioner.engine.calibration_frames import load_frames
 from partitioner.engine.compile import compile_engine
+from partitioner.engine.geometry import sized_buffers
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
@@ -37,7 +39,6 @@ from partitioner.explore.design_space import (
     describe,
     explore,
     ranked,
-    sized_buffers,
     unit_resources,
 )
 from partitioner.frontend.importer import ImportResult, import_model
@@ -222,6 +223,7 @@ class BuildState:
     warnings: list[str] = field(default_factory=list)
     calibration: Calibration | None = None
     image: EngineImage | None = None
+    descriptors: list = field(default_factory=list)
     accuracy: AccuracyReport | None = None
     layers: list[LayerAccuracy] = field(default_factory=list)
     sensitivity: list[TensorSensitivity] = field(default_factory=list)
@@ -345,13 +347,19 @@ def _no_fpga(s: BuildState) -> str | None:
 
 def _compile(s: BuildState) -> None:
     s.calibration = _calibration(s.cfg, s.plan, s.warnings)
-    s.image, more = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id)
+    s.image, more, s.descriptors = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board,
+                                                  s.build_id)
     s.warnings += more
     s.plan.engine = f"{ENGINE_DIR}/engine.json"
     fpga = s.fpga_subgraphs
     s.plan.unit_resources = unit_resources(s.graph, [n for sg in fpga for n in sg.nodes], len(fpga), s.engine,
                                            BOARDS.values())
     s.plan.resource_budget = dict(BUDGET)
+
+
+def _codegen(s: BuildState) -> None:
+    write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board, (s.image.act_bytes,
+                                                                                 s.image.const_bytes))
 
 
 def _save_compile(s: BuildState, folder: Path) -> None:
@@ -392,6 +400,7 @@ STEPS: list[Step] = [
     Step("partition", _partition, save=_save_partition),
     Step("write", _write, save=_save_plan_draft),
     Step("compile", _compile, skipped=_no_fpga, save=_save_compile),
+    Step("codegen", _codegen, skipped=_no_fpga),            # fpga/hls, fpga/rtl, fpga/overlay, fpga/Makefile
     Step("accuracy", _accuracy, planned=lambda cfg: cfg.accuracy, skipped=_no_fpga,
          save=lambda s, d: _save_json(d / "accuracy.json", s.accuracy.as_dict())),
     Step("sensitivity", _sensitivity, planned=lambda cfg: cfg.accuracy and cfg.sensitivity, skipped=_no_fpga,

@@ -90,7 +90,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="rank the engine's tensors by what int8 rounding of each alone costs the outputs (report.md)")
 @click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",
               help="keep this ONNX node's layer in float on the CPU (repeatable; --sensitivity suggests which)")
-@click.option("--save-steps", is_flag=True, help="write the graph after every fusion pass to <output>/steps/")
+@click.option("--save-steps", is_flag=True,
+              help="keep what every step made in <output>/steps/ (the graph after each fusion pass, JSON of the rest)")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")

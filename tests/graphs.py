@@ -1,34 +1,14 @@
-"""Hand-built ONNX graphs for tests: every activation is [1, C, H, W] float32, weights are seeded."""
+"""Hand-built ONNX graphs for tests, on the golden cases' builder: activations [1, C, H, W] float32, seeded weights."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
+
+from partitioner.golden.graph_builder import OnnxNet
 
 
-class Net:
-    def __init__(self, channels: int = 4, size: int = 6, seed: int = 0, inputs: int = 1):
-        self.c, self.s = channels, size
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.inputs = [f"x{i}" if inputs > 1 else "x" for i in range(inputs)]
-
-    def _w(self, name: str, shape: tuple[int, ...], scale: float) -> str:
-        self.inits.append(numpy_helper.from_array((self.rng.standard_normal(shape) * scale).astype(np.float32), name))
-        return name
-
-    def node(self, op: str, inputs: list[str], name: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
-
-    def conv(self, x: str, name: str, k: int = 3, cin: int | None = None, cout: int | None = None) -> str:
-        cin, cout = cin or self.c, cout or self.c
-        w = self._w(f"{name}.w", (cout, cin, k, k), np.sqrt(2.0 / (cin * k * k)))
-        b = self._w(f"{name}.b", (cout,), 0.1)
-        return self.node("Conv", [x, w, b], name, kernel_shape=[k, k], pads=[k // 2] * 4)
+class Net(OnnxNet):
+    """The shared builder, with the exporter spellings only tests need."""
 
     def conv_valid(self, x: str, name: str, k: int = 3) -> str:
         """A conv without padding of its own (exporters put a Pad node before it)."""
@@ -42,30 +22,12 @@ class Net:
         b = self._w(f"{name}.b", (self.c,), 0.1)
         return self.node("ConvTranspose", [x, w, b], name, kernel_shape=[k, k], strides=[2, 2], pads=[pad] * 4)
 
-    def const(self, name: str, value: np.ndarray) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
     def bn(self, x: str, name: str) -> str:
         c = self.c
         ps = [self._w(f"{name}.{p}", (c,), 0.1) for p in ("scale", "bias", "mean")]
         var = f"{name}.var"
         self.inits.append(numpy_helper.from_array(self.rng.uniform(0.5, 1.5, c).astype(np.float32), var))
         return self.node("BatchNormalization", [x] + ps + [var], name, epsilon=1e-5)
-
-    def model(self, outputs: list[str], opset: int = 17) -> onnx.ModelProto:
-        shape = [1, self.c, self.s, self.s]
-        g = helper.make_graph(self.nodes, "net", [helper.make_tensor_value_info(i, TensorProto.FLOAT, shape)
-                                                  for i in self.inputs],
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs],
-                              self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-        m.ir_version = 8
-        return m
-
-    def save(self, outputs: list[str], path: Path, opset: int = 17) -> Path:
-        onnx.save(self.model(outputs, opset), str(path))
-        return path
 
 
 def channel_shuffle(n: Net, x: str, name: str, channels: int, groups: int = 2) -> str:

@@ -132,3 +132,30 @@ def test_calibration_table_reproduces_the_engine_bytes(model, tmp_path):
     ).read_bytes()
     report = (tmp_path / "b" / "report.md").read_text()
     assert "int8 calibration: table" in report and again.plan.build_id != first.plan.build_id
+
+
+def test_staged_folder_replaces_a_build_only_on_commit(tmp_path):
+    from partitioner.output.staging import StagedFolder
+    target = tmp_path / "deep" / "b"
+    with StagedFolder(target) as stage:                 # no commit: nothing left, not even the parent it made
+        (stage / "plan.json").write_text("{}")
+    assert not (tmp_path / "deep").exists()
+    staged = StagedFolder(target)
+    with staged as stage:
+        (stage / "plan.json").write_text('{"first": 1}')
+        staged.commit()
+    staged = StagedFolder(target)
+    with staged as stage:
+        (stage / "plan.json").write_text('{"second": 2}')
+        assert json.loads((target / "plan.json").read_text()) == {"first": 1}     # the old build until commit
+        staged.commit()
+    assert json.loads((target / "plan.json").read_text()) == {"second": 2}
+    assert [p.name for p in target.parent.iterdir()] == ["b"]
+
+
+def test_staged_folder_refuses_to_replace_a_folder_that_is_not_a_build(tmp_path):
+    from partitioner.output.staging import StagedFolder
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
+    with pytest.raises(ModelError, match="not a build folder"):
+        StagedFolder(tmp_path / "photos")

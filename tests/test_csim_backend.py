@@ -24,7 +24,7 @@ from fpga_runtime.boards import BOARDS
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.codegen.sources import write_hls
+from partitioner.codegen.sources import write_engine_sources
 from partitioner.golden.cases import CASES
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def golden_engine(tmp_path_factory):
     cases = [Case(p) for p in CASE_FILES]
     descriptors = [d for c in cases for d in c.descriptors()]
-    folder = write_hls(tmp_path_factory.mktemp("hls"), "golden", cases[0].config, descriptors)
+    folder = write_engine_sources(tmp_path_factory.mktemp("hls"), "golden", cases[0].config, descriptors)
     return CsimEngine(folder, quiet=True), cases
 
 
@@ -51,7 +51,7 @@ def test_window_path_bit_exact(golden_engine, tmp_path, pixels, window_words):
     a 64-word window sends the wider layers back to the per-tap path. The step count shows which path ran."""
     engine, cases = golden_engine
     config = replace(cases[0].config, pixels=pixels, window_words=window_words)
-    hls = write_hls(tmp_path, "window", config, [d for c in cases for d in c.descriptors()])
+    hls = write_engine_sources(tmp_path, "window", config, [d for c in cases for d in c.descriptors()])
     windowed = CsimEngine(hls, quiet=True)
     built = replace(config, window_words=int(re.search(r"ENGINE_WINDOW_WORDS (\d+)",
                                                        (hls / "engine_config.h").read_text()).group(1)))
@@ -79,7 +79,7 @@ def test_window_path_bit_exact(golden_engine, tmp_path, pixels, window_words):
 
 
 def test_generated_engine_compiles_without_warnings(golden_engine, tmp_path):
-    hls = write_hls(tmp_path, "warnings", golden_engine[1][0].config, golden_engine[1][0].descriptors())
+    hls = write_engine_sources(tmp_path, "warnings", golden_engine[1][0].config, golden_engine[1][0].descriptors())
     proc = subprocess.run(["g++", "-std=c++14", "-fsyntax-only", "-Wall", "-Wextra", "-Wno-unknown-pragmas",
                            "-I", str(hls), "-isystem", str(ap_types_dir()), str(hls / "engine.cpp"),
                            str(hls / "csim_main.cpp")], capture_output=True, text=True)

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from PIL import Image
 
 import fpga_runtime
-from fpga_runtime.checking.accuracy import DetectionAgreement, compare
+from fpga_runtime.checking.accuracy import compare
+from fpga_runtime.checking.detections import DetectionAgreement
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.checking.images import Fit, load_image
 from fpga_runtime.cli import main as fpga_run

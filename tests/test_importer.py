@@ -203,3 +203,19 @@ def test_an_output_whose_shape_inference_cannot_tell_keeps_its_declared_shape(tm
     onnx.save(model, str(path))
     result = import_model(path)
     assert result.graph.tensors["y"].shape == (1, 144)
+
+
+def test_constant_folding_alone_folds_shape_arithmetic_and_keeps_what_runs():
+    from partitioner.frontend.constant_folding import fold_constants
+    n = Net(channels=4, size=6)
+    c = n.conv("x", "c")
+    shape = n.node("Shape", [c], "shape")
+    batch = n.node("Gather", [shape, n.const("zero", np.array(0, np.int64))], "batch", axis=0)
+    flat = n.node("Concat", [n.node("Unsqueeze", [batch, n.const("ax", np.array([0], np.int64))], "b1"),
+                             n.const("rest", np.array([-1], np.int64))], "flat_shape", axis=0)
+    model = onnx.shape_inference.infer_shapes(n.model([n.node("Reshape", [c, flat], "flat")]))
+    folded_model, folded = fold_constants(model, 17, {})
+    assert folded == ["shape", "batch", "b1", "flat_shape"]
+    assert [node.name for node in folded_model.graph.node] == ["c", "flat"]
+    consts = {t.name: numpy_helper.to_array(t) for t in folded_model.graph.initializer}
+    assert consts["flat_shape"].tolist() == [1, -1]

@@ -171,12 +171,32 @@ def test_control_flow_node_reads_outer_scope(tmp_path):
     _build(tmp_path, model)
 
 
-@pytest.mark.parametrize("name", ["two-branch", "resblock", "classifier"])
-def test_small_zoo_models_partition_and_verify(tmp_path, zoo, name):
-    result = run_partition(PartitionConfig(model=zoo(name), out_dir=tmp_path / name, verify=True, picture=False,
-                                           offload_everything=True))
+_CONVS = {"conv", "conv_1", "conv_2", "conv_3", "conv_4", "conv_5", "conv_6"}
+ZOO_PARTITIONS = {
+    "resblock": [("cpu", "pre", {"normalise"}),
+                 ("fpga", "compute", {"add", "bn", "conv", "conv.bn", "conv.bn_1", "conv.bn_2", "conv_1", "conv_2",
+                                      "conv_3", "relu", "relu_1", "relu_2", "sigmoid", "silu"}),
+                 ("cpu", "post", {"gap"})],
+    "two-branch": [("fpga", "compute", _CONVS | {f"conv.bn{s}" for s in ("", "_1", "_2", "_3", "_4", "_5", "_6")}
+                    | {"concat", "head_a", "hsig", "hswish", "leaky", "leaky_1", "pool", "relu", "relu6", "relu_1",
+                       "sigmoid", "silu"})],
+    "classifier": [("fpga", "compute", {"conv", "conv.bn", "conv.bn_1", "conv_1", "pool", "pool_1", "relu",
+                                        "relu_1"}),
+                   ("cpu", "compute", {"fc", "flatten", "logits", "relu_2"}),
+                   ("cpu", "post", {"probs"})],
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZOO_PARTITIONS))
+def test_small_zoo_models_partition_into_these_node_sets_and_verify(tmp_path, zoo, name):
+    """With the cost model on the ZCU104: each subgraph as (device, role, original ONNX nodes), every node placed
+    once, and the partitioned model computing what the original computes."""
+    result = run_partition(PartitionConfig(model=zoo(name), out_dir=tmp_path / name, verify=True, picture=False))
+    got = [(s.device, s.role, set(s.nodes)) for s in result.plan.subgraphs]
+    assert got == ZOO_PARTITIONS[name]
+    placed = [n for s in result.plan.subgraphs for n in s.nodes] + result.plan.folded
+    assert sorted(placed) == sorted(n.name for n in onnx.load(str(zoo(name))).graph.node)
     assert result.verified
-    assert any(s.device == "fpga" for s in result.plan.subgraphs)
 
 
 def test_onnxruntime_contrib_ops_stay_on_the_cpu_between_fpga_layers(tmp_path):

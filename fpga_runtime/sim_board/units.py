@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from fpga_runtime.abi import CTRL_DONE, CTRL_IDLE, CTRL_START, Reg
+from fpga_runtime.backends import BackendError
 from fpga_runtime.sim_board.memory import SimulatedBoardError, SimulatedMemory
 
 
@@ -88,7 +89,6 @@ class CsimUnit:
         return self.regs.read(lo) | self.regs.read(lo + 4) << 32
 
     def _run(self) -> None:
-        from fpga_runtime.backends import BackendError
         program, act, const = (self._word64(r) for r in (Reg.PROGRAM_LO, Reg.ACT_BASE_LO, Reg.CONST_BASE_LO))
         const_buf, const_at = self.memory.find(const)
         act_buf, act_at = self.memory.find(act)

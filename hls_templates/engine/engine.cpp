@@ -1,4 +1,4 @@
-// Kernel ABI v1 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
+// Kernel ABI v2 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
 // Bit-exact with the numpy reference (fpga_runtime/reference.py): integer arithmetic only.
 #include "engine.h"
 #include "engine_memory.h"

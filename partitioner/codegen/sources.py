@@ -10,12 +10,13 @@ from pathlib import Path
 
 import jinja2
 
-from fpga_runtime import window_path
-from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, Flag, Op, rsqrt_table
+from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, rsqrt_table
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR
+from fpga_runtime.rtl_sim.build import FILE_LIST, rtl_sources
 from hls_templates import ENGINE, ROOT, RTL
 from partitioner.codegen.overlay import write_overlay
+from partitioner.engine.geometry import engine_limits
 from partitioner.ir.names import safe_identifier
 
 HLS_DIR = "hls"
@@ -41,36 +42,13 @@ def _env() -> jinja2.Environment:
                               keep_trailing_newline=True, autoescape=False)
 
 
-# Floors that also cover the golden cases (kernels up to 7x7 over 64 channels, rows up to 32 wide), so the
-# build's own engine can replay them (make csim-gcc, Vitis csim).
-GOLDEN_WIDTH = 32
-GOLDEN_TILE_INPUTS = 7 * 7 * 64
-
-
-def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[str, int]:
-    """Sizes the generated engine needs for this build's layers."""
-    widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
-    pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
-    row_bytes = config.pe_rows * config.vec
-    wtiles = [window_path.min_weight_rows(d, config) * row_bytes for d in descriptors
-              if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
-    rows = max(config.weight_rows, -(-max(wtiles) // row_bytes))
-    dw = config.depthwise_rows
-    return {
-        "max_width": max(widths),
-        "wbuf_bytes": rows * row_bytes,
-        "pool_width": max(pooled),
-        "weight_rows": rows,
-        "window_words": config.window_words or window_path.window_words_for(descriptors, config),
-        "depthwise_rows": window_path.wants_depthwise_rows(descriptors, config) if dw is None else dw,
-    }
-
-
 def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
     """The SystemVerilog engine with this build's parameters, and the Verilator harness, in `<fpga>/rtl`."""
     folder = fpga / RTL_DIR
     (folder / "sim").mkdir(parents=True, exist_ok=True)
-    for src in sorted(RTL.glob("*.sv")) + sorted(RTL.glob("*.svh")):
+    for name in [FILE_LIST, *rtl_sources(RTL)]:
+        shutil.copyfile(RTL / name, folder / name)
+    for src in sorted(RTL.glob("*.svh")):
         shutil.copyfile(src, folder / src.name)
     shutil.copyfile(RTL / "sim" / "harness.cpp", folder / "sim" / "harness.cpp")
     rtl_context = dict(context, max_width=context["pool_width"],
@@ -85,9 +63,10 @@ def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
 DEFAULT_REGION_BYTES = 4 << 20          # m_axi depth of an engine built without a build's memory sizes (tests)
 
 
-def write_hls(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
-              board: Board | None = None, region_bytes: tuple[int, int] | None = None) -> Path:
-    """Engine sources into `<out_dir>/fpga/hls`; with a board also run_hls.tcl, the overlay and the Makefile.
+def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
+                         board: Board | None = None, region_bytes: tuple[int, int] | None = None) -> Path:
+    """The HLS engine into `<out_dir>/fpga/hls` and the RTL engine into `fpga/rtl`; with a board also run_hls.tcl,
+    the overlay and the Makefile. Returns the HLS folder.
     `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates."""
     fpga = out_dir / ENGINE_DIR
     folder = fpga / HLS_DIR

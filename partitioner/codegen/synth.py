@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from fpga_runtime.boards import Board
-from fpga_runtime.rtl_sim.build import SOURCES
+from fpga_runtime.rtl_sim.build import rtl_sources
 from partitioner.errors import ModelError
 
 SYNTH_DIR = "synth"
@@ -53,7 +53,7 @@ def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s:
     family = FAMILIES[board.family]
     out = fpga / SYNTH_DIR
     out.mkdir(exist_ok=True)
-    sources = " ".join(f"rtl/{n}" for n in SOURCES)
+    sources = " ".join(f"rtl/{n}" for n in rtl_sources(fpga / "rtl"))
     uram = " -uram" if board.uram else ""
     script = (f"read_verilog -sv -Irtl {sources}; synth_xilinx -family {family} -top engine_top{uram}; "
               f"tee -q -o {SYNTH_DIR}/stat.json stat -json")

@@ -1,15 +1,16 @@
-"""Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v2)."""
+"""Partition -> `<build>/fpga/`: one program per FPGA subgraph over one memory image (kernel ABI v2). The engine
+sources for that image are the code generator's (`codegen.sources.write_engine_sources`), a step of their own."""
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from fpga_runtime.abi import EngineConfig, pack_program
+from fpga_runtime.abi import Descriptor, EngineConfig, pack_program
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
-from partitioner.codegen.sources import engine_limits, write_hls
 from partitioner.engine.calibration import Calibration
+from partitioner.engine.geometry import engine_limits
 from partitioner.engine.layers import LayerEmitter
 from partitioner.engine.layout import plan_layout, tensor_scales
 from partitioner.engine.memory import ActivationArena, ConstArena
@@ -19,7 +20,10 @@ from partitioner.placement.partition import Device, Partition
 
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
-                   board: Board | None = None, build_id: str | None = None) -> tuple[EngineImage, list[str]]:
+                   board: Board | None = None, build_id: str | None = None
+                   ) -> tuple[EngineImage, list[str], list[Descriptor]]:
+    """The engine image (saved with its memory and calibration table), warnings, and every descriptor of every
+    program (what the generated engine must be sized for)."""
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
@@ -70,5 +74,4 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                         board=board.name if board is not None else None)
     image.save(out_dir / ENGINE_DIR, consts.image())
     calibration.save(out_dir / ENGINE_DIR)
-    write_hls(out_dir, graph.name, config, every, board, (activations.end, consts.size))
-    return image, warnings
+    return image, warnings, every

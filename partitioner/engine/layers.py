@@ -22,11 +22,9 @@ from partitioner.engine.layout import layout_conflict
 from partitioner.engine.memory import ConstArena
 from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
 from partitioner.errors import ModelError
-from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.graph import CLAMPS, Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from partitioner.ir.op_facts import gate_operands, pool_of
 from partitioner.ir.to_onnx import stage_names
-
-_CLAMPS = {ActKind.RELU, ActKind.RELU6, ActKind.CLIP}
 
 
 def activation_fn(act: Activation):
@@ -219,7 +217,7 @@ class LayerEmitter:
         acts = [i for i, s in enumerate(steps) if isinstance(s, Activation)]
         act1 = next((i for i in acts if res_at is None or i < res_at), None)
         act2 = next((i for i in acts if res_at is not None and i > res_at), None)
-        clamp = act1 is not None and steps[act1].kind in _CLAMPS
+        clamp = act1 is not None and steps[act1].kind in CLAMPS
         target = stages[act1 + 1] if clamp else stages[0]       # what the requantiser writes
         last = last_arithmetic_step(node)
         if y.zero and not writes_zero_point(node):

@@ -22,10 +22,10 @@ from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.virtual_time import limited_by, simulate
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
-from partitioner.codegen.sources import GOLDEN_WIDTH, engine_limits
+from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers
 from partitioner.explore.resources import Resources, compute_unit
 from partitioner.ir.graph import Graph, OpKind, Pool
-from partitioner.placement.cost import conv_descriptor, layer_shape, node_cost
+from partitioner.placement.cost import node_cost
 
 VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
@@ -82,15 +82,6 @@ class Exploration:
     objective: str = "throughput"
 
 
-def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
-    """`cfg` with the weight RAM and input window the build's code generator will size for these layers
-    (codegen.engine_limits), so the cost and resource models see the engine the build gets."""
-    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
-    limits = engine_limits(descriptors, cfg)
-    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
-                   depthwise_rows=limits["depthwise_rows"])
-
-
 class _Layers:
     """What the exploration asks of every layer for every candidate, computed once per distinct question: a
     node's cost, the buffers and each layer's shape for an array (the same for any number of units and
@@ -102,6 +93,14 @@ class _Layers:
         self._geometry = {n: self._geometry_of(n) for n in nodes}
         self._sized: dict[EngineConfig, EngineConfig] = {}
         self._shapes: dict[EngineConfig, list] = {}
+        self._cycles: dict[tuple, int] = {}
+
+    def cycles(self, shape, cfg: EngineConfig, port_bytes: int) -> int:
+        """A layer's cycles on one unit of `cfg` (the same for any number of units)."""
+        key = (shape, replace(cfg, compute_units=1), port_bytes)
+        if key not in self._cycles:
+            self._cycles[key] = layer_cycles(shape, cfg, port_bytes)
+        return self._cycles[key]
 
     def sized(self, cfg: EngineConfig) -> EngineConfig:
         key = replace(cfg, compute_units=1, epilogue_lanes=0, clock_mhz=0)
@@ -148,7 +147,6 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     width = GOLDEN_WIDTH
-    cycles: dict = {}
     for n, shape in layers.shapes(cfg):
         node = graph.nodes[n]
         cost = layers.costs[n]
@@ -156,9 +154,8 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
         macs += cost.macs
         if shape is None:
             continue
-        if shape not in cycles:
-            cycles[shape] = layer_cycles(shape, cfg, board.port_bits // 8)
-        layer_s[n] = max(cycles[shape] / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
+        cycles = layers.cycles(shape, cfg, board.port_bits // 8)
+        layer_s[n] = max(cycles / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
         frame += layer_s[n]
         if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
             width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
@@ -169,19 +166,26 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             for uram in ((False, True) if board.uram else (False,))]
 
 
-def schedule(design: Design, stages: list[Stage]) -> Design:
+def schedule(design: Design, stages: list[Stage], memo: dict | None = None) -> Design:
     """`design` with its steady whole-frame rate (the runtime's frames in flight and CPU workers; ramp-up and
-    drain left out), one frame's latency, and whether the CPU stages bound the rate."""
+    drain left out), one frame's latency, and whether the CPU stages bound the rate. `memo` keeps the virtual
+    schedules of designs with the same stage times and units (weights in BRAM or URAM: the same layers)."""
     durations = {s.name: s.fixed_s + sum(design.layer_s.get(n, 0.0) for n in s.nodes) for s in stages}
-    plan = _Schedule(tuple(stages))
     units = design.config.compute_units
-    latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
-    first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
-                   for n in SCHEDULED_FRAMES)
+    key = (units, tuple(durations.values()))
+    if memo is None or key not in memo:
+        plan = _Schedule(tuple(stages))
+        latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
+        first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
+                       for n in SCHEDULED_FRAMES)
+        found = latency, first, last, limited_by(plan, durations, CPU_WORKERS, units) == "cpu"
+        if memo is None:
+            memo = {}
+        memo[key] = found
+    latency, first, last, cpu_bound = memo[key]
     # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
     rate = min((SCHEDULED_FRAMES[1] - SCHEDULED_FRAMES[0]) / (last - first), design.fps)
-    return replace(design, frame_fps=rate, latency_s=latency,
-                   cpu_bound=limited_by(plan, durations, CPU_WORKERS, units) == "cpu")
+    return replace(design, frame_fps=rate, latency_s=latency, cpu_bound=cpu_bound)
 
 
 def describe(d: Design) -> str:
@@ -234,7 +238,8 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
         return Exploration(board, None, [], f"no engine design fits {board.name}: the smallest, {describe(smallest)}, "
                                             f"needs {'; '.join(smallest.resources.over_budget(board))}")
     if stages:
-        feasible = [schedule(d, stages) for d in feasible]
+        memo: dict = {}
+        feasible = [schedule(d, stages, memo) for d in feasible]
     what = "whole frames" if stages else "the FPGA layers"
     if target_fps is not None:
         meeting = [d for d in feasible if d.rate >= target_fps]

@@ -17,7 +17,7 @@ from typing import Callable
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.checking.frames import random_frame
@@ -26,44 +26,15 @@ from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
 from fpga_runtime.reference import ReferenceEngine
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.engine.calibration import TABLE_FILE
+from partitioner.golden.graph_builder import OnnxNet
 
 
-class _Case:
-    def __init__(self, name: str, channels: int = 8, size: int = 8, seed: int = 0, rank: int = 4):
-        self.name = name
-        self.rng = np.random.default_rng(seed)
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        shape = [1, channels, size, size] if rank == 4 else [1, channels]
-        self.input = helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)
-        self.c = channels
-
-    def const(self, name: str, value: np.ndarray) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
-        return name
-
-    def op(self, op: str, inputs: list[str], name: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
-
-    def conv(self, x: str, name: str, cin: int, cout: int, k: int = 3, stride: int = 1, pads=None, dil: int = 1,
-             group: int = 1) -> str:
-        w = self.rng.standard_normal((cout, cin // group, k, k)) * np.sqrt(2.0 / (cin // group * k * k))
-        b = self.rng.standard_normal(cout) * 0.2
-        pads = pads if pads is not None else [dil * (k // 2)] * 4
-        return self.op("Conv", [x, self.const(f"{name}.w", w), self.const(f"{name}.b", b)], name, kernel_shape=[k, k],
-                       strides=[stride, stride], pads=pads, dilations=[dil, dil], group=group)
-
-    def model(self, outputs: list[str]) -> onnx.ModelProto:
-        g = helper.make_graph(self.nodes, self.name, [self.input],
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outputs], self.inits)
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-        m.ir_version = 8
-        return m
+def _Case(name: str, channels: int = 8, size: int = 8, seed: int = 0, rank: int = 4) -> OnnxNet:
+    return OnnxNet(channels, size, seed, name=name, rank=rank, bias_scale=0.2)
 
 
-def _act(kind: str) -> Callable[[_Case, str, str], str]:
-    def build(c: _Case, x: str, name: str) -> str:
+def _act(kind: str) -> Callable[[OnnxNet, str, str], str]:
+    def build(c: OnnxNet, x: str, name: str) -> str:
         if kind == "relu":
             return c.op("Relu", [x], name)
         if kind == "relu6":
@@ -82,7 +53,7 @@ def _act(kind: str) -> Callable[[_Case, str, str], str]:
     return build
 
 
-def _resize(c: _Case, x: str, name: str) -> str:
+def _resize(c: OnnxNet, x: str, name: str) -> str:
     return c.op("Resize", [x, "", c.const(f"{name}.scales", [1, 1, 2, 2])], name, mode="nearest",
                 coordinate_transformation_mode="asymmetric", nearest_mode="floor")
 
@@ -90,23 +61,23 @@ def _resize(c: _Case, x: str, name: str) -> str:
 def _conv_case(name: str, **kw) -> Callable[[], onnx.ModelProto]:
     def build() -> onnx.ModelProto:
         c = _Case(name, channels=kw.pop("cin", 8), size=kw.pop("size", 8))
-        return c.model([c.conv("x", "conv", c.c, kw.pop("cout", 8), **kw)])
+        return c.model([c.conv("x", "conv", cin=c.c, cout=kw.pop("cout", 8), **kw)])
     return build
 
 
 def _act_case(kind: str) -> Callable[[], onnx.ModelProto]:
     def build() -> onnx.ModelProto:
         c = _Case(f"act_{kind}")
-        y = _act(kind)(c, c.conv("x", "conv", 8, 8), "act")
+        y = _act(kind)(c, c.conv("x", "conv", cin=8, cout=8), "act")
         # a sigmoid that only reaches the output stays in float on the CPU (a head's probabilities): read it
-        return c.model([c.conv(y, "tail", 8, 8, k=1) if kind == "sigmoid" else y])
+        return c.model([c.conv(y, "tail", cin=8, cout=8, k=1) if kind == "sigmoid" else y])
     return build
 
 
 def _residual(after: bool) -> onnx.ModelProto:
     c = _Case("residual_relu" if after else "residual")
-    a = c.op("Relu", [c.conv("x", "a", 8, 8)], "a_relu")
-    s = c.op("Add", [c.op("LeakyRelu", [c.conv(a, "b", 8, 8)], "b_leaky", alpha=0.1), a], "sum")
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=8)], "a_relu")
+    s = c.op("Add", [c.op("LeakyRelu", [c.conv(a, "b", cin=8, cout=8)], "b_leaky", alpha=0.1), a], "sum")
     return c.model([c.op("Relu", [s], "out") if after else s])
 
 
@@ -114,15 +85,16 @@ def _residual_wide() -> onnx.ModelProto:
     """Rows wide enough (64 rows of 112) that the window path's residual operands fill their queue and hold
     the stream."""
     c = _Case("residual_wide", channels=8)
-    c.input = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 64, 112])
-    a = c.op("Relu", [c.conv("x", "a", 8, 16, k=1)], "a_relu")
-    return c.model([c.op("Add", [c.op("LeakyRelu", [c.conv(a, "b", 16, 16)], "b_leaky", alpha=0.1), a], "sum")])
+    c.input_shape = [1, 8, 64, 112]
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=16, k=1)], "a_relu")
+    b = c.op("LeakyRelu", [c.conv(a, "b", cin=16, cout=16)], "b_leaky", alpha=0.1)
+    return c.model([c.op("Add", [b, a], "sum")])
 
 
 def _conv_pool(name: str, k: int, s: int, pads: list[int], ceil: int = 0, size: int = 8) -> Callable:
     def build() -> onnx.ModelProto:
         c = _Case(name, size=size)
-        y = c.op("Relu", [c.conv("x", "conv", 8, 8)], "relu")
+        y = c.op("Relu", [c.conv("x", "conv", cin=8, cout=8)], "relu")
         return c.model([c.op("MaxPool", [y], "pool", kernel_shape=[k, k], strides=[s, s], pads=pads, ceil_mode=ceil)])
     return build
 
@@ -131,7 +103,7 @@ def _conv_zero_pad_pool() -> onnx.ModelProto:
     """ultralytics' YOLOv3-tiny: a LeakyReLU conv, ZeroPad2d((0, 1, 0, 1)), MaxPool 2x2 stride 1: the zeros can
     win over negative values, so they are the pool's padding (POOL_PAD_ZERO), not -128."""
     c = _Case("conv_zero_pad_pool", size=7)
-    y = c.op("LeakyRelu", [c.conv("x", "conv", 8, 8)], "leaky", alpha=0.1)
+    y = c.op("LeakyRelu", [c.conv("x", "conv", cin=8, cout=8)], "leaky", alpha=0.1)
     pads = numpy_helper.from_array(np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64), "pads")
     c.inits.append(pads)
     y = c.op("MaxPool", [c.op("Pad", [y, "pads"], "zero_pad")], "pool", kernel_shape=[2, 2], strides=[1, 1])
@@ -140,45 +112,45 @@ def _conv_zero_pad_pool() -> onnx.ModelProto:
 
 def _standalone_pool_and_add() -> onnx.ModelProto:
     c = _Case("standalone_pool_add")
-    a = c.conv("x", "a", 8, 8)
-    b = c.conv("x", "b", 8, 8)
+    a = c.conv("x", "a", cin=8, cout=8)
+    b = c.conv("x", "b", cin=8, cout=8)
     s = c.op("Add", [a, b], "sum")
     p = c.op("MaxPool", [s], "pool", kernel_shape=[2, 2], strides=[2, 2])
-    return c.model([c.conv(p, "tail", 8, 8), a, b])     # a and b are read twice: the add stays a layer
+    return c.model([c.conv(p, "tail", cin=8, cout=8), a, b])     # a and b are read twice: the add stays a layer
 
 
 def _upsample_read_mode() -> onnx.ModelProto:
     c = _Case("upsample_read_mode", size=4)
-    return c.model([c.conv(_resize(c, c.conv("x", "a", 8, 8), "up"), "b", 8, 8)])
+    return c.model([c.conv(_resize(c, c.conv("x", "a", cin=8, cout=8), "up"), "b", cin=8, cout=8)])
 
 
 def _upsample_concat(odd: bool) -> onnx.ModelProto:
     c = _Case("concat_odd_channels" if odd else "upsample_concat", size=4)
-    small = c.conv("x", "a", 8, 3 if odd else 8, k=1)
+    small = c.conv("x", "a", cin=8, cout=3 if odd else 8, k=1)
     up = _resize(c, small, "up")
-    big = c.conv(_resize(c, "x", "up_x"), "b", 8, 5 if odd else 8)
+    big = c.conv(_resize(c, "x", "up_x"), "b", cin=8, cout=5 if odd else 8)
     cat = c.op("Concat", [up, big], "cat", axis=1)
-    return c.model([c.conv(cat, "tail", 8 if odd else 16, 6)])
+    return c.model([c.conv(cat, "tail", cin=8 if odd else 16, cout=6)])
 
 
 def _concat_duplicate() -> onnx.ModelProto:
     c = _Case("concat_duplicate")
-    a = c.conv("x", "a", 8, 8, k=1)
-    cat = c.op("Concat", [a, c.conv("x", "b", 8, 8), a], "cat", axis=1)
-    return c.model([c.conv(cat, "tail", 24, 8)])
+    a = c.conv("x", "a", cin=8, cout=8, k=1)
+    cat = c.op("Concat", [a, c.conv("x", "b", cin=8, cout=8), a], "cat", axis=1)
+    return c.model([c.conv(cat, "tail", cin=24, cout=8)])
 
 
 def _squeeze_excite(gate: str) -> Callable[[], onnx.ModelProto]:
     """MobileNetV3's SE block: GlobalAveragePool -> 1x1 conv -> ReLU -> 1x1 conv -> gate -> channel-wise Mul."""
     def build() -> onnx.ModelProto:
         c = _Case(f"squeeze_excite_{gate}", channels=16)
-        x = c.op("Relu", [c.conv("x", "conv", 16, 16)], "relu")
+        x = c.op("Relu", [c.conv("x", "conv", cin=16, cout=16)], "relu")
         squeeze = c.op("GlobalAveragePool", [x], "gap")
-        hidden = c.op("Relu", [c.conv(squeeze, "fc1", 16, 8, k=1)], "fc1_relu")
-        fc2 = c.conv(hidden, "fc2", 8, 16, k=1)
+        hidden = c.op("Relu", [c.conv(squeeze, "fc1", cin=16, cout=8, k=1)], "fc1_relu")
+        fc2 = c.conv(hidden, "fc2", cin=8, cout=16, k=1)
         g = c.op("HardSigmoid", [fc2], "gate", alpha=1 / 6, beta=0.5) if gate == "hardsigmoid" else \
             c.op("Sigmoid", [fc2], "gate")
-        return c.model([c.conv(c.op("Mul", [x, g], "excite"), "tail", 16, 8)])
+        return c.model([c.conv(c.op("Mul", [x, g], "excite"), "tail", cin=16, cout=8)])
     return build
 
 
@@ -186,28 +158,28 @@ def _conv_transpose() -> onnx.ModelProto:
     """A 2x2 stride-2 transposed conv (four interleaved phase layers) with an odd channel count, written into
     a concat slot beside a conv of the upsampled input."""
     c = _Case("conv_transpose", size=6)
-    a = c.op("Relu", [c.conv("x", "a", 8, 8)], "a_relu")
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=8)], "a_relu")
     w = c.rng.standard_normal((8, 5, 2, 2)) * 0.4
     t = c.op("ConvTranspose", [a, c.const("up.w", w), c.const("up.b", c.rng.standard_normal(5) * 0.2)], "up",
              kernel_shape=[2, 2], strides=[2, 2])
     t = c.op("LeakyRelu", [t], "up_leaky", alpha=0.1)
-    big = c.conv(_resize(c, "x", "up_x"), "b", 8, 8)
+    big = c.conv(_resize(c, "x", "up_x"), "b", cin=8, cout=8)
     cat = c.op("Concat", [t, big], "cat", axis=1)
-    return c.model([c.conv(cat, "tail", 13, 6)])
+    return c.model([c.conv(cat, "tail", cin=13, cout=6)])
 
 
 def _l2_norm() -> onnx.ModelProto:
     """SSD's L2Norm as torchvision exports it (ReduceL2, Clip(min=eps), Expand, Div, then a per-channel gamma)
     between a ReLU conv of 20 channels (padding channels in the sum) and the convs that read it."""
     c = _Case("l2_norm", channels=8, size=6)
-    x = c.op("Relu", [c.conv("x", "conv", 8, 20)], "relu")
+    x = c.op("Relu", [c.conv("x", "conv", cin=8, cout=20)], "relu")
     norm = c.op("ReduceL2", [x], "norm", axes=[1], keepdims=1)
     norm = c.op("Clip", [norm, c.const("eps", 1e-12)], "norm_eps")
     norm = c.op("Expand", [norm, c.inits.append(numpy_helper.from_array(np.array([1, 20, 6, 6], np.int64), "shape"))
                            or "shape"], "norm_expand")
     y = c.op("Div", [x, norm], "l2")
     y = c.op("Mul", [c.const("gamma", c.rng.uniform(10, 30, (1, 20, 1, 1))), y], "l2_scaled")
-    return c.model([c.conv(y, "loc", 20, 8), c.conv(y, "conf", 20, 6, k=1)])
+    return c.model([c.conv(y, "loc", cin=20, cout=8), c.conv(y, "conf", cin=20, cout=6, k=1)])
 
 
 def _channel_shuffle() -> onnx.ModelProto:
@@ -220,24 +192,25 @@ def _channel_shuffle() -> onnx.ModelProto:
         c.inits.append(numpy_helper.from_array(np.array(value, np.int64), name))
         return name
 
-    x = c.op("Relu", [c.conv("x", "stem", 8, 8)], "stem_relu")
+    x = c.op("Relu", [c.conv("x", "stem", cin=8, cout=8)], "stem_relu")
     for u in ("u1", "u2"):
         c.nodes.append(helper.make_node("Split", [x, ints(f"{u}.halves", [4, 4])], [f"{u}.a", f"{u}.b"],
                                         name=f"{u}.split", axis=1))
-        b = c.op("Relu", [c.conv(f"{u}.b", f"{u}.pw1", 4, 4, k=1)], f"{u}.pw1_relu")
-        b = c.op("Relu", [c.conv(c.conv(b, f"{u}.dw", 4, 4, group=4), f"{u}.pw2", 4, 4, k=1)], f"{u}.pw2_relu")
+        b = c.op("Relu", [c.conv(f"{u}.b", f"{u}.pw1", cin=4, cout=4, k=1)], f"{u}.pw1_relu")
+        b = c.conv(b, f"{u}.dw", cin=4, cout=4, group=4)
+        b = c.op("Relu", [c.conv(b, f"{u}.pw2", cin=4, cout=4, k=1)], f"{u}.pw2_relu")
         y = c.op("Concat", [f"{u}.a", b], f"{u}.cat", axis=1)
         y = c.op("Reshape", [y, ints(f"{u}.groups", [1, 2, 4, 6, 6])], f"{u}.to_groups")
         y = c.op("Transpose", [y], f"{u}.swap", perm=[0, 2, 1, 3, 4])
         x = c.op("Reshape", [y, ints(f"{u}.back", [1, 8, 6, 6])], f"{u}.shuffled")
-    x = c.op("Relu", [c.conv(x, "dw", 8, 8, group=8)], "dw_relu")
-    return c.model([c.conv(x, "head", 8, 6, k=1)])
+    x = c.op("Relu", [c.conv(x, "dw", cin=8, cout=8, group=8)], "dw_relu")
+    return c.model([c.conv(x, "head", cin=8, cout=6, k=1)])
 
 
 def _global_avgpool() -> onnx.ModelProto:
     c = _Case("global_avgpool", channels=8, size=7)
-    x = c.op("Relu", [c.conv("x", "conv", 8, 24)], "relu")
-    return c.model([c.conv(c.op("GlobalAveragePool", [x], "gap"), "fc", 24, 10, k=1)])
+    x = c.op("Relu", [c.conv("x", "conv", cin=8, cout=24)], "relu")
+    return c.model([c.conv(c.op("GlobalAveragePool", [x], "gap"), "fc", cin=24, cout=10, k=1)])
 
 
 def _dense() -> onnx.ModelProto:
@@ -251,11 +224,11 @@ def _zero_point_padding() -> onnx.ModelProto:
     """Asymmetric tensors (a ReLU's, a HardSwish's) read with padding by a standard, a depthwise and a strided
     conv and a max pool: the taps outside the image are the reader's zero point (`in_zero`), not 0."""
     c = _Case("zero_point_padding", size=10)
-    a = c.op("Relu", [c.conv("x", "a", 8, 16)], "a_relu")
-    b = c.op("HardSwish", [c.conv(a, "b", 16, 16)], "b_hswish")
-    d = c.op("Relu", [c.conv(b, "dw", 16, 16, group=16)], "dw_relu")
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=16)], "a_relu")
+    b = c.op("HardSwish", [c.conv(a, "b", cin=16, cout=16)], "b_hswish")
+    d = c.op("Relu", [c.conv(b, "dw", cin=16, cout=16, group=16)], "dw_relu")
     p = c.op("MaxPool", [d], "pool", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])
-    return c.model([c.conv(p, "out", 16, 8, stride=2)])
+    return c.model([c.conv(p, "out", cin=16, cout=8, stride=2)])
 
 
 def _grouped_conv() -> onnx.ModelProto:
@@ -263,25 +236,25 @@ def _grouped_conv() -> onnx.ModelProto:
     pieces of 4 groups (16 channels), each reading the slice a piece of the 1x1 conv writes and writing its
     channels of the concat."""
     c = _Case("grouped_conv", channels=32, size=6)
-    x = c.op("Relu", [c.conv("x", "reduce", 32, 32, k=1)], "reduce_relu")
-    x = c.op("Relu", [c.conv(x, "grouped", 32, 32, group=8)], "grouped_relu")
-    return c.model([c.conv(x, "expand", 32, 8, k=1)])
+    x = c.op("Relu", [c.conv("x", "reduce", cin=32, cout=32, k=1)], "reduce_relu")
+    x = c.op("Relu", [c.conv(x, "grouped", cin=32, cout=32, group=8)], "grouped_relu")
+    return c.model([c.conv(x, "expand", cin=32, cout=8, k=1)])
 
 
 def _pools_and_norms_as_depthwise() -> onnx.ModelProto:
     """Ops that become depthwise convs: a BatchNormalization after a concat (with a LeakyReLU), an average pool
     2x2 stride 2 (DenseNet's transition) and one 3x3 stride 1 with padding counted (Inception's branch)."""
     c = _Case("pools_and_norms_as_depthwise", channels=8, size=8)
-    cat = c.op("Concat", [c.conv("x", "a", 8, 8), c.conv("x", "b", 8, 8)], "cat", axis=1)
+    cat = c.op("Concat", [c.conv("x", "a", cin=8, cout=8), c.conv("x", "b", cin=8, cout=8)], "cat", axis=1)
     params = [c.const(f"bn.{p}", v) for p, v in (("scale", c.rng.uniform(0.5, 2.0, 16)),
                                                   ("bias", c.rng.standard_normal(16) * 0.3),
                                                   ("mean", c.rng.standard_normal(16) * 0.2),
                                                   ("var", c.rng.uniform(0.5, 1.5, 16)))]
     y = c.op("LeakyRelu", [c.op("BatchNormalization", [cat] + params, "bn")], "bn_leaky", alpha=0.1)
     y = c.op("AveragePool", [y], "avg2", kernel_shape=[2, 2], strides=[2, 2])
-    y = c.op("AveragePool", [c.conv(y, "mid", 16, 16, k=1)], "avg3", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+    y = c.op("AveragePool", [c.conv(y, "mid", cin=16, cout=16, k=1)], "avg3", kernel_shape=[3, 3], pads=[1, 1, 1, 1],
              count_include_pad=1)
-    return c.model([c.conv(y, "out", 16, 8, k=1)])
+    return c.model([c.conv(y, "out", cin=16, cout=8, k=1)])
 
 
 CASES: dict[str, Callable[[], onnx.ModelProto]] = {

@@ -73,6 +73,10 @@ class ActKind(enum.Enum):
     MISH = "mish"                  # x * tanh(softplus(x)): YOLOv4's and CSPDarknet's activation
 
 
+# activations that only clamp: the requantiser's saturation bounds do them, no table needed
+CLAMPS = frozenset({ActKind.RELU, ActKind.RELU6, ActKind.CLIP})
+
+
 @dataclass(frozen=True)
 class Activation:
     kind: ActKind

@@ -19,7 +19,10 @@ DATA_MOVEMENT_OPS = frozenset(RESHAPING_OPS + ("Concat", "Slice", "Split", "Iden
 # kinds whose output is an engine layer's: what a lone activation or affine after them can join as a 1x1 layer
 LAYER_KINDS = (OpKind.FUSED_CONV, OpKind.ADD, OpKind.MUL, OpKind.CONCAT, OpKind.RESIZE, OpKind.MAXPOOL,
                OpKind.GLOBAL_AVG_POOL)
+# piecewise-linear activations (what a folded affine or a lone BatchNorm may sit before) ...
 ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID)
+# ... and every activation op an engine epilogue takes (only fused into a conv, never a layer of its own)
+EPILOGUE_ACTIVATION_KINDS = ACTIVATION_KINDS + (OpKind.SIGMOID,)
 
 
 def _text(v) -> str:

@@ -11,9 +11,10 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec, file_sha256
+from partitioner.engine.geometry import layer_shape
 from partitioner.ir.graph import Graph
 from partitioner.ir.to_onnx import to_model
-from partitioner.placement.cost import layer_shape, node_cost
+from partitioner.placement.cost import node_cost
 from partitioner.placement.partition import Device, Partition
 
 SUBGRAPH_DIR = "subgraphs"

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from fpga_runtime.cycle_model import LayerShape, layer_cycles, taps_inside
+from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import cpu_costs, timing
-from partitioner.ir.graph import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.engine.geometry import conv_output_hw, layer_shape
+from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
 
 # A parallel branch becomes a subgraph of its own only with this much engine time, and this share of its
 # region's: each costs a program start (timing.INVOKE_S) and a hop of the host's scheduler, and splits the FPGA
@@ -53,73 +54,6 @@ def node_cost(node: Node, graph: Graph) -> NodeCost:
         wbytes = w.size + 4 * (w.shape[0] if spec.bias else 0)
         return NodeCost(macs, act, wbytes)
     return NodeCost(0, act, 0)
-
-
-def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
-    """A fused conv's own output size, before any fused pooling."""
-    spec = node.conv
-    x = graph.tensors[node.inputs[0]].shape
-    if spec.form is ConvForm.DENSE:
-        return 1, 1
-    if spec.form is ConvForm.TRANSPOSED:          # per output phase: a 1x1 conv over the input
-        return x[2], x[3]
-    h = (x[2] * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (spec.kernel[0] - 1) - 1) \
-        // spec.strides[0] + 1
-    w = (x[3] * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (spec.kernel[1] - 1) - 1) \
-        // spec.strides[1] + 1
-    return h, w
-
-
-def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor | None:
-    """The geometry fields of the descriptor a fused (non-dense) conv compiles to: what decides its RTL path."""
-    spec = node.conv
-    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is ConvForm.DENSE:
-        return None
-    x = graph.tensors[node.inputs[0]].shape
-    h, w = conv_output_hw(node, graph)
-    residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
-    pool = any(isinstance(step, Pool) for step in spec.epilogue)
-    flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
-             | Flag.POOL * pool)
-    y = graph.tensors[node.outputs[0]].shape
-    if spec.form is ConvForm.TRANSPOSED:          # one of its four phases
-        return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
-                          out_c=cfg.padded(y[1]), conv_h=h, conv_w=w, out_h=h, out_w=w, out_step=2)
-    return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
-                      out_c=cfg.padded(y[1]),
-                      conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
-                      stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
-
-
-def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
-    """The engine layer a node becomes (None: a concat, which costs no layer)."""
-    y = graph.tensors[node.outputs[0]].shape
-    if node.kind is OpKind.CONCAT:
-        return None
-    if node.kind is OpKind.FUSED_CONV:
-        x = graph.tensors[node.inputs[0]].shape
-        h, w = conv_output_hw(node, graph)
-        spec = node.conv
-        inside = 1.0
-        if spec.form is ConvForm.TRANSPOSED:
-            shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, h, w, phases=4)
-            return shape.on_window_path(conv_descriptor(node, graph, cfg), cfg)
-        if spec.form is ConvForm.CONV:
-            inside = (taps_inside(h, spec.kernel[0], spec.strides[0], spec.pads[0], spec.dilations[0],
-                                  x[2] * spec.upsample)
-                      * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],
-                                    x[3] * spec.upsample))
-        residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
-        shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
-                           spec.group > 1, residual, inside=inside)
-        desc = conv_descriptor(node, graph, cfg)
-        return shape if desc is None else shape.on_window_path(desc, cfg)
-    if node.kind is OpKind.GLOBAL_AVG_POOL:
-        x = graph.tensors[node.inputs[0]].shape
-        return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
-    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE,
-          OpKind.LP_NORMALIZATION: Op.L2NORM}.get(node.kind, Op.COPY)
-    return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
 
 
 @dataclass(frozen=True)

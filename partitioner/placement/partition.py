@@ -7,7 +7,6 @@ from types import ModuleType
 
 import networkx as nx
 
-from partitioner.engine.layout import layout_conflicts
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph
 from partitioner.placement.carve import carve, cluster_graph, split_parallel
@@ -100,13 +99,13 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
     """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and, unless
     `split_all_branches` is False, splits every parallel branch off, except for regions without MACs: those never
     become a subgraph of their own. `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the
-    target says. A lane-wise layer whose operands the engine's concats would place differently goes to the CPU
-    too, and the partition is carved again without it."""
+    target says. A lane-wise layer whose operands the target's memory layout would place differently (the
+    target's `layout_conflicts`) goes to the CPU too, and the partition is carved again without it."""
     conflicts: dict[str, str] = {}
     while True:
         part = _partition_once(graph, target, cost, offload_everything, keep_on_cpu, split_all_branches, conflicts)
         fpga_nodes = [n for sg in part.subgraphs if sg.device is Device.FPGA for n in sg.nodes]
-        found = layout_conflicts(graph, fpga_nodes, cost.engine) if fpga_nodes else {}
+        found = target.layout_conflicts(graph, fpga_nodes, cost.engine) if fpga_nodes else {}
         if not found:
             return part
         conflicts.update(found)

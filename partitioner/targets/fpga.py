@@ -11,8 +11,15 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto
 
+from partitioner.engine.layout import layout_conflicts as engine_layout_conflicts
 from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from partitioner.ir.op_facts import gate_operands, pool_of, transposed_conv_problem, upsample_factor
+from partitioner.ir.op_facts import (
+    EPILOGUE_ACTIVATION_KINDS,
+    gate_operands,
+    pool_of,
+    transposed_conv_problem,
+    upsample_factor,
+)
 from partitioner.targets import YES, Verdict, no
 
 NAME = "fpga"
@@ -209,10 +216,12 @@ def check(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     rule = RULES.get(node.kind)
     if rule is None:
         return no(_WHY_NOT.get(node.kind, f"{node.op_type} is not an engine op"
-                               + (" (only fused into a conv)" if node.kind in _ACTIVATIONS else "")))
+                               + (" (only fused into a conv)" if node.kind in EPILOGUE_ACTIVATION_KINDS else "")))
     v = _tensors_ok(node, graph)
     return rule(node, graph, on_fpga) if v.ok else v
 
 
-_ACTIVATIONS = {OpKind.RELU, OpKind.LEAKY_RELU, OpKind.CLIP, OpKind.SIGMOID, OpKind.HARD_SIGMOID,
-                OpKind.HARD_SWISH}
+def layout_conflicts(graph: Graph, nodes: list[str], config) -> dict[str, str]:
+    """Nodes (with the reason) whose operands the engine's channel layout cannot place as they need, among the
+    nodes going to the FPGA: the layout planner knows, so the target asks it."""
+    return engine_layout_conflicts(graph, nodes, config)

@@ -1,0 +1,113 @@
+"""Descriptor geometry and buffer sizing, in one place: the layer a fused node becomes (its output size, the
+geometry fields of its descriptor, its shape for the cycle model) and the sizes of the buffers the generated
+engine needs for a build's layers. The cost model, the exploration, the compiler and the code generator all
+read them here."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from fpga_runtime import window_path
+from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
+from fpga_runtime.cycle_model import LayerShape, taps_inside
+from partitioner.ir.graph import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+
+
+def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
+    """A fused conv's own output size, before any fused pooling."""
+    spec = node.conv
+    x = graph.tensors[node.inputs[0]].shape
+    if spec.form is ConvForm.DENSE:
+        return 1, 1
+    if spec.form is ConvForm.TRANSPOSED:          # per output phase: a 1x1 conv over the input
+        return x[2], x[3]
+    h = (x[2] * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (spec.kernel[0] - 1) - 1) \
+        // spec.strides[0] + 1
+    w = (x[3] * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (spec.kernel[1] - 1) - 1) \
+        // spec.strides[1] + 1
+    return h, w
+
+
+def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor | None:
+    """The geometry fields of the descriptor a fused (non-dense) conv compiles to: what decides its RTL path."""
+    spec = node.conv
+    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is ConvForm.DENSE:
+        return None
+    x = graph.tensors[node.inputs[0]].shape
+    h, w = conv_output_hw(node, graph)
+    residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
+    pool = any(isinstance(step, Pool) for step in spec.epilogue)
+    flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
+             | Flag.POOL * pool)
+    y = graph.tensors[node.outputs[0]].shape
+    if spec.form is ConvForm.TRANSPOSED:          # one of its four phases
+        return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                          out_c=cfg.padded(y[1]), conv_h=h, conv_w=w, out_h=h, out_w=w, out_step=2)
+    return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
+                      out_c=cfg.padded(y[1]),
+                      conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
+                      stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
+
+
+def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
+    """The engine layer a node becomes (None: a concat, which costs no layer)."""
+    y = graph.tensors[node.outputs[0]].shape
+    if node.kind is OpKind.CONCAT:
+        return None
+    if node.kind is OpKind.FUSED_CONV:
+        x = graph.tensors[node.inputs[0]].shape
+        h, w = conv_output_hw(node, graph)
+        spec = node.conv
+        inside = 1.0
+        if spec.form is ConvForm.TRANSPOSED:
+            shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, h, w, phases=4)
+            return shape.on_window_path(conv_descriptor(node, graph, cfg), cfg)
+        if spec.form is ConvForm.CONV:
+            inside = (taps_inside(h, spec.kernel[0], spec.strides[0], spec.pads[0], spec.dilations[0],
+                                  x[2] * spec.upsample)
+                      * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],
+                                    x[3] * spec.upsample))
+        residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
+        shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
+                           spec.group > 1, residual, inside=inside)
+        desc = conv_descriptor(node, graph, cfg)
+        return shape if desc is None else shape.on_window_path(desc, cfg)
+    if node.kind is OpKind.GLOBAL_AVG_POOL:
+        x = graph.tensors[node.inputs[0]].shape
+        return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
+    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE,
+          OpKind.LP_NORMALIZATION: Op.L2NORM}.get(node.kind, Op.COPY)
+    return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
+
+
+# Floors that also cover the golden cases (kernels up to 7x7 over 64 channels, rows up to 32 wide), so the
+# build's own engine can replay them (make csim-gcc, Vitis csim).
+GOLDEN_WIDTH = 32
+GOLDEN_TILE_INPUTS = 7 * 7 * 64
+
+
+def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[str, int]:
+    """Sizes the generated engine needs for this build's layers."""
+    widths = [d.conv_w for d in descriptors if d.op == Op.CONV] + [GOLDEN_WIDTH]
+    pooled = [d.conv_w for d in descriptors if d.op == Op.CONV and d.flags & Flag.POOL] + [GOLDEN_WIDTH]
+    row_bytes = config.pe_rows * config.vec
+    wtiles = [window_path.min_weight_rows(d, config) * row_bytes for d in descriptors
+              if d.op == Op.CONV and not d.flags & Flag.DEPTHWISE] + [GOLDEN_TILE_INPUTS * config.pe_rows]
+    rows = max(config.weight_rows, -(-max(wtiles) // row_bytes))
+    dw = config.depthwise_rows
+    return {
+        "max_width": max(widths),
+        "wbuf_bytes": rows * row_bytes,
+        "pool_width": max(pooled),
+        "weight_rows": rows,
+        "window_words": config.window_words or window_path.window_words_for(descriptors, config),
+        "depthwise_rows": window_path.wants_depthwise_rows(descriptors, config) if dw is None else dw,
+    }
+
+
+def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
+    """`cfg` with the weight RAM and input window the build's code generator will size for these layers
+    (`engine_limits`), so the cost and resource models see the engine the build gets."""
+    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
+    limits = engine_limits(descriptors, cfg)
+    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                   depthwise_rows=limits["depthwise_rows"])

@@ -1,0 +1,84 @@
+"""The engine compiler's small parts on their own: memory arenas, calibration thresholds, descriptor geometry."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from graphs import Net
+from ir_helpers import ir_of
+
+from fpga_runtime.abi import ALIGN, EngineConfig, Flag
+from partitioner.engine.calibration import _least_squared_error, _percentile
+from partitioner.engine.geometry import (
+    GOLDEN_TILE_INPUTS,
+    GOLDEN_WIDTH,
+    conv_descriptor,
+    conv_output_hw,
+    engine_limits,
+    layer_shape,
+)
+from partitioner.engine.memory import ActivationArena, ConstArena
+from partitioner.passes.pipeline import run_fusion
+
+
+def test_constant_arena_aligns_every_chunk_and_keeps_its_bytes():
+    arena = ConstArena()
+    addrs = [arena.put(b"\x01" * n) for n in (1, ALIGN, ALIGN + 3)]
+    assert addrs == [0, ALIGN, 2 * ALIGN]
+    image = arena.image()
+    assert len(image) == arena.size == 4 * ALIGN
+    assert image[:1] == b"\x01" and image[1:ALIGN] == b"\0" * (ALIGN - 1)
+    assert image[2 * ALIGN:3 * ALIGN + 3] == b"\x01" * (ALIGN + 3)
+
+
+def test_activation_arena_never_overlaps_two_buffers():
+    arena = ActivationArena()
+    spans = [(arena.alloc(n), n) for n in (5, 64, 200, 1)]
+    for (a, n), (b, _) in zip(spans, spans[1:]):
+        assert a + n <= b and a % ALIGN == 0
+    assert arena.end % ALIGN == 0 and arena.end >= spans[-1][0] + 1
+
+
+def _int8_mse(values: np.ndarray, threshold: float) -> float:
+    step = threshold / 127
+    return float(np.mean((np.clip(np.round(values / step), -127, 127) * step - values) ** 2))
+
+
+def test_calibration_thresholds_trade_clipping_against_rounding():
+    """The MSE threshold lands where the int8 error of the real values is least (checked against quantising them
+    at a sweep of thresholds); the percentile ignores one outlier; a range with nothing rare is kept whole."""
+    rng = np.random.default_rng(0)
+    values = np.abs(rng.standard_normal(100_000))
+    values[0] = 40.0                                  # one outlier far beyond the rest
+    counts, _ = np.histogram(values, 2048, (0.0, 40.0))
+    mse = _least_squared_error(counts, 40.0)
+    sweep = min(_int8_mse(values, t) for t in np.linspace(1.0, 40.0, 157))
+    assert mse < 40.0 and _int8_mse(values, mse) <= 1.05 * sweep < _int8_mse(values, 40.0)
+    assert 3.0 < _percentile(counts, 40.0) < 6.0      # the bulk of |N(0,1)|, not the outlier
+    flat, _ = np.histogram(rng.uniform(0, 1, 100_000), 2048, (0.0, 1.0))
+    assert _least_squared_error(flat, 1.0) > 0.95      # nothing to clip in a uniform range
+
+
+@pytest.mark.parametrize("k,stride,dil", [(3, 1, 1), (3, 2, 1), (5, 1, 2), (1, 1, 1)])
+def test_conv_geometry_matches_onnx_shape_inference(k, stride, dil):
+    n = Net(channels=8, size=13)
+    model = n.model([n.conv("x", "c", k=k, stride=stride, dil=dil)])
+    g = run_fusion(ir_of(model))
+    node = g.nodes["c"]
+    cfg = EngineConfig(vec=8, pe_rows=8)
+    assert conv_output_hw(node, g) == tuple(g.tensors[node.outputs[0]].shape[2:])
+    d = conv_descriptor(node, g, cfg)
+    assert (d.kh, d.stride_h, d.dil_h, d.in_c, d.out_c) == (k, stride, dil, 8, 8) and not d.flags & Flag.DEPTHWISE
+    shape = layer_shape(node, g, cfg)
+    assert (shape.conv_h, shape.conv_w, shape.kh) == (*conv_output_hw(node, g), k)
+
+
+def test_buffers_are_sized_for_the_layers_and_never_below_the_golden_floors():
+    cfg = EngineConfig(vec=8, pe_rows=8)
+    limits = engine_limits([], cfg)
+    assert limits["max_width"] == GOLDEN_WIDTH
+    assert limits["weight_rows"] * cfg.pe_rows * cfg.vec >= GOLDEN_TILE_INPUTS * cfg.pe_rows
+    n = Net(channels=64, size=48)
+    g = run_fusion(ir_of(n.model([n.conv("x", "wide", k=7)])))
+    d = conv_descriptor(g.nodes["wide"], g, cfg)
+    wide = engine_limits([d], cfg)
+    assert wide["max_width"] == 48 and wide["weight_rows"] >= limits["weight_rows"]
