@@ -823,3 +823,30 @@ def test_channel_shuffle_alone_moves_a_permutation_into_the_conv_reading_it():
     g = fold_channel_permutations(g)
     assert _permutations(g) == [] and [k for k, _ in _kinds(g)] == ["FUSED_CONV", "FUSED_CONV"]
     _same_numbers(model, g)
+
+
+def test_a_permutation_piece_nothing_reads_after_the_rewrites_is_dropped(tmp_path):
+    """Found by hypothesis: a channel gather cut per Split half, the half a later Slice no longer reads left a
+    node nothing read (a subgraph with no outputs, which onnxruntime refuses to run)."""
+    from partitioner.build import PartitionConfig, run_partition
+    from partitioner.passes.cleanup import drop_unread_nodes
+    n = Net(channels=4)
+    y = n.node("Relu", [n.conv("x", "reduce", k=1)], "reduce_relu")
+    y = n.node("Conv", [y, n.weight("grouped.w", (4, 2, 3, 3), 0.3)], "grouped", kernel_shape=[3, 3],
+               pads=[1, 1, 1, 1], group=2)
+    y = n.node("Gather", [y, n.const("order", np.array([0, 2, 1, 3], np.int64))], "gather", axis=1)
+    n.nodes.append(helper.make_node("Split", [y, n.const("sizes", np.array([2, 2], np.int64))], ["a", "b"],
+                                    name="split", axis=1))
+    cat = n.node("Concat", [n.conv("a", "half", cin=2, cout=2), "b"], "cat", axis=1)
+    part = n.node("Slice", [cat, n.const("s", np.array([0], np.int64)), n.const("e", np.array([2], np.int64)),
+                            n.const("ax", np.array([1], np.int64))], "first_half")
+    model = n.model([n.conv(part, "out", cin=2)])
+    g = run_fusion(ir_of(model))
+    assert all(g.consumers(o) or o in g.outputs for node in g.nodes.values() for o in node.outputs)
+    assert sorted(set(g.origin_names())) == sorted(node.name for node in model.graph.node)
+    assert drop_unread_nodes(g) is g
+    _same_numbers(model, g)
+    path = n.save(["out"], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", verify=True, picture=False,
+                                           offload_everything=True))
+    assert result.verified and all(s.outputs for s in result.plan.subgraphs)

@@ -22,6 +22,9 @@ METHODS = {"max": "max-abs, per tensor, symmetric",
            "mse": "clipping threshold of least int8 mean squared error, per tensor, symmetric"}
 TABLE_FILE = "calibration.json"
 _BINS = 2048
+# a second pass over the frames (percentile, mse) reuses the first pass's float values where they take no more
+# memory than this, instead of running onnxruntime again
+KEEP_BYTES = 2 << 30
 
 
 @dataclass
@@ -113,7 +116,12 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: 
     signed min and max, from which the compiler sees where a zero point pays (a ReLU's output has no negatives)."""
     peak: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
+    kept: list[dict[str, np.ndarray]] = []          # the first pass's values, for the second, while they fit
+    kept_bytes = 0
     for seen, _ in fpga_float_values(plan, frames):
+        if method != "max" and kept_bytes <= KEEP_BYTES:
+            kept_bytes += sum(v.nbytes for v in seen.values())
+            kept.append(seen)
         for name, v in seen.items():
             if v.size:
                 lo, hi = float(np.min(v)), float(np.max(v))
@@ -123,7 +131,8 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: 
     if method == "max":
         return peak, bounds
     hist: dict[str, np.ndarray] = {}
-    for seen, _ in fpga_float_values(plan, frames):
+    second = kept if kept_bytes <= KEEP_BYTES else (seen for seen, _ in fpga_float_values(plan, frames))
+    for seen in second:
         for name, v in seen.items():
             if v.size and peak[name] > 0 and np.isfinite(peak[name]):
                 counts, _ = np.histogram(np.abs(v), _BINS, (0.0, peak[name]))

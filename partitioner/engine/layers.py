@@ -18,6 +18,7 @@ from fpga_runtime.abi import (
     saturate8,
 )
 from fpga_runtime.engine_image import TensorView
+from partitioner.engine.geometry import conv_output_hw
 from partitioner.engine.layout import layout_conflict
 from partitioner.engine.memory import ConstArena
 from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
@@ -253,10 +254,7 @@ class LayerEmitter:
                            kh=kh, kw=kw, stride_h=spec.strides[0], stride_w=spec.strides[1],
                            dil_h=spec.dilations[0], dil_w=spec.dilations[1])
             d.pad_t, d.pad_l, d.pad_b, d.pad_r = spec.pads
-            d.conv_h = (x.h * spec.upsample + spec.pads[0] + spec.pads[2] - spec.dilations[0] * (kh - 1) - 1) \
-                // spec.strides[0] + 1
-            d.conv_w = (x.w * spec.upsample + spec.pads[1] + spec.pads[3] - spec.dilations[1] * (kw - 1) - 1) \
-                // spec.strides[1] + 1
+            d.conv_h, d.conv_w = conv_output_hw(node, g)
         if spec.upsample == 2:
             d.flags |= Flag.UPSAMPLE2
         if depthwise:

@@ -95,11 +95,11 @@ class _Layers:
         self._shapes: dict[EngineConfig, list] = {}
         self._cycles: dict[tuple, int] = {}
 
-    def cycles(self, shape, cfg: EngineConfig, port_bytes: int) -> int:
-        """A layer's cycles on one unit of `cfg` (the same for any number of units)."""
-        key = (shape, replace(cfg, compute_units=1), port_bytes)
+    def cycles(self, shape, one_unit: EngineConfig, port_bytes: int) -> int:
+        """A layer's cycles on one unit (`one_unit`: the design with compute_units=1; the same for any number)."""
+        key = (shape, one_unit, port_bytes)
         if key not in self._cycles:
-            self._cycles[key] = layer_cycles(shape, cfg, port_bytes)
+            self._cycles[key] = layer_cycles(shape, one_unit, port_bytes)
         return self._cycles[key]
 
     def sized(self, cfg: EngineConfig) -> EngineConfig:
@@ -147,6 +147,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     width = GOLDEN_WIDTH
+    one_unit = replace(cfg, compute_units=1)
     for n, shape in layers.shapes(cfg):
         node = graph.nodes[n]
         cost = layers.costs[n]
@@ -154,7 +155,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
         macs += cost.macs
         if shape is None:
             continue
-        cycles = layers.cycles(shape, cfg, board.port_bits // 8)
+        cycles = layers.cycles(shape, one_unit, board.port_bits // 8)
         layer_s[n] = max(cycles / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
         frame += layer_s[n]
         if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):

@@ -58,3 +58,27 @@ def remove_exporter_noops(graph: Graph) -> Graph:
             _drop_passthrough(graph, node, node.inputs[0])          # a resize by 1 (any mode) copies
     graph.prune_tensors()
     return graph
+
+
+def drop_unread_nodes(graph: Graph) -> Graph:
+    """Nodes whose every output no node reads and no model output is: rewrites can leave them (a permutation
+    cut into per-slice pieces whose one slice a later rewrite no longer reads). A subgraph of them would have no
+    outputs. Their original nodes, where no other node covers them, join the producer of their input."""
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(list(graph.nodes.values())):
+            if any(o in graph.outputs or graph.consumers(o) for o in node.outputs if o):
+                continue
+            covered = {o for other in graph.nodes.values() if other is not node for o in other.origin}
+            lost = [o for o in node.origin if o not in covered]
+            owner = next((graph.producer(t) for t in node.inputs if t and graph.producer(t) is not None), None)
+            if lost and owner is None:
+                continue                        # it alone stands for a node of the model: keep it
+            if lost:
+                owner.origin = owner.origin + lost
+            del graph.nodes[node.name]
+            graph.touch()
+            changed = True
+    graph.prune_tensors()
+    return graph

@@ -6,7 +6,7 @@ from typing import Callable
 from partitioner.ir.graph import Graph
 from partitioner.passes.batchnorm import batchnorm_as_depthwise, fold_batchnorm, lone_activations_as_depthwise
 from partitioner.passes.channel_shuffle import fold_channel_permutations
-from partitioner.passes.cleanup import remove_exporter_noops
+from partitioner.passes.cleanup import drop_unread_nodes, remove_exporter_noops
 from partitioner.passes.conv_form import form_convolutions
 from partitioner.passes.data_movement import recognise_data_movement
 from partitioner.passes.decompose import (
@@ -62,6 +62,7 @@ FUSION: list[Pass] = [
     fuse_maxpool,           # + MaxPool
     fuse_upsample_input,    # nearest x2 Resize -> conv input read mode
     mark_concat_writes,     # channel Concat -> writes at channel offsets
+    drop_unread_nodes,      # what the rewrites left that nothing reads
 ]
 
 
