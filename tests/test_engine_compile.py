@@ -82,3 +82,26 @@ def test_buffers_are_sized_for_the_layers_and_never_below_the_golden_floors():
     d = conv_descriptor(g.nodes["wide"], g, cfg)
     wide = engine_limits([d], cfg)
     assert wide["max_width"] == 48 and wide["weight_rows"] >= limits["weight_rows"]
+
+
+def test_calibration_frames_from_a_folder_of_arrays_and_images(tmp_path):
+    from PIL import Image
+
+    from fpga_runtime.plan import TensorSpec
+    from partitioner.engine.calibration_frames import load_frames
+    from partitioner.errors import ModelError
+    frame = TensorSpec("images", [1, 8, 10, 3], "uint8")
+    np.save(tmp_path / "a.npy", np.full((1, 8, 10, 3), 7, np.uint8))
+    Image.new("RGB", (40, 30), (200, 10, 0)).save(tmp_path / "b.png")
+    (tmp_path / "notes.txt").write_text("not a frame")
+    frames = load_frames(tmp_path, [frame])
+    assert len(frames) == 2 and frames[0]["images"].max() == 7
+    assert frames[1]["images"].shape == (1, 8, 10, 3) and tuple(frames[1]["images"][0, 0, 0]) == (200, 10, 0)
+    only_images = tmp_path / "photos"
+    only_images.mkdir()
+    (tmp_path / "b.png").rename(only_images / "b.png")
+    with pytest.raises(ModelError, match="images calibrate only a uint8"):
+        load_frames(only_images, [TensorSpec("x", [1, 3, 8, 10], "float32")])
+    np.save(tmp_path / "c.npy", np.zeros((1, 3, 8, 10), np.float32))
+    with pytest.raises(ModelError, match="c.npy: float32 \\[1, 3, 8, 10\\]"):
+        load_frames(tmp_path, [frame])

@@ -850,3 +850,19 @@ def test_a_permutation_piece_nothing_reads_after_the_rewrites_is_dropped(tmp_pat
     result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", verify=True, picture=False,
                                            offload_everything=True))
     assert result.verified and all(s.outputs for s in result.plan.subgraphs)
+
+
+def test_op_facts_read_clip_bounds_upsample_factors_and_scalars():
+    from partitioner.ir.op_facts import clip_bounds, scalar_const, upsample_factor
+    n = Net()
+    c = n.conv("x", "c")
+    clip = n.node("Clip", [c, n.const("lo", np.array(0.0, np.float32)), n.const("hi", np.array(6.0, np.float32))],
+                  "relu6")
+    open_clip = n.node("Clip", [clip, n.const("lo2", np.array(-1.0, np.float32))], "floor_only")
+    up = n.node("Resize", [open_clip, "", n.const("sc", np.array([1, 1, 2, 2], np.float32))], "up", mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+    g = ir_of(n.model([up]))
+    assert clip_bounds(g.nodes["relu6"], g) == (0.0, 6.0)
+    assert clip_bounds(g.nodes["floor_only"], g) == (-1.0, None)
+    assert upsample_factor(g.nodes["up"], g) == 2
+    assert scalar_const(g, g.nodes["relu6"].inputs[2]) == 6.0 and scalar_const(g, g.nodes["relu6"].inputs[0]) is None
