@@ -6,6 +6,7 @@ first use so that `import fpga_runtime.abi` stays light.
 """
 from __future__ import annotations
 
+__version__ = "0.1.0"
 __all__ = ["Session", "predict", "Prediction"]
 
 _EXPORTS = {"Session": "run.session", "predict": "prediction.virtual_time", "Prediction": "prediction.virtual_time"}

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from fpga_runtime import __version__
 from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
@@ -112,6 +113,7 @@ class _Frames:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="fpga-run")
 def main() -> None:
     """Run partitioned models (`fpga-run run`) or predict them on a board (`fpga-run predict`)."""
 

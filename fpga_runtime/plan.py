@@ -108,26 +108,36 @@ def _tensors(items: list[dict]) -> list[TensorSpec]:
 
 def read_plan(folder_or_file: str | Path) -> Plan:
     path = Path(folder_or_file)
+    if path.suffix == ".onnx" and path.is_file():
+        raise PlanError(f"{path} is an ONNX model, not a build folder: run `partition {path}` and pass the "
+                        "folder it writes")
     if path.is_dir():
         path = path / PLAN_FILE
     try:
         raw = json.loads(path.read_text())
     except FileNotFoundError:
         raise PlanError(f"{path}: no plan here (run `partition` first)") from None
-    except json.JSONDecodeError as exc:
-        raise PlanError(f"{path}: not valid JSON: {exc}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise PlanError(f"{path}: not a plan (not valid JSON: {exc})") from None
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read the plan: {exc.strerror or exc}") from None
+    if not isinstance(raw, dict):
+        raise PlanError(f"{path}: not a plan (a JSON {type(raw).__name__}, not an object)")
     if raw.get("version") != PLAN_VERSION:
         raise PlanError(f"{path}: plan version {raw.get('version')!r}, this runtime reads version {PLAN_VERSION}")
-    subgraphs = []
-    for s in raw["subgraphs"]:
-        s = dict(s)
-        s["inputs"], s["outputs"] = _tensors(s["inputs"]), _tensors(s["outputs"])
-        s["layers"] = [Layer(**layer) for layer in s.get("layers", [])]
-        subgraphs.append(SubgraphSpec(**s))
-    plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
-                _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
-                raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
-                raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"), root=path.parent)
+    try:
+        subgraphs = []
+        for s in raw["subgraphs"]:
+            s = dict(s)
+            s["inputs"], s["outputs"] = _tensors(s["inputs"]), _tensors(s["outputs"])
+            s["layers"] = [Layer(**layer) for layer in s.get("layers", [])]
+            subgraphs.append(SubgraphSpec(**s))
+        plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
+                    _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
+                    raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
+                    raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"), root=path.parent)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PlanError(f"{path}: malformed plan ({type(exc).__name__}: {exc}); partition the model again") from None
     _check_order(plan)
     _check_parts(plan)
     return plan

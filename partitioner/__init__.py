@@ -1,2 +1,2 @@
 """ONNX -> CPU/FPGA partitioner: import, fuse, place, carve, write a build folder."""
-__version__ = "0.1.0"
+from fpga_runtime import __version__  # noqa: F401  (one version for the package: setup.cfg reads it)

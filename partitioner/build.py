@@ -7,6 +7,7 @@ import enum
 import json
 import time
 import uuid
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -41,8 +42,8 @@ from partitioner.explore.design_space import (
     ranked,
     unit_resources,
 )
-from partitioner.frontend.importer import ImportResult, import_model
-from partitioner.ir.graph import Graph
+from partitioner.frontend.importer import ImportResult, import_model, pinned_shape_hint
+from partitioner.ir.graph import Graph, OpKind
 from partitioner.ir.to_onnx import to_model
 from partitioner.output.drawing import draw
 from partitioner.output.plan_writer import write_build
@@ -106,6 +107,23 @@ class BuildResult:
     @property
     def verified(self) -> bool:
         return self.checks is not None and all(c.ok for c in self.checks)
+
+    def why_no_fpga(self) -> str | None:
+        """Why a model with conv layers got no FPGA subgraph (None where it has one, or no convs): the most
+        common reason its convs stayed on the CPU, or why no engine design fits; for dynamic inputs, the
+        --input-shape to pass."""
+        graph = self.partition.graph
+        convs = [n for n in graph.nodes.values() if n.kind is OpKind.FUSED_CONV]
+        if not convs or any(s.device == "fpga" for s in self.plan.subgraphs):
+            return None
+        if self.exploration is not None and self.exploration.chosen is None:
+            return self.exploration.note
+        reasons = Counter(self.partition.fallbacks.get(n.name) for n in convs if n.name in self.partition.fallbacks)
+        why = reasons.most_common(1)[0][0] if reasons else "the cost model kept every region on the CPU"
+        dynamic = [graph.tensors[t] for t in graph.inputs if not graph.tensors[t].is_static]
+        if dynamic:
+            why += "; e.g. " + " ".join(f"--input-shape {t.onnx_name}={pinned_shape_hint(t.shape)}" for t in dynamic)
+        return f"{len(convs)} conv layers, none on the FPGA: {why}"
 
     def below(self, min_cosine: float) -> tuple[str, str] | None:
         """(worst output, first layer) where int8 falls below `min_cosine` against float, or None."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
+from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE
@@ -56,6 +57,7 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="partition")
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--target", type=click.Choice([t.value for t in TargetName]), default="fpga", show_default=True)
 @click.option("--board", type=click.Choice(list(BOARDS), case_sensitive=False), default="zcu104", show_default=True)
@@ -95,6 +97,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
+@click.option("--allow-cpu-only", is_flag=True,
+              help="exit 0 even where a model with conv layers gets no FPGA subgraph (the reason is printed)")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
@@ -102,7 +106,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          no_accuracy: bool,
          min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
-         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, debug: bool) -> None:
+         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, allow_cpu_only: bool,
+         debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
@@ -158,6 +163,12 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
             click.echo(f"error: the partitioned model differs from the original beyond tolerance {tolerance} "
                        f"(relative to each output's largest value, or {CONDITIONING_FACTOR:g}x what onnxruntime's own "
                        "graph optimisations change)", err=True)
+            sys.exit(1)
+    if cfg.target is TargetName.FPGA and (why := result.why_no_fpga()) is not None:
+        click.echo(f"{'warning' if allow_cpu_only else 'error'}: no FPGA subgraph: {why}"
+                   + ("" if allow_cpu_only else f" (the CPU-only build is in {cfg.out_dir}; --allow-cpu-only "
+                                                "accepts it)"), err=True)
+        if not allow_cpu_only:
             sys.exit(1)
 
 

@@ -152,7 +152,8 @@ def _dynamic_model(tmp_path):
 
 
 def test_dynamic_dimension_falls_back_to_cpu_with_reason(tmp_path):
-    code, out, err = _run(_dynamic_model(tmp_path), "-o", tmp_path / "out", "--no-picture", "--offload-all")
+    code, out, err = _run(_dynamic_model(tmp_path), "-o", tmp_path / "out", "--no-picture", "--offload-all",
+                          "--allow-cpu-only")
     assert code == 0, err
     assert "dynamic shape" in err and "--input-shape" in err
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
@@ -206,10 +207,11 @@ def test_non_finite_weights_stay_on_the_cpu_and_verify(tmp_path):
     n.inits[0] = numpy_helper.from_array(np.full((4, 4, 3, 3), np.nan, np.float32), "c.w")
     path = _save(n.model([n.node("Relu", [c], "r")]), tmp_path / "m.onnx")
     code, out, err = _run(path, "-o", tmp_path / "b", "--verify", "--offload-all", "--no-picture")
-    assert code == 0, err
+    assert code == 1 and "no FPGA subgraph" in err and "NaN" in err   # a model with convs and none on the FPGA
     plan = json.loads((tmp_path / "b" / "plan.json").read_text())
     assert [s["device"] for s in plan["subgraphs"]] == ["cpu"]
     assert any("NaN" in f["reason"] for f in plan["fallbacks"])
+    assert "verify r: " in out and "-> ok" in out
 
 
 def _conv_model(**changes):
@@ -249,3 +251,22 @@ def _conv_model(**changes):
         "absurd_weights"])
 def test_broken_conv_models_get_one_line_naming_what(tmp_path, changes, needles):
     _expect_error(tmp_path, _save(_conv_model(**changes), tmp_path / "m.onnx"), *needles, extra=("--offload-all",))
+
+
+def test_a_model_with_convs_and_no_fpga_subgraph_exits_1_with_the_input_shape_to_pass(tmp_path):
+    n = Net(channels=4, size=6)
+    model = n.model([n.conv("x", "c")])
+    dims = model.graph.input[0].type.tensor_type.shape.dim
+    dims[0].dim_param, dims[2].dim_param, dims[3].dim_param = "batch", "height", "width"
+    path = tmp_path / "dynamic.onnx"
+    onnx.save(model, str(path))
+    result = CliRunner().invoke(main, [str(path), "-o", str(tmp_path / "b"), "--no-picture"])
+    assert result.exit_code == 1
+    assert "error: no FPGA subgraph: 1 conv layers, none on the FPGA: dynamic dimension" in result.output
+    assert "--input-shape x=1x4xHEIGHTxWIDTH" in result.output and "--allow-cpu-only" in result.output
+    assert (tmp_path / "b" / "plan.json").exists()            # the CPU build itself is valid and written
+    allowed = CliRunner().invoke(main, [str(path), "-o", str(tmp_path / "b"), "--no-picture", "--allow-cpu-only"])
+    assert allowed.exit_code == 0 and "warning: no FPGA subgraph" in allowed.output
+    pinned = CliRunner().invoke(main, [str(path), "-o", str(tmp_path / "b"), "--no-picture",
+                                       "--input-shape", "x=1x4x6x6", "--offload-all"])
+    assert pinned.exit_code == 0, pinned.output

@@ -159,3 +159,10 @@ def test_staged_folder_refuses_to_replace_a_folder_that_is_not_a_build(tmp_path)
     (tmp_path / "photos" / "cat.jpg").write_bytes(b"\xff\xd8")
     with pytest.raises(ModelError, match="not a build folder"):
         StagedFolder(tmp_path / "photos")
+
+
+def test_a_calibration_table_of_another_model_is_refused(model, tmp_path, zoo):
+    _build(zoo("classifier"), tmp_path / "other")
+    with pytest.raises(ModelError, match=r"covers \d+ of the \d+ engine tensors .* another model's"):
+        _build(model, tmp_path / "b", calibration_table=tmp_path / "other" / "fpga" / "calibration.json")
+    assert not (tmp_path / "b").exists()

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from graphs import Net
 from ir_helpers import ir_of
+from onnx import helper
 
 from fpga_runtime.abi import ALIGN, EngineConfig, Flag
 from partitioner.engine.calibration import _least_squared_error, _percentile
@@ -105,3 +106,27 @@ def test_calibration_frames_from_a_folder_of_arrays_and_images(tmp_path):
     np.save(tmp_path / "c.npy", np.zeros((1, 3, 8, 10), np.float32))
     with pytest.raises(ModelError, match="c.npy: float32 \\[1, 3, 8, 10\\]"):
         load_frames(tmp_path, [frame])
+
+
+def test_a_standalone_max_pool_shares_the_channel_placement_its_add_gives_its_output(tmp_path):
+    """Found by hypothesis: a max pool the transposed conv before it cannot take, added to a tensor a split
+    and concat placed, wrote its 8 channels into a 16-channel slot (a numpy broadcast error at the first run)."""
+    from partitioner.build import PartitionConfig, run_partition
+    from partitioner.golden.graph_builder import OnnxNet
+    n = OnnxNet(channels=4, size=6)
+    a = n.node("Relu", [n.conv("x", "a")], "a_relu")
+    b = n.node("Relu", [n.conv("x", "b")], "b_relu")
+    n.nodes.append(helper.make_node("Split", [a, n.const("sizes", np.array([2, 2], np.int64))], ["a0", "a1"],
+                                    name="split", axis=1))
+    cat = n.node("Concat", [n.conv("a0", "half", cin=2, cout=2), "a1"], "cat", axis=1)
+    up = n.node("ConvTranspose", [b, n.weight("up.w", (4, 4, 2, 2), 0.5), n.weight("up.b", (4,), 0.1)], "up",
+                kernel_shape=[2, 2], strides=[2, 2])
+    down = n.node("MaxPool", [n.node("Relu", [up], "up_relu")], "down", kernel_shape=[2, 2], strides=[2, 2])
+    total = n.node("Add", [a, down], "sum")
+    part = n.node("Slice", [total, n.const("s", np.array([0], np.int64)), n.const("e", np.array([2], np.int64)),
+                            n.const("ax", np.array([1], np.int64))], "first")
+    path = n.save([n.conv(part, "out1", cin=2), n.conv(cat, "out2", k=1)], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", verify=True, picture=False,
+                                           offload_everything=True))
+    assert result.verified and result.accuracy is not None
+    assert min(o.cosine for o in result.accuracy.outputs) > 0.99

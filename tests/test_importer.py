@@ -219,3 +219,74 @@ def test_constant_folding_alone_folds_shape_arithmetic_and_keeps_what_runs():
     assert [node.name for node in folded_model.graph.node] == ["c", "flat"]
     consts = {t.name: numpy_helper.to_array(t) for t in folded_model.graph.initializer}
     assert consts["flat_shape"].tolist() == [1, -1]
+
+
+def _verified_build(tmp_path, model, **kw):
+    from partitioner.build import PartitionConfig, run_partition
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", verify=True, picture=False,
+                                           offload_everything=True, **kw))
+    assert result.verified, result.checks
+    return result
+
+
+def test_opset_18_reduce_split_pad_resize_and_mish_import_in_opset_17(tmp_path):
+    """ultralytics and torch >= 2.5 export opset 18+; onnx's converter cannot go down from there."""
+    n = Net(channels=4, size=8)
+    c = n.conv("x", "c")
+    gate = n.node("Sigmoid", [n.node("ReduceMean", [c, n.const("axes", np.array([2, 3], np.int64))], "mean",
+                                     keepdims=1)], "gate")
+    y = n.node("Mul", [c, gate], "se")
+    n.nodes.append(helper.make_node("Split", [y], ["a", "b"], name="split", axis=1, num_outputs=2))
+    cat = n.node("Concat", [n.conv("a", "ca", cin=2, cout=2), n.conv("b", "cb", cin=2, cout=2)], "cat", axis=1)
+    pad = n.node("Pad", [cat, n.const("pads", np.array([1, 1, 1, 1], np.int64)), "",
+                         n.const("pad_axes", np.array([2, 3], np.int64))], "pad")
+    m = n.node("Mish", [n.conv_valid(pad, "cv")], "mish")
+    up = n.node("Resize", [m, "", n.const("sc", np.array([1, 1, 2, 2], np.float32))], "up", mode="nearest",
+                coordinate_transformation_mode="asymmetric", nearest_mode="floor", antialias=0,
+                keep_aspect_ratio_policy="stretch")
+    model = n.model([n.conv(up, "out")], opset=18)
+    result = _verified_build(tmp_path, model)
+    assert "converted opset 18 to 17" in result.warnings
+    graph = result.partition.graph
+    assert any("mish" in node.describe() for node in graph.nodes.values() if node.kind is OpKind.FUSED_CONV)
+    where = {n: s.device for s in result.plan.subgraphs for n in s.nodes}
+    assert where["mean"] == where["mish"] == where["pad"] == where["up"] == "fpga"   # GAP, fused, folded, read mode
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_opset_20_gelu_is_spelt_out_and_computes_the_same(tmp_path, approximate):
+    n = Net(channels=4, size=6)
+    g = n.node("Gelu", [n.conv("x", "c")], "gelu", approximate=approximate)
+    model = n.model([n.conv(g, "out")], opset=20)
+    model.ir_version = 9
+    result = _verified_build(tmp_path, model)
+    assert result.plan.model["opset"] == 17
+    ops = {o for s in result.plan.subgraphs for o in s.nodes}
+    assert "gelu" in ops
+
+
+def test_an_op_newer_than_opset_17_without_a_spelling_is_refused_in_one_line(tmp_path):
+    n = Net(channels=4, size=6)
+    gn = n.node("GroupNormalization", [n.conv("x", "c"), n.const("s", np.ones(4, np.float32)),
+                                       n.const("b", np.zeros(4, np.float32))], "groupnorm", num_groups=2)
+    model = n.model([gn], opset=21)
+    model.ir_version = 10
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(ModelError) as err:
+        import_model(path)
+    text = err.value.message()
+    assert "groupnorm" in text and "GroupNormalization" in text and "opset 21" in text
+    assert "opset_version=17" in text
+
+
+def test_split_num_outputs_of_an_uneven_dimension_matches_onnxruntime(tmp_path):
+    n = Net(channels=5, size=6)
+    n.nodes.append(helper.make_node("Split", [n.conv("x", "c")], ["a", "b"], name="split", axis=1,
+                                    num_outputs=2))
+    model = n.model([n.node("Relu", ["a"], "ra"), n.node("Relu", ["b"], "rb")], opset=18)
+    result = _verified_build(tmp_path, model)
+    shapes = {t.name: t.shape for s in result.plan.subgraphs for t in s.outputs}
+    assert shapes["ra"][1] == 3 and shapes["rb"][1] == 2

@@ -120,3 +120,39 @@ def test_default_frames_in_flight_keep_every_unit_busy(builds, tmp_path):
     assert f"{units} compute unit(s), 2 CPU worker(s), {max(2, units + 1)} in flight" in result.output
     assert default_in_flight(1) == 2 and default_in_flight(3) == 4
     assert predict(build, frames=8).makespan_s <= predict(build, frames=8, in_flight=1).makespan_s
+
+
+def test_session_describes_its_inputs_and_outputs_and_refuses_what_it_cannot_do(tmp_path, zoo):
+    """Like onnxruntime's InferenceSession: get_inputs()/get_outputs(); an unknown output, a model file instead
+    of a build, and use after close() each get one clear error."""
+    import onnx
+
+    from partitioner.cli import main as partition_cli
+    model = zoo("classifier")
+    assert CliRunner().invoke(partition_cli, [str(model), "-o", str(tmp_path / "b"), "--no-accuracy",
+                                              "--no-picture"]).exit_code == 0
+    with pytest.raises(PlanError, match="is an ONNX model, not a build folder"):
+        Session(model)
+    session = Session(tmp_path / "b")
+    (arg,) = session.get_inputs()
+    declared = onnx.load(str(model)).graph.input[0]
+    assert arg.name == declared.name and arg.type == "tensor(float)"
+    assert arg.shape == [d.dim_value for d in declared.type.tensor_type.shape.dim]
+    assert [o.name for o in session.get_outputs()] == session.output_names
+    feeds = random_frame(session.plan, 0)
+    with pytest.raises(PlanError, match="no model output named 'nope'; the outputs are"):
+        session.run(["nope"], feeds)
+    assert session.run(None, feeds)[0].shape == tuple(session.get_outputs()[0].shape)
+    session.close()
+    session.close()
+    with pytest.raises(PlanError, match="this Session is closed"):
+        session.run(None, feeds)
+
+
+def test_a_plan_that_is_not_a_plan_is_one_error(tmp_path):
+    (tmp_path / "plan.json").write_bytes(b"\xff\xfe not text")
+    with pytest.raises(PlanError, match="not a plan"):
+        read_plan(tmp_path)
+    (tmp_path / "plan.json").write_text('{"version": 1, "subgraphs": [{"name": 3}]}')
+    with pytest.raises(PlanError, match="malformed plan"):
+        read_plan(tmp_path)

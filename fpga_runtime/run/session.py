@@ -3,6 +3,7 @@ subgraphs as engine programs on the chosen backend; tensors between two FPGA sub
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,22 @@ from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """A model input or output as onnxruntime's `NodeArg` describes it: name, shape, type ("tensor(float)")."""
+    name: str
+    shape: list
+    type: str
+
+
+def _node_arg(t) -> NodeArg:
+    return NodeArg(t.name, list(t.shape) if t.shape is not None else [], f"tensor({_ORT_TYPES.get(t.dtype, t.dtype)})")
+
+
+_ORT_TYPES = {"float32": "float", "float64": "double", "float16": "float16", "int64": "int64", "int32": "int32",
+              "int8": "int8", "uint8": "uint8", "bool": "bool"}
 
 
 class Session:
@@ -42,6 +59,7 @@ class Session:
         self.stats: list[RunStats] = []
         self._engine_lock = threading.Lock()     # the activation slots serve one run or one stream at a time
         self._streaming = False
+        self._closed = False
         fpga = [s for s in self.plan.subgraphs if s.device == "fpga"]
         self.backend: Backend | None = None
         if fpga:
@@ -56,6 +74,12 @@ class Session:
         read_by_cpu = {t.name for s in self.plan.subgraphs if s.device == "cpu" for t in s.inputs}
         read_by_cpu |= {t.name for t in self.plan.outputs}
         self._host_reads = {s.name: [t.name for t in s.outputs if t.name in read_by_cpu] for s in fpga}
+
+    def get_inputs(self) -> list[NodeArg]:
+        return [_node_arg(t) for t in self.plan.inputs]
+
+    def get_outputs(self) -> list[NodeArg]:
+        return [_node_arg(t) for t in self.plan.outputs]
 
     @property
     def input_names(self) -> list[str]:
@@ -80,7 +104,12 @@ class Session:
 
     def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """One frame, subgraph after subgraph, in activation slot 0. Calls from several threads take turns."""
+        self._check_open()
         check_feeds(self.plan, feeds)
+        unknown = [n for n in output_names or [] if n not in self.output_names]
+        if unknown:
+            raise PlanError(f"no model output named {', '.join(map(repr, unknown))}; the outputs are "
+                            f"{', '.join(self.output_names)}")
         if self._streaming:
             raise PlanError("this Session is streaming; run() would share its activation slots (finish the stream "
                             "or use a second Session)")
@@ -93,6 +122,7 @@ class Session:
     def stream(self, frames, cpu_workers: int = CPU_WORKERS, in_flight: int | None = None):
         """Outputs of many frames, in order, pipelined by the concurrent scheduler (see scheduler.py). A frame is
         a feed dict, or an array where the model has a single input."""
+        self._check_open()
         slots = self.backend.slots if self.backend else 1
         scheduler = Scheduler(self, cpu_workers, in_flight=in_flight or slots)
         if not self._engine_lock.acquire(blocking=False):
@@ -113,7 +143,15 @@ class Session:
             raise PlanError(f"the model has inputs {self.input_names}: pass each frame as a dict of them")
         return {self.input_names[0]: np.asarray(frame)}
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PlanError("this Session is closed (open a new one)")
+
     def close(self) -> None:
+        """Releases the backend (engine memory, simulator, board); later runs raise a clear error. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
         if self.backend is not None:
             self.backend.close()
 

@@ -12,8 +12,9 @@ from fpga_runtime.plan import Plan
 from partitioner.engine.calibration import Calibration
 from partitioner.engine.geometry import engine_limits
 from partitioner.engine.layers import LayerEmitter
-from partitioner.engine.layout import plan_layout, tensor_scales
+from partitioner.engine.layout import engine_tensor_names, plan_layout, tensor_scales
 from partitioner.engine.memory import ActivationArena, ConstArena
+from partitioner.errors import ModelError
 from partitioner.ir.graph import OpKind
 from partitioner.placement.cost import node_cost
 from partitioner.placement.partition import Device, Partition
@@ -29,6 +30,13 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
     nodes = [n for sg in fpga for n in sg.nodes]
     ranges = calibration.ranges(plan)
+    if not calibration.frames:                  # a table of an earlier build: it must be this model's
+        needed = [t for t in engine_tensor_names(graph, nodes) if t not in graph.fixed_scales]
+        absent = [t for t in needed if t not in ranges]
+        if absent:
+            raise ModelError(f"{calibration.source}: covers {len(needed) - len(absent)} of the {len(needed)} "
+                             f"engine tensors of this build ({len(absent)} missing, e.g. {absent[0]!r}): it is "
+                             "another model's or another partition's; calibrate with --calibrate DIR instead")
     scales, zeros = tensor_scales(graph, nodes, ranges, warnings, calibration.bounds)
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations, zeros)

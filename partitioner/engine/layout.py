@@ -40,6 +40,19 @@ class _Groups:
         self.parent[self.find(a)] = self.find(b)
 
 
+def engine_tensor_names(graph: Graph, fpga_nodes: list[str]) -> list[str]:
+    """Every tensor an FPGA node reads or writes and every fused stage, by ONNX name, in order: what needs a
+    calibrated range (or a fixed QDQ scale)."""
+    names: list[str] = []
+    for n in fpga_nodes:
+        node = graph.nodes[n]
+        names += [graph.tensors[t].onnx_name for t in node.inputs if t and graph.const(t) is None]
+        names += [graph.tensors[t].onnx_name for t in node.outputs]
+        if node.conv is not None:
+            names += stage_names(graph, node)
+    return list(dict.fromkeys(names))
+
+
 def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float], warnings: list[str],
                   bounds: dict[str, tuple[float, float]] | None = None) -> tuple[dict[str, float], dict[str, int]]:
     """Scale and zero point per ONNX tensor name: every tensor an FPGA node reads or writes, and every fused stage
@@ -59,19 +72,23 @@ def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
                 groups.union(t, out[0])
     best: dict[str, float] = {}
     fixed = graph.fixed_scales
+    missing = []
     for name in dict.fromkeys(names):
         if name in fixed:
             root = groups.find(name)
             best[root] = max(best.get(root, 0.0), fixed[name] * 127.0)
             continue
         if name not in ranges:
-            warnings.append(f"no calibration range for {name!r}; using scale 1.0")
+            missing.append(name)
         elif not np.isfinite(ranges[name]):
             warnings.append(f"tensor {name!r} reached {ranges[name]} on the calibration frames; its int8 range is "
                             "set to +-127 (scale 1.0): check the model and the frames")
         root = groups.find(name)
         value = ranges.get(name, 127.0)
         best[root] = max(best.get(root, 0.0), value if np.isfinite(value) else 127.0)
+    if missing:
+        listed = ", ".join(repr(m) for m in missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        warnings.append(f"no calibration range for {len(missing)} engine tensor(s) ({listed}); using scale 1.0")
     scales = {name: (best[groups.find(name)] / 127.0) or 1.0 for name in dict.fromkeys(names)}
     zeros = {name: 0 for name in scales}
     if not bounds:
@@ -176,10 +193,10 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
 
 def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
     """Tensors that must share one channel placement, which may be a concat's with padding between its slots:
-    a global average pool's (or a depthwise conv's) output and its input; a channel gate (SE block), the gated
-    activation and the result; both addends and the sum of an element-wise add; a conv's output and the
-    residual it adds. Channels are independent there,
-    so whichever of them is placed first (a concat's output, say) places the others."""
+    the output and the input of a global average pool, a standalone max pool or upsample, or a depthwise conv;
+    a channel gate (SE block), the gated activation and the result; both addends and the sum of an element-wise
+    add; a conv's output and the residual it adds. Channels are independent there, so whichever of them is
+    placed first (a concat's output, say) places the others."""
     groups = _Groups()
     for name in fpga_nodes:
         node = graph.nodes[name]
@@ -191,8 +208,8 @@ def _shared_layouts(graph: Graph, fpga_nodes: list[str]) -> _Groups:
         if node.kind is OpKind.ADD:
             groups.union(node.inputs[1], node.inputs[0])
             groups.union(node.outputs[0], node.inputs[0])
-        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION):
-            groups.union(node.outputs[0], node.inputs[0])
+        elif node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION, OpKind.MAXPOOL, OpKind.RESIZE):
+            groups.union(node.outputs[0], node.inputs[0])      # lane-wise: channel k in, channel k out
         elif node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None:
             data, gate = operands
             groups.union(gate, data)
@@ -213,7 +230,8 @@ def layout_conflict(graph: Graph, node_name: str, views: dict[str, TensorView]) 
     x, y = node.inputs[0], node.outputs[0]
     if node.kind is OpKind.ADD and not same(x, node.inputs[1], y):
         return "engine add of tensors with different channel layouts"
-    if node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION) and not same(x, y):
+    if node.kind in (OpKind.GLOBAL_AVG_POOL, OpKind.LP_NORMALIZATION, OpKind.MAXPOOL, OpKind.RESIZE) \
+            and not same(x, y):
         return f"{node.kind.value} whose input and output channel layouts differ"
     if node.kind is OpKind.MUL and (operands := gate_operands(node, graph)) is not None \
             and not same(operands[0], operands[1], y):

@@ -19,6 +19,7 @@ from partitioner.errors import ModelError
 from partitioner.frontend.constant_folding import BIG_ELEMENTS, fold_constants
 from partitioner.frontend.contrib_ops import probe_output_types, runs_on_cpu
 from partitioner.frontend.onnx_walk import dims_of, node_label, outer_scope_names
+from partitioner.frontend.opset_downgrade import downgrade
 from partitioner.ir.graph import Graph, Node, OpKind, Tensor
 from partitioner.ir.names import NameTable
 
@@ -38,6 +39,13 @@ class ImportResult:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def pinned_shape_hint(shape) -> str:
+    """What to pass to --input-shape for a dynamic shape: its static sizes, the batch at 1, the other free sizes
+    by their names, e.g. 1x3xHEIGHTxWIDTH."""
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else ("1" if i == 0 else str(d or "N").upper())
+                    for i, d in enumerate(shape or []))
 
 
 def load_model(path: str | os.PathLike) -> onnx.ModelProto:
@@ -269,7 +277,10 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
     if opset is None:
         raise ModelError("the model imports no version of the default ONNX domain")
-    if opset != CANONICAL_OPSET:
+    if opset > CANONICAL_OPSET:                  # onnx's converter has no downward adapters for most ops
+        model = downgrade(model, opset)
+        warnings.append(f"converted opset {opset} to {CANONICAL_OPSET}")
+    elif opset != CANONICAL_OPSET:
         try:
             model = version_converter.convert_version(model, CANONICAL_OPSET)
         except Exception as exc:
@@ -360,5 +371,6 @@ def import_model(path: str | os.PathLike, input_shapes: dict[str, tuple[int, ...
         t = graph.tensors[name]
         if not t.is_static:
             warnings.append(f"input {t.onnx_name!r} has dynamic shape {t.shape}; pin it with "
-                            f"--input-shape {t.onnx_name}=1x3x416x416 or its nodes stay on the CPU")
+                            f"--input-shape {t.onnx_name}={pinned_shape_hint(t.shape)} (the free sizes yours) or "
+                            "its nodes stay on the CPU")
     return ImportResult(graph, skeleton, big, warnings, folded)
