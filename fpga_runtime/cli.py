@@ -10,6 +10,7 @@ import json
 import sys
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -20,7 +21,7 @@ from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import compare, summarise
-from fpga_runtime.checking.detections import find_detection_outputs
+from fpga_runtime.checking.detections import decode_yolo, find_detection_outputs, raw_yolo_head
 from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.checking.images import ImageError, detection_list, draw_detections, load_image, write_detections
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
@@ -28,6 +29,7 @@ from fpga_runtime.plan import PlanError, check_feeds, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
 from fpga_runtime.prediction.virtual_time import build_compute_units, predict
+from fpga_runtime.preprocess import Preprocess, load_picture
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from fpga_runtime.run.scheduler import Scheduler, TaskError
 from fpga_runtime.run.session import Session
@@ -90,16 +92,23 @@ class _Frames:
             if given:
                 raise click.UsageError("give --input or --image, not both")
             spec = plan.inputs[0] if len(plan.inputs) == 1 else None
-            if spec is None or spec.dtype != "uint8" or len(spec.shape or []) != 4 or spec.shape[3] != 3:
-                raise click.UsageError("--image feeds models whose single input is a uint8 [N, H, W, 3] frame; "
-                                       f"this model takes {[(t.name, t.dtype, t.shape) for t in plan.inputs]}")
+            pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
+            raw = spec is not None and spec.dtype == "uint8" and len(spec.shape or []) == 4 and spec.shape[3] == 3
+            if not raw and (pre is None or pre.preset == "none"):
+                raise click.UsageError("--image: this build records no pre-processing for its input "
+                                       f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model "
+                                       "again with --preprocess yolo|imagenet|unit, or give --input NAME=FILE.npy)")
             self.feeds = []
             for path in images:
-                frame, fit, picture = load_image(path, spec.shape, resize)
+                if raw:
+                    frame, fit, picture = load_image(path, spec.shape, resize)
+                else:
+                    frame, fit, picture = load_picture(path, spec, pre)
                 self.feeds.append({spec.name: frame})
                 self.fits.append(fit)
                 self.pictures.append(picture)
-                click.echo(f"{path}: {fit.describe(spec.shape[2], spec.shape[1])}", err=True)
+                in_h, in_w = (spec.shape[1], spec.shape[2]) if raw else pre.image_size(spec.shape)
+                click.echo(f"{path}: {fit.describe(in_w, in_h)}", err=True)
             self.synthetic = False
             return
         if given and len(given) == len(plan.inputs):
@@ -122,17 +131,25 @@ def main() -> None:
 @click.argument("build", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--backend", type=click.Choice(list(BACKENDS)), default="reference", show_default=True)
 @click.option("--input", "inputs", multiple=True, help="NAME=FILE.npy (one frame)")
-@click.option("--image", "images", multiple=True, help="image file, one frame each (uint8 NHWC models)")
+@click.option("--image", "--source", "images", multiple=True,
+              help="an image file, a folder of them or a glob (quoted), one frame each, through the build's "
+                   "pre-processing (repeatable)")
 @click.option("--resize", type=click.Choice(["letterbox", "stretch"]), default="letterbox", show_default=True,
               help="how --image pictures of another size fit the input: YOLO letterboxes, SSD stretches")
 @click.option("--frames", type=COUNT, default=1, show_default=True, help="seeded random frames without inputs")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="where outputs (.npy), accuracy and traces go [default: BUILD/run]")
+              help="where outputs (.npy), accuracy and traces go [default: BUILD/run, or run2, run3, ... where "
+                   "earlier runs are]")
 @click.option("--compute-units", type=COUNT, default=None, help="engine instances to use [default: the build's]")
 @click.option("--cpu-workers", type=COUNT, default=CPU_WORKERS, show_default=True)
 @click.option("--in-flight", type=COUNT, default=None,
               help=f"frames pipelined at once [default: compute units + 1, at least {IN_FLIGHT}]")
+@click.option("--conf", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="raw YOLO heads: the least class score a drawn detection has")
+@click.option("--iou", type=click.FloatRange(0, 1), default=0.7, show_default=True,
+              help="raw YOLO heads: class-wise NMS overlap")
+@click.option("--max-det", type=COUNT, default=300, show_default=True, help="raw YOLO heads: detections per image")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
@@ -142,9 +159,11 @@ def main() -> None:
               help="pynq: the bitstream to load, its .hwh beside it [default: BUILD/fpga/overlay/build/]")
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
-        compute_units: int | None, cpu_workers: int, in_flight: int | None, sequential: bool, no_accuracy: bool,
+        compute_units: int | None, cpu_workers: int, in_flight: int | None, conf: float, iou: float,
+        max_det: int, sequential: bool, no_accuracy: bool,
         profile: bool, simulate: str | None, overlay: Path | None) -> None:
     """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
+    images = _pictures(images)
     if profile and backend != "verilator":
         raise click.BadParameter("--profile measures RTL clock cycles: use it with --backend verilator",
                                  param_hint="--profile")
@@ -173,7 +192,7 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
             if profile and session.backend else None
     where = f"{backend} (simulated board, {simulate})" if simulate else backend
     click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {where}, {mode}")
-    out_dir = out_dir or build / "run"
+    out_dir = out_dir or _fresh_run_folder(build)
     out_dir.mkdir(parents=True, exist_ok=True)
     if layers is not None:
         write_profile(layers, out_dir / "profile.json")
@@ -187,7 +206,7 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
     write_gantt(spans, out_dir / "gantt.png", f"{build.name} on {backend} ({mode})")
     click.echo(f"trace: {out_dir / 'trace.json'}  gantt: {out_dir / 'gantt.png'}")
     if given.fits:
-        _write_pictures(given, outputs, images, out_dir)
+        _write_pictures(given, outputs, images, out_dir, session.plan.class_names, (conf, iou, max_det), spans)
     if no_accuracy:
         pass
     elif not model.is_file():
@@ -215,9 +234,43 @@ def _sequential(session: Session, feeds: list[dict]) -> tuple[list[dict], list[S
     return outputs, spans, time.perf_counter() - t0
 
 
-def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path) -> None:
+PICTURE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+
+
+def _pictures(sources: tuple[str, ...]) -> tuple[str, ...]:
+    """Files as given; a folder's pictures and a glob's matches in name order."""
+    import glob
+    out: list[str] = []
+    for source in sources:
+        path = Path(source)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.iterdir() if p.suffix.lower() in PICTURE_SUFFIXES)
+        elif any(ch in source for ch in "*?["):
+            found = sorted(p for p in glob.glob(source) if Path(p).suffix.lower() in PICTURE_SUFFIXES)
+        else:
+            found = [source]
+        if not found:
+            raise click.BadParameter(f"{source}: no pictures ({', '.join(sorted(PICTURE_SUFFIXES))})",
+                                     param_hint="--image/--source")
+        out += found
+    return tuple(out)
+
+
+def _fresh_run_folder(build: Path) -> Path:
+    """BUILD/run, or the first of run2, run3, ... not there yet: a run never mixes its files with an earlier's."""
+    k = 1
+    while (build / ("run" if k == 1 else f"run{k}")).exists():
+        k += 1
+    return build / ("run" if k == 1 else f"run{k}")
+
+
+def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path,
+                    class_names: list[str] | None = None, thresholds=(0.25, 0.7, 300), spans=()) -> None:
     names = find_detection_outputs(outputs[0])
     if names is None:
+        head = raw_yolo_head(outputs[0])
+        if head is not None:
+            _write_yolo_pictures(given, outputs, images, out_dir, head, class_names, thresholds, spans)
         return
     boxes, selected = names
     scores = next((k for k, v in outputs[0].items() if v.dtype.kind == "f" and v.ndim == 3 and k != boxes), None)
@@ -227,6 +280,26 @@ def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...]
         write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
         drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")
         click.echo(f"{path}: {len(found)} detection(s) drawn in {drawn}")
+
+
+def _write_yolo_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path, head: str,
+                         class_names: list[str] | None, thresholds, spans) -> None:
+    """A raw YOLO head decoded as ultralytics' predict does, drawn with class names; one line per picture."""
+    conf, iou, max_det = thresholds
+    for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
+        found = []
+        for c, score, box in decode_yolo(out[head], conf, iou, max_det):
+            name = class_names[c] if class_names and c < len(class_names) else f"class {c}"
+            found.append({"class": c, "name": name, "score": round(score, 4),
+                          "box": [round(float(v), 2) for v in fit.to_image(box)]})
+        stem = Path(path).stem
+        write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
+        drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")
+        counts = Counter(d["name"] for d in found)
+        mine = [s for s in spans if s.frame == k]
+        took = f", {(max(s.end_s for s in mine) - min(s.start_s for s in mine)) * 1e3:.0f} ms" if mine else ""
+        said = ", ".join(f"{n} {name}" for name, n in counts.most_common()) or "no detections"
+        click.echo(f"{path}: {said}{took} -> {drawn}")
 
 
 def _accuracy(build: Path, backend: str, model: Path, feeds: list[dict], outputs: list[dict], out_dir: Path) -> None:

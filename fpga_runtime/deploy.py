@@ -14,7 +14,9 @@ from fpga_runtime.plan import PLAN_FILE, PlanError, file_sha256, read_plan
 RUNTIME = Path(__file__).resolve().parent
 # what the runtime imports on the board, beside PYNQ (the image ships it): numpy < 2 for pynq 3.x images,
 # onnxruntime (PyPI wheels for aarch64, Python 3.8-3.12; none for armv7), click, Pillow and matplotlib
-BOARD_REQUIREMENTS = ["numpy>=1.24,<2", "onnxruntime>=1.16", "click>=8.0", "pillow>=9", "matplotlib>=3.5"]
+# what the bundle's commands import (`measure-cpu` builds single-op ONNX models: onnx)
+BOARD_REQUIREMENTS = ["numpy>=1.24,<2", "onnxruntime>=1.16", "click>=8.0", "pillow>=9", "matplotlib>=3.5", "onnx>=1.14"]
+BOARD_MODULES = ["numpy", "onnxruntime", "click", "PIL", "matplotlib"]      # the ones `run` needs
 KEEP_FROM_FPGA = ["engine.json", "memory.bin"]
 # the engine's sources, so `--simulate csim|verilator` works from the bundle on a workstation too
 ENGINE_SOURCES = ["hls/*.cpp", "hls/*.h", "rtl/engine.f", "rtl/*.sv", "rtl/*.svh", "rtl/sim/*.cpp"]
@@ -61,6 +63,10 @@ def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False
     (out / "run.sh").write_text(
         "#!/bin/sh\n# run this bundle on the board: ./run.sh [fpga-run run options]\n"
         'here=$(cd "$(dirname "$0")" && pwd)\n'
+        "python3 -c 'import importlib.util, sys; missing = [m for m in sys.argv[1:] "
+        "if importlib.util.find_spec(m) is None]; missing and sys.exit(\"missing Python packages: \" + "
+        "\", \".join(missing) + \"; install them once with: pip3 install -r requirements-board.txt "
+        "(in this folder)\")' " + " ".join(BOARD_MODULES) + " || exit 1\n"
         'PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" exec python3 -m fpga_runtime run "$here" '
         '--backend pynq "$@"\n'
     )
@@ -96,8 +102,9 @@ board, as root in PYNQ's Python environment (`sudo -i`; on PYNQ images `source /
     pip3 install -r requirements-board.txt      # once; PYNQ itself comes with the image
     ./run.sh --frames 4                          # = python3 -m fpga_runtime run . --backend pynq --frames 4
 
-`./run.sh --image photo.jpg` runs a picture; outputs, traces and detections go to `run/`. Without the board,
-`python3 -m fpga_runtime run . --backend pynq --simulate csim` runs the same driver on a simulated board.
+`./run.sh --image photo.jpg` runs a picture; outputs, traces and detections go to `run/` (`run2/`, ... for later
+runs). Without the board, `python3 -m fpga_runtime run . --backend pynq --simulate csim` runs the same driver on a
+simulated board.
 
 Overlay: {overlay_state}.
 Where the bitstream is not included, on a machine with Vivado and Vitis HLS, in the build folder this bundle

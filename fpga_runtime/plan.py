@@ -71,6 +71,8 @@ class Plan:
     build_id: str | None = None                          # the same in engine.json: parts of one build belong together
     unit_resources: dict[str, dict] | None = None        # one engine unit's estimated DSP/BRAM36/URAM/LUT/FF per board
     resource_budget: dict[str, float] | None = None      # share of each resource the engines may use
+    preprocess: dict[str, Any] | None = None             # how a picture becomes the input (preprocess.Preprocess)
+    class_names: list[str] | None = None                 # a detector's class names, by class id (model metadata)
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -135,7 +137,8 @@ def read_plan(folder_or_file: str | Path) -> Plan:
         plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                     _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                     raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
-                    raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"), root=path.parent)
+                    raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"),
+                    raw.get("preprocess"), raw.get("class_names"), root=path.parent)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanError(f"{path}: malformed plan ({type(exc).__name__}: {exc}); partition the model again") from None
     _check_order(plan)

@@ -22,6 +22,8 @@ from fpga_runtime.checking.accuracy import AccuracyReport
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
+from fpga_runtime.preprocess import Preprocess
+from fpga_runtime.preprocess import choose as choose_preprocess
 from partitioner.codegen.sources import write_engine_sources
 from partitioner.codegen.synth import synthesize
 from partitioner.engine.calibration import Calibration
@@ -90,6 +92,8 @@ class PartitionConfig:
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
+    preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
+    preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
 
 
 @dataclass
@@ -192,11 +196,12 @@ def seeded_frame(plan: Plan, seed: int, given: dict[str, np.ndarray] | None = No
         raise ModelError(f"{exc} (or give this input with --input NAME=FILE.npy)") from None
 
 
-def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str]) -> Calibration:
+def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str],
+                 preprocess: Preprocess | None = None) -> Calibration:
     if cfg.calibration_table is not None:
         return Calibration.from_table(cfg.calibration_table)
     if cfg.calibrate_dir is not None:
-        frames = load_frames(cfg.calibrate_dir, plan.inputs)
+        frames = load_frames(cfg.calibrate_dir, plan.inputs, preprocess)
         if frames:
             return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames,
                                method=cfg.calibration_method)
@@ -231,6 +236,7 @@ class BuildState:
     out_dir: Path
     echo: Callable[[str], None] = lambda m: None
     imported: ImportResult | None = None
+    preprocess: Preprocess | None = None
     graph: Graph | None = None
     exploration: Exploration | None = None
     engine: EngineConfig | None = None
@@ -302,6 +308,43 @@ def _save_json(path: Path, value) -> None:
 def _import(s: BuildState) -> None:
     s.imported = import_model(s.cfg.model, s.cfg.input_shapes)
     s.graph = s.imported.graph
+    s.preprocess = _preprocess(s)
+
+
+def class_names(metadata: dict[str, str]) -> list[str] | None:
+    """Class names by id from ultralytics' `names` metadata ("{0: 'person', 1: 'bicycle', ...}"), read as a
+    literal (never evaluated), or None."""
+    import ast
+    try:
+        names = ast.literal_eval(metadata.get("names", ""))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(names, dict) and names and all(isinstance(k, int) for k in names):
+        return [str(names.get(i, i)) for i in range(max(names) + 1)]
+    if isinstance(names, (list, tuple)) and all(isinstance(v, str) for v in names):
+        return list(names)
+    return None
+
+
+def _preprocess(s: BuildState) -> Preprocess | None:
+    """How a picture becomes this model's input: asked for, or found from the model (said on the console); None
+    for models whose input is no picture, unless asked for (then an error)."""
+    cfg, g = s.cfg, s.graph
+    asked = cfg.preprocess is not None or bool(cfg.preprocess_overrides)
+    if len(g.inputs) != 1:
+        if asked:
+            raise ModelError(f"--preprocess serves single-input models; this one has {len(g.inputs)} inputs")
+        return None
+    t = g.tensors[g.inputs[0]]
+    metadata = {p.key: p.value for p in s.imported.model.metadata_props}
+    try:
+        chosen, why = choose_preprocess(cfg.preprocess, t.shape, t.dtype_name, metadata, **cfg.preprocess_overrides)
+    except ValueError as exc:
+        if asked:
+            raise ModelError(f"--preprocess: {exc}") from None
+        return None
+    s.echo(f"pre-processing: {chosen.describe()} ({why})")
+    return chosen
 
 
 def _fuse(s: BuildState) -> None:
@@ -352,6 +395,8 @@ def _save_partition(s: BuildState, folder: Path) -> None:
 def _write(s: BuildState) -> None:
     s.plan = write_build(s.part, s.out_dir, s.cfg.model, s.cfg.target.value, s.board, s.imported.folded,
                          s.engine, s.build_id)
+    s.plan.preprocess = s.preprocess.to_dict() if s.preprocess is not None else None
+    s.plan.class_names = class_names({p.key: p.value for p in s.imported.model.metadata_props})
     s.warnings = list(s.imported.warnings) + s.graph.warnings
 
 
@@ -364,7 +409,7 @@ def _no_fpga(s: BuildState) -> str | None:
 
 
 def _compile(s: BuildState) -> None:
-    s.calibration = _calibration(s.cfg, s.plan, s.warnings)
+    s.calibration = _calibration(s.cfg, s.plan, s.warnings, s.preprocess)
     s.image, more, s.descriptors = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board,
                                                   s.build_id)
     s.warnings += more

@@ -38,6 +38,31 @@ def _npy(value: str) -> tuple[str, np.ndarray]:
         raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})") from None
 
 
+def _triple(value: str | None, option: str) -> tuple[float, float, float] | None:
+    if value is None:
+        return None
+    try:
+        parts = tuple(float(v) for v in value.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3:
+        raise click.BadParameter(f"{value!r}: expected three numbers R,G,B", param_hint=option)
+    return parts
+
+
+def _preprocess_overrides(preset, mean, std, scale, letterbox, bgr) -> dict:
+    """The pre-processing options given, checked before any step runs."""
+    given = {"mean": _triple(mean, "--mean"), "std": _triple(std, "--std"), "scale": scale,
+             "fit": None if letterbox is None else ("letterbox" if letterbox else "stretch"), "bgr": bgr or None}
+    given = {k: v for k, v in given.items() if v is not None}
+    if given.get("std") and any(s == 0 for s in given["std"]):
+        raise click.BadParameter("a standard deviation of 0", param_hint="--std")
+    if preset == "none" and {"mean", "std", "scale"} & set(given):
+        raise click.UsageError("--preprocess none passes the raw uint8 picture: --mean, --std and --scale do not "
+                               "apply")
+    return given
+
+
 def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | None:
     if shape is None:
         return None
@@ -97,6 +122,14 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
+@click.option("--preprocess", type=click.Choice(["yolo", "imagenet", "unit", "none"]), default=None,
+              help="how a picture becomes the input, for --calibrate DIR and fpga-run run --image "
+                   "[default: found from the model, and said]")
+@click.option("--mean", type=str, default=None, help="R,G,B subtracted after --scale (e.g. 0.485,0.456,0.406)")
+@click.option("--std", type=str, default=None, help="R,G,B divided by after the mean")
+@click.option("--scale", "pixel_scale", type=float, default=None, help="pixels times this first (e.g. 0.00392)")
+@click.option("--letterbox/--stretch", "letterbox", default=None, help="keep the aspect ratio (grey bars) or not")
+@click.option("--bgr", is_flag=True, default=None, help="the model takes B, G, R channel order")
 @click.option("--allow-cpu-only", is_flag=True,
               help="exit 0 even where a model with conv layers gets no FPGA subgraph (the reason is printed)")
 @click.option("--debug", is_flag=True, help="show tracebacks")
@@ -106,8 +139,9 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          no_accuracy: bool,
          min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
-         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, allow_cpu_only: bool,
-         debug: bool) -> None:
+         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
+         mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
+         allow_cpu_only: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
@@ -116,7 +150,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
-        objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu)
+        objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
+        preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr))
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)

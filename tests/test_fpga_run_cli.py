@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 from click.testing import CliRunner
 from PIL import Image
@@ -242,3 +243,109 @@ def test_non_finite_values_are_left_out_and_counted():
     (out,) = compare({"boxes": ref}, {"boxes": got}).outputs
     assert out.note == "1 non-finite in float, 2 in int8, left out"
     assert np.isfinite(out.snr_db) and np.isfinite(out.cosine) and out.max_abs == pytest.approx(0.5)
+
+
+def test_each_run_without_o_gets_its_own_numbered_folder(build, tmp_path):
+    import shutil
+    copy = tmp_path / "b"
+    shutil.copytree(build, copy)
+    for _ in range(3):
+        result = CliRunner().invoke(fpga_run, ["run", str(copy), "--frames", "1", "--no-accuracy"])
+        assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in copy.iterdir() if p.name.startswith("run")) == ["run", "run2", "run3"]
+    assert "outputs: " + str(copy / "run3") in result.output
+    assert {p.name for p in (copy / "run2").iterdir()} == {p.name for p in (copy / "run").iterdir()}
+
+
+def test_preprocessing_presets_place_and_normalise_a_picture_as_their_trainers_do():
+    from fpga_runtime.preprocess import IMAGENET_MEAN, IMAGENET_STD, PRESETS, choose
+    picture = Image.new("RGB", (40, 20), (255, 0, 51))
+    x, fit = PRESETS["yolo"].apply(picture, [1, 3, 32, 32], "float32")
+    assert x.shape == (1, 3, 32, 32) and x.dtype == np.float32
+    assert (fit.pad_x, fit.pad_y) == (0.0, 8.0)                          # 40x20 -> 32x16, grey bars above and below
+    assert np.allclose(x[0, :, 16, 16], [1.0, 0.0, 0.2]) and np.allclose(x[0, :, 0, 0], 114 / 255)
+    y, _ = PRESETS["imagenet"].apply(picture, [1, 3, 8, 8], "float32")
+    want = (np.array([1.0, 0.0, 0.2]) - IMAGENET_MEAN) / IMAGENET_STD
+    assert np.allclose(y[0, :, 4, 4], want, atol=1e-5)
+    bgr, _ = choose("unit", [1, 3, 8, 8], "float32", {}, bgr=True)[0].apply(picture, [1, 3, 8, 8], "float32")
+    assert np.allclose(bgr[0, :, 4, 4], [0.2, 0.0, 1.0])
+    assert choose(None, [1, 416, 416, 3], "uint8", {})[0].preset == "none"
+    assert choose(None, [1, 3, 640, 640], "float32", {"stride": "32", "names": "{}"})[0].preset == "yolo"
+    unit, why = choose(None, [1, 3, 224, 224], "float32", {})
+    assert unit.preset == "unit" and "--preprocess imagenet" in why
+    with pytest.raises(ValueError, match="takes no 3-channel picture"):
+        choose("yolo", [1, 3, "h", "w"], "float32", {})
+
+
+def test_a_float_export_calibrates_on_jpegs_and_runs_a_picture_with_no_conversion_by_hand(tmp_path):
+    from graphs import Net
+    n = Net(channels=3, size=32)
+    model = n.model([n.conv(n.node("Relu", [n.conv("x", "a", cout=8)], "r"), "b", cin=8)])
+    onnx.helper.set_model_props(model, {"stride": "32", "names": "{0: 'person'}"})     # as ultralytics writes it
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    (tmp_path / "jpegs").mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (40, 60, 3), np.uint8)).save(tmp_path / "jpegs" / f"{i}.jpg")
+    result = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--calibrate",
+                                            str(tmp_path / "jpegs"), "--no-picture", "--offload-all"])
+    assert result.exit_code == 0, result.output
+    assert "pre-processing: yolo: letterbox, RGB" in result.output and "ultralytics metadata" in result.output
+    plan = json.loads((tmp_path / "b" / "plan.json").read_text())
+    assert plan["preprocess"]["preset"] == "yolo" and plan["preprocess"]["layout"] == "nchw"
+    assert "3 frames from" in (tmp_path / "b" / "report.md").read_text()
+    run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "jpegs" / "0.jpg"),
+                                        "--no-accuracy"])
+    assert run.exit_code == 0, run.output
+    assert "60x40 letterboxed to 32x32" in run.output
+    with fpga_runtime.Session(tmp_path / "b") as s:
+        outputs, fit = s.run_image(tmp_path / "jpegs" / "0.jpg")
+        assert np.array_equal(outputs[0], np.load(tmp_path / "b" / "run" / "frame0_b.npy"))
+        assert fit.pad_y == 5.0
+
+
+def test_preprocessing_options_that_contradict_each_other_stop_before_step_1(tmp_path, zoo):
+    result = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--preprocess",
+                                            "none", "--mean", "0.5,0.5,0.5"])
+    assert result.exit_code == 2 and "--mean, --std and --scale do not apply" in result.output
+    assert "[1/" not in result.output and not (tmp_path / "b").exists()
+    bad = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--std", "1,2"])
+    assert bad.exit_code == 2 and "three numbers" in bad.output
+
+
+def test_a_raw_yolo_head_is_decoded_drawn_with_class_names_and_said_in_one_line(tmp_path):
+    from graphs import Net
+    n = Net(channels=3, size=32)
+    head = n.node("Sigmoid", [n.conv("x", "head", cout=6)], "scores")                 # 4 box values + 2 classes
+    flat = n.node("Reshape", [head, n.const("shape", np.array([1, 6, 1024], np.int64))], "output0")
+    model = n.model([flat])
+    onnx.helper.set_model_props(model, {"stride": "32", "names": "{0: 'person', 1: 'bus'}"})
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (48, 64, 3), np.uint8)).save(tmp_path / "bus.jpg")
+    built = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--no-picture",
+                                           "--offload-all", "--no-accuracy"])
+    assert built.exit_code == 0, built.output
+    assert json.loads((tmp_path / "b" / "plan.json").read_text())["class_names"] == ["person", "bus"]
+    run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "bus.jpg"),
+                                        "--conf", "0.6", "--max-det", "5", "--no-accuracy"])
+    assert run.exit_code == 0, run.output
+    line = next(x for x in run.output.splitlines() if x.startswith(str(tmp_path / "bus.jpg") + ":") and "->" in x)
+    record = json.loads((tmp_path / "b" / "run" / "frame0_bus_detections.json").read_text())
+    found = record["detections"]
+    assert 0 < len(found) <= 5 and all(d["score"] >= 0.6 and d["name"] in ("person", "bus") for d in found)
+    assert all(0 <= d["box"][0] <= d["box"][2] <= 64 and 0 <= d["box"][1] <= d["box"][3] <= 48 for d in found)
+    for name in ("person", "bus"):
+        count = sum(d["name"] == name for d in found)
+        assert (f"{count} {name}" in line) == (count > 0)
+    assert " ms -> " in line and (tmp_path / "b" / "run" / "frame0_bus_detections.png").exists()
+    (tmp_path / "pictures").mkdir()
+    for name in ("b.jpg", "a.png", "notes.txt"):
+        (tmp_path / "pictures" / name).write_bytes((tmp_path / "bus.jpg").read_bytes())
+    folder = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--source", str(tmp_path / "pictures"),
+                                           "--no-accuracy"])
+    assert folder.exit_code == 0, folder.output
+    said = [x for x in folder.output.splitlines() if " -> " in x]
+    assert [Path(x.split(":")[0]).name for x in said] == ["a.png", "b.jpg"]       # one line per picture, in order
+    assert (tmp_path / "b" / "run2" / "frame1_b_detections.json").exists()
+    empty = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--source", str(tmp_path / "nothing*.jpg")])
+    assert empty.exit_code == 2 and "no pictures" in empty.output

@@ -241,3 +241,18 @@ def test_on_the_board():
     with Session(folder, backend="pynq", slots=2) as board:
         assert_same(expected, list(board.stream(frames)))
         assert all(s.cycles > 0 for s in board.stats)
+
+
+def test_the_bundle_run_script_names_missing_packages_and_the_install_line(tmp_path, tiny):
+    bundle = tmp_path / "bundle"
+    assert CliRunner().invoke(main, ["deploy", str(tiny), "-o", str(bundle)]).exit_code == 0
+    assert "onnx>=" in (bundle / "requirements-board.txt").read_text()       # measure-cpu needs it on the board
+    bare = tmp_path / "bin"                    # a python3 that sees no site-packages, as a fresh board image
+    bare.mkdir()
+    (bare / "python3").write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    (bare / "python3").chmod(0o755)
+    run = subprocess.run(["sh", str(bundle / "run.sh"), "--frames", "1"], capture_output=True, text=True,
+                         env={"PATH": f"{bare}{os.pathsep}/usr/bin:/bin"}, timeout=60)
+    assert run.returncode == 1
+    assert "missing Python packages: numpy" in run.stderr and "pip3 install -r requirements-board.txt" in run.stderr
+    assert "Traceback" not in run.stderr

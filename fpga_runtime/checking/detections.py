@@ -62,8 +62,9 @@ def detections(boxes: np.ndarray, selected: np.ndarray) -> list[tuple[int, int, 
     return [(int(n), int(c), boxes[int(n), int(i)]) for n, c, i in selected]
 
 
-def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep: int) -> list[int]:
-    """Greedy NMS per class at IoU_MATCH, best first, at most `keep` boxes."""
+def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep: int, iou: float = IOU_MATCH
+               ) -> list[int]:
+    """Greedy NMS per class at `iou`, best first, at most `keep` boxes."""
     out: list[int] = []
     suppressed = np.zeros(len(scores), bool)
     for i in np.argsort(-scores, kind="stable"):
@@ -73,7 +74,7 @@ def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep:
         if len(out) == keep:
             break
         same = classes == classes[i]
-        suppressed |= same & (_iou(boxes[i], boxes) >= IOU_MATCH)
+        suppressed |= same & (_iou(boxes[i], boxes) >= iou)
     return out
 
 
@@ -172,3 +173,25 @@ def detection_agreement(reference: dict[str, np.ndarray], got: dict[str, np.ndar
         a, b = reference[pmap] > MAP_THRESHOLD, got[pmap] > MAP_THRESHOLD
         return DetectionAgreement(int(a.sum()), int(b.sum()), int((a & b).sum()), "map pixels")
     return None
+
+
+def raw_yolo_head(outputs: dict[str, np.ndarray]) -> str | None:
+    """The name of a YOLOv5u/v8/v11-style raw head [1, 4 + classes, anchors] (centre, size, class scores), where
+    it is the model's one output."""
+    heads = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
+             and 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]]
+    return heads[0] if len(heads) == 1 and len(outputs) == 1 else None
+
+
+def decode_yolo(head: np.ndarray, conf: float = 0.25, iou: float = 0.7, max_det: int = 300
+                ) -> list[tuple[int, float, np.ndarray]]:
+    """(class, score, x1 y1 x2 y2 in input pixels) of a raw YOLO head, as ultralytics' predict gives them: the
+    best class per anchor at or above `conf`, class-wise NMS at `iou`, at most `max_det`, best first."""
+    rows = head[0].T.astype(np.float64)
+    classes = np.argmax(rows[:, 4:], axis=1)
+    scores = rows[np.arange(len(rows)), 4 + classes]
+    keep = scores >= conf
+    rows, classes, scores = rows[keep], classes[keep], scores[keep]
+    cx, cy, w, h = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
+    boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+    return [(int(classes[i]), float(scores[i]), boxes[i]) for i in _class_nms(boxes, scores, classes, max_det, iou)]

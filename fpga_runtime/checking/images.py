@@ -3,45 +3,11 @@ pre-processing expects, or stretch, as SSD's does), map the boxes back to the pi
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-LETTERBOX_FILL = 114           # the grey YOLO pads with
-
-
-class ImageError(ValueError):
-    """A file that is not an image this runtime can read."""
-
-
-@dataclass(frozen=True)
-class Fit:
-    """How a picture of `width` x `height` was placed in the model's input: x_in = x * sx + pad_x."""
-    mode: str
-    width: int
-    height: int
-    sx: float
-    sy: float
-    pad_x: float
-    pad_y: float
-
-    def describe(self, in_w: int, in_h: int) -> str:
-        if (self.width, self.height) == (in_w, in_h):
-            return f"{self.width}x{self.height}, the model's size"
-        if self.mode == "letterbox":
-            return (f"{self.width}x{self.height} letterboxed to {in_w}x{in_h} (scale {self.sx:.3g}, padding "
-                    f"{self.pad_x:g} px left/right, {self.pad_y:g} px top/bottom)")
-        return f"{self.width}x{self.height} stretched to {in_w}x{in_h} (aspect ratio not kept)"
-
-    def to_image(self, boxes: np.ndarray) -> np.ndarray:
-        """Boxes (x1, y1, x2, y2) in model-input pixels -> pixels of the original picture, clipped to it."""
-        out = np.array(boxes, np.float64, copy=True)
-        out[..., 0::2] = (out[..., 0::2] - self.pad_x) / self.sx
-        out[..., 1::2] = (out[..., 1::2] - self.pad_y) / self.sy
-        out[..., 0::2] = np.clip(out[..., 0::2], 0, self.width)
-        out[..., 1::2] = np.clip(out[..., 1::2], 0, self.height)
-        return out
+from fpga_runtime.preprocess import LETTERBOX_FILL, Fit, ImageError
 
 
 def load_image(path: str | Path, shape: list[int], mode: str = "letterbox"):
@@ -112,7 +78,8 @@ def draw_detections(picture, detections: list[dict], path: Path) -> Path:
         colour = _PALETTE[d["class"] % len(_PALETTE)]
         x1, y1, x2, y2 = d["box"]
         pen.rectangle([x1, y1, x2, y2], outline=colour, width=width)
-        label = f"class {d['class']}" + (f" {d['score']:.2f}" if d["score"] is not None else "")
+        label = d.get("name") or f"class {d['class']}"
+        label += f" {d['score']:.2f}" if d["score"] is not None else ""
         left, top, right, bottom = pen.textbbox((x1, y1), label)
         top_y = y1 - (bottom - top) - 2 if y1 - (bottom - top) - 2 >= 0 else y1
         pen.rectangle([x1, top_y, x1 + (right - left) + 4, top_y + (bottom - top) + 2], fill=colour)

@@ -75,6 +75,16 @@ class Session:
         read_by_cpu |= {t.name for t in self.plan.outputs}
         self._host_reads = {s.name: [t.name for t in s.outputs if t.name in read_by_cpu] for s in fpga}
 
+    def run_image(self, path, output_names: list[str] | None = None):
+        """(outputs, Fit) for an image file, through the build's recorded pre-processing (`fit.to_image` maps
+        boxes in input pixels back to the picture's)."""
+        from fpga_runtime.preprocess import Preprocess, load_picture
+        if len(self.plan.inputs) != 1 or not self.plan.preprocess:
+            raise PlanError("run_image: this build records no pre-processing (partition the model again with "
+                            "--preprocess, or use run() with an array)")
+        tensor, fit, _ = load_picture(path, self.plan.inputs[0], Preprocess.from_dict(self.plan.preprocess))
+        return self.run(output_names, {self.plan.inputs[0].name: tensor}), fit
+
     def get_inputs(self) -> list[NodeArg]:
         return [_node_arg(t) for t in self.plan.inputs]
 

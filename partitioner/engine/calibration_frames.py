@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga_runtime.plan import TensorSpec
+from fpga_runtime.preprocess import ImageError, Preprocess
 from partitioner.errors import ModelError
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp"}
@@ -25,7 +26,20 @@ def _image(path: Path, spec: TensorSpec) -> np.ndarray:
     return np.broadcast_to(np.asarray(img, np.uint8)[None], shape).copy()
 
 
-def load_frames(folder: Path, inputs: list[TensorSpec]) -> list[dict[str, np.ndarray]]:
+def _preprocessed(path: Path, spec: TensorSpec, preprocess: Preprocess) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+    try:
+        with Image.open(path) as img:
+            picture = img.convert("RGB")
+        return preprocess.apply(picture, spec.shape, spec.dtype)[0]
+    except (UnidentifiedImageError, OSError, ImageError) as exc:
+        raise ModelError(f"{path.name}: {exc}") from None
+
+
+def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess | None = None
+                ) -> list[dict[str, np.ndarray]]:
+    """Every .npy array and image of `folder` as a frame; images through the build's `preprocess` (a float
+    model's) or, without one, as the uint8 frame itself."""
     if not folder.is_dir():
         raise ModelError(f"--calibrate {folder}: not a folder")
     if len(inputs) != 1:
@@ -41,7 +55,10 @@ def load_frames(folder: Path, inputs: list[TensorSpec]) -> list[dict[str, np.nda
                                  f"{spec.dtype} {spec.shape}")
             frames.append({spec.name: x})
         elif path.suffix.lower() in IMAGE_SUFFIXES:
-            frames.append({spec.name: _image(path, spec)})
+            if preprocess is not None and preprocess.preset != "none":
+                frames.append({spec.name: _preprocessed(path, spec, preprocess)})
+            else:
+                frames.append({spec.name: _image(path, spec)})
     if not frames:
         raise ModelError(f"--calibrate {folder}: no .npy or image files")
     return frames
