@@ -23,13 +23,13 @@ from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import compare, summarise
 from fpga_runtime.checking.detections import decode_yolo, find_detection_outputs, raw_yolo_head
 from fpga_runtime.checking.frames import original_outputs, random_frame
-from fpga_runtime.checking.images import ImageError, detection_list, draw_detections, load_image, write_detections
+from fpga_runtime.checking.images import detection_list, draw_detections, load_image, write_detections
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
 from fpga_runtime.plan import PlanError, check_feeds, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
 from fpga_runtime.prediction.virtual_time import build_compute_units, predict
-from fpga_runtime.preprocess import Preprocess, load_picture
+from fpga_runtime.preprocess import ImageError, Preprocess, load_picture
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from fpga_runtime.run.scheduler import Scheduler, TaskError
 from fpga_runtime.run.session import Session

@@ -173,18 +173,23 @@ def choose(preset: str | None, shape, dtype: str, metadata: dict[str, str], **ov
     return chosen, why
 
 
-def load_picture(path, spec, preprocess: Preprocess):
-    """(input tensor, Fit, the RGB picture) of an image file for the input `spec` (a plan's TensorSpec)."""
+def open_picture(path):
+    """An image file as an RGB PIL picture, or an ImageError that says why not."""
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
         raise ImageError("reading images needs Pillow (pip install pillow)") from None
     try:
         with Image.open(path) as img:
-            picture = img.convert("RGB")
+            return img.convert("RGB")
     except FileNotFoundError:
         raise ImageError(f"{path}: no such file") from None
     except (UnidentifiedImageError, OSError) as exc:
         raise ImageError(f"{path}: not an image Pillow can read ({exc})") from None
+
+
+def load_picture(path, spec, preprocess: Preprocess):
+    """(input tensor, Fit, the RGB picture) of an image file for the input `spec` (a plan's TensorSpec)."""
+    picture = open_picture(path)
     tensor, fit = preprocess.apply(picture, spec.shape, spec.dtype)
     return tensor, fit, picture

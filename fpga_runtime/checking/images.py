@@ -3,39 +3,18 @@ pre-processing expects, or stretch, as SSD's does), map the boxes back to the pi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.preprocess import LETTERBOX_FILL, Fit, ImageError
+from fpga_runtime.preprocess import PRESETS, Fit, open_picture
 
 
 def load_image(path: str | Path, shape: list[int], mode: str = "letterbox"):
-    """(uint8 [N, H, W, 3] frame, Fit, the RGB picture) for a model input of `shape`."""
-    try:
-        from PIL import Image, UnidentifiedImageError
-    except ImportError:
-        raise ImageError("reading images needs Pillow (pip install pillow)") from None
-    try:
-        with Image.open(path) as img:
-            picture = img.convert("RGB")
-    except FileNotFoundError:
-        raise ImageError(f"{path}: no such file") from None
-    except (UnidentifiedImageError, OSError) as exc:
-        raise ImageError(f"{path}: not an image Pillow can read ({exc})") from None
-    in_h, in_w = shape[1], shape[2]
-    w, h = picture.size
-    if mode == "stretch":
-        fit = Fit(mode, w, h, in_w / w, in_h / h, 0.0, 0.0)
-        canvas = picture.resize((in_w, in_h), Image.BILINEAR)
-    else:
-        scale = min(in_w / w, in_h / h)
-        new_w, new_h = max(1, round(w * scale)), max(1, round(h * scale))
-        pad_x, pad_y = (in_w - new_w) // 2, (in_h - new_h) // 2
-        canvas = Image.new("RGB", (in_w, in_h), (LETTERBOX_FILL,) * 3)
-        canvas.paste(picture.resize((new_w, new_h), Image.BILINEAR), (pad_x, pad_y))
-        fit = Fit("letterbox", w, h, new_w / w, new_h / h, float(pad_x), float(pad_y))
-    frame = np.broadcast_to(np.asarray(canvas, np.uint8)[None], shape).copy()
+    """(uint8 [N, H, W, 3] frame, Fit, the RGB picture) for a model input of `shape` that takes the raw frame."""
+    picture = open_picture(path)
+    frame, fit = replace(PRESETS["none"], fit=mode).apply(picture, shape, "uint8")
     return frame, fit, picture
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga_runtime.plan import TensorSpec
-from fpga_runtime.preprocess import ImageError, Preprocess
+from fpga_runtime.preprocess import ImageError, Preprocess, load_picture
 from partitioner.errors import ModelError
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp"}
@@ -27,12 +27,9 @@ def _image(path: Path, spec: TensorSpec) -> np.ndarray:
 
 
 def _preprocessed(path: Path, spec: TensorSpec, preprocess: Preprocess) -> np.ndarray:
-    from PIL import Image, UnidentifiedImageError
     try:
-        with Image.open(path) as img:
-            picture = img.convert("RGB")
-        return preprocess.apply(picture, spec.shape, spec.dtype)[0]
-    except (UnidentifiedImageError, OSError, ImageError) as exc:
+        return load_picture(path, spec, preprocess)[0]
+    except ImageError as exc:
         raise ModelError(f"{path.name}: {exc}") from None
 
 
