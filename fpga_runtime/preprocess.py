@@ -156,7 +156,7 @@ def choose(preset: str | None, shape, dtype: str, metadata: dict[str, str], **ov
     if preset is not None:
         why = f"--preprocess {preset}"
     elif dtype == "uint8":
-        preset, why = "none", "a uint8 frame input: the model pre-processes it"
+        preset, why = "none", "the input is a uint8 frame"
     elif {"stride", "names"} <= set(metadata):
         preset, why = "yolo", "ultralytics metadata in the model"
     else:

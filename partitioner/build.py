@@ -10,13 +10,14 @@ import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import numpy as np
 import onnx
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.boards import BOARDS, BUDGET
+from fpga_runtime.boards import BOARDS, BUDGET, Board
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import AccuracyReport
 from fpga_runtime.checking.frames import random_frame
@@ -232,7 +233,7 @@ def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: 
 class BuildState:
     """What the steps have made so far, in memory."""
     cfg: PartitionConfig
-    board: object
+    board: Board
     out_dir: Path
     echo: Callable[[str], None] = lambda m: None
     imported: ImportResult | None = None
@@ -240,7 +241,7 @@ class BuildState:
     graph: Graph | None = None
     exploration: Exploration | None = None
     engine: EngineConfig | None = None
-    target: object = None
+    target: ModuleType | None = None          # targets.fpga or targets.cpu
     part: Partition | None = None
     build_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     plan: Plan | None = None
