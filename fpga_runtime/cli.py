@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import signal
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
@@ -39,15 +42,34 @@ USER_ERRORS = (PlanError, BackendError, TaskError, ImageError, ValueError, OSErr
 COUNT = click.IntRange(min=1)
 
 
+def _exit_now(code: int) -> None:
+    """Exit without waiting for engine work in flight: a C-simulated or Verilated layer cannot be interrupted,
+    and the interpreter's exit would join its worker thread (a minute or more on csim). Only the command line
+    does this; the Python API leaves the threads to its caller."""
+    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if not busy:
+        sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def _interrupted(*_) -> None:
+    click.echo("interrupted", err=True)
+    _exit_now(130)
+
+
 def _one_line_errors(command):
     """Known errors as `error: ...` (exit 2), anything else as `internal error: ...` (exit 3)."""
     @functools.wraps(command)
     def wrapper(*args, debug: bool = False, **kwargs):
+        previous = None
+        if threading.current_thread() is threading.main_thread():     # Ctrl-C ends the command at once, even
+            previous = signal.signal(signal.SIGINT, _interrupted)      # while a backend's close would wait
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+            _interrupted()
         except USER_ERRORS as exc:
             if debug:
                 traceback.print_exc()
@@ -60,6 +82,9 @@ def _one_line_errors(command):
                 raise
             click.echo(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)", err=True)
             sys.exit(3)
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGINT, previous)
     return click.option("--debug", is_flag=True, help="tracebacks instead of one-line errors")(wrapper)
 
 

@@ -256,3 +256,22 @@ def test_the_bundle_run_script_names_missing_packages_and_the_install_line(tmp_p
     assert run.returncode == 1
     assert "missing Python packages: numpy" in run.stderr and "pip3 install -r requirements-board.txt" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+@needs_gxx
+def test_ctrl_c_stops_a_csim_run_within_two_seconds(tiny):
+    """A C-simulated layer cannot be interrupted; the command exits without joining its worker thread."""
+    import signal
+    import time
+    with Session(tiny, backend="csim"):           # compiles (or finds) the C model before the clock starts
+        pass
+    proc = subprocess.Popen([sys.executable, "-m", "fpga_runtime", "run", str(tiny), "--backend", "csim",
+                             "--frames", "500", "--no-accuracy", "-o", str(tiny.parent / "interrupted")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    sent = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - sent < 2.0
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
