@@ -38,14 +38,15 @@ from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
 from partitioner.explore.design_space import (
     UNITS,
     Exploration,
-    Stage,
     check_fixed,
     describe,
     explore,
     ranked,
     unit_resources,
 )
+from partitioner.explore.draft import full_offload_draft
 from partitioner.frontend.importer import ImportResult, import_model, pinned_shape_hint
+from partitioner.frontend.metadata import class_names
 from partitioner.ir.graph import Graph, OpKind
 from partitioner.ir.to_onnx import to_model
 from partitioner.output.drawing import draw
@@ -147,27 +148,9 @@ def _save_graph(graph, path: Path) -> None:
     onnx.save(model, str(path))
 
 
-def _offload_all(graph, board, keep: tuple[str, ...] = ()) -> tuple[list[str], int, list[Stage]]:
-    """The layers a full offload would put on the FPGA (the cost model needs a design first), in how many
-    subgraphs, and that draft's stages for the frame schedule. Parallel branches split off as the final
-    partition splits them (worth a program start of their own), not each one: a grouped conv's pieces are
-    dozens of branches."""
-    draft = partition(graph, fpga_target, CostModel(board), offload_everything=True, keep_on_cpu=keep,
-                      split_all_branches=False)
-    fpga = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
-    stages = []
-    for sg in draft.subgraphs:
-        est = sg.estimate
-        on_fpga = sg.device is Device.FPGA
-        fixed = (est.transfer_s + est.invoke_s if on_fpga else est.cpu_s) if est is not None else 0.0
-        stages.append(Stage(sg.name, sg.device.value, tuple(sg.depends_on), tuple(sg.nodes) if on_fpga else (),
-                            fixed))
-    return [n for sg in fpga for n in sg.nodes], max(1, len(fpga)), stages
-
-
 def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
-    nodes, subgraphs, stages = _offload_all(graph, board, cfg.keep_on_cpu)
+    nodes, subgraphs, stages = full_offload_draft(graph, board, cfg.keep_on_cpu)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
     exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
@@ -182,7 +165,7 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
 
 
 def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
-    nodes, subgraphs, _ = _offload_all(graph, board)
+    nodes, subgraphs, _ = full_offload_draft(graph, board)
     if nodes:
         why = check_fixed(graph, nodes, subgraphs, engine, board)
         if why:
@@ -310,21 +293,6 @@ def _import(s: BuildState) -> None:
     s.imported = import_model(s.cfg.model, s.cfg.input_shapes)
     s.graph = s.imported.graph
     s.preprocess = _preprocess(s)
-
-
-def class_names(metadata: dict[str, str]) -> list[str] | None:
-    """Class names by id from ultralytics' `names` metadata ("{0: 'person', 1: 'bicycle', ...}"), read as a
-    literal (never evaluated), or None."""
-    import ast
-    try:
-        names = ast.literal_eval(metadata.get("names", ""))
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return None
-    if isinstance(names, dict) and names and all(isinstance(k, int) for k in names):
-        return [str(names.get(i, i)) for i in range(max(names) + 1)]
-    if isinstance(names, (list, tuple)) and all(isinstance(v, str) for v in names):
-        return list(names)
-    return None
 
 
 def _preprocess(s: BuildState) -> Preprocess | None:

@@ -85,9 +85,9 @@ def test_target_fps_picks_the_smallest_design_that_meets_it(zoo):
 def _stages(path):
     import onnx
 
-    from partitioner.build import _offload_all
+    from partitioner.explore.draft import full_offload_draft
     g = run_fusion(ir_of(onnx.load(str(path))))
-    nodes, n, stages = _offload_all(g, board("zcu104"))
+    nodes, n, stages = full_offload_draft(g, board("zcu104"))
     return g, nodes, n, stages
 
 

@@ -12,6 +12,7 @@ from fpga_runtime.backends import Backend, RunStats, load_backend
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan
+from fpga_runtime.preprocess import Preprocess, load_picture
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
 
@@ -78,7 +79,6 @@ class Session:
     def run_image(self, path, output_names: list[str] | None = None):
         """(outputs, Fit) for an image file, through the build's recorded pre-processing (`fit.to_image` maps
         boxes in input pixels back to the picture's)."""
-        from fpga_runtime.preprocess import Preprocess, load_picture
         if len(self.plan.inputs) != 1 or not self.plan.preprocess:
             raise PlanError("run_image: this build records no pre-processing (partition the model again with "
                             "--preprocess, or use run() with an array)")
