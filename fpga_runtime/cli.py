@@ -290,7 +290,7 @@ def _fresh_run_folder(build: Path) -> Path:
 
 
 def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path,
-                    class_names: list[str] | None = None, thresholds=(0.25, 0.7, 300), spans=()) -> None:
+                    class_names: list[str] | None, thresholds: tuple[float, float, int], spans) -> None:
     names = find_detection_outputs(outputs[0])
     if names is None:
         head = raw_yolo_head(outputs[0])
