@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 import traceback
-from collections import Counter
 from pathlib import Path
 
 import click
@@ -24,15 +23,14 @@ from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import compare, summarise
-from fpga_runtime.checking.detections import decode_yolo, find_detection_outputs, raw_yolo_head
 from fpga_runtime.checking.frames import original_outputs, random_frame
-from fpga_runtime.checking.images import detection_list, draw_detections, load_image, write_detections
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
+from fpga_runtime.cli_frames import RunFrames, expand_sources, names_option, write_pictures
 from fpga_runtime.plan import PlanError, check_feeds, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
-from fpga_runtime.prediction.virtual_time import build_compute_units, predict
-from fpga_runtime.preprocess import ImageError, Preprocess, load_picture
+from fpga_runtime.prediction.virtual_time import STEADY_FRAMES, build_compute_units, predict
+from fpga_runtime.preprocess import ImageError
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from fpga_runtime.run.scheduler import Scheduler, TaskError
 from fpga_runtime.run.session import Session
@@ -92,60 +90,6 @@ def _board_choice() -> click.Choice:
     return click.Choice(list(BOARDS), case_sensitive=False)
 
 
-class _Frames:
-    """The frames of a run: from --input, --image or seeded random data."""
-
-    def __init__(self, session: Session, inputs: tuple[str, ...], images: tuple[str, ...], count: int, seed: int,
-                 resize: str):
-        plan = session.plan
-        self.fits: list = []
-        self.pictures: list = []
-        self.note = ""
-        given = {}
-        for item in inputs:
-            name, sep, path = item.partition("=")
-            if not sep or not name:
-                raise click.BadParameter(f"{item!r}: expected NAME=FILE.npy", param_hint="--input")
-            if name not in session.input_names:
-                raise click.BadParameter(f"{name!r} is not an input of the model; its inputs are "
-                                         f"{session.input_names}", param_hint="--input")
-            try:
-                given[name] = np.load(path, allow_pickle=False)
-            except (OSError, ValueError) as exc:
-                raise click.BadParameter(f"{path}: cannot read a .npy array ({exc})", param_hint="--input") from None
-        if images:
-            if given:
-                raise click.UsageError("give --input or --image, not both")
-            spec = plan.inputs[0] if len(plan.inputs) == 1 else None
-            pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
-            raw = spec is not None and spec.dtype == "uint8" and len(spec.shape or []) == 4 and spec.shape[3] == 3
-            if not raw and (pre is None or pre.preset == "none"):
-                raise click.UsageError("--image: this build records no pre-processing for its input "
-                                       f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model "
-                                       "again with --preprocess yolo|imagenet|unit, or give --input NAME=FILE.npy)")
-            self.feeds = []
-            for path in images:
-                if raw:
-                    frame, fit, picture = load_image(path, spec.shape, resize)
-                else:
-                    frame, fit, picture = load_picture(path, spec, pre)
-                self.feeds.append({spec.name: frame})
-                self.fits.append(fit)
-                self.pictures.append(picture)
-                in_h, in_w = (spec.shape[1], spec.shape[2]) if raw else pre.image_size(spec.shape)
-                click.echo(f"{path}: {fit.describe(in_w, in_h)}", err=True)
-            self.synthetic = False
-            return
-        if given and len(given) == len(plan.inputs):
-            check_feeds(plan, given)
-            self.feeds, self.synthetic = [given], False
-            if count > 1:
-                self.note = "--frames applies to random frames only: one frame from --input"
-            return
-        self.feeds = [random_frame(plan, seed + i, given) for i in range(count)]
-        self.synthetic = True
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="fpga-run")
 def main() -> None:
@@ -171,10 +115,14 @@ def main() -> None:
 @click.option("--in-flight", type=COUNT, default=None,
               help=f"frames pipelined at once [default: compute units + 1, at least {IN_FLIGHT}]")
 @click.option("--conf", type=click.FloatRange(0, 1), default=0.25, show_default=True,
-              help="raw YOLO heads: the least class score a drawn detection has")
+              help="the least score a drawn detection has (raw YOLO heads, torchvision's outputs)")
 @click.option("--iou", type=click.FloatRange(0, 1), default=0.7, show_default=True,
               help="raw YOLO heads: class-wise NMS overlap")
 @click.option("--max-det", type=COUNT, default=300, show_default=True, help="raw YOLO heads: detections per image")
+@click.option("--names", "names_spec", default=None, metavar="coco|coco91|FILE",
+              help="class names for drawn labels: COCO's 80 (ultralytics, Darknet), coco91 (torchvision's ids), "
+                   "or a file (one per line, JSON, or a data YAML's "
+                   "names:) [default: the build's, from the model's metadata or partition --names]")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
@@ -185,10 +133,11 @@ def main() -> None:
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
         compute_units: int | None, cpu_workers: int, in_flight: int | None, conf: float, iou: float,
-        max_det: int, sequential: bool, no_accuracy: bool,
+        max_det: int, names_spec: str | None, sequential: bool, no_accuracy: bool,
         profile: bool, simulate: str | None, overlay: Path | None) -> None:
     """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
-    images = _pictures(images)
+    images = expand_sources(images)
+    class_names = names_option(names_spec)
     if profile and backend != "verilator":
         raise click.BadParameter("--profile measures RTL clock cycles: use it with --backend verilator",
                                  param_hint="--profile")
@@ -197,17 +146,21 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
     in_flight = in_flight or default_in_flight(compute_units or build_compute_units(read_plan(build)))
     with Session(build, backend, compute_units, slots=1 if sequential else in_flight, simulate=simulate,
                  overlay=overlay) as session:
-        given = _Frames(session, inputs, images, frames, seed, resize)
+        given = RunFrames(session, inputs, images, frames, seed, resize)
         if given.note:
             click.echo(f"note: {given.note}", err=True)
         if given.synthetic:
             click.echo(f"no inputs given: {len(given.feeds)} seeded random frame(s)", err=True)
+        progress = _Progress(len(given.feeds))
         if sequential:
-            outputs, spans, wall = _sequential(session, given.feeds)
+            outputs, spans, wall = _sequential(session, given.feeds, progress)
             mode = "one subgraph at a time"
         else:
             scheduler = Scheduler(session, cpu_workers, compute_units, in_flight)
-            outputs = scheduler.run(given.feeds)
+            outputs = []
+            for out in scheduler.stream(given.feeds):
+                outputs.append(out)
+                progress.done(len(outputs))
             spans, wall = scheduler.stats.spans, scheduler.stats.wall_s
             mode = f"concurrent, {scheduler.units} compute unit(s), {cpu_workers} CPU worker(s), {in_flight} in flight"
         model = Path(session.plan.model["path"])
@@ -231,7 +184,8 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
     write_gantt(spans, out_dir / "gantt.png", f"{build.name} on {backend} ({mode})")
     click.echo(f"trace: {out_dir / 'trace.json'}  gantt: {out_dir / 'gantt.png'}")
     if given.fits:
-        _write_pictures(given, outputs, images, out_dir, session.plan.class_names, (conf, iou, max_det), spans)
+        write_pictures(given, outputs, images, out_dir, class_names or session.plan.class_names,
+                        (conf, iou, max_det), spans)
     if no_accuracy:
         pass
     elif not model.is_file():
@@ -242,7 +196,25 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
     click.echo(f"outputs: {out_dir}")
 
 
-def _sequential(session: Session, feeds: list[dict]) -> tuple[list[dict], list[Span], float]:
+class _Progress:
+    """One stderr line per finished frame once a run has taken a second: long runs (csim, verilator, many
+    frames) show where they are and how long is left; quick ones stay quiet."""
+
+    QUIET_S = 1.0
+
+    def __init__(self, total: int):
+        self.total = total
+        self.t0 = time.perf_counter()
+
+    def done(self, k: int) -> None:
+        elapsed = time.perf_counter() - self.t0
+        if self.total > 1 and elapsed >= self.QUIET_S:
+            left = elapsed / k * (self.total - k)
+            click.echo(f"frame {k}/{self.total} done, {elapsed:.1f} s" + (f", about {left:.0f} s left"
+                                                                          if k < self.total else ""), err=True)
+
+
+def _sequential(session: Session, feeds: list[dict], progress: _Progress) -> tuple[list[dict], list[Span], float]:
     """Frames one after the other, each subgraph in plan order: the baseline the concurrent run is compared to."""
     spans: list[Span] = []
     outputs = []
@@ -256,29 +228,8 @@ def _sequential(session: Session, feeds: list[dict]) -> tuple[list[dict], list[S
             spans.append(Span(sg.name, k, "fpga-cu0" if sg.device == "fpga" else "cpu-0", start,
                               time.perf_counter() - t0))
         outputs.append({n: values[n] for n in session.output_names})
+        progress.done(len(outputs))
     return outputs, spans, time.perf_counter() - t0
-
-
-PICTURE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
-
-
-def _pictures(sources: tuple[str, ...]) -> tuple[str, ...]:
-    """Files as given; a folder's pictures and a glob's matches in name order."""
-    import glob
-    out: list[str] = []
-    for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            found = sorted(str(p) for p in path.iterdir() if p.suffix.lower() in PICTURE_SUFFIXES)
-        elif any(ch in source for ch in "*?["):
-            found = sorted(p for p in glob.glob(source) if Path(p).suffix.lower() in PICTURE_SUFFIXES)
-        else:
-            found = [source]
-        if not found:
-            raise click.BadParameter(f"{source}: no pictures ({', '.join(sorted(PICTURE_SUFFIXES))})",
-                                     param_hint="--image/--source")
-        out += found
-    return tuple(out)
 
 
 def _fresh_run_folder(build: Path) -> Path:
@@ -287,44 +238,6 @@ def _fresh_run_folder(build: Path) -> Path:
     while (build / ("run" if k == 1 else f"run{k}")).exists():
         k += 1
     return build / ("run" if k == 1 else f"run{k}")
-
-
-def _write_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path,
-                    class_names: list[str] | None, thresholds: tuple[float, float, int], spans) -> None:
-    names = find_detection_outputs(outputs[0])
-    if names is None:
-        head = raw_yolo_head(outputs[0])
-        if head is not None:
-            _write_yolo_pictures(given, outputs, images, out_dir, head, class_names, thresholds, spans)
-        return
-    boxes, selected = names
-    scores = next((k for k, v in outputs[0].items() if v.dtype.kind == "f" and v.ndim == 3 and k != boxes), None)
-    for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
-        found = detection_list(out[boxes], out[scores] if scores else None, out[selected], fit)
-        stem = Path(path).stem
-        write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
-        drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")
-        click.echo(f"{path}: {len(found)} detection(s) drawn in {drawn}")
-
-
-def _write_yolo_pictures(given: _Frames, outputs: list[dict], images: tuple[str, ...], out_dir: Path, head: str,
-                         class_names: list[str] | None, thresholds, spans) -> None:
-    """A raw YOLO head decoded as ultralytics' predict does, drawn with class names; one line per picture."""
-    conf, iou, max_det = thresholds
-    for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
-        found = []
-        for c, score, box in decode_yolo(out[head], conf, iou, max_det):
-            name = class_names[c] if class_names and c < len(class_names) else f"class {c}"
-            found.append({"class": c, "name": name, "score": round(score, 4),
-                          "box": [round(float(v), 2) for v in fit.to_image(box)]})
-        stem = Path(path).stem
-        write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
-        drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")
-        counts = Counter(d["name"] for d in found)
-        mine = [s for s in spans if s.frame == k]
-        took = f", {(max(s.end_s for s in mine) - min(s.start_s for s in mine)) * 1e3:.0f} ms" if mine else ""
-        said = ", ".join(f"{n} {name}" for name, n in counts.most_common()) or "no detections"
-        click.echo(f"{path}: {said}{took} -> {drawn}")
 
 
 def _accuracy(build: Path, backend: str, model: Path, feeds: list[dict], outputs: list[dict], out_dir: Path) -> None:
@@ -402,18 +315,25 @@ def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units:
 def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_workers: int, frames: int,
                 in_flight: int | None, trace: Path | None, gantt: Path | None) -> None:
     """Predict latency and throughput of BUILD on a board in virtual time (durations from the cycle model and
-    timing.py). The defaults are those of `fpga-run run`."""
+    timing.py): the steady rate of a long stream (report.md's frames/s) and the makespan of --frames frames.
+    The defaults are those of `fpga-run run`."""
     predictions = [predict(build, n, board, cpu_workers, frames, in_flight) for n in (units or (None,))]
-    header = ["board", "CUs", "frames", "makespan ms", "critical path ms", "lower bound ms", "gap %",
-              "sequential ms", "speedup", "fps", "limited by", "utilisation"]
+    header = ["board", "CUs", "steady frames/s", "frames", "makespan ms", "critical path ms", "lower bound ms",
+              "gap %", "sequential ms", "speedup", "frames/s of these frames", "limited by", "utilisation"]
     click.echo("| " + " | ".join(header) + " |")
     click.echo("|" + "|".join("---" for _ in header) + "|")
     for p in predictions:
         util = ", ".join(f"{k} {v:.0%}" for k, v in p.utilisation.items())
-        click.echo(f"| {p.board} | {p.compute_units} | {frames} | {p.makespan_s * 1e3:.3f} | "
+        click.echo(f"| {p.board} | {p.compute_units} | {p.steady_fps:.1f} | {frames} | {p.makespan_s * 1e3:.3f} | "
                    f"{p.critical_path_s * 1e3:.3f} | {p.lower_bound_s * 1e3:.3f} | {p.gap_to_bound * 100:.1f} | "
                    f"{p.sequential_s * 1e3:.3f} | {p.speedup:.2f} | {p.fps:.1f} | "
                    f"{'CPU stages' if p.limited_by == 'cpu' else 'FPGA'} | {util} |")
+    click.echo(f"steady frames/s: a long stream ({STEADY_FRAMES[1] - STEADY_FRAMES[0]} frames between the ends of "
+               f"a {STEADY_FRAMES[0]}- and a {STEADY_FRAMES[1]}-frame run, ramp-up and drain left out), the figure "
+               "report.md gives as frames/s (fpga-run); the makespan columns are those of --frames "
+               f"{frames}{' (one frame: its latency)' if frames == 1 else ''}. Engine clock "
+               f"{', '.join(sorted({f'{p.clock_mhz:g} MHz on {p.board}' for p in predictions}))} (the build's "
+               "clock on its own board, the board's default fabric clock on another)")
     last = predictions[-1]
     if trace:
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")

@@ -96,6 +96,7 @@ class PartitionConfig:
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
     preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
     preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
+    class_names: list[str] | None = None     # None: from the model's metadata
 
 
 @dataclass
@@ -365,7 +366,7 @@ def _write(s: BuildState) -> None:
     s.plan = write_build(s.part, s.out_dir, s.cfg.model, s.cfg.target.value, s.board, s.imported.folded,
                          s.engine, s.build_id)
     s.plan.preprocess = s.preprocess.to_dict() if s.preprocess is not None else None
-    s.plan.class_names = class_names({p.key: p.value for p in s.imported.model.metadata_props})
+    s.plan.class_names = s.cfg.class_names or class_names({p.key: p.value for p in s.imported.model.metadata_props})
     s.warnings = list(s.imported.warnings) + s.graph.warnings
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
+from fpga_runtime.class_names import NamesError, read_names
 from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.errors import ModelError
@@ -130,6 +131,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--scale", "pixel_scale", type=float, default=None, help="pixels times this first (e.g. 0.00392)")
 @click.option("--letterbox/--stretch", "letterbox", default=None, help="keep the aspect ratio (grey bars) or not")
 @click.option("--bgr", is_flag=True, default=None, help="the model takes B, G, R channel order")
+@click.option("--names", "names_spec", default=None, metavar="coco|coco91|FILE",
+              help="class names recorded in the plan for drawn labels: COCO's 80 (ultralytics, Darknet), coco91 "
+                   "(torchvision's ids), or a file (one per line, JSON, "
+                   "or a data YAML's names:) [default: the model's metadata, where ultralytics writes them]")
 @click.option("--allow-cpu-only", is_flag=True,
               help="exit 0 even where a model with conv layers gets no FPGA subgraph (the reason is printed)")
 @click.option("--debug", is_flag=True, help="show tracebacks")
@@ -141,8 +146,12 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
-         allow_cpu_only: bool, debug: bool) -> None:
+         names_spec: str | None, allow_cpu_only: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
+    try:
+        names = read_names(names_spec) if names_spec else None
+    except NamesError as exc:
+        raise click.BadParameter(str(exc), param_hint="--names") from None
     cfg = PartitionConfig(
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
@@ -151,7 +160,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
         objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
-        preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr))
+        preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr),
+        class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:
         result = run_partition(cfg, click.echo)

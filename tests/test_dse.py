@@ -163,6 +163,27 @@ def test_build_uses_the_explored_design(tmp_path, zoo):
     assert "Engine design" in (tmp_path / "b" / "report.md").read_text()
 
 
+def test_predict_gives_the_steady_rate_the_report_gives(tmp_path, zoo):
+    """`fpga-run predict` with its defaults prints the long-stream rate the exploration chose the design by (the
+    report's frames/s), not one frame's 1/latency."""
+    from click.testing import CliRunner
+
+    from fpga_runtime import predict
+    from fpga_runtime.cli import main as fpga_run
+    out = tmp_path / "b"
+    result = run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=out, board="kv260",
+                                           picture=False, accuracy=False))
+    chosen = result.exploration.chosen
+    p = predict(out)
+    assert p.steady_fps == pytest.approx(chosen.frame_fps, rel=0.02)
+    assert p.steady_fps > p.fps * 1.2                       # one frame alone is not the stream's rate
+    shown = CliRunner().invoke(fpga_run, ["predict", str(out)])
+    assert shown.exit_code == 0, shown.output
+    row = next(line for line in shown.output.splitlines() if line.startswith("| kv260"))
+    assert float(row.split("|")[3]) == pytest.approx(chosen.frame_fps, rel=0.02)
+    assert f"Engine clock {chosen.config.clock_mhz:g} MHz on kv260" in shown.output
+
+
 @pytest.mark.parametrize(
     "args,message",
     [

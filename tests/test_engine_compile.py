@@ -130,3 +130,14 @@ def test_a_standalone_max_pool_shares_the_channel_placement_its_add_gives_its_ou
                                            offload_everything=True))
     assert result.verified and result.accuracy is not None
     assert min(o.cosine for o in result.accuracy.outputs) > 0.99
+
+
+def test_bias_dominated_convs_are_one_warning_that_names_the_worst():
+    from partitioner.engine.layers import bias_dominance_warning
+    assert bias_dominance_warning([]) == []
+    one, = bias_dominance_warning([("head", 3, 8, 12.5)])
+    assert one.startswith("node 'head': 3 of 8 output channels have a bias too large") and "12.5x" in one
+    many = bias_dominance_warning([(f"h{i}", 4, 4, float(i + 2)) for i in range(6)])
+    assert len(many) == 1
+    assert "6 convs ('h0', 'h1', 'h2', 'h3', ...; 24 output channels)" in many[0]
+    assert "up to 7x coarser (in 'h5')" in many[0] and "accuracy report" in many[0]

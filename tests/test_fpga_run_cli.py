@@ -138,6 +138,28 @@ def test_sequential_run_is_timed_and_traced(build, tmp_path):
     assert "worst of 2 frames" in result.stdout
 
 
+@pytest.mark.parametrize("mode", [[], ["--sequential"]])
+def test_long_runs_say_each_finished_frame(build, tmp_path, monkeypatch, mode):
+    """Past a second (here: at once) every finished frame gets a progress line on stderr, in order, with the
+    time left; stdout keeps only the results."""
+    import fpga_runtime.cli as cli
+    monkeypatch.setattr(cli._Progress, "QUIET_S", 0.0)
+    result = CliRunner().invoke(fpga_run, ["run", str(build), "--frames", "3", "--no-accuracy", "-o", str(tmp_path),
+                                           *mode])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("frame ")]
+    assert [line.split(" done")[0] for line in lines] == ["frame 1/3", "frame 2/3", "frame 3/3"]
+    assert "s left" in lines[0] and "s left" not in lines[2]
+    assert "frame 1/3" not in result.stdout
+
+
+def test_runs_quicker_than_the_threshold_show_no_progress(build, tmp_path, monkeypatch):
+    import fpga_runtime.cli as cli
+    monkeypatch.setattr(cli._Progress, "QUIET_S", 1e9)
+    result = CliRunner().invoke(fpga_run, ["run", str(build), "--frames", "2", "--no-accuracy", "-o", str(tmp_path)])
+    assert result.exit_code == 0 and "frames/s" in result.output and "frame 1/2 done" not in result.output
+
+
 def test_accuracy_is_found_from_another_directory_and_missing_model_is_said(build, tmp_path, zoo):
     out = tmp_path / "b"
     copy = tmp_path / "model.onnx"
@@ -349,3 +371,97 @@ def test_a_raw_yolo_head_is_decoded_drawn_with_class_names_and_said_in_one_line(
     assert (tmp_path / "b" / "run2" / "frame1_b_detections.json").exists()
     empty = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--source", str(tmp_path / "nothing*.jpg")])
     assert empty.exit_code == 2 and "no pictures" in empty.output
+
+
+def test_torchvision_style_outputs_are_drawn_above_conf_with_coco91_names(tmp_path):
+    """boxes [K, 4], scores [K], labels [K] (a torchvision detector after its NMS): drawn where the score is at
+    least --conf, labelled by torchvision's COCO ids."""
+    from graphs import Net
+    n = Net(channels=3, size=16)
+    corner = n.node("Sigmoid", [n.conv("x", "corner", cout=2)], "corner01")
+    corner = n.node("Mul", [corner, n.const("eight", np.array(8.0, np.float32))], "corner_px")
+    nhwc = n.node("Transpose", [corner], "corner_nhwc", perm=[0, 2, 3, 1])
+    xy = n.node("Reshape", [nhwc, n.const("k2", np.array([256, 2], np.int64))], "xy")
+    far = n.node("Add", [xy, n.const("size", np.array(6.0, np.float32))], "far")
+    boxes = n.node("Concat", [xy, far], "boxes", axis=1)
+    score = n.node("Sigmoid", [n.conv("x", "score", cout=1)], "score01")
+    scores = n.node("Reshape", [score, n.const("k", np.array([256], np.int64))], "scores")
+    high = n.node("Greater", [scores, n.const("half", np.array(0.5, np.float32))], "high")
+    labels = n.node("Add", [n.node("Cast", [high], "high64", to=7), n.const("one", np.array(1, np.int64))],
+                    "labels")
+    model = n.model([boxes, scores, labels])
+    model.graph.output[2].type.tensor_type.elem_type = onnx.TensorProto.INT64
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    Image.fromarray(np.random.default_rng(4).integers(0, 255, (16, 32, 3), np.uint8)).save(tmp_path / "p.jpg")
+    built = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--no-picture",
+                                           "--offload-all", "--no-accuracy", "--preprocess", "unit"])
+    assert built.exit_code == 0, built.output
+    run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "p.jpg"), "--conf",
+                                        "0.5", "--names", "coco91", "--no-accuracy", "-o", str(tmp_path / "r")])
+    assert run.exit_code == 0, run.output
+    found = json.loads((tmp_path / "r" / "frame0_p_detections.json").read_text())["detections"]
+    got = np.load(tmp_path / "r" / "frame0_scores.npy")
+    assert len(found) == int((got >= 0.5).sum()) > 0
+    assert {d["name"] for d in found} <= {"person", "bicycle"} and all(d["score"] >= 0.5 for d in found)
+    assert all(0 <= d["box"][0] <= d["box"][2] <= 32 for d in found)          # in the 32 x 16 picture's pixels
+    assert f"{len(found)} " in next(x for x in run.output.splitlines() if " -> " in x)
+
+
+def test_a_probability_map_is_tinted_over_the_picture(tmp_path):
+    """A text detector's map [1, 1, H, W]: the picture's pixels whose map value passes the threshold are tinted,
+    and the line says what share of the picture that is."""
+    from graphs import Net
+    n = Net(channels=3, size=32)
+    centred = n.node("Sub", [n.conv("x", "map", cout=1), n.const("prior", np.array(-0.42, np.float32))], "centred")
+    logits = n.node("Mul", [centred, n.const("gain", np.array(6.0, np.float32))], "logits")
+    onnx.save(n.model([n.node("Sigmoid", [logits], "maps")]), str(tmp_path / "m.onnx"))
+    ramp = np.linspace(0, 255, 96)[None, :, None] + np.random.default_rng(5).normal(0, 20, (64, 96, 3))
+    picture = np.clip(ramp, 0, 255).astype(np.uint8)                  # dark left, bright right
+    Image.fromarray(picture).save(tmp_path / "page.png")
+    built = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--no-picture",
+                                           "--offload-all", "--no-accuracy", "--preprocess", "unit", "--stretch"])
+    assert built.exit_code == 0, built.output
+    run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "page.png"),
+                                        "--no-accuracy", "-o", str(tmp_path / "r")])
+    assert run.exit_code == 0, run.output
+    prob = np.load(tmp_path / "r" / "frame0_maps.npy")[0, 0]
+    tinted = np.asarray(Image.open(tmp_path / "r" / "frame0_page_maps.png").convert("RGB"))
+    changed = np.any(tinted != picture, axis=2)
+    assert 0 < changed.mean() < 1
+    assert changed.mean() == pytest.approx((prob > 0.3).mean(), abs=1e-9)     # 2 x 3 picture pixels per map pixel
+    line = next(x for x in run.output.splitlines() if " -> " in x)
+    assert f"{changed.mean():.1%} of the picture above 0.3 in 'maps'" in line
+
+
+def test_a_yolov5_head_with_names_from_a_file_or_coco(tmp_path):
+    """[1, anchors, 5 + classes] (objectness column) decoded and labelled; partition --names records the names in
+    the plan, fpga-run run --names overrides them; a bad --names fails before anything runs."""
+    from graphs import Net
+    n = Net(channels=3, size=32)
+    head = n.node("Sigmoid", [n.conv("x", "head", cout=7)], "scores")               # 4 box + objectness + 2
+    flat = n.node("Reshape", [head, n.const("shape", np.array([1, 7, 1024], np.int64))], "flat")
+    rows = n.node("Transpose", [flat], "output0", perm=[0, 2, 1])
+    onnx.save(n.model([rows]), str(tmp_path / "m.onnx"))
+    (tmp_path / "pets.names").write_text("cat\ndog\n")
+    Image.fromarray(np.random.default_rng(2).integers(0, 255, (32, 32, 3), np.uint8)).save(tmp_path / "p.jpg")
+    bad = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "x"), "--names",
+                                         str(tmp_path / "none.txt")])
+    assert bad.exit_code == 2 and "--names" in bad.output and not (tmp_path / "x").exists()
+    built = CliRunner().invoke(partition, [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--no-picture",
+                                           "--offload-all", "--no-accuracy", "--preprocess", "unit",
+                                           "--names", str(tmp_path / "pets.names")])
+    assert built.exit_code == 0, built.output
+    assert json.loads((tmp_path / "b" / "plan.json").read_text())["class_names"] == ["cat", "dog"]
+    for names, expected in ((None, {"cat", "dog"}), ("coco", {"person", "bicycle"})):
+        out = tmp_path / f"run-{names}"
+        run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "p.jpg"),
+                                            "--conf", "0.1", "--no-accuracy", "-o", str(out)]
+                                 + (["--names", names] if names else []))
+        assert run.exit_code == 0, run.output
+        found = json.loads((out / "frame0_p_detections.json").read_text())["detections"]
+        assert found and {d["name"] for d in found} <= expected
+        value = np.load(out / "frame0_output0.npy")[0].astype(np.float64)
+        best = (value[:, 5:] * value[:, 4:5]).max()
+        assert max(d["score"] for d in found) == pytest.approx(best, abs=1e-4)       # objectness x class
+    bad_run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--names", str(tmp_path / "none.txt")])
+    assert bad_run.exit_code == 2 and "--names" in bad_run.output

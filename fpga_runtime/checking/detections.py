@@ -3,9 +3,9 @@ int8 detections against the float ones, matched at IoU >= 0.5 with the same clas
 or segmentation detector's), whether the same pixels pass its threshold.
 
 Detections are read from three layouts: this project's zoo (boxes [N, B, 4] and NMS indices [K, 3]),
-torchvision's post-processed ones (boxes [K, 4], labels [K]) and raw YOLO heads ([1, 4 + classes, anchors]:
-centre, size, class scores; the best TOP_K after class-wise NMS, so that untrained or unusual models with no
-confident box still compare)."""
+torchvision's post-processed ones (boxes [K, 4], scores and labels [K]) and raw YOLO heads (RawHead: YOLOv5u/v8/v11's
+[1, 4 + classes, anchors], YOLOv5/YOLOX's [1, anchors, 5 + classes]; the best TOP_K after class-wise NMS, so
+that untrained or unusual models with no confident box still compare)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,13 +78,30 @@ def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep:
     return out
 
 
-def _raw_yolo(head: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    rows = head[0].T.astype(np.float64)                   # [anchors, 4 + classes]
-    cx, cy, w, h = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
-    boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
-    classes = np.argmax(rows[:, 4:], axis=1)
-    scores = rows[np.arange(len(rows)), 4 + classes]
-    return [(0, int(classes[i]), boxes[i]) for i in _class_nms(boxes, scores, classes, TOP_K)]
+@dataclass(frozen=True)
+class RawHead:
+    """A raw YOLO head, the model's one output: anchors on the last axis, [1, 4 + classes, anchors] (centre,
+    size, class scores: YOLOv5u/v8/v11), or on the middle one with an objectness column, [1, anchors, 5 + classes]
+    (YOLOv5/v7, YOLOX: a class's score is objectness x class probability)."""
+    name: str
+    objectness: bool
+
+    def boxes_and_scores(self, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Boxes (x1 y1 x2 y2, input pixels) and class scores, one row per anchor."""
+        rows = value[0].astype(np.float64)
+        if not self.objectness:
+            rows = rows.T
+        cx, cy, w, h = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
+        boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
+        scores = rows[:, 5:] * rows[:, 4:5] if self.objectness else rows[:, 4:]
+        return boxes, scores
+
+
+def _raw_yolo(head: RawHead, value: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    boxes, scores = head.boxes_and_scores(value)
+    classes = np.argmax(scores, axis=1)
+    best = scores[np.arange(len(scores)), classes]
+    return [(0, int(classes[i]), boxes[i]) for i in _class_nms(boxes, best, classes, TOP_K)]
 
 
 def _boxes_and_class_scores(boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
@@ -103,15 +120,13 @@ def detection_reader(outputs: dict[str, np.ndarray]):
     if names:
         b, s = names
         return lambda out: detections(out[b], out[s])
-    boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[-1] == 4]
-    labels = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim == 1]
-    if boxes and labels and len(outputs[boxes[0]]) == len(outputs[labels[0]]):
-        b, lab = boxes[0], labels[0]
+    post = post_processed(outputs)
+    if post is not None:
+        b, _, lab = post
         return lambda out: [(0, int(c), box) for c, box in zip(out[lab], out[b])]
-    heads = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
-             and 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]]
-    if len(heads) == 1 and len(outputs) == 1:
-        return lambda out: _raw_yolo(out[heads[0]])
+    head = raw_yolo_head(outputs)
+    if head is not None:
+        return lambda out: _raw_yolo(head, out[head.name])
     rows = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[1] == 6]
     counts = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim in (1, 2) and v.shape[-1:] != (3,)]
     if len(rows) == 1 and len(outputs) - len(counts) == 1:       # PaddleDetection's NMS: label, score, x1y1x2y2
@@ -150,7 +165,8 @@ def _agreement(ref: list, got: list) -> DetectionAgreement:
     return DetectionAgreement(len(ref), len(got), matched)
 
 
-def _probability_map(outputs: dict[str, np.ndarray]) -> str | None:
+def probability_map(outputs: dict[str, np.ndarray]) -> str | None:
+    """The name of the model's one output where it is a probability map [1, 1, H, W] in [0, 1] (DBNet's)."""
     maps = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 4 and v.shape[1] == 1
             and v.size >= 256 and v.min() >= 0.0 and v.max() <= 1.0]
     return maps[0] if len(maps) == 1 and len(outputs) == 1 else None
@@ -168,30 +184,51 @@ def detection_agreement(reference: dict[str, np.ndarray], got: dict[str, np.ndar
     read = detection_reader(reference)
     if read is not None:
         return _agreement(read(reference), read(got))
-    pmap = _probability_map(reference)
+    pmap = probability_map(reference)
     if pmap is not None:
         a, b = reference[pmap] > MAP_THRESHOLD, got[pmap] > MAP_THRESHOLD
         return DetectionAgreement(int(a.sum()), int(b.sum()), int((a & b).sum()), "map pixels")
     return None
 
 
-def raw_yolo_head(outputs: dict[str, np.ndarray]) -> str | None:
-    """The name of a YOLOv5u/v8/v11-style raw head [1, 4 + classes, anchors] (centre, size, class scores), where
-    it is the model's one output."""
-    heads = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
-             and 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]]
-    return heads[0] if len(heads) == 1 and len(outputs) == 1 else None
+def post_processed(outputs: dict[str, np.ndarray]) -> tuple[str, str | None, str] | None:
+    """(boxes [K, 4] x1 y1 x2 y2, scores [K] or None, labels [K]): torchvision's detectors after their own NMS."""
+    boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[-1] == 4]
+    if not boxes:
+        return None
+    k = len(outputs[boxes[0]])
+    labels = [n for n, v in outputs.items() if v.dtype.kind in "iu" and v.shape == (k,)]
+    scores = [n for n, v in outputs.items() if v.dtype.kind == "f" and v.shape == (k,)]
+    return (boxes[0], scores[0] if len(scores) == 1 else None, labels[0]) if labels else None
 
 
-def decode_yolo(head: np.ndarray, conf: float = 0.25, iou: float = 0.7, max_det: int = 300
+def raw_yolo_head(outputs: dict[str, np.ndarray]) -> RawHead | None:
+    """The model's one output where it is a raw YOLO head of either layout (see RawHead), else None."""
+    if len(outputs) != 1:
+        return None
+    (name, v), = outputs.items()
+    if v.dtype.kind != "f" or v.ndim != 3 or v.shape[0] != 1:
+        return None
+    if 5 <= v.shape[1] <= 1004 and v.shape[2] > 2 * v.shape[1]:
+        return RawHead(name, objectness=False)
+    if 6 <= v.shape[2] <= 1005 and v.shape[1] > 2 * v.shape[2] and not _end_to_end(v):
+        return RawHead(name, objectness=True)
+    return None
+
+
+def _end_to_end(v: np.ndarray) -> bool:
+    """[1, K, 6] rows of (x1, y1, x2, y2, score, class id) with whole class ids: an end-to-end head's output
+    (NMS in the graph), not a one-class raw head's."""
+    return v.shape[2] == 6 and bool(np.all(v[0, :, 5] == np.round(v[0, :, 5])))
+
+
+def decode_yolo(head: RawHead, value: np.ndarray, conf: float = 0.25, iou: float = 0.7, max_det: int = 300
                 ) -> list[tuple[int, float, np.ndarray]]:
     """(class, score, x1 y1 x2 y2 in input pixels) of a raw YOLO head, as ultralytics' predict gives them: the
     best class per anchor at or above `conf`, class-wise NMS at `iou`, at most `max_det`, best first."""
-    rows = head[0].T.astype(np.float64)
-    classes = np.argmax(rows[:, 4:], axis=1)
-    scores = rows[np.arange(len(rows)), 4 + classes]
-    keep = scores >= conf
-    rows, classes, scores = rows[keep], classes[keep], scores[keep]
-    cx, cy, w, h = rows[:, 0], rows[:, 1], rows[:, 2], rows[:, 3]
-    boxes = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1)
-    return [(int(classes[i]), float(scores[i]), boxes[i]) for i in _class_nms(boxes, scores, classes, max_det, iou)]
+    boxes, scores = head.boxes_and_scores(value)
+    classes = np.argmax(scores, axis=1)
+    best = scores[np.arange(len(scores)), classes]
+    keep = best >= conf
+    boxes, classes, best = boxes[keep], classes[keep], best[keep]
+    return [(int(classes[i]), float(best[i]), boxes[i]) for i in _class_nms(boxes, best, classes, max_det, iou)]

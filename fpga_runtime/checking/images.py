@@ -67,6 +67,24 @@ def draw_detections(picture, detections: list[dict], path: Path) -> Path:
     return path
 
 
+def draw_map(picture, prob: np.ndarray, fit: Fit, input_size: tuple[int, int], threshold: float, path: Path
+             ) -> tuple[Path, float]:
+    """A probability map [H, W] (a text or segmentation detector's, in model-input geometry) laid over the
+    picture: the pixels above `threshold` tinted. Returns the file and the share of the picture's pixels tinted."""
+    from PIL import Image
+    in_w, in_h = input_size
+    rows, cols = prob.shape
+    u = (np.arange(fit.width) + 0.5) * fit.sx + fit.pad_x                  # picture pixel -> model-input pixel
+    v = (np.arange(fit.height) + 0.5) * fit.sy + fit.pad_y
+    c = np.clip((u * cols / in_w).astype(np.int64), 0, cols - 1)
+    r = np.clip((v * rows / in_h).astype(np.int64), 0, rows - 1)
+    above = prob[np.ix_(r, c)] > threshold
+    img = np.asarray(picture.convert("RGB"), np.float32).copy()
+    img[above] = 0.45 * img[above] + 0.55 * np.array([255, 40, 40], np.float32)
+    Image.fromarray(img.astype(np.uint8)).save(path)
+    return path, float(above.mean())
+
+
 def write_detections(detections: list[dict], fit: Fit | None, path: Path) -> Path:
     record = {"boxes": "x1, y1, x2, y2 in pixels of the original picture" if fit else "model-input pixels",
               "fit": None if fit is None else fit.__dict__, "detections": detections}

@@ -18,6 +18,9 @@ from fpga_runtime.prediction import cpu_costs, timing
 from fpga_runtime.run.policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
 from fpga_runtime.run.trace import Span
 
+STEADY_FRAMES = (8, 24)   # the steady rate: frames completed between the ends of these two runs, ramp-up and
+                          # drain left out
+
 
 @dataclass
 class Prediction:
@@ -32,6 +35,8 @@ class Prediction:
     utilisation: dict[str, float]   # per lane: busy time / makespan
     spans: list[Span] = field(default_factory=list, repr=False)
     limited_by: str = "fpga"        # the side whose work per frame, spread over its lanes, is the larger
+    steady_fps: float = 0.0         # frames/s of a long stream (STEADY_FRAMES), the figure the report gives
+    clock_mhz: float = 0.0          # the engine clock every FPGA duration assumes
 
     @property
     def speedup(self) -> float:
@@ -46,12 +51,17 @@ class Prediction:
         return self.makespan_s / self.lower_bound_s - 1.0
 
 
+def clock_mhz(plan: Plan, board: Board) -> float:
+    """The build's clock on its own board, the board's default fabric clock on another."""
+    return (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
+        else board.clock_mhz
+
+
 def durations_for(plan: Plan, board: Board) -> dict[str, float]:
     """Engine cycles come from the build (its engine parameters); the clock is the build's on its own board
     and the board's default fabric clock on another. CPU subgraphs are timed op by op from the cost table
     (cpu_costs.py: the build's own, measured on the board, where there is one)."""
-    clock = (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
-        else board.clock_mhz
+    clock = clock_mhz(plan, board)
     table = cpu_costs.load(plan.root)
     out = {}
     for s in plan.subgraphs:
@@ -89,6 +99,12 @@ def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_wo
         free[lane.split("-")[0]].sort()
         policy.complete(task)
     return now, spans
+
+
+def steady_fps(plan, durations: dict[str, float], compute_units: int, cpu_workers: int, in_flight: int) -> float:
+    """Frames per second of a long stream: the frames finished between the ends of a short and a longer run."""
+    first, last = (simulate(plan, durations, compute_units, cpu_workers, n, in_flight)[0] for n in STEADY_FRAMES)
+    return (STEADY_FRAMES[1] - STEADY_FRAMES[0]) / (last - first)
 
 
 def limited_by(plan, durations: dict[str, float], cpu_workers: int, compute_units: int) -> str:
@@ -138,4 +154,12 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     lanes_all = [f"fpga-cu{i}" for i in range(compute_units)] + [f"cpu-{i}" for i in range(cpu_workers)]
     return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
                       frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
-                      spans, limited_by(plan, durations, cpu_workers, compute_units))
+                      spans, limited_by(plan, durations, cpu_workers, compute_units),
+                      min(steady_fps(plan, durations, compute_units, cpu_workers, in_flight), _ddr_fps(plan, b)),
+                      clock_mhz(plan, b))
+
+
+def _ddr_fps(plan: Plan, board: Board) -> float:
+    """The units share the board's DDR, which the schedule does not see: its bandwidth caps the rate."""
+    nbytes = sum(layer.bytes for s in plan.subgraphs if s.device == "fpga" for layer in s.layers)
+    return board.ddr_gbps * 1e9 / nbytes if nbytes else float("inf")

@@ -11,7 +11,7 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
 from partitioner.engine.calibration import Calibration
 from partitioner.engine.geometry import engine_limits
-from partitioner.engine.layers import LayerEmitter
+from partitioner.engine.layers import LayerEmitter, bias_dominance_warning
 from partitioner.engine.layout import engine_tensor_names, plan_layout, tensor_scales
 from partitioner.engine.memory import ActivationArena, ConstArena
 from partitioner.errors import ModelError
@@ -72,7 +72,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     for n in nodes:                      # every layer's output too: per-layer accuracy reads them back
         for t in graph.nodes[n].outputs:
             boundary.setdefault(graph.tensors[t].onnx_name, layout.views[t])
-    warnings += emitter.notes
+    warnings += bias_dominance_warning(emitter.bias_dominated)
     limits = engine_limits(every, config)
     config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"],  # the RTL's
                      depthwise_rows=limits["depthwise_rows"])

@@ -106,11 +106,27 @@ def _set_pool(d: Descriptor, pool: Pool) -> None:
         d.flags |= Flag.POOL_PAD_ZERO
 
 
+def bias_dominance_warning(found: list[tuple[str, int, int, float]]) -> list[str]:
+    """One line for every conv whose bias does not fit the int32 accumulator at its weights' own scale, so its
+    weights were quantised coarser: that happens where the bias dominates the output (untrained heads, class
+    priors), and costs only what the accuracy report shows."""
+    if not found:
+        return []
+    worst = max(found, key=lambda f: f[3])
+    where = (f"node {found[0][0]!r}: {found[0][1]} of {found[0][2]} output channels have" if len(found) == 1 else
+             f"{len(found)} convs ({', '.join(repr(f[0]) for f in found[:4])}{', ...' if len(found) > 4 else ''}; "
+             f"{sum(f[1] for f in found)} output channels) have")
+    return [f"{where} a bias too large for the int32 accumulator at their weight scale, so their weights are "
+            f"quantised up to {worst[3]:.3g}x coarser (in {worst[0]!r}). Their outputs are dominated by the bias, "
+            "which the engine keeps to one accumulator step; the accuracy report shows what the weights' coarser "
+            "step costs"]
+
+
 class LayerEmitter:
     def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
                  config: EngineConfig, arena: ConstArena):
         self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
-        self.notes: list[str] = []           # quantisation choices a person should know of (report warnings)
+        self.bias_dominated: list[tuple[str, int, int, float]] = []   # (node, channels, of, coarser): widened
 
     def _phys(self, v: TensorView) -> int:
         return self.config.padded(v.phys_c)
@@ -233,9 +249,7 @@ class LayerEmitter:
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
             coarser = float(np.max(s_w[widened] / np.maximum(plain[widened], 1e-30)))
-            self.notes.append(f"node {node.label!r}: {int(widened.sum())} of {cout} output channels have a bias "
-                              f"too large for the int32 accumulator at their weight scale; their weights are "
-                              f"quantised up to {coarser:.3g}x coarser (their output is dominated by the bias)")
+            self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser))
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
         out_map = np.asarray(y.channel_map)
 

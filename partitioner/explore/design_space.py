@@ -20,7 +20,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import timing
-from fpga_runtime.prediction.virtual_time import limited_by, simulate
+from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
 from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers
 from partitioner.explore.resources import Resources, compute_unit
@@ -36,7 +36,6 @@ WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the wei
                                  # 3x3 layer's group of output-channel tiles then shares one load of its input
                                  # (stride-2 layers are bound by those loads), for BRAM or otherwise idle URAM
 OBJECTIVES = ("throughput", "latency")
-SCHEDULED_FRAMES = (8, 24)       # a design's steady rate: the frames between these two runs' ends
 
 
 @dataclass(frozen=True)
@@ -177,15 +176,14 @@ def schedule(design: Design, stages: list[Stage], memo: dict | None = None) -> D
     if memo is None or key not in memo:
         plan = _Schedule(tuple(stages))
         latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
-        first, last = (simulate(plan, durations, units, CPU_WORKERS, n, default_in_flight(units))[0]
-                       for n in SCHEDULED_FRAMES)
-        found = latency, first, last, limited_by(plan, durations, CPU_WORKERS, units) == "cpu"
+        rate = steady_fps(plan, durations, units, CPU_WORKERS, default_in_flight(units))
+        found = latency, rate, limited_by(plan, durations, CPU_WORKERS, units) == "cpu"
         if memo is None:
             memo = {}
         memo[key] = found
-    latency, first, last, cpu_bound = memo[key]
+    latency, rate, cpu_bound = memo[key]
     # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
-    rate = min((SCHEDULED_FRAMES[1] - SCHEDULED_FRAMES[0]) / (last - first), design.fps)
+    rate = min(rate, design.fps)
     return replace(design, frame_fps=rate, latency_s=latency, cpu_bound=cpu_bound)
 
 

@@ -3,16 +3,19 @@ from __future__ import annotations
 
 import ast
 
+from fpga_runtime.class_names import names_by_id
+
+METADATA_CHARS = 1 << 20
+
 
 def class_names(metadata: dict[str, str]) -> list[str] | None:
     """Class names by id from ultralytics' `names` metadata ("{0: 'person', 1: 'bicycle', ...}"), read as a
     literal (never evaluated), or None."""
+    text = metadata.get("names", "")
+    if len(text) > METADATA_CHARS:
+        return None
     try:
-        names = ast.literal_eval(metadata.get("names", ""))
+        names = ast.literal_eval(text)
     except (ValueError, SyntaxError, MemoryError, RecursionError):
         return None
-    if isinstance(names, dict) and names and all(isinstance(k, int) for k in names):
-        return [str(names.get(i, i)) for i in range(max(names) + 1)]
-    if isinstance(names, (list, tuple)) and all(isinstance(v, str) for v in names):
-        return list(names)
-    return None
+    return names_by_id(names)
