@@ -123,6 +123,7 @@ def main() -> None:
               help="class names for drawn labels: COCO's 80 (ultralytics, Darknet), coco91 (torchvision's ids), "
                    "or a file (one per line, JSON, or a data YAML's "
                    "names:) [default: the build's, from the model's metadata or partition --names]")
+@click.option("--refuse-nonfinite", is_flag=True, help="refuse inputs holding NaN or infinite values (exit 2)")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
@@ -133,7 +134,7 @@ def main() -> None:
 @_one_line_errors
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
         compute_units: int | None, cpu_workers: int, in_flight: int | None, conf: float, iou: float,
-        max_det: int, names_spec: str | None, sequential: bool, no_accuracy: bool,
+        max_det: int, names_spec: str | None, refuse_nonfinite: bool, sequential: bool, no_accuracy: bool,
         profile: bool, simulate: str | None, overlay: Path | None) -> None:
     """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
     images = expand_sources(images)
@@ -145,7 +146,7 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
         raise click.BadParameter("--simulate and --overlay are options of --backend pynq", param_hint="--backend")
     in_flight = in_flight or default_in_flight(compute_units or build_compute_units(read_plan(build)))
     with Session(build, backend, compute_units, slots=1 if sequential else in_flight, simulate=simulate,
-                 overlay=overlay) as session:
+                 overlay=overlay, refuse_nonfinite=refuse_nonfinite) as session:
         given = RunFrames(session, inputs, images, frames, seed, resize)
         if given.note:
             click.echo(f"note: {given.note}", err=True)
@@ -156,18 +157,22 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
             outputs, spans, wall = _sequential(session, given.feeds, progress)
             mode = "one subgraph at a time"
         else:
-            scheduler = Scheduler(session, cpu_workers, compute_units, in_flight)
+            scheduler = Scheduler(session, cpu_workers, compute_units, in_flight, keep_spans=None)
             outputs = []
             for out in scheduler.stream(given.feeds):
                 outputs.append(out)
                 progress.done(len(outputs))
             spans, wall = scheduler.stats.spans, scheduler.stats.wall_s
+            session.nonfinite_inputs += scheduler.stats.nonfinite
             mode = f"concurrent, {scheduler.units} compute unit(s), {cpu_workers} CPU worker(s), {in_flight} in flight"
         model = Path(session.plan.model["path"])
         if not model.is_absolute():
             model = session.plan.root / model
         layers = build_profile(session.image, session.backend.const, session.backend.runs) \
             if profile and session.backend else None
+    if session.nonfinite_inputs:
+        click.echo(f"warning: the inputs held {session.nonfinite_inputs} NaN or infinite value(s): the engine ran NaN "
+                   "as 0 and infinities saturated (--refuse-nonfinite refuses such inputs)", err=True)
     where = f"{backend} (simulated board, {simulate})" if simulate else backend
     click.echo(f"{len(outputs)} frame(s) in {wall:.3f} s ({len(outputs) / wall:.2f} frames/s) on {where}, {mode}")
     out_dir = out_dir or _fresh_run_folder(build)
@@ -220,7 +225,7 @@ def _sequential(session: Session, feeds: list[dict], progress: _Progress) -> tup
     outputs = []
     t0 = time.perf_counter()
     for k, f in enumerate(feeds):
-        check_feeds(session.plan, f)
+        session.nonfinite_inputs += check_feeds(session.plan, f, session.refuse_nonfinite)
         values = dict(f)
         for sg in session.plan.subgraphs:
             start = time.perf_counter() - t0
@@ -268,7 +273,8 @@ def deploy_cmd(build: Path, out: Path, with_model: bool, force: bool) -> None:
     """Write a self-contained folder that runs BUILD on the board: `./run.sh` there = fpga-run run --backend pynq."""
     from fpga_runtime.deploy import deploy
     manifest = deploy(build, out, with_model, force)
-    click.echo(f"bundle: {out} ({len(manifest['files'])} files and the runtime; overlay {manifest['overlay']})")
+    click.echo(f"bundle: {out} ({len(manifest['files'])} files with their SHA-256, the runtime's included; overlay "
+               f"{manifest['overlay']})")
     click.echo(f"on the board: pip3 install -r requirements-board.txt && ./run.sh   (see {out / 'README.md'})")
 
 

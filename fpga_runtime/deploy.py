@@ -8,8 +8,9 @@ import json
 import shutil
 from pathlib import Path
 
+from fpga_runtime.bundle import write_manifest
 from fpga_runtime.engine_image import ENGINE_DIR
-from fpga_runtime.plan import PLAN_FILE, PlanError, file_sha256, read_plan
+from fpga_runtime.plan import PLAN_FILE, PlanError, confined, read_plan, verify_files
 
 RUNTIME = Path(__file__).resolve().parent
 # what the runtime imports on the board, beside PYNQ (the image ships it): numpy < 2 for pynq 3.x images,
@@ -22,39 +23,63 @@ KEEP_FROM_FPGA = ["engine.json", "memory.bin"]
 ENGINE_SOURCES = ["hls/*.cpp", "hls/*.h", "rtl/engine.f", "rtl/*.sv", "rtl/*.svh", "rtl/sim/*.cpp"]
 
 
-def _copy(src: Path, dst: Path) -> None:
+def _source(build: Path, rel: str, what: str) -> Path:
+    """A file of the build by its relative path: inside the build, a regular file, reached through no symbolic
+    link (deploy copies what the build wrote, never what a link points at)."""
+    path = confined(build, rel, what)
+    if path != build.resolve() / rel or not path.is_file():
+        raise PlanError(f"{build}: {what} {rel!r} is a symbolic link or not a regular file; deploy copies only the "
+                        "build's own files")
+    return path
+
+
+def _copy(src: Path, dst_root: Path, rel: str) -> None:
+    dst = dst_root / rel
     dst.parent.mkdir(parents=True, exist_ok=True)
+    confined(dst_root, rel, "a bundle file")            # a link left in an old bundle does not lead out
+    if dst.is_symlink():
+        dst.unlink()
     shutil.copyfile(src, dst)
+
+
+def _build_files(build: Path, plan) -> list[str]:
+    """The data files to carry: those plan.json records (with the CPU subgraphs' external weights), or for a
+    build from before the record, the subgraphs, their .weights and the engine image."""
+    if plan.files is not None:
+        return sorted(plan.files)
+    rels = [sg.onnx for sg in plan.subgraphs]
+    rels += [str(Path(r).with_suffix(".weights")) for r in rels if (build / r).with_suffix(".weights").is_file()]
+    return rels + ([f"{ENGINE_DIR}/{name}" for name in KEEP_FROM_FPGA] if plan.engine is not None else [])
 
 
 def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False) -> dict:
     """Write the bundle; returns its manifest (also written as manifest.json)."""
     plan = read_plan(build)
+    verify_files(plan)
     if out.exists() and any(out.iterdir()) and not force:
         raise PlanError(f"{out} exists and is not empty (use --force to overwrite it)")
-    if out.resolve() == build.resolve():
+    if out.resolve() == build.resolve() or build.resolve() in out.resolve().parents:
         raise PlanError("deploy into a new folder, not into the build")
     out.mkdir(parents=True, exist_ok=True)
     raw = json.loads((plan.root / PLAN_FILE).read_text())
-    for sg in plan.subgraphs:
-        _copy(plan.onnx_path(sg), out / sg.onnx)
-    model = Path(plan.model["path"])
-    model = model if model.is_absolute() else plan.root / model
+    for rel in _build_files(build, plan):
+        _copy(_source(build, rel, "the data file"), out, rel)
     if with_model:
-        if not model.is_file():
-            raise PlanError(f"--with-model: the original model {model} is gone")
-        _copy(model, out / "model" / model.name)
+        model = Path(plan.model["path"])
+        model = model if model.is_absolute() else plan.root / model
+        if not model.is_file() or model.is_symlink() or model.suffix != ".onnx":
+            raise PlanError(f"--with-model: the original model {model} is gone (or is no regular .onnx file)")
+        _copy(model, out, f"model/{model.name}")
         raw["model"]["path"] = f"model/{model.name}"
     (out / PLAN_FILE).write_text(json.dumps(raw, indent=1) + "\n")
     overlay_state = "no FPGA subgraphs"
     if plan.engine is not None:
         fpga = build / ENGINE_DIR
-        for name in KEEP_FROM_FPGA:
-            _copy(fpga / name, out / ENGINE_DIR / name)
         for pattern in ENGINE_SOURCES:
-            for src in fpga.glob(pattern):
-                _copy(src, out / ENGINE_DIR / src.relative_to(fpga))
-        overlay_state = _copy_overlay(fpga / "overlay", out / ENGINE_DIR / "overlay")
+            for src in sorted(fpga.glob(pattern)):
+                rel = src.relative_to(build).as_posix()
+                _copy(_source(build, rel, "the engine source"), out, rel)
+        overlay_state = _copy_overlay(build, out)
     runtime = out / "fpga_runtime"
     if runtime.exists():
         shutil.rmtree(runtime)
@@ -71,24 +96,24 @@ def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False
         '--backend pynq "$@"\n'
     )
     (out / "run.sh").chmod(0o755)
-    files = sorted(p for p in out.rglob("*") if p.is_file() and "fpga_runtime" not in p.relative_to(out).parts)
-    manifest = {"build": str(build.resolve()), "build_id": plan.build_id, "board": plan.board, "overlay": overlay_state,
-                "files": {str(p.relative_to(out)): file_sha256(p) for p in files}}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     (out / "README.md").write_text(_readme(plan.board, plan.model.get("name", "model"), overlay_state))
-    return manifest
+    return write_manifest(out, {"build": str(build.resolve()), "build_id": plan.build_id, "board": plan.board,
+                                "overlay": overlay_state})
 
 
-def _copy_overlay(src: Path, dst: Path) -> str:
+def _copy_overlay(build: Path, out: Path) -> str:
     """Vivado's bitstream and .hwh if they were made, and always the generated metadata and the Vivado script."""
+    src = build / ENGINE_DIR / "overlay"
     if not src.is_dir():
         return "missing: the build has no overlay (partition for a Zynq board with --board)"
-    for p in list(src.glob("*.hwh")) + list(src.glob("*.tcl")) + list(src.glob("*.md")):
-        _copy(p, dst / p.name)
+    for p in sorted(list(src.glob("*.hwh")) + list(src.glob("*.tcl")) + list(src.glob("*.md"))):
+        rel = p.relative_to(build).as_posix()
+        _copy(_source(build, rel, "the overlay file"), out, rel)
     bits = sorted((src / "build").glob("*.bit"))
     if bits and bits[0].with_suffix(".hwh").is_file():
-        _copy(bits[0], dst / "build" / bits[0].name)
-        _copy(bits[0].with_suffix(".hwh"), dst / "build" / bits[0].with_suffix(".hwh").name)
+        for p in (bits[0], bits[0].with_suffix(".hwh")):
+            rel = p.relative_to(build).as_posix()
+            _copy(_source(build, rel, "the bitstream"), out, rel)
         return f"included: {bits[0].name} and its .hwh from Vivado"
     return "not built: make the bitstream with Vivado (README) and put it in fpga/overlay/build/"
 
@@ -113,5 +138,6 @@ came from: `make -C fpga hls bitstream` (the engine IP, then `fpga/overlay/overl
 
 Board software: PYNQ 3.x images (Python 3.10; aarch64 on Zynq UltraScale+, armv7 on PYNQ-Z2) or PYNQ 4.0 (Python
 3.12, Zynq UltraScale+ only). onnxruntime publishes aarch64 wheels; for armv7 (PYNQ-Z2) there is none on PyPI:
-build it on the board or use a community wheel. `manifest.json` lists every file with its SHA-256.
+build it on the board or use a community wheel. `manifest.json` lists every file with its SHA-256 (the runtime's
+too); `run` checks them before it starts.
 """

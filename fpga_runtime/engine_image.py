@@ -41,9 +41,14 @@ class TensorView:
         return max(self.channel_map) + 1 if self.channel_map else 0
 
     def quantize(self, x: np.ndarray) -> np.ndarray:
-        """float -> int8 in NHWC with the view's channels: q = clip(rint(x / scale) + zero, -128, 127)."""
+        """float -> int8 in NHWC with the view's channels: q = clip(rint(x / scale) + zero, -128, 127); NaN is
+        the zero point on every machine (a cast of NaN to int8 is undefined and differs between x86 and Arm)."""
         nhwc = np.transpose(x, (0, 2, 3, 1)) if self.layout == "nchw" else x.reshape(self.n, 1, 1, -1)
-        return np.clip(np.rint(nhwc / self.scale) + self.zero, -128, 127).astype(np.int8)
+        q = np.rint(nhwc / self.scale)
+        nan = np.isnan(q)
+        if nan.any():
+            q[nan] = 0.0
+        return np.clip(q + self.zero, -128, 127).astype(np.int8)
 
     def write(self, memory: np.ndarray, x: np.ndarray) -> None:
         q = self.quantize(x)
@@ -103,7 +108,12 @@ class EngineImage:
                    raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
 
     def load_constants(self, folder: Path) -> np.ndarray:
-        return np.fromfile(folder / "memory.bin", np.uint8)
+        """memory.bin, refused unless it is exactly the size engine.json gives (a truncated or padded copy)."""
+        const = np.fromfile(folder / "memory.bin", np.uint8)
+        if const.size != self.const_bytes:
+            raise ValueError(f"{folder / 'memory.bin'}: {const.size:,} bytes where engine.json says "
+                             f"{self.const_bytes:,}: a truncated or changed file (copy it again or partition again)")
+        return const
 
     def fresh_activations(self) -> np.ndarray:
         return np.zeros(self.act_bytes, np.uint8)

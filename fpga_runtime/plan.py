@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 PLAN_VERSION = 1
 PLAN_FILE = "plan.json"
 
@@ -73,6 +75,7 @@ class Plan:
     resource_budget: dict[str, float] | None = None      # share of each resource the engines may use
     preprocess: dict[str, Any] | None = None             # how a picture becomes the input (preprocess.Preprocess)
     class_names: list[str] | None = None                 # a detector's class names, by class id (model metadata)
+    files: dict[str, str] | None = None                  # every data file of the build -> its SHA-256 (DATA_FILES)
     root: Path = Path(".")
 
     def to_dict(self) -> dict[str, Any]:
@@ -101,7 +104,7 @@ class Plan:
         return max(best.values(), key=len, default=[])
 
     def onnx_path(self, sg: SubgraphSpec) -> Path:
-        return self.root / sg.onnx
+        return confined(self.root, sg.onnx, f"subgraph {sg.name!r}'s file")
 
 
 def _tensors(items: list[dict]) -> list[TensorSpec]:
@@ -138,7 +141,7 @@ def read_plan(folder_or_file: str | Path) -> Plan:
                     _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                     raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
                     raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"),
-                    raw.get("preprocess"), raw.get("class_names"), root=path.parent)
+                    raw.get("preprocess"), raw.get("class_names"), _files(raw.get("files")), root=path.parent)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanError(f"{path}: malformed plan ({type(exc).__name__}: {exc}); partition the model again") from None
     _check_order(plan)
@@ -146,17 +149,26 @@ def read_plan(folder_or_file: str | Path) -> Plan:
     return plan
 
 
+def _files(raw) -> dict[str, str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) and len(v) == 64
+                                            for k, v in raw.items()):
+        raise ValueError("'files' is not an object of relative paths and SHA-256 digests")
+    return raw
+
+
 def _check_parts(plan: Plan) -> None:
-    """The files the plan names exist and come from the same `partition` run as the plan."""
-    missing = [s.onnx for s in plan.subgraphs if not (plan.root / s.onnx).is_file()]
+    """The files the plan names are inside its folder, exist and come from the same `partition` run as the plan."""
+    missing = [s.onnx for s in plan.subgraphs if not plan.onnx_path(s).is_file()]
     if missing:
         raise PlanError(f"{plan.root}: the plan names {missing}, which are missing: an incomplete build "
                         "(run `partition` again)")
     if plan.engine is None:
         return
     try:
-        engine_id = json.loads((plan.root / plan.engine).read_text()).get("build_id")
-    except (OSError, json.JSONDecodeError) as exc:
+        engine_id = json.loads(confined(plan.root, plan.engine, "the engine image").read_text()).get("build_id")
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
         raise PlanError(f"{plan.root / plan.engine}: unreadable engine image ({exc}); run `partition` again") from None
     if engine_id != plan.build_id:
         raise PlanError(f"{plan.root}: {PLAN_FILE} and {plan.engine} come from different `partition` runs "
@@ -201,8 +213,10 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def check_feeds(plan: Plan, feeds: dict) -> None:
-    """Feeds name exactly the model's inputs, with their static shapes and dtypes."""
+def check_feeds(plan: Plan, feeds: dict, refuse_nonfinite: bool = False) -> int:
+    """Feeds name exactly the model's inputs, with their static shapes and dtypes. Returns how many NaN or
+    infinite values the float inputs hold (refused with `refuse_nonfinite`): int8 has neither, so the engine sees
+    NaN as the zero point and an infinity saturated, which a caller should hear of."""
     names = [t.name for t in plan.inputs]
     unknown = [k for k in feeds if k not in names]
     missing = [n for n in names if n not in feeds]
@@ -218,3 +232,51 @@ def check_feeds(plan: Plan, feeds: dict) -> None:
         if str(getattr(value, "dtype", "")) != t.dtype:
             raise PlanError(f"input {t.name!r}: dtype {getattr(value, 'dtype', type(value).__name__)}, "
                             f"the model takes {t.dtype}")
+    nonfinite = 0
+    for t in plan.inputs:
+        value = feeds[t.name]
+        if value.dtype.kind == "f":
+            bad = int(value.size - np.count_nonzero(np.isfinite(value)))
+            if bad and refuse_nonfinite:
+                raise PlanError(f"input {t.name!r}: {bad} NaN or infinite value(s) of {value.size}")
+            nonfinite += bad
+    return nonfinite
+
+
+# the build's data, hashed into plan.json by `partition` and checked before a Session uses them; the engine sources
+# (fpga/hls, fpga/rtl) are not data: the backends compile their own (see backends/)
+DATA_FILES = ("subgraphs/*", "fpga/engine.json", "fpga/memory.bin")
+
+
+def confined(root: Path, rel, what: str) -> Path:
+    """`root / rel` resolved, refused unless it stays inside `root` once every symlink is followed: a build
+    names files of its own folder only."""
+    if not isinstance(rel, str) or not rel or "\0" in rel or Path(rel).is_absolute():
+        raise PlanError(f"{root}: {what} {rel!r} is not a relative path inside the build folder")
+    base = Path(root).resolve()
+    target = (base / rel).resolve()
+    if target != base and base not in target.parents:
+        raise PlanError(f"{root}: {what} {rel!r} leads outside the build folder (to {target}); a build names only "
+                        "its own files")
+    return target
+
+
+def data_files(root: Path) -> dict[str, str]:
+    """Every data file of a build folder (DATA_FILES) -> its SHA-256, as `partition` records them."""
+    root = Path(root)
+    found = sorted({p for pattern in DATA_FILES for p in root.glob(pattern) if p.is_file() and not p.is_symlink()})
+    return {p.relative_to(root).as_posix(): file_sha256(p) for p in found}
+
+
+def verify_files(plan: Plan) -> None:
+    """Each data file the plan records is inside the build, present, and has the SHA-256 `partition` recorded:
+    a corrupted copy, a truncated download or a changed file is refused before any engine touches memory."""
+    if plan.files is None:
+        return                                    # a build from before the digests: confinement still holds
+    for rel, digest in plan.files.items():
+        path = confined(plan.root, rel, "the recorded file")
+        if not path.is_file():
+            raise PlanError(f"{plan.root}: {rel} is missing (the build recorded it; copy the whole folder)")
+        if file_sha256(path) != digest:
+            raise PlanError(f"{plan.root}: {rel} is not the file `partition` wrote (its SHA-256 differs: corrupted, "
+                            "truncated or changed); copy it again or partition the model again")

@@ -22,7 +22,7 @@ from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import AccuracyReport
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
-from fpga_runtime.plan import Plan
+from fpga_runtime.plan import Plan, data_files
 from fpga_runtime.preprocess import Preprocess
 from fpga_runtime.preprocess import choose as choose_preprocess
 from partitioner.codegen.sources import write_engine_sources
@@ -449,6 +449,7 @@ STEPS: list[Step] = [
 def write_outputs(s: BuildState) -> None:
     """plan.json (once, with every step's time), accuracy.json and report.md."""
     s.plan.steps = [{"name": n, "seconds": round(t, 4)} for n, t in s.timings]
+    s.plan.files = data_files(s.out_dir)
     s.plan.write(s.out_dir)
     if s.accuracy is not None:
         record = {**s.accuracy.as_dict(), "calibration": s.calibration.source,

@@ -143,3 +143,33 @@ def test_chrome_trace_has_one_named_thread_per_lane_and_every_span(tmp_path):
     assert len(work) == 4 and all(e["dur"] > 0 for e in work)
     assert [threads[e["tid"]] for e in work if e["name"] == "fpga_0"] == ["fpga-cu0", "fpga-cu0"]
     assert work[1]["ts"] == pytest.approx(1000.0) and work[1]["dur"] == pytest.approx(3000.0)
+
+
+def test_a_refused_frame_comes_after_every_frame_before_it(tiny_build):
+    """Frame 4 has a wrong shape: frames 0-3, in flight beside it, are delivered first, then the refusal."""
+    from fpga_runtime.plan import PlanError
+    with Session(tiny_build, compute_units=2, slots=3) as session:
+        frames = [random_frame(session.plan, i) for i in range(4)]
+        name = session.input_names[0]
+        bad = {name: frames[0][name][..., :-1]}
+        got = []
+        with pytest.raises(PlanError, match=rf"input '{name}': shape"):
+            for out in Scheduler(session, compute_units=2, in_flight=3).stream(frames + [bad] + frames):
+                got.append(out)
+        assert len(got) == 4
+
+
+def test_a_long_stream_keeps_a_bounded_record(tiny_build, monkeypatch):
+    import fpga_runtime.run.session as session_module
+    with Session(tiny_build, compute_units=1, slots=2) as session:
+        monkeypatch.setattr(session_module, "STATS_WINDOW", 8)
+        session.stats = session_module.deque(maxlen=8)
+        frame = random_frame(session.plan, 0)
+        sched = Scheduler(session, compute_units=1, in_flight=2, keep_spans=16)
+        outs = list(sched.stream(frame for _ in range(30)))
+        assert len(outs) == 30 and sched.stats.frames == 30
+        assert len(sched.stats.spans) == 16 and sched.stats.tasks == 30 * len(session.plan.subgraphs)
+        assert {s.frame for s in sched.stats.spans} <= set(range(20, 30))          # the most recent
+        assert len(session.stats) == 8
+        assert Scheduler(session).stats.window == 20_000                            # streams are bounded by default
+

@@ -28,6 +28,9 @@ BACKENDS = {
 }
 
 
+STATS_WINDOW = 4096        # per-run records (statistics, cycles, counters) a long stream keeps: the most recent
+
+
 class BackendError(Exception):
     pass
 

@@ -1,5 +1,6 @@
-"""`csim` backend: the build's Vitis HLS engine compiled with g++ into a shared library and run through ctypes
-on the same memory image and programs as the reference. Compiled once per source hash, cached."""
+"""`csim` backend: the Vitis HLS engine (the installed templates with the build's checked parameter headers, see
+engine_sources.py) compiled with g++ into a shared library and run through ctypes on the same memory image and
+programs as the reference. Compiled once per source hash, cached."""
 from __future__ import annotations
 
 import ctypes
@@ -17,6 +18,7 @@ import numpy as np
 
 from fpga_runtime.backends import BackendError, HostMemoryBackend
 from fpga_runtime.engine_image import EngineImage
+from fpga_runtime.engine_sources import trusted_sources
 
 HLS_DIR = "hls"
 CACHE = Path(os.environ.get("FPGA_CSIM_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "csim"))
@@ -68,7 +70,7 @@ class CsimEngine:
     """The compiled engine library: runs one program on numpy memory regions."""
 
     def __init__(self, hls: Path, quiet: bool = False):
-        self.lib = ctypes.CDLL(str(compile_engine(hls, quiet)))
+        self.lib = ctypes.CDLL(str(compile_engine(trusted_sources(hls, "hls"), quiet)))
         self.lib.engine_csim.restype = ctypes.c_int
         self.lib.engine_csim.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64,
                                          ctypes.c_uint64, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)]

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ except ImportError as exc:          # load_backend turns this into a one-line er
                       "pip install pynq==4.0.0)") from None
 
 from fpga_runtime.abi import CTRL_START, ENGINE_VLNV, PERF_COUNTERS
-from fpga_runtime.backends import Backend, BackendError, ThreadedUnits, timed
+from fpga_runtime.backends import STATS_WINDOW, Backend, BackendError, ThreadedUnits, timed
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
 OVERLAY_DIR = "overlay"
@@ -141,7 +142,7 @@ class PynqBackend(Backend):
         self.const = self._allocate(image.load_constants(folder))
         self.acts = [self._allocate(np.zeros(image.act_bytes, np.uint8)) for _ in range(slots)]
         self.pool = ThreadedUnits(self.units)
-        self.counters: list[dict[str, int]] = []
+        self.counters: deque[dict[str, int]] = deque(maxlen=STATS_WINDOW)   # the most recent runs'
 
     def _device(self, simulate: str | None, timing):
         if simulate:

@@ -5,13 +5,14 @@ Each compute unit is its own simulator instance, so units run concurrently (ctyp
 from __future__ import annotations
 
 import threading
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.backends import BackendError, HostMemoryBackend, timed
+from fpga_runtime.backends import STATS_WINDOW, BackendError, HostMemoryBackend, timed
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.cycle_model import LayerShape, layer_cycles
 from fpga_runtime.engine_image import EngineImage, Program
@@ -59,7 +60,7 @@ class VerilatorBackend(HostMemoryBackend):
             self.sims = [RtlEngine(rtl, self.timing, quiet=i > 0) for i in range(self.units)]
         except ToolchainError as exc:
             raise BackendError(str(exc)) from None
-        self.runs: list[ProgramRun] = []
+        self.runs: deque[ProgramRun] = deque(maxlen=STATS_WINDOW)   # the most recent (profiles read them)
         self._lock = threading.Lock()
         self.watchdog = {name: watchdog_cycles(self.const, p, image.config) for name, p in image.programs.items()}
 

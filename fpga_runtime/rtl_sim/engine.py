@@ -12,6 +12,7 @@ import numpy as np
 
 from fpga_runtime.abi import CTRL_START, PERF_COUNTERS, Reg
 from fpga_runtime.cycle_model import MEMORY_LATENCY_NS
+from fpga_runtime.engine_sources import trusted_sources
 from fpga_runtime.rtl_sim.build import build_library
 
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
@@ -91,7 +92,7 @@ class RtlEngine:
 
     def __init__(self, rtl: Path, timing: MemoryTiming | None = None, quiet: bool = False,
                  max_cycles: int = 2_000_000_000):
-        self.lib = _Lib.load(build_library(rtl, quiet))
+        self.lib = _Lib.load(build_library(trusted_sources(rtl, "rtl"), quiet))
         self.handle = self.lib.sim_new()
         self.timing = timing or MemoryTiming()
         t = self.timing

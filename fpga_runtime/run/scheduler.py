@@ -8,13 +8,14 @@ the interleaving: every frame's tensors are its own.
 from __future__ import annotations
 
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Protocol
 
 import numpy as np
 
-from fpga_runtime.plan import Plan, SubgraphSpec, check_feeds
+from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, Policy, Task, check_counts
 from fpga_runtime.run.trace import Span
 
@@ -34,10 +35,25 @@ class _Running:
     start: float
 
 
+SPAN_WINDOW = 20_000      # spans a stream keeps (the most recent): a day at 30 fps must not grow without bound
+
+
 @dataclass
 class ScheduleStats:
-    spans: list[Span] = field(default_factory=list)
+    """The spans of a run (all of them, or the most recent `window` of a long stream) and running totals."""
+    window: int | None = SPAN_WINDOW
+    spans: deque = field(default_factory=deque)
+    frames: int = 0
+    tasks: int = 0
+    nonfinite: int = 0          # NaN / infinite input values seen (see check_feeds)
     wall_s: float = 0.0
+
+    def __post_init__(self):
+        self.spans = deque(self.spans, maxlen=self.window)
+
+    def add(self, span: Span) -> None:
+        self.spans.append(span)
+        self.tasks += 1
 
 
 class SubgraphRunner(Protocol):
@@ -60,7 +76,8 @@ def estimated_durations(session: SubgraphRunner) -> dict[str, float]:
 
 class Scheduler:
     def __init__(self, session: SubgraphRunner, cpu_workers: int = CPU_WORKERS, compute_units: int | None = None,
-                 in_flight: int = IN_FLIGHT, task_timeout_s: float = 600.0):
+                 in_flight: int = IN_FLIGHT, task_timeout_s: float = 600.0, keep_spans: int | None = SPAN_WINDOW):
+        """`keep_spans`: the spans kept for traces (the most recent; None: every one, for runs of given frames)."""
         check_counts(cpu_workers=cpu_workers, compute_units=compute_units, in_flight=in_flight)
         self.session = session
         self.cpu_workers = cpu_workers
@@ -72,13 +89,14 @@ class Scheduler:
                              "in flight")
         self.in_flight = in_flight
         self.timeout_s = task_timeout_s
-        self.stats = ScheduleStats()
+        self.stats = ScheduleStats(keep_spans)
 
     def _run_task(self, sg_name: str, inputs: dict[str, np.ndarray], unit: int, slot: int) -> dict[str, np.ndarray]:
         return self.session.run_subgraph(self.session.plan.subgraph(sg_name), inputs, unit, slot)
 
     def stream(self, frames: Iterable[dict[str, np.ndarray]]) -> Iterator[dict[str, np.ndarray]]:
-        """Outputs of each frame, in frame order. A failing frame raises TaskError when its turn comes."""
+        """Outputs of each frame, in frame order. A failing frame (or one whose inputs are refused) raises when its
+        turn comes: the frames before it are delivered first."""
         plan = self.session.plan
         policy = Policy(plan, estimated_durations(self.session), self.in_flight)
         source = iter(frames)
@@ -86,6 +104,7 @@ class Scheduler:
         values: dict[int, dict[str, np.ndarray]] = {}
         finished: dict[int, dict[str, np.ndarray] | TaskError] = {}
         next_out = admitted = 0
+        refused: tuple[int, Exception] | None = None
         cpu_pool = ThreadPoolExecutor(self.cpu_workers, thread_name_prefix="cpu")
         unit_pools = [ThreadPoolExecutor(1, thread_name_prefix=f"fpga{u}") for u in range(self.units)]
         free = {"cpu": [f"cpu-{i}" for i in range(self.cpu_workers)],
@@ -95,11 +114,17 @@ class Scheduler:
         try:
             while True:
                 while not exhausted and policy.can_admit():
-                    feeds = next(source, None)
-                    if feeds is None:
+                    try:
+                        feeds = next(source, None)
+                        if feeds is None:
+                            exhausted = True
+                            break
+                        self.stats.nonfinite += check_feeds(plan, feeds, getattr(self.session, "refuse_nonfinite",
+                                                                                  False))
+                    except (PlanError, ValueError, TypeError) as exc:
+                        refused = (admitted, exc)        # raised once every frame before it is out
                         exhausted = True
                         break
-                    check_feeds(plan, feeds)
                     policy.admit(admitted)
                     values[admitted] = dict(feeds)
                     admitted += 1
@@ -117,7 +142,10 @@ class Scheduler:
                     next_out += 1
                     if isinstance(result, TaskError):
                         raise result
+                    self.stats.frames += 1
                     yield result
+                if refused is not None and next_out == refused[0]:
+                    raise refused[1]
                 if not running:
                     if exhausted and not policy.busy():
                         break
@@ -131,7 +159,7 @@ class Scheduler:
                 for fut in done:
                     r = running.pop(fut)
                     free[r.lane.split("-")[0]].append(r.lane)
-                    self.stats.spans.append(Span(r.task.subgraph, r.task.frame, r.lane, r.start - t0, now - t0))
+                    self.stats.add(Span(r.task.subgraph, r.task.frame, r.lane, r.start - t0, now - t0))
                     if r.task.frame in policy.cancelled:
                         continue
                     exc = fut.exception()

@@ -3,16 +3,19 @@ subgraphs as engine programs on the chosen backend; tensors between two FPGA sub
 from __future__ import annotations
 
 import threading
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.backends import Backend, RunStats, load_backend
+from fpga_runtime.backends import STATS_WINDOW, Backend, RunStats, load_backend
+from fpga_runtime.bundle import verify_manifest
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
-from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan
+from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan, verify_files
 from fpga_runtime.preprocess import Preprocess, load_picture
+from fpga_runtime.program_check import check_programs
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
 
@@ -46,21 +49,29 @@ class Session:
         *,
         plan: Plan | None = None,
         image: EngineImage | None = None,
+        refuse_nonfinite: bool = False,
     ):
         """`simulate` ("verilator" | "csim") runs the pynq backend on a simulated board; `overlay` is the
-        bitstream the pynq backend loads (default: the build's). `plan` and `image` are a build still being
-        written (`partition` checks it before plan.json exists): kept in memory, not read from the folder."""
+        bitstream the pynq backend loads (default: the build's). `refuse_nonfinite` refuses inputs with NaN or
+        infinite values (else they are counted in `nonfinite_inputs`: NaN runs as 0, infinities saturate).
+        `plan` and `image` are a build still being written (`partition` checks it before plan.json exists): kept
+        in memory, not read from the folder."""
         check_counts(compute_units=compute_units, slots=slots)
         if (simulate or overlay) and backend != "pynq":
             raise PlanError("simulate and overlay are options of the pynq backend")
         options = {"simulate": simulate, "overlay": overlay, "timeout_s": timeout_s} if backend == "pynq" else {}
         self.plan: Plan = plan if plan is not None else read_plan(build_dir)
+        if plan is None:
+            verify_files(self.plan)
+            verify_manifest(Path(build_dir))
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
-        self.stats: list[RunStats] = []
+        self.stats: deque[RunStats] = deque(maxlen=STATS_WINDOW)     # the most recent engine runs
         self._engine_lock = threading.Lock()     # the activation slots serve one run or one stream at a time
         self._streaming = False
         self._closed = False
+        self.refuse_nonfinite = refuse_nonfinite
+        self.nonfinite_inputs = 0            # NaN / infinite input values run() was given (stream: its stats)
         fpga = [s for s in self.plan.subgraphs if s.device == "fpga"]
         self.backend: Backend | None = None
         if fpga:
@@ -68,6 +79,8 @@ class Session:
             if image is None and not (engine_dir / "engine.json").exists():
                 raise PlanError(f"{build_dir}: FPGA subgraphs but no compiled engine in {ENGINE_DIR}/")
             self.image = image if image is not None else EngineImage.load(engine_dir)
+            if image is None:
+                check_programs(self.image, self.image.load_constants(engine_dir))
             self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots, **options)
         self._cpu = {s.name: cpu_session(self.plan.onnx_path(s)) for s in self.plan.subgraphs if s.device == "cpu"}
         on_fpga = {t.name for s in fpga for t in s.outputs}
@@ -115,7 +128,7 @@ class Session:
     def run(self, output_names: list[str] | None, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """One frame, subgraph after subgraph, in activation slot 0. Calls from several threads take turns."""
         self._check_open()
-        check_feeds(self.plan, feeds)
+        self.nonfinite_inputs += check_feeds(self.plan, feeds, self.refuse_nonfinite)
         unknown = [n for n in output_names or [] if n not in self.output_names]
         if unknown:
             raise PlanError(f"no model output named {', '.join(map(repr, unknown))}; the outputs are "
@@ -143,6 +156,7 @@ class Session:
             for outputs in scheduler.stream(self._feeds(f) for f in frames):
                 yield [outputs[n] for n in self.output_names]
         finally:
+            self.nonfinite_inputs += scheduler.stats.nonfinite
             self._streaming = False
             self._engine_lock.release()
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from fpga_runtime.abi import Descriptor, EngineConfig, pack_program
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
+from fpga_runtime.program_check import ProgramError, check_programs
 from partitioner.engine.calibration import Calibration
 from partitioner.engine.geometry import engine_limits
 from partitioner.engine.layers import LayerEmitter, bias_dominance_warning
@@ -80,6 +83,11 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description}, build_id=build_id,
                         board=board.name if board is not None else None)
-    image.save(out_dir / ENGINE_DIR, consts.image())
+    const = consts.image()
+    try:
+        check_programs(image, np.frombuffer(const, np.uint8))    # what every backend checks before it runs one
+    except ProgramError as exc:
+        raise ModelError(f"internal: the compiler wrote a program the engines refuse: {exc}") from None
+    image.save(out_dir / ENGINE_DIR, const)
     calibration.save(out_dir / ENGINE_DIR)
     return image, warnings, every

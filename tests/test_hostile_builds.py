@@ -1,0 +1,336 @@
+"""A build folder is untrusted input: crafted plans, changed data files, links out of the folder and bundles are
+refused with one clear error before any engine touches memory; deploy carries every file a build needs and
+nothing from outside it."""
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from fpga_runtime import Session
+from fpga_runtime.cli import main as fpga_run
+from fpga_runtime.plan import PlanError, confined
+from partitioner.build import PartitionConfig, run_partition
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory, zoo):
+    """The classifier: FPGA convs and a CPU dense layer whose weights are ONNX external data."""
+    out = tmp_path_factory.mktemp("hostile") / "b"
+    run_partition(PartitionConfig(model=zoo("classifier"), out_dir=out, picture=False, accuracy=False))
+    assert list((out / "subgraphs").glob("cpu_*.weights"))
+    return out
+
+
+@pytest.fixture
+def copy(build, tmp_path):
+    dst = tmp_path / "copy"
+    shutil.copytree(build, dst)
+    return dst
+
+
+def _edit_plan(folder, change):
+    raw = json.loads((folder / "plan.json").read_text())
+    change(raw)
+    (folder / "plan.json").write_text(json.dumps(raw))
+
+
+def _cpu_subgraph(raw):
+    return next(s for s in raw["subgraphs"] if s["device"] == "cpu")
+
+
+def _refused(folder, message, backend="reference"):
+    with pytest.raises(PlanError, match=message):
+        Session(folder, backend)
+    result = CliRunner().invoke(fpga_run, ["run", str(folder), "--backend", backend, "--no-accuracy"])
+    assert result.exit_code == 2 and result.output.startswith("error: ") and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not (folder / "run").exists()                    # nothing ran
+
+
+def test_confined_paths():
+    import pathlib
+    root = pathlib.Path("/tmp")
+    for bad in ("/etc/passwd", "../x.onnx", "a/../../x", "", None, 7, "a\0b"):
+        with pytest.raises(PlanError):
+            confined(root, bad, "f")
+    assert confined(root, "a/b.onnx", "f") == root.resolve() / "a" / "b.onnx"
+
+
+@pytest.mark.parametrize("where", ["/etc/passwd", "../../outside.onnx", "subgraphs/../../outside.onnx"])
+def test_a_subgraph_file_outside_the_build_is_refused(copy, where):
+    (copy.parent / "outside.onnx").write_bytes((copy / _cpu_subgraph(json.loads(
+        (copy / "plan.json").read_text()))["onnx"]).read_bytes())
+    _edit_plan(copy, lambda raw: _cpu_subgraph(raw).update(onnx=where))
+    _refused(copy, "relative path inside the build|leads outside the build")
+
+
+def test_a_symlink_out_of_the_build_is_refused(copy, tmp_path):
+    raw = json.loads((copy / "plan.json").read_text())
+    rel = _cpu_subgraph(raw)["onnx"]
+    elsewhere = tmp_path / "elsewhere.onnx"
+    shutil.move(copy / rel, elsewhere)
+    os.symlink(elsewhere, copy / rel)
+    _refused(copy, "leads outside the build")
+
+
+def test_the_engine_image_outside_the_build_is_refused(copy):
+    _edit_plan(copy, lambda raw: raw.update(engine="../elsewhere/engine.json"))
+    _refused(copy, "the engine image '../elsewhere/engine.json' leads outside")
+
+
+@pytest.mark.parametrize("damage", ["two flipped bits", "one byte short", "4 KiB appended", "empty"])
+def test_a_changed_memory_image_is_refused(copy, damage):
+    path = copy / "fpga" / "memory.bin"
+    data = bytearray(path.read_bytes())
+    if damage == "two flipped bits":
+        data[len(data) // 2] ^= 0x11
+    elif damage == "one byte short":
+        data = data[:-1]
+    elif damage == "4 KiB appended":
+        data += bytes(4096)
+    else:
+        data = bytearray()
+    path.write_bytes(bytes(data))
+    _refused(copy, r"fpga/memory.bin is not the file `partition` wrote \(its SHA-256 differs")
+
+
+def test_a_build_without_digests_still_gets_its_memory_size_checked(copy):
+    _edit_plan(copy, lambda raw: raw.pop("files"))
+    path = copy / "fpga" / "memory.bin"
+    path.write_bytes(path.read_bytes()[:-1])
+    with pytest.raises(ValueError, match="bytes where engine.json says"):
+        Session(copy)
+
+
+def test_changed_cpu_weights_and_missing_files_are_refused(copy):
+    weights = next((copy / "subgraphs").glob("cpu_*.weights"))
+    weights.write_bytes(weights.read_bytes()[:-4] + b"\0\0\0\0")
+    _refused(copy, r"subgraphs/cpu_compute_0.weights is not the file")
+    weights.unlink()
+    _refused(copy, r"cpu_compute_0.weights is missing")
+
+
+def test_a_malformed_digest_record_is_refused(copy):
+    _edit_plan(copy, lambda raw: raw.update(files={"fpga/memory.bin": "beef"}))
+    _refused(copy, "malformed plan .*'files'")
+
+
+def test_the_bundle_carries_the_cpu_weights_and_runs(build, tmp_path):
+    bundle = tmp_path / "bundle"
+    assert CliRunner().invoke(fpga_run, ["deploy", str(build), "-o", str(bundle)]).exit_code == 0
+    for rel in json.loads((build / "plan.json").read_text())["files"]:
+        assert (bundle / rel).read_bytes() == (build / rel).read_bytes(), rel
+    manifest = json.loads((bundle / "manifest.json").read_text())["files"]
+    assert "fpga_runtime/run/session.py" in manifest and "plan.json" in manifest
+    with Session(bundle) as s, Session(build) as ref:
+        frame = {i.name: np.random.default_rng(0).normal(size=i.shape).astype(np.float32) for i in s.get_inputs()}
+        assert all(np.array_equal(a, b) for a, b in zip(s.run(None, frame), ref.run(None, frame)))
+
+
+def test_a_changed_bundle_is_refused(build, tmp_path):
+    bundle = tmp_path / "bundle"
+    assert CliRunner().invoke(fpga_run, ["deploy", str(build), "-o", str(bundle)]).exit_code == 0
+    target = bundle / "fpga_runtime" / "reference.py"
+    target.write_text(target.read_text() + "\n# changed\n")
+    _refused(bundle, r"differ from what `fpga-run deploy` wrote \(fpga_runtime/reference.py\)")
+
+
+def test_deploy_refuses_links_and_writes_nothing_outside_the_bundle(copy, tmp_path):
+    victim = tmp_path / "home" / ".bashrc"
+    victim.parent.mkdir()
+    victim.write_text("mine\n")
+    os.symlink(copy / "subgraphs", copy / "a")
+    depth = len((tmp_path / "bundle").resolve().parts)
+    sneaky = "a/" + "../" * depth + str(victim.resolve()).lstrip("/")
+    _edit_plan(copy, lambda raw: raw["files"].update({sneaky: "0" * 64}))
+    result = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle")])
+    assert result.exit_code == 2 and "error: " in result.output
+    assert victim.read_text() == "mine\n"
+    _edit_plan(copy, lambda raw: raw["files"].pop(sneaky))
+    hls = next((copy / "fpga" / "hls").glob("*.cpp"))
+    hls.unlink()
+    os.symlink(victim, hls)
+    out = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle2")])
+    assert out.exit_code == 2 and "leads outside the build" in out.output
+    hls.unlink()
+    os.symlink(copy / "plan.json", hls)                     # inside the build, but a link all the same
+    inside = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle3")])
+    assert inside.exit_code == 2 and "is a symbolic link" in inside.output
+
+
+def test_with_model_copies_only_an_onnx_model(copy, tmp_path):
+    _edit_plan(copy, lambda raw: raw["model"].update(path="/etc/passwd"))
+    result = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle"), "--with-model"])
+    assert result.exit_code == 2 and "no regular .onnx file" in result.output
+    assert not list((tmp_path / "bundle").rglob("passwd"))
+
+
+# ---- programs: every descriptor checked against its regions before any engine runs ---------------------------
+
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory, zoo):
+    """YOLOv3-tiny: convs with fused pools, stand-alone max pools, upsampling copies, concats."""
+    out = tmp_path_factory.mktemp("hostile_programs") / "b"
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", 64), out_dir=out, picture=False, accuracy=False))
+    return out
+
+
+@pytest.fixture(scope="module")
+def residual(tmp_path_factory, zoo):
+    """Residual blocks: a second input (the residual of a conv, or an ADD)."""
+    out = tmp_path_factory.mktemp("hostile_residual") / "b"
+    run_partition(PartitionConfig(model=zoo("resblock"), out_dir=out, picture=False, accuracy=False))
+    return out
+
+
+def _patch(folder, pick, field, value):
+    """Set `field` of the first descriptor `pick` accepts, in memory.bin, and record the new digest as an
+    attacker would (so the program check, not the checksum, is what refuses it)."""
+    from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, Descriptor
+    from fpga_runtime.plan import file_sha256
+    engine = json.loads((folder / "fpga" / "engine.json").read_text())
+    memory = bytearray((folder / "fpga" / "memory.bin").read_bytes())
+    for program in engine["programs"].values():
+        for i in range(program["layers"]):
+            at = program["addr"] + HEADER_SIZE + i * DESCRIPTOR_SIZE
+            d = Descriptor.unpack(bytes(memory[at:at + DESCRIPTOR_SIZE]))
+            if pick(d):
+                setattr(d, field, value(d, engine) if callable(value) else value)
+                memory[at:at + DESCRIPTOR_SIZE] = d.pack()
+                (folder / "fpga" / "memory.bin").write_bytes(bytes(memory))
+                _edit_plan(folder, lambda raw: raw["files"].update(
+                    {"fpga/memory.bin": file_sha256(folder / "fpga" / "memory.bin")}))
+                return
+    raise AssertionError("no descriptor to patch")
+
+
+def _conv(d):
+    from fpga_runtime.abi import Op
+    return d.op == Op.CONV
+
+
+def _pool(d):
+    from fpga_runtime.abi import Flag, Op
+    return d.op == Op.MAXPOOL or d.op == Op.CONV and d.flags & Flag.POOL
+
+
+HOSTILE_PROGRAMS = [
+    ("out_addr", _conv, lambda d, e: e["act_bytes"] - 10, "out_addr .* ends past the .*-byte activation slot"),
+    ("in_addr", _conv, 0xFFFFFF00, "in_addr 0xffffff00 .* ends past"),
+    ("in2_addr", lambda d: d.op == 2 or d.flags & 2, lambda d, e: e["act_bytes"], "in2_addr .* ends past"),
+    ("weight_addr", _conv, lambda d, e: e["const_bytes"] - 8, "weight_addr .* ends past the .*constant region"),
+    ("requant_addr", _conv, 0x7FFFFFFF, "requant_addr .* ends past"),
+    ("kh", _conv, 0, "kh 0"),
+    ("batch", _conv, 0, "batch 0"),
+    ("dil_h", _conv, 0, "dil_h 0"),
+    ("stride_h", _conv, 0, "stride_h 0"),
+    ("pool_sh", _pool, 0, "pool_sh 0"),
+    ("in_c_offset", _conv, 4000, "in_c_offset \\+ channels = .* past its in_c_stride"),
+    ("conv_h", _conv, 65535, "conv_h 65535"),
+    ("out_h", _conv, 65535, "out 65535x|out_h 65535"),
+    ("op", _conv, 99, "op 99 is no engine op"),
+    ("flags", _conv, 0x80, "unknown bits"),
+    ("res_mult_a", _conv, -1, "res_mult_a -1"),
+    ("kw", _conv, 9, "kernel .*x9 is larger than the engine's"),
+    ("out_step", _conv, 5, "out_step 5"),
+]
+
+
+@pytest.mark.parametrize("field,pick,value,message", HOSTILE_PROGRAMS, ids=[c[0] for c in HOSTILE_PROGRAMS])
+def test_a_hostile_descriptor_is_refused_by_every_backend_before_it_runs(request, tmp_path, field, pick, value,
+                                                                          message):
+    folder = tmp_path / "b"
+    shutil.copytree(request.getfixturevalue("residual" if field == "in2_addr" else "pooled"), folder)
+    _patch(folder, pick, field, value)
+    said = set()
+    for backend in ("reference", "csim", "verilator", "pynq"):
+        with pytest.raises(PlanError, match=message) as refused:
+            Session(folder, backend, simulate="csim" if backend == "pynq" else None)
+        said.add(str(refused.value))
+    assert len(said) == 1                                    # one validator: the same words on every backend
+    line = said.pop()
+    assert line.startswith("program 'fpga_") and ", layer " in line
+    result = CliRunner().invoke(fpga_run, ["run", str(folder), "--backend", "csim", "--no-accuracy"])
+    assert result.exit_code == 2 and result.output.startswith("error: program ") and "Traceback" not in result.output
+
+
+def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp_path):
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    engine = json.loads((folder / "fpga" / "engine.json").read_text())
+    first = next(iter(engine["programs"].values()))
+    first["layers"] += 1
+    (folder / "fpga" / "engine.json").write_text(json.dumps(engine))
+    from fpga_runtime.plan import file_sha256
+    _edit_plan(folder, lambda raw: raw["files"].update(
+        {"fpga/engine.json": file_sha256(folder / "fpga" / "engine.json")}))
+    with pytest.raises(PlanError, match="header .* does not match engine.json"):
+        Session(folder)
+
+
+def test_every_program_of_a_real_build_passes(pooled):
+    from fpga_runtime.engine_image import EngineImage
+    from fpga_runtime.program_check import check_programs
+    image = EngineImage.load(pooled / "fpga")
+    check_programs(image, image.load_constants(pooled / "fpga"))
+    with Session(pooled) as s:
+        assert s.backend is not None
+
+
+# ---- no code from the build: the simulators compile the installed templates ----------------------------------
+
+PAYLOAD = '\n#include <cstdio>\n__attribute__((constructor)) static void planted() {{ std::fopen("{}", "w"); }}\n'
+
+
+@pytest.mark.parametrize("backend,source", [("csim", "hls/csim_main.cpp"), ("verilator", "rtl/sim/harness.cpp")])
+def test_code_planted_in_a_build_is_never_compiled(pooled, tmp_path, backend, source):
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    marker = tmp_path / "planted-ran"
+    with open(folder / "fpga" / source, "a") as f:
+        f.write(PAYLOAD.format(marker))
+    frame = None
+    with Session(pooled) as ref, Session(folder, backend) as s:
+        frame = {i.name: np.random.default_rng(1).integers(0, 255, i.shape, np.uint8) for i in s.get_inputs()}
+        got, want = s.run(None, frame), ref.run(None, frame)
+    assert not marker.exists()
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+@pytest.mark.parametrize("header,line", [
+    ("hls/engine_config.h", '__attribute__((constructor)) static void planted() {}'),
+    ("hls/engine_config.h", '#define ENGINE_VEC system("id")'),
+    ("hls/rsqrt_table.h", '#include "/etc/passwd"'),
+    ("rtl/engine_config.svh", "`define ENGINE_VEC 8; initial $system(\"id\")"),
+    ("rtl/rsqrt_rom.svh", "initial $system(\"id\");"),
+])
+def test_a_generated_header_with_anything_but_parameters_is_refused(pooled, tmp_path, header, line):
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    with open(folder / "fpga" / header, "a") as f:
+        f.write(line + "\n")
+    from fpga_runtime.backends import BackendError
+    backend = "csim" if header.startswith("hls") else "verilator"
+    with pytest.raises(BackendError, match="not a line `partition` generates"):
+        Session(folder, backend)
+
+
+def test_nan_inputs_are_counted_or_refused_and_run_as_zero(build):
+    """int8 has no NaN: the engine runs it as 0 on every machine, the Session counts it, or refuses it."""
+    with Session(build) as session:
+        name = session.input_names[0]
+        frame = {i.name: np.random.default_rng(3).normal(size=i.shape).astype(np.float32)
+                 for i in session.get_inputs()}
+        hole = frame[name].copy()
+        hole.flat[:5] = np.nan
+        zeroed = frame[name].copy()
+        zeroed.flat[:5] = 0.0
+        assert all(np.array_equal(a, b) for a, b in zip(session.run(None, {name: hole}),
+                                                        session.run(None, {name: zeroed})))
+        assert session.nonfinite_inputs == 5
+    with Session(build, refuse_nonfinite=True) as strict:
+        with pytest.raises(PlanError, match=rf"input '{name}': 5 NaN or infinite value"):
+            strict.run(None, {name: hole})
