@@ -24,7 +24,14 @@ def cpu_session(model: str | Path | bytes, optimise: bool = True, threads: int |
     if threads is not None:
         options.intra_op_num_threads = threads
     source = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    try:
+        return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:          # onnxruntime's own classes (InvalidProtobuf, Fail, ...) for a file it refuses
+        if isinstance(model, bytes):
+            raise
+        reason = str(exc).split(" : ")[-1].strip() or type(exc).__name__
+        raise PlanError(f"{model}: onnxruntime cannot load this model ({type(exc).__name__}: {reason[:300]}); a "
+                        "corrupt or changed file: copy the build again or partition the model again") from None
 
 
 class Chain:

@@ -173,6 +173,13 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     except KeyboardInterrupt:
         click.echo(f"interrupted: nothing written; {cfg.out_dir} is as it was", err=True)
         sys.exit(130)
+    except OSError as exc:            # the machine's, not the model's: a full disk, a read-only folder, permissions
+        if debug:
+            traceback.print_exc()
+        where = f" {exc.filename}" if exc.filename else ""
+        click.echo(f"error: cannot read or write{where}: {exc.strerror or exc}; nothing written, {cfg.out_dir} is "
+                   "as it was", err=True)
+        sys.exit(2)
     except Exception as exc:  # a bug of ours: one line unless --debug
         if debug:
             raise

@@ -153,6 +153,29 @@ def test_staged_folder_replaces_a_build_only_on_commit(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["b"]
 
 
+def test_a_killed_partitions_staging_folder_is_removed_by_the_next_run(tmp_path):
+    """A `partition` killed with SIGKILL leaves its staging folder; the next run of that target removes it,
+    but not the staging folder of a run still alive."""
+    import subprocess
+    import sys
+
+    from partitioner.output.staging import StagedFolder
+    target = tmp_path / "b"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".b.partial-{dead.stdout.strip()}-deadbeef"
+    (stale / "fpga").mkdir(parents=True)
+    (stale / "fpga" / "memory.bin").write_bytes(bytes(1000))
+    old = tmp_path / f".b.old-{dead.stdout.strip()}-deadbeef"
+    old.mkdir()
+    alive = tmp_path / f".b.partial-{os.getpid()}-cafecafe"
+    alive.mkdir()
+    staged = StagedFolder(target)
+    with staged as stage:
+        (stage / "plan.json").write_text("{}")
+        staged.commit()
+    assert not stale.exists() and not old.exists() and alive.exists()
+
+
 def test_staged_folder_refuses_to_replace_a_folder_that_is_not_a_build(tmp_path):
     from partitioner.output.staging import StagedFolder
     (tmp_path / "photos").mkdir()

@@ -334,3 +334,36 @@ def test_nan_inputs_are_counted_or_refused_and_run_as_zero(build):
     with Session(build, refuse_nonfinite=True) as strict:
         with pytest.raises(PlanError, match=rf"input '{name}': 5 NaN or infinite value"):
             strict.run(None, {name: hole})
+
+
+@pytest.mark.parametrize("damage", ["protobuf", "weights"])
+def test_a_cpu_subgraph_onnxruntime_cannot_load_is_one_error(copy, damage):
+    """Corrupt with its digest recomputed (so the checksum does not catch it): onnxruntime's refusal becomes one
+    `error:` line naming the file, exit 2."""
+    from fpga_runtime.plan import file_sha256
+    rel = next(r for r in json.loads((copy / "plan.json").read_text())["files"]
+               if r.startswith("subgraphs/cpu_") and r.endswith(".onnx" if damage == "protobuf" else ".weights"))
+    data = bytearray((copy / rel).read_bytes())
+    if damage == "protobuf":
+        data[40:60] = b"\xff" * 20
+    else:
+        data = data[:100]
+    (copy / rel).write_bytes(bytes(data))
+    _edit_plan(copy, lambda raw: raw["files"].update({rel: file_sha256(copy / rel)}))
+    _refused(copy, "onnxruntime cannot load this model")
+
+
+def test_a_full_disk_during_partition_is_one_error(tmp_path, zoo, monkeypatch):
+    import errno
+
+    import partitioner.build as build_module
+    from partitioner.cli import main as partition
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "b" / "plan.json"))
+
+    monkeypatch.setattr(build_module, "write_outputs", full)
+    result = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--no-picture"])
+    assert result.exit_code == 2
+    assert "error: cannot read or write" in result.output and "No space left on device" in result.output
+    assert not (tmp_path / "b").exists() and not list(tmp_path.glob(".b.partial-*"))

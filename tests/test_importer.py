@@ -290,3 +290,28 @@ def test_split_num_outputs_of_an_uneven_dimension_matches_onnxruntime(tmp_path):
     result = _verified_build(tmp_path, model)
     shapes = {t.name: t.shape for s in result.plan.subgraphs for t in s.outputs}
     assert shapes["ra"][1] == 3 and shapes["rb"][1] == 2
+
+
+@pytest.mark.parametrize("op", ["ConstantOfShape", "Expand", "Tile"])
+def test_a_constant_of_gigabytes_is_refused_before_it_is_made(tmp_path, op):
+    """A 200-byte file whose folding would allocate 8 GiB gets one error naming the node, at once."""
+    import resource
+    import time
+    inits = [numpy_helper.from_array(np.array([1024, 1024, 1024], np.int64), "dims"),
+             numpy_helper.from_array(np.ones((1, 1, 1), np.float32), "one")]
+    if op == "ConstantOfShape":
+        node = helper.make_node(op, ["dims"], ["big"], name="bloat")
+    else:
+        node = helper.make_node(op, ["one", "dims"], ["big"], name="bloat")
+    add = helper.make_node("Add", ["x", "big"], ["y"], name="use")
+    g = helper.make_graph([node, add], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError, match=rf"node 'bloat' op {op}: makes a tensor of 1,073,741,824 elements"):
+        import_model(tmp_path / "m.onnx")
+    assert time.perf_counter() - t0 < 10
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 1 << 20        # KiB: under 1 GiB more

@@ -220,3 +220,18 @@ def test_an_add_whose_operand_is_a_concat_shares_its_layout(tmp_path):
         got = s.run(None, frame)[0]
     assert any(sg.device == "fpga" for sg in s.plan.subgraphs)
     assert output_accuracy("n13", original_outputs(tmp_path / "m.onnx", frame)["n13"], got).cosine > 0.98
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 14), st.lists(st.tuples(st.integers(0, 13), st.integers(0, 13)), max_size=40))
+def test_sequential_nodes_are_those_comparable_with_every_other(n, pairs):
+    """The linear-time rule equals the definition (ancestors + descendants = every other node) on random DAGs."""
+    import networkx as nx
+
+    from partitioner.placement.carve import sequential_nodes
+    dag = nx.DiGraph()
+    dag.add_nodes_from(range(n))
+    dag.add_edges_from((min(a, b), max(a, b)) for a, b in pairs if a != b and max(a, b) < n)
+    topo = list(range(n))
+    brute = [v for v in topo if len(nx.descendants(dag, v)) + len(nx.ancestors(dag, v)) == n - 1]
+    assert sequential_nodes(dag, topo) == brute

@@ -1,5 +1,5 @@
 """`csim` backend: the Vitis HLS engine (the installed templates with the build's checked parameter headers, see
-engine_sources.py) compiled with g++ into a shared library and run through ctypes on the same memory image and
+rtl_sim/sources.py) compiled with g++ into a shared library and run through ctypes on the same memory image and
 programs as the reference. Compiled once per source hash, cached."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import numpy as np
 
 from fpga_runtime.backends import BackendError, HostMemoryBackend
 from fpga_runtime.engine_image import EngineImage
-from fpga_runtime.engine_sources import trusted_sources
+from fpga_runtime.rtl_sim.sources import trusted_sources
 
 HLS_DIR = "hls"
 CACHE = Path(os.environ.get("FPGA_CSIM_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "csim"))

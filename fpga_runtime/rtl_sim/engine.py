@@ -12,8 +12,8 @@ import numpy as np
 
 from fpga_runtime.abi import CTRL_START, PERF_COUNTERS, Reg
 from fpga_runtime.cycle_model import MEMORY_LATENCY_NS
-from fpga_runtime.engine_sources import trusted_sources
 from fpga_runtime.rtl_sim.build import build_library
+from fpga_runtime.rtl_sim.sources import trusted_sources
 
 # where the simulated board puts the two regions (any 64-byte aligned, non-overlapping bases do)
 CONST_BASE = 0x1_0000_0000

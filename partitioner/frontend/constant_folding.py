@@ -19,6 +19,7 @@ from partitioner.frontend.onnx_walk import dims_of, node_label, outer_scope_name
 BIG_ELEMENTS = 1024            # initializers above this size live outside the skeleton
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                      "Multinomial", "Bernoulli"}
+FOLD_LIMIT_BYTES = 1 << 30     # a constant bigger than this is refused: no model for this engine has one
 _MAX_NEW_ELEMENTS = 1 << 22    # a folded tensor larger than this and than its inputs (ConstantOfShape, Expand
                                # of a constant, Tile) stays a node: folding it would only bloat the model
 
@@ -63,6 +64,24 @@ class _Constants:
         return int(np.prod(proto.dims)) if proto is not None else int(self.values[name].size)
 
 
+def _elements_made(node: onnx.NodeProto, consts: _Constants, shapes: dict[str, tuple]) -> int | None:
+    """The elements a node's largest output would hold, known before evaluating it (static shapes, or the
+    constant shape operand of the ops that make tensors from one), or None."""
+    sizes = [int(np.prod(shapes[o], dtype=np.float64)) for o in node.output if o in shapes]
+    try:
+        if node.op_type in ("ConstantOfShape", "Expand") and len(node.input) >= 1:
+            dims = consts[node.input[0 if node.op_type == "ConstantOfShape" else 1]].astype(np.float64)
+            sizes.append(int(np.prod(np.maximum(dims, 1) if node.op_type == "Expand" else dims)))
+        elif node.op_type == "Tile" and len(node.input) == 2:
+            sizes.append(consts.size(node.input[0]) * int(np.prod(consts[node.input[1]].astype(np.float64))))
+        elif node.op_type == "Range" and len(node.input) == 3:
+            start, limit, delta = (float(np.asarray(consts[x]).reshape(-1)[0]) for x in node.input)
+            sizes.append(int(max(0.0, np.ceil((limit - start) / delta))) if delta else 0)
+    except (ValueError, TypeError, OverflowError, IndexError):
+        return None
+    return max(sizes) if sizes else None
+
+
 def _evaluate(node: onnx.NodeProto, index: int, consts: _Constants, shapes: dict[str, tuple], opset: int
               ) -> list[np.ndarray] | None:
     if node.op_type == "Shape" and node.input[0] in shapes:
@@ -71,13 +90,20 @@ def _evaluate(node: onnx.NodeProto, index: int, consts: _Constants, shapes: dict
         return [np.array(int(np.prod(shapes[node.input[0]])), dtype=np.int64)]
     if not all(not x or x in consts for x in node.input):
         return None
+    largest_input = max((consts.size(x) for x in node.input if x), default=0)
+    made = _elements_made(node, consts, shapes)
+    if made is not None and made * 8 > FOLD_LIMIT_BYTES:
+        raise ModelError(f"makes a tensor of {made:,} elements ({made * 8 / 2**30:.1f} GiB at 8 bytes each), more "
+                         "than any model this toolchain runs needs: a corrupt or hostile file",
+                         node=node_label(node, index), op=node.op_type)
+    if made is not None and made > max(_MAX_NEW_ELEMENTS, largest_input):
+        return None                          # left as a node, as a result this big would be after evaluation
     feeds = {x: consts[x] for x in node.input if x}
     try:
         value = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
     except Exception as exc:  # the reference evaluator rejects what it cannot evaluate
         raise ModelError(f"constant folding failed: {str(exc).splitlines()[0]}",
                          node=node_label(node, index), op=node.op_type) from None
-    largest_input = max((consts.size(x) for x in node.input if x), default=0)
     if any(np.asarray(v).size > max(_MAX_NEW_ELEMENTS, largest_input) for v in value):
         return None
     return [np.asarray(v) for v in value]

@@ -20,7 +20,7 @@ class StagedFolder:
         if self.target.exists() and not _replaceable(self.target):
             raise ModelError(f"{target} exists and is not a build folder (no {PLAN_FILE}); it would be replaced "
                              "by the build: choose another -o")
-        self.token = uuid.uuid4().hex[:8]
+        self.token = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"        # the pid: a later run knows a dead one's
         self.path = self.target.parent / f".{self.target.name}.partial-{self.token}"
         self._created: list[Path] = []
         self._committed = False
@@ -34,6 +34,7 @@ class StagedFolder:
         for folder in reversed(missing):
             folder.mkdir()
             self._created.append(folder)
+        remove_stale(self.target)
         self.path.mkdir()
         return self.path
 
@@ -58,3 +59,26 @@ class StagedFolder:
 
 def _replaceable(folder: Path) -> bool:
     return folder.is_dir() and ((folder / PLAN_FILE).exists() or not any(folder.iterdir()))
+
+
+def remove_stale(target: Path) -> list[Path]:
+    """Staging and old folders of `target` whose `partition` process is gone (killed, or the machine stopped):
+    removed, so a killed run does not leave a build-sized folder behind for ever."""
+    removed = []
+    for kind in ("partial", "old"):
+        for folder in target.parent.glob(f".{target.name}.{kind}-*"):
+            pid = folder.name.rsplit(f".{kind}-", 1)[1].split("-", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)) and folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

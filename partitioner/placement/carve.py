@@ -68,6 +68,27 @@ class _Groups:
         return self.next
 
 
+def sequential_nodes(sub: nx.DiGraph, topo: list[str]) -> list[str]:
+    """The nodes of DAG `sub` comparable with every other (each node before it in the topological order `topo`
+    an ancestor, each after it a descendant), in order, in O(nodes + edges): v is one exactly when no edge
+    jumps over v's position, no node before v is a sink and no node after v a source (a path that cannot jump
+    over v and never gets stuck must pass through it)."""
+    pos = {n: i for i, n in enumerate(topo)}
+    jumped = [0] * (len(topo) + 1)
+    for u, w in sub.edges():
+        if pos[w] > pos[u] + 1:
+            jumped[pos[u] + 1] += 1
+            jumped[pos[w]] -= 1
+    first_sink = next((i for i, n in enumerate(topo) if sub.out_degree(n) == 0), len(topo))
+    last_source = max((i for i, n in enumerate(topo) if sub.in_degree(n) == 0), default=0)
+    out, crossing = [], 0
+    for i, n in enumerate(topo):
+        crossing += jumped[i]
+        if crossing == 0 and last_source <= i <= first_sink:
+            out.append(n)
+    return out
+
+
 def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], groups: _Groups | None = None,
                    group: int | None = None, worth: Callable[[set[str]], bool] = lambda branch: True,
                    works: Callable[[set[str]], bool] = lambda part: True) -> list[tuple[set[str], int | None]]:
@@ -87,19 +108,17 @@ def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], gr
     groups = groups or _Groups()
     sub = dag.subgraph(members)
     topo = sorted(members, key=order.__getitem__)
-    desc = {n: nx.descendants(sub, n) for n in topo}
-    anc: dict[str, set[str]] = {n: set() for n in topo}
-    for n in topo:
-        for d in desc[n]:
-            anc[d].add(n)
-    sequential = [n for n in topo if len(desc[n]) + len(anc[n]) == len(members) - 1]
-    rest = members.difference(sequential)
+    sequential = sequential_nodes(sub, topo)
     if not sequential and nx.is_weakly_connected(sub):
         return [(set(members), group)]     # entangled (e.g. an N shape): no clean fork to cut at
     seq_set = set(sequential)
     by_section: dict[int, set[str]] = {}
-    for n in rest:
-        by_section.setdefault(len(anc[n] & seq_set), set()).add(n)
+    before = 0                             # a sequential node is an ancestor of every node after it
+    for n in topo:
+        if n in seq_set:
+            before += 1
+        else:
+            by_section.setdefault(before, set()).add(n)
     sections = {k: list(nx.weakly_connected_components(sub.subgraph(nodes))) for k, nodes in by_section.items()}
 
     parts: list[tuple[set[str], int | None]] = []

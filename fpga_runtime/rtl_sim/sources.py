@@ -33,7 +33,7 @@ def _installed(kind: str, folder: Path) -> tuple[Path, list[str]]:
         from hls_templates import ENGINE, RTL
         root = ENGINE if kind == "hls" else RTL
     except ImportError:
-        bundle = Path(__file__).resolve().parents[1]
+        bundle = Path(__file__).resolve().parents[2]
         if bundle not in folder.resolve().parents:
             raise BackendError(f"{folder}: the {'C model' if kind == 'hls' else 'RTL simulation'} compiles only the "
                                "engine sources of the installed toolchain (hls_templates), never a build's own: "
