@@ -866,3 +866,29 @@ def test_op_facts_read_clip_bounds_upsample_factors_and_scalars():
     assert clip_bounds(g.nodes["floor_only"], g) == (-1.0, None)
     assert upsample_factor(g.nodes["up"], g) == 2
     assert scalar_const(g, g.nodes["relu6"].inputs[2]) == 6.0 and scalar_const(g, g.nodes["relu6"].inputs[0]) is None
+
+
+@pytest.mark.parametrize("name", ["yolov3-tiny", "ssd-mobilenet-v1", "resblock", "two-branch", "classifier"])
+def test_the_index_kept_up_to_date_by_edits_equals_a_rebuild(zoo, monkeypatch, name):
+    """Edits patch the producer/consumer index instead of rebuilding it; after every edit of the whole fusion
+    pipeline the patched index is exactly what a rebuild from every node gives (readers in node order)."""
+    from partitioner.frontend.importer import import_model
+    from partitioner.ir.graph import Graph
+    patch = Graph._patch
+    checked = []
+
+    def patch_and_compare(self, gone, added):
+        patch(self, gone, added)
+        if self._index is None:
+            return
+        prod, cons = self._index
+        self._index = None
+        fresh_prod, fresh_cons = self._maps()
+        assert prod == fresh_prod
+        assert {t: r for t, r in cons.items() if r} == {t: r for t, r in fresh_cons.items() if r}
+        checked.append(len(gone))
+
+    monkeypatch.setattr(Graph, "_patch", patch_and_compare)
+    graph = import_model(zoo(name) if name in ("resblock", "two-branch", "classifier") else zoo(name, 96)).graph
+    run_fusion(graph)
+    assert checked

@@ -147,13 +147,15 @@ def _percentile(counts: np.ndarray, peak: float, q: float = 0.9999) -> float:
 
 
 def _least_squared_error(counts: np.ndarray, peak: float) -> float:
-    """argmin over thresholds T of sum_x [x <= T] (T / 127)^2 / 12 + [x > T] (x - T)^2, on bin centres."""
-    centres = (np.arange(len(counts)) + 0.5) / len(counts) * peak
-    best, best_err = peak, np.inf
-    for k in range(len(counts) // 16, len(counts) + 1, 8):
-        t = k / len(counts) * peak
-        over = centres > t
-        err = counts[~over].sum() * (t / 127) ** 2 / 12 + np.sum(counts[over] * (centres[over] - t) ** 2)
-        if err < best_err:
-            best, best_err = t, err
-    return float(best)
+    """argmin over thresholds T of sum_x [x <= T] (T / 127)^2 / 12 + [x > T] (x - T)^2, on bin centres: every
+    candidate at once from suffix sums of the counts and their first and second moments (one pass per tensor,
+    not one per candidate)."""
+    n = len(counts)
+    centres = (np.arange(n) + 0.5) / n * peak
+    c = counts.astype(np.float64)
+    tail = lambda v: np.concatenate([np.cumsum(v[::-1])[::-1], [0.0]])     # tail(v)[k] = sum of v[k:]
+    n_over, s1, s2 = tail(c), tail(c * centres), tail(c * centres ** 2)
+    ks = np.arange(n // 16, n + 1, 8)
+    t = ks / n * peak
+    err = (c.sum() - n_over[ks]) * (t / 127) ** 2 / 12 + (s2[ks] - 2 * t * s1[ks] + t ** 2 * n_over[ks])
+    return float(t[int(np.argmin(err))])

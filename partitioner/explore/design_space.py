@@ -81,6 +81,15 @@ class Exploration:
     objective: str = "throughput"
 
 
+@dataclass
+class _Table:
+    names: list[str]
+    shape_of: list[int]
+    bytes: list[int]
+    distinct: list
+    pool_width: int
+
+
 class _Layers:
     """What the exploration asks of every layer for every candidate, computed once per distinct question: a
     node's cost, the buffers and each layer's shape for an array (the same for any number of units and
@@ -89,6 +98,9 @@ class _Layers:
     def __init__(self, graph: Graph, nodes: list[str]):
         self.graph, self.nodes = graph, nodes
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self.total_bytes = sum(c.bytes for c in self.costs.values())
+        self.total_macs = sum(c.macs for c in self.costs.values())
+        self._tables: dict[EngineConfig, _Table] = {}
         self._geometry = {n: self._geometry_of(n) for n in nodes}
         self._sized: dict[EngineConfig, EngineConfig] = {}
         self._shapes: dict[EngineConfig, list] = {}
@@ -125,6 +137,26 @@ class _Layers:
             self._shapes[key] = out
         return self._shapes[key]
 
+    def table(self, cfg: EngineConfig) -> "_Table":
+        """The layers with a shape under the array of `cfg`, each by the index of its distinct shape: a design
+        is then timed per distinct shape, not per layer (a chain of 10,000 alike convs has one)."""
+        key = replace(cfg, compute_units=1, clock_mhz=0)
+        if key not in self._tables:
+            distinct: dict = {}
+            names, shape_of, nbytes = [], [], []
+            width = GOLDEN_WIDTH
+            for n, shape in self.shapes(cfg):
+                if shape is None:
+                    continue
+                names.append(n)
+                shape_of.append(distinct.setdefault(shape, len(distinct)))
+                nbytes.append(self.costs[n].bytes)
+                node = self.graph.nodes[n]
+                if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
+                    width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
+            self._tables[key] = _Table(names, shape_of, nbytes, list(distinct), width)
+        return self._tables[key]
+
     def _geometry_of(self, n: str):
         """What a conv's LayerShape depends on (not its weights): pieces of a grouped conv share it."""
         node = self.graph.nodes[n]
@@ -142,23 +174,15 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     if not cfg.weight_rows:
         cfg = layers.sized(cfg)
     frame = subgraphs * timing.INVOKE_S
-    layer_s: dict[str, float] = {}
-    nbytes = macs = 0
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
-    width = GOLDEN_WIDTH
     one_unit = replace(cfg, compute_units=1)
-    for n, shape in layers.shapes(cfg):
-        node = graph.nodes[n]
-        cost = layers.costs[n]
-        nbytes += cost.bytes
-        macs += cost.macs
-        if shape is None:
-            continue
-        cycles = layers.cycles(shape, one_unit, board.port_bits // 8)
-        layer_s[n] = max(cycles / (cfg.clock_mhz * 1e6), cost.bytes / (board.ddr_gbps * 1e9))
-        frame += layer_s[n]
-        if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
-            width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
+    table = layers.table(cfg)
+    port, ddr = board.port_bits // 8, board.ddr_gbps * 1e9
+    seconds = [layers.cycles(shape, one_unit, port) / (cfg.clock_mhz * 1e6) for shape in table.distinct]
+    times = [max(seconds[k], b / ddr) for k, b in zip(table.shape_of, table.bytes)]
+    layer_s = dict(zip(table.names, times))
+    frame = sum(times, frame)                        # in layer order, as one loop over the layers adds them
+    nbytes, macs, width = layers.total_bytes, layers.total_macs, table.pool_width
     fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,

@@ -69,24 +69,25 @@ class _Groups:
 
 
 def sequential_nodes(sub: nx.DiGraph, topo: list[str]) -> list[str]:
-    """The nodes of DAG `sub` comparable with every other (each node before it in the topological order `topo`
-    an ancestor, each after it a descendant), in order, in O(nodes + edges): v is one exactly when no edge
-    jumps over v's position, no node before v is a sink and no node after v a source (a path that cannot jump
-    over v and never gets stuck must pass through it)."""
+    """The nodes of DAG `sub` comparable with every other (its ancestors and descendants are all the others), in
+    the topological order `topo`. Reachability as bit sets (Python ints), built once in each direction: O(edges
+    x nodes / 64) word operations instead of a graph search from every node."""
     pos = {n: i for i, n in enumerate(topo)}
-    jumped = [0] * (len(topo) + 1)
-    for u, w in sub.edges():
-        if pos[w] > pos[u] + 1:
-            jumped[pos[u] + 1] += 1
-            jumped[pos[w]] -= 1
-    first_sink = next((i for i, n in enumerate(topo) if sub.out_degree(n) == 0), len(topo))
-    last_source = max((i for i, n in enumerate(topo) if sub.in_degree(n) == 0), default=0)
-    out, crossing = [], 0
+    below = [0] * len(topo)                  # bit j: topo[j] is a descendant
+    for i in range(len(topo) - 1, -1, -1):
+        bits = 0
+        for w in sub.successors(topo[i]):
+            j = pos[w]
+            bits |= below[j] | (1 << j)
+        below[i] = bits
+    above = [0] * len(topo)
     for i, n in enumerate(topo):
-        crossing += jumped[i]
-        if crossing == 0 and last_source <= i <= first_sink:
-            out.append(n)
-    return out
+        bits = 0
+        for u in sub.predecessors(n):
+            j = pos[u]
+            bits |= above[j] | (1 << j)
+        above[i] = bits
+    return [n for i, n in enumerate(topo) if below[i].bit_count() + above[i].bit_count() == len(topo) - 1]
 
 
 def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], groups: _Groups | None = None,
