@@ -148,11 +148,15 @@ def image_input(shape, dtype: str) -> str | None:
 def choose(preset: str | None, shape, dtype: str, metadata: dict[str, str], **overrides) -> tuple[Preprocess, str]:
     """The pre-processing for a model input, and where it came from (said to the user): the preset asked for,
     or found from the model (ultralytics metadata, a uint8 NHWC frame, a float NCHW picture), with overrides
-    (fit, bgr, scale, mean, std) applied. A ValueError where the input takes no picture."""
+    (fit, bgr, scale, mean, std, layout) applied. A ValueError where the input takes no picture."""
     layout = image_input(shape, dtype)
     if layout is None:
         raise ValueError(f"the model input {list(shape or [])} {dtype} takes no 3-channel picture of static size "
                          "(pin dynamic sizes with --input-shape, or give .npy inputs)")
+    asked = overrides.get("layout")
+    if asked is not None and shape[1 if asked == "nchw" else 3] != 3:
+        raise ValueError(f"--layout {asked}: the model input {list(shape)} has no 3 channels "
+                         f"{'second' if asked == 'nchw' else 'last'}")
     if preset is not None:
         why = f"--preprocess {preset}"
     elif dtype == "uint8":

@@ -51,10 +51,11 @@ def _triple(value: str | None, option: str) -> tuple[float, float, float] | None
     return parts
 
 
-def _preprocess_overrides(preset, mean, std, scale, letterbox, bgr) -> dict:
+def _preprocess_overrides(preset, mean, std, scale, letterbox, bgr, layout=None) -> dict:
     """The pre-processing options given, checked before any step runs."""
     given = {"mean": _triple(mean, "--mean"), "std": _triple(std, "--std"), "scale": scale,
-             "fit": None if letterbox is None else ("letterbox" if letterbox else "stretch"), "bgr": bgr or None}
+             "fit": None if letterbox is None else ("letterbox" if letterbox else "stretch"), "bgr": bgr or None,
+             "layout": layout}
     given = {k: v for k, v in given.items() if v is not None}
     if given.get("std") and any(s == 0 for s in given["std"]):
         raise click.BadParameter("a standard deviation of 0", param_hint="--std")
@@ -131,6 +132,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--scale", "pixel_scale", type=float, default=None, help="pixels times this first (e.g. 0.00392)")
 @click.option("--letterbox/--stretch", "letterbox", default=None, help="keep the aspect ratio (grey bars) or not")
 @click.option("--bgr", is_flag=True, default=None, help="the model takes B, G, R channel order")
+@click.option("--layout", type=click.Choice(["nchw", "nhwc"]), default=None,
+              help="where the input's 3 channels are [default: found from its shape]")
 @click.option("--names", "names_spec", default=None, metavar="coco|coco91|FILE",
               help="class names recorded in the plan for drawn labels: COCO's 80 (ultralytics, Darknet), coco91 "
                    "(torchvision's ids), or a file (one per line, JSON, "
@@ -146,6 +149,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
+         layout: str | None,
          names_spec: str | None, allow_cpu_only: bool, debug: bool) -> None:
     """Partition an ONNX MODEL into CPU and FPGA subgraphs and write plan, subgraphs and report."""
     try:
@@ -160,7 +164,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
         objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
-        preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr),
+        preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     try:

@@ -333,6 +333,13 @@ def test_preprocessing_options_that_contradict_each_other_stop_before_step_1(tmp
     assert "[1/" not in result.output and not (tmp_path / "b").exists()
     bad = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--std", "1,2"])
     assert bad.exit_code == 2 and "three numbers" in bad.output
+    wrong = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--layout", "nhwc"])
+    assert wrong.exit_code == 2 and "--layout nhwc: the model input [1, 3, 16, 16] has no 3 channels last" in \
+        wrong.output and not (tmp_path / "b").exists()
+    right = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--layout", "nchw",
+                                           "--no-picture", "--no-accuracy"])
+    assert right.exit_code == 0, right.output
+    assert json.loads((tmp_path / "b" / "plan.json").read_text())["preprocess"]["layout"] == "nchw"
 
 
 def test_a_raw_yolo_head_is_decoded_drawn_with_class_names_and_said_in_one_line(tmp_path):

@@ -100,7 +100,7 @@ class _Layers:
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
         self.total_bytes = sum(c.bytes for c in self.costs.values())
         self.total_macs = sum(c.macs for c in self.costs.values())
-        self._tables: dict[EngineConfig, _Table] = {}
+        self._tables: dict[int, _Table] = {}
         self._geometry = {n: self._geometry_of(n) for n in nodes}
         self._sized: dict[EngineConfig, EngineConfig] = {}
         self._shapes: dict[EngineConfig, list] = {}
@@ -140,12 +140,13 @@ class _Layers:
     def table(self, cfg: EngineConfig) -> "_Table":
         """The layers with a shape under the array of `cfg`, each by the index of its distinct shape: a design
         is then timed per distinct shape, not per layer (a chain of 10,000 alike convs has one)."""
-        key = replace(cfg, compute_units=1, clock_mhz=0)
+        shapes = self.shapes(cfg)
+        key = id(shapes)                             # one table per list of shapes (kept in self._shapes)
         if key not in self._tables:
             distinct: dict = {}
             names, shape_of, nbytes = [], [], []
             width = GOLDEN_WIDTH
-            for n, shape in self.shapes(cfg):
+            for n, shape in shapes:
                 if shape is None:
                     continue
                 names.append(n)
