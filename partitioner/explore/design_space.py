@@ -98,10 +98,14 @@ class _Layers:
     def __init__(self, graph: Graph, nodes: list[str]):
         self.graph, self.nodes = graph, nodes
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self._pooled = {n for n in nodes if graph.nodes[n].conv is not None
+                        and any(isinstance(step, Pool) for step in graph.nodes[n].conv.epilogue)}
         self.total_bytes = sum(c.bytes for c in self.costs.values())
         self.total_macs = sum(c.macs for c in self.costs.values())
         self._tables: dict[int, _Table] = {}
-        self._geometry = {n: self._geometry_of(n) for n in nodes}
+        ids: dict = {}
+        self._geometry = [None if g is None else ids.setdefault(g, len(ids))      # an int per distinct geometry
+                          for g in (self._geometry_of(n) for n in nodes)]
         self._sized: dict[EngineConfig, EngineConfig] = {}
         self._shapes: dict[EngineConfig, list] = {}
         self._cycles: dict[tuple, int] = {}
@@ -125,15 +129,15 @@ class _Layers:
         """[(node, its LayerShape or None)] under the array of `cfg`."""
         key = replace(cfg, compute_units=1, clock_mhz=0)
         if key not in self._shapes:
-            by_geometry: dict = {}
+            by_geometry: dict[int, object] = {}
             out = []
-            for n in self.nodes:
-                geometry = self._geometry[n]
-                if geometry is None or geometry not in by_geometry:
-                    shape = layer_shape(self.graph.nodes[n], self.graph, cfg)
-                    if geometry is not None:
-                        by_geometry[geometry] = shape
-                out.append((n, shape if geometry is None else by_geometry[geometry]))
+            for n, geometry in zip(self.nodes, self._geometry):
+                if geometry is None:
+                    out.append((n, layer_shape(self.graph.nodes[n], self.graph, cfg)))
+                    continue
+                if geometry not in by_geometry:
+                    by_geometry[geometry] = layer_shape(self.graph.nodes[n], self.graph, cfg)
+                out.append((n, by_geometry[geometry]))
             self._shapes[key] = out
         return self._shapes[key]
 
@@ -150,12 +154,11 @@ class _Layers:
                 if shape is None:
                     continue
                 names.append(n)
-                shape_of.append(distinct.setdefault(shape, len(distinct)))
+                shape_of.append(distinct.setdefault(id(shape), (len(distinct), shape))[0])   # shared objects
                 nbytes.append(self.costs[n].bytes)
-                node = self.graph.nodes[n]
-                if node.conv is not None and any(isinstance(step, Pool) for step in node.conv.epilogue):
+                if n in self._pooled:
                     width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
-            self._tables[key] = _Table(names, shape_of, nbytes, list(distinct), width)
+            self._tables[key] = _Table(names, shape_of, nbytes, [v[1] for v in distinct.values()], width)
         return self._tables[key]
 
     def _geometry_of(self, n: str):

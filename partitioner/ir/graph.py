@@ -321,6 +321,13 @@ class Graph:
             return
         order = list(self.nodes)
         at = sorted(order.index(o) for o in old)
+        if at[-1] - at[0] + 1 == len(old) and order[at[0]] == new.name:
+            self.nodes[new.name] = new            # a contiguous run headed by the new node's name: in place
+            for name in old:
+                if name != new.name:
+                    del self.nodes[name]
+            self._patch(old, [new])
+            return
         drop = set(old)
         keys = order[:at[0]] + [n for n in order[at[0]:at[-1]] if n not in drop] + [new.name] + order[at[-1] + 1:]
         rebuilt = dict(zip(keys, map(self.nodes.get, keys)))      # C-speed: replace runs once per fusion
