@@ -140,8 +140,8 @@ def main() -> None:
         errors = lines_of("error:", ours) + lines_of("Traceback", "\n".join(s.output for s in steps))
         warnings = lines_of("warning:", ours)
         subgraphs = re.findall(r"^fpga_\d+\s+fpga", ours, re.M)
-        pictures = [line for line in ours.splitlines() if " -> " in line and "_detections.png" in line]
-        drawn = sum(1 for p in (folder / "build" / "run").glob("*_detections.png")) if len(steps) == 3 else 0
+        pictures = [line for line in ours.splitlines() if " -> " in line and line.rstrip().endswith(".png")]
+        drawn = sum(1 for p in (folder / "build" / "run").glob("frame*_*.png")) if len(steps) == 3 else 0
         said = re.search(r"pre-processing: (.*)", ours)
         rows.append([case.name, str(opset_of(model)) if model.exists() else "-", str(len(steps)),
                      *(f"{s.seconds:.1f}" for s in steps), *("-" for _ in range(3 - len(steps))),
