@@ -41,7 +41,11 @@ def check_programs(image: EngineImage, const: np.ndarray) -> None:
     if const.size != image.const_bytes:
         raise ProgramError(f"memory.bin holds {const.size:,} bytes where engine.json says {image.const_bytes:,}")
     for name, program in image.programs.items():
-        _check_program(name, program, image, const)
+        try:
+            _check_program(name, program, image, const)
+        except (TypeError, ValueError, OverflowError, struct.error) as exc:
+            raise ProgramError(f"program {name!r}: engine.json describes it with values of the wrong kind ({exc}); "
+                               "partition the model again") from None
 
 
 def _check_program(name: str, program, image: EngineImage, const: np.ndarray) -> None:

@@ -271,6 +271,24 @@ def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp
         Session(folder)
 
 
+@pytest.mark.parametrize("change", [
+    lambda e: next(iter(e["programs"].values())).update(layers="many"),
+    lambda e: next(iter(e["programs"].values())).update(addr=-4096),
+    lambda e: e.pop("tensors"),
+    lambda e: e["config"].update(vec="wide"),
+])
+def test_a_malformed_engine_image_is_one_error(pooled, tmp_path, change):
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    engine = json.loads((folder / "fpga" / "engine.json").read_text())
+    change(engine)
+    (folder / "fpga" / "engine.json").write_text(json.dumps(engine))
+    from fpga_runtime.plan import file_sha256
+    _edit_plan(folder, lambda raw: raw["files"].update(
+        {"fpga/engine.json": file_sha256(folder / "fpga" / "engine.json")}))
+    _refused(folder, "engine.json|do not fit the")
+
+
 def test_every_program_of_a_real_build_passes(pooled):
     from fpga_runtime.engine_image import EngineImage
     from fpga_runtime.program_check import check_programs

@@ -78,9 +78,14 @@ class Session:
             engine_dir = self.folder / ENGINE_DIR
             if image is None and not (engine_dir / "engine.json").exists():
                 raise PlanError(f"{build_dir}: FPGA subgraphs but no compiled engine in {ENGINE_DIR}/")
-            self.image = image if image is not None else EngineImage.load(engine_dir)
             if image is None:
-                check_programs(self.image, self.image.load_constants(engine_dir))
+                try:
+                    image = EngineImage.load(engine_dir)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise PlanError(f"{engine_dir / 'engine.json'}: not an engine image this runtime reads "
+                                    f"({type(exc).__name__}: {exc}); partition the model again") from None
+                check_programs(image, image.load_constants(engine_dir))
+            self.image = image
             self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots, **options)
         self._cpu = {s.name: cpu_session(self.plan.onnx_path(s)) for s in self.plan.subgraphs if s.device == "cpu"}
         on_fpga = {t.name for s in fpga for t in s.outputs}
