@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fpga_runtime.plan import PlanError, confined, file_sha256
+from fpga_runtime.plan import PlanError, digest_mismatches, file_sha256
 
 MANIFEST = "manifest.json"
 
@@ -31,11 +31,7 @@ def verify_manifest(folder: Path) -> None:
         assert isinstance(files, dict)
     except (OSError, ValueError, KeyError, TypeError, AssertionError, UnicodeDecodeError):
         raise PlanError(f"{path}: not a bundle manifest (deploy the build again)") from None
-    bad = []
-    for rel, digest in files.items():
-        target = confined(Path(folder), rel, "a file of the manifest")
-        if not target.is_file() or file_sha256(target) != digest:
-            bad.append(rel)
+    bad = [rel for rel, _ in digest_mismatches(Path(folder), files, "a file of the manifest")]
     if bad:
         raise PlanError(f"{folder}: {len(bad)} file(s) of the bundle are missing or differ from what `fpga-run "
                         f"deploy` wrote ({', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}); copy the bundle "

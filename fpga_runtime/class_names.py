@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fpga_runtime.plan import small_text
+
 MAX_CLASSES = 100_000
 NAME_FILE_BYTES = 16 << 20
 
@@ -63,10 +65,8 @@ def read_names(spec: str) -> list[str]:
         return coco91()
     path = Path(spec)
     try:
-        if path.stat().st_size > NAME_FILE_BYTES:
-            raise NamesError(f"{spec}: {path.stat().st_size:,} bytes is no file of class names")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = small_text(path, NAME_FILE_BYTES)
+    except (OSError, ValueError) as exc:
         raise NamesError(f"{spec}: not 'coco' and no readable file of class names ({exc})") from None
     if path.suffix.lower() == ".json":
         try:

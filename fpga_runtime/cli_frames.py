@@ -3,6 +3,7 @@ pictures it writes (detections drawn and said, one line per picture)."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -17,10 +18,10 @@ from fpga_runtime.checking.detections import (
     raw_yolo_head,
 )
 from fpga_runtime.checking.frames import random_frame
-from fpga_runtime.checking.images import detection_list, draw_detections, draw_map, load_image, write_detections
+from fpga_runtime.checking.images import detection_list, draw_detections, draw_map, write_detections
 from fpga_runtime.class_names import NamesError, read_names
 from fpga_runtime.plan import check_feeds
-from fpga_runtime.preprocess import Preprocess, load_picture
+from fpga_runtime.preprocess import PICTURE_SUFFIXES, PRESETS, Preprocess, image_input, load_picture
 from fpga_runtime.run.session import Session
 
 
@@ -51,22 +52,21 @@ class RunFrames:
                 raise click.UsageError("give --input or --image, not both")
             spec = plan.inputs[0] if len(plan.inputs) == 1 else None
             pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
-            raw = spec is not None and spec.dtype == "uint8" and len(spec.shape or []) == 4 and spec.shape[3] == 3
-            if not raw and (pre is None or pre.preset == "none"):
+            raw = spec is not None and spec.dtype == "uint8" and image_input(spec.shape, spec.dtype) == "nhwc"
+            if raw:                            # the frame itself: --resize says how a picture fits it
+                pre = replace(pre if pre is not None and pre.preset == "none" else PRESETS["none"], fit=resize)
+            elif pre is None or pre.preset == "none":
                 raise click.UsageError("--image: this build records no pre-processing for its input "
                                        f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model "
                                        "again with --preprocess yolo|imagenet|unit, or give --input NAME=FILE.npy)")
+            in_h, in_w = pre.image_size(spec.shape)
+            self.input_size = (in_w, in_h)
             self.feeds = []
             for path in images:
-                if raw:
-                    frame, fit, picture = load_image(path, spec.shape, resize)
-                else:
-                    frame, fit, picture = load_picture(path, spec, pre)
+                frame, fit, picture = load_picture(path, spec, pre)
                 self.feeds.append({spec.name: frame})
                 self.fits.append(fit)
                 self.pictures.append(picture)
-                in_h, in_w = (spec.shape[1], spec.shape[2]) if raw else pre.image_size(spec.shape)
-                self.input_size = (in_w, in_h)
                 click.echo(f"{path}: {fit.describe(in_w, in_h)}", err=True)
             self.synthetic = False
             return
@@ -78,9 +78,6 @@ class RunFrames:
             return
         self.feeds = [random_frame(plan, seed + i, given) for i in range(count)]
         self.synthetic = True
-
-
-PICTURE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
 
 
 def expand_sources(sources: tuple[str, ...]) -> tuple[str, ...]:

@@ -45,9 +45,8 @@ class TensorView:
         the zero point on every machine (a cast of NaN to int8 is undefined and differs between x86 and Arm)."""
         nhwc = np.transpose(x, (0, 2, 3, 1)) if self.layout == "nchw" else x.reshape(self.n, 1, 1, -1)
         q = np.rint(nhwc / self.scale)
-        nan = np.isnan(q)
-        if nan.any():
-            q[nan] = 0.0
+        if np.isnan(q.sum()):                  # one reduction, no mask, unless there is a NaN (or +inf + -inf)
+            q[np.isnan(q)] = 0.0
         return np.clip(q + self.zero, -128, 127).astype(np.int8)
 
     def write(self, memory: np.ndarray, x: np.ndarray) -> None:
@@ -108,11 +107,11 @@ class EngineImage:
                    raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
 
     def load_constants(self, folder: Path) -> np.ndarray:
-        """memory.bin, refused unless it is exactly the size engine.json gives (a truncated or padded copy)."""
+        """memory.bin, refused unless it is the size engine.json gives and every program in it is one the engines
+        may run (program_check.py): every backend loads it here, before any engine touches memory."""
+        from fpga_runtime.program_check import check_programs
         const = np.fromfile(folder / "memory.bin", np.uint8)
-        if const.size != self.const_bytes:
-            raise ValueError(f"{folder / 'memory.bin'}: {const.size:,} bytes where engine.json says "
-                             f"{self.const_bytes:,}: a truncated or changed file (copy it again or partition again)")
+        check_programs(self, const)
         return const
 
     def fresh_activations(self) -> np.ndarray:

@@ -213,6 +213,15 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def small_text(path: Path, limit: int, encoding: str = "utf-8") -> str:
+    """A text file a user or a build gives (a names list, a generated header), read only when it is at most
+    `limit` bytes: OSError or ValueError (UnicodeDecodeError among them) otherwise."""
+    size = Path(path).stat().st_size
+    if size > limit:
+        raise ValueError(f"{size:,} bytes, more than the {limit:,} such a file has")
+    return Path(path).read_text(encoding=encoding)
+
+
 def check_feeds(plan: Plan, feeds: dict, refuse_nonfinite: bool = False) -> int:
     """Feeds name exactly the model's inputs, with their static shapes and dtypes. Returns how many NaN or
     infinite values the float inputs hold (refused with `refuse_nonfinite`): int8 has neither, so the engine sees
@@ -244,7 +253,7 @@ def check_feeds(plan: Plan, feeds: dict, refuse_nonfinite: bool = False) -> int:
 
 
 # the build's data, hashed into plan.json by `partition` and checked before a Session uses them; the engine sources
-# (fpga/hls, fpga/rtl) are not data: the backends compile their own (see backends/)
+# (fpga/hls, fpga/rtl) are not data: the simulators compile the installed templates (rtl_sim/sources.py)
 DATA_FILES = ("subgraphs/*", "fpga/engine.json", "fpga/memory.bin")
 
 
@@ -268,15 +277,26 @@ def data_files(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): file_sha256(p) for p in found}
 
 
+def digest_mismatches(root: Path, files: dict[str, str], what: str) -> list[tuple[str, str]]:
+    """(path, "missing" | "differs") for each of `files` (relative path -> SHA-256) that is not, inside `root`,
+    the file recorded: the one check of a build's record and of a bundle's manifest."""
+    bad = []
+    for rel, digest in files.items():
+        path = confined(root, rel, what)
+        if not path.is_file():
+            bad.append((rel, "missing"))
+        elif file_sha256(path) != digest:
+            bad.append((rel, "differs"))
+    return bad
+
+
 def verify_files(plan: Plan) -> None:
     """Each data file the plan records is inside the build, present, and has the SHA-256 `partition` recorded:
     a corrupted copy, a truncated download or a changed file is refused before any engine touches memory."""
     if plan.files is None:
         return                                    # a build from before the digests: confinement still holds
-    for rel, digest in plan.files.items():
-        path = confined(plan.root, rel, "the recorded file")
-        if not path.is_file():
+    for rel, how in digest_mismatches(plan.root, plan.files, "the recorded file")[:1]:
+        if how == "missing":
             raise PlanError(f"{plan.root}: {rel} is missing (the build recorded it; copy the whole folder)")
-        if file_sha256(path) != digest:
-            raise PlanError(f"{plan.root}: {rel} is not the file `partition` wrote (its SHA-256 differs: corrupted, "
-                            "truncated or changed); copy it again or partition the model again")
+        raise PlanError(f"{plan.root}: {rel} is not the file `partition` wrote (its SHA-256 differs: corrupted, "
+                        "truncated or changed); copy it again or partition the model again")

@@ -48,6 +48,7 @@ class Fit:
         return out
 
 
+PICTURE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}     # what a folder of pictures is taken to hold
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 

@@ -1,7 +1,8 @@
 """Every engine program of a build checked before any engine runs it: on a board the engine is an AXI master with
 no SMMU in front of it, so a descriptor that reads or writes past its region is a DMA into someone else's memory.
 
-One validator for every backend (the Session runs it when it opens a build, `partition` on what it compiled): the
+One validator for every backend (`EngineImage.load_constants`, which every backend's constructor calls first, runs
+it; `partition` runs it on what it compiled): the
 program header against engine.json; every descriptor's op, flags and geometry (zero, absurd or inconsistent sizes
 refused, as the RTL's own check refuses them); every byte span it reads or writes (input, second input, residual,
 output with its channel offsets, strides and interleave; weights, biases, requantisation and lookup tables; the
@@ -11,6 +12,7 @@ has its own) or the constant region (`const_bytes`). The RTL keeps its own check
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,20 +28,24 @@ from fpga_runtime.abi import (
     Op,
     unpack_program,
 )
-from fpga_runtime.engine_image import EngineImage
 from fpga_runtime.plan import PlanError
+
+if TYPE_CHECKING:                   # engine_image calls this module when it loads memory.bin
+    from fpga_runtime.engine_image import EngineImage
 
 KNOWN_FLAGS = int(Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.UPSAMPLE2 | Flag.POOL_PAD_ZERO)
 
 
-class ProgramError(PlanError):
-    """A program no engine may run: names the program, the layer and the field."""
+class ProgramError(PlanError, ValueError):
+    """A program no engine may run (or a constant region of the wrong size): names the program, the layer and
+    the field."""
 
 
 def check_programs(image: EngineImage, const: np.ndarray) -> None:
     """Refuse the build unless every program of `image` is one the engines may run on these regions."""
     if const.size != image.const_bytes:
-        raise ProgramError(f"memory.bin holds {const.size:,} bytes where engine.json says {image.const_bytes:,}")
+        raise ProgramError(f"memory.bin holds {const.size:,} bytes where engine.json says {image.const_bytes:,}: a "
+                           "truncated or changed file (copy it again or partition the model again)")
     for name, program in image.programs.items():
         try:
             _check_program(name, program, image, const)

@@ -20,7 +20,6 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS, BUDGET, Board
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.checking.accuracy import AccuracyReport
-from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan, data_files
 from fpga_runtime.preprocess import Preprocess
@@ -28,7 +27,7 @@ from fpga_runtime.preprocess import choose as choose_preprocess
 from partitioner.codegen.sources import write_engine_sources
 from partitioner.codegen.synth import synthesize
 from partitioner.engine.calibration import Calibration
-from partitioner.engine.calibration_frames import load_frames
+from partitioner.engine.calibration_frames import choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
 from partitioner.engine.geometry import sized_buffers
 from partitioner.errors import ModelError
@@ -171,30 +170,6 @@ def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
         why = check_fixed(graph, nodes, subgraphs, engine, board)
         if why:
             raise ModelError(why)
-
-
-def seeded_frame(plan: Plan, seed: int, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
-    """random_frame, with a dynamic model input reported as the user's problem (exit 2), not a crash."""
-    try:
-        return random_frame(plan, seed, given)
-    except ValueError as exc:
-        raise ModelError(f"{exc} (or give this input with --input NAME=FILE.npy)") from None
-
-
-def _calibration(cfg: PartitionConfig, plan: Plan, warnings: list[str],
-                 preprocess: Preprocess | None = None) -> Calibration:
-    if cfg.calibration_table is not None:
-        return Calibration.from_table(cfg.calibration_table)
-    if cfg.calibrate_dir is not None:
-        frames = load_frames(cfg.calibrate_dir, plan.inputs, preprocess)
-        if frames:
-            return Calibration(f"{len(frames)} frames from {cfg.calibrate_dir}", frames=frames,
-                               method=cfg.calibration_method)
-    warnings.append(f"no calibration data: int8 scales come from {cfg.calibration_frames} seeded random "
-                    "inputs; fine for testing, not for accuracy (use --calibrate DIR)")
-    frames = [seeded_frame(plan, cfg.seed + i) for i in range(cfg.calibration_frames)]
-    return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames,
-                       method=cfg.calibration_method)
 
 
 def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:
@@ -379,7 +354,9 @@ def _no_fpga(s: BuildState) -> str | None:
 
 
 def _compile(s: BuildState) -> None:
-    s.calibration = _calibration(s.cfg, s.plan, s.warnings, s.preprocess)
+    cfg = s.cfg
+    s.calibration = choose_calibration(s.plan, cfg.calibration_table, cfg.calibrate_dir, cfg.calibration_frames,
+                                       cfg.calibration_method, cfg.seed, s.preprocess, s.warnings)
     s.image, more, s.descriptors = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board,
                                                   s.build_id)
     s.warnings += more

@@ -17,9 +17,10 @@ import fpga_runtime
 from fpga_runtime.checking.accuracy import compare
 from fpga_runtime.checking.detections import DetectionAgreement
 from fpga_runtime.checking.frames import random_frame
-from fpga_runtime.checking.images import Fit, load_image
+from fpga_runtime.checking.images import Fit
 from fpga_runtime.cli import main as fpga_run
-from fpga_runtime.plan import PlanError
+from fpga_runtime.plan import PlanError, TensorSpec
+from fpga_runtime.preprocess import PRESETS, load_picture
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.cli import main as partition
 
@@ -97,7 +98,8 @@ def test_images_are_letterboxed_and_detections_drawn_in_picture_pixels(build, tm
     rng = np.random.default_rng(5)
     picture = rng.integers(0, 256, (60, 150, 3), dtype=np.uint8)
     Image.fromarray(picture).save(tmp_path / "wide.png")
-    frame, fit, _ = load_image(tmp_path / "wide.png", [1, SIZE, SIZE, 3])
+    frame, fit, _ = load_picture(tmp_path / "wide.png", TensorSpec("images", [1, SIZE, SIZE, 3], "uint8"),
+                                 PRESETS["none"])
     assert fit.mode == "letterbox" and fit.sx == pytest.approx(SIZE / 150, rel=0.02) == fit.sy
     assert fit.pad_y > 0 and fit.pad_x == 0
     assert np.all(frame[0, 0] == 114)                         # padding rows are YOLO's grey

@@ -55,6 +55,7 @@ class Backend(abc.ABC):
                                "(partition --compute-units N makes a build with more)")
         self.units = compute_units or built
         self.slots = slots
+        self.constants = image.load_constants(folder)     # checked (program_check.py) before any engine exists
 
     @abc.abstractmethod
     def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...
@@ -82,7 +83,7 @@ class HostMemoryBackend(Backend):
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         super().__init__(image, folder, compute_units, slots)
-        self.const = image.load_constants(folder)
+        self.const = self.constants
         self.acts = [image.fresh_activations() for _ in range(self.slots)]
         self.pool = ThreadedUnits(self.units)
 

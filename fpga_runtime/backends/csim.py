@@ -93,10 +93,10 @@ class CsimBackend(HostMemoryBackend):
     name = "csim"
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
+        super().__init__(image, folder, compute_units, slots)          # the programs checked before compiling
         self.engine = CsimEngine(folder / HLS_DIR)
         if self.engine.abi_version != image.abi_version:
             raise BackendError("the compiled engine and the build speak different ABI versions")
-        super().__init__(image, folder, compute_units, slots)
 
     def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> int:
         return self.engine.run(act, const, program_addr, layers)

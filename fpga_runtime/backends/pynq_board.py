@@ -139,7 +139,8 @@ class PynqBackend(Backend):
                 self.cus: list[EngineDriver] = [getattr(self.overlay, n) for n in names[:self.units]]
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
             raise BackendError(f"{bitfile}: the overlay does not load ({exc})") from None
-        self.const = self._allocate(image.load_constants(folder))
+        self.const = self._allocate(self.constants)
+        self.constants = None                   # the board's copy is the one the engines read
         self.acts = [self._allocate(np.zeros(image.act_bytes, np.uint8)) for _ in range(slots)]
         self.pool = ThreadedUnits(self.units)
         self.counters: deque[dict[str, int]] = deque(maxlen=STATS_WINDOW)   # the most recent runs'

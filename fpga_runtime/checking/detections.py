@@ -98,10 +98,9 @@ class RawHead:
 
 
 def _raw_yolo(head: RawHead, value: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    boxes, scores = head.boxes_and_scores(value)
-    classes = np.argmax(scores, axis=1)
-    best = scores[np.arange(len(scores)), classes]
-    return [(0, int(classes[i]), boxes[i]) for i in _class_nms(boxes, best, classes, TOP_K)]
+    """Every anchor's best class, class-wise NMS at IOU_MATCH, the best TOP_K: no score threshold, so untrained
+    models still compare."""
+    return [(0, c, box) for c, _, box in decode_yolo(head, value, -np.inf, IOU_MATCH, TOP_K)]
 
 
 def _boxes_and_class_scores(boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, np.ndarray]]:

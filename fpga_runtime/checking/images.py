@@ -1,21 +1,13 @@
-"""Images in and out of detection models: fit a picture to the model's uint8 NHWC input (letterbox, as YOLO's
-pre-processing expects, or stretch, as SSD's does), map the boxes back to the picture, draw them."""
+"""Detections in pictures: boxes mapped back to the picture (pictures into models: preprocess.py), drawn, or a
+probability map tinted over it, and written as JSON."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.preprocess import PRESETS, Fit, open_picture
-
-
-def load_image(path: str | Path, shape: list[int], mode: str = "letterbox"):
-    """(uint8 [N, H, W, 3] frame, Fit, the RGB picture) for a model input of `shape` that takes the raw frame."""
-    picture = open_picture(path)
-    frame, fit = replace(PRESETS["none"], fit=mode).apply(picture, shape, "uint8")
-    return frame, fit, picture
+from fpga_runtime.preprocess import Fit
 
 
 def class_offset(scores: np.ndarray, selected: np.ndarray) -> int:

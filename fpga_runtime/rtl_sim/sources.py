@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 
 from fpga_runtime.backends import BackendError
+from fpga_runtime.plan import small_text
 
 CACHE = Path(os.environ.get("FPGA_SOURCES_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "sources"))
 GENERATED = {"hls": ("engine_config.h", "rsqrt_table.h"), "rtl": ("engine_config.svh", "rsqrt_rom.svh")}
@@ -51,10 +52,8 @@ def _installed(kind: str, folder: Path) -> tuple[Path, list[str]]:
 def _checked_header(path: Path, kind: str) -> bytes:
     """A generated header, refused unless every line is one the generator writes."""
     try:
-        if path.stat().st_size > HEADER_BYTES:
-            raise BackendError(f"{path}: {path.stat().st_size:,} bytes is no generated header")
-        text = path.read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = small_text(path, HEADER_BYTES, "ascii")
+    except (OSError, ValueError) as exc:
         raise BackendError(f"{path}: no readable generated header ({exc}); partition the model again") from None
     grammar = _C_LINE if kind == "hls" else _SV_LINE
     for n, line in enumerate(text.splitlines(), 1):

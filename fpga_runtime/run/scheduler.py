@@ -60,6 +60,7 @@ class SubgraphRunner(Protocol):
     """What the scheduler needs of a session: the plan, the backend's unit and slot counts (None: CPU only), and
     one subgraph of one frame run on a given compute unit and activation slot."""
     plan: Plan
+    refuse_nonfinite: bool          # inputs with NaN or infinities are refused (else counted)
     backend: Any
 
     def run_subgraph(self, sg: SubgraphSpec, values: dict[str, np.ndarray], unit: int = 0, slot: int = 0
@@ -119,8 +120,7 @@ class Scheduler:
                         if feeds is None:
                             exhausted = True
                             break
-                        self.stats.nonfinite += check_feeds(plan, feeds, getattr(self.session, "refuse_nonfinite",
-                                                                                  False))
+                        self.stats.nonfinite += check_feeds(plan, feeds, self.session.refuse_nonfinite)
                     except (PlanError, ValueError, TypeError) as exc:
                         refused = (admitted, exc)        # raised once every frame before it is out
                         exhausted = True

@@ -15,7 +15,6 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan, verify_files
 from fpga_runtime.preprocess import Preprocess, load_picture
-from fpga_runtime.program_check import check_programs
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
 
@@ -84,7 +83,6 @@ class Session:
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
                     raise PlanError(f"{engine_dir / 'engine.json'}: not an engine image this runtime reads "
                                     f"({type(exc).__name__}: {exc}); partition the model again") from None
-                check_programs(image, image.load_constants(engine_dir))
             self.image = image
             self.backend = load_backend(backend, self.image, engine_dir, compute_units, slots, **options)
         self._cpu = {s.name: cpu_session(self.plan.onnx_path(s)) for s in self.plan.subgraphs if s.device == "cpu"}

@@ -1,32 +1,26 @@
-"""Calibration frames from a folder: .npy arrays, or images (PNG/JPEG, with Pillow) for models whose input is
-a uint8 NHWC frame, which then pass through the model's own pre-processing like any input."""
+"""Where a build's int8 calibration comes from: a table of an earlier build, a folder (.npy arrays, or pictures
+through the build's pre-processing, as `fpga-run run --image` feeds them), or seeded random frames (testing)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.plan import TensorSpec
-from fpga_runtime.preprocess import ImageError, Preprocess, load_picture
+from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.plan import Plan, TensorSpec
+from fpga_runtime.preprocess import PICTURE_SUFFIXES, PRESETS, ImageError, Preprocess, image_input, load_picture
+from partitioner.engine.calibration import Calibration
 from partitioner.errors import ModelError
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".bmp"}
 
-
-def _image(path: Path, spec: TensorSpec) -> np.ndarray:
-    shape = spec.shape
-    if spec.dtype != "uint8" or len(shape) != 4 or shape[3] != 3:
-        raise ModelError(f"{path.name}: images calibrate only a uint8 [N, H, W, 3] input; {spec.name!r} is "
-                         f"{spec.dtype} {shape}")
-    try:
-        from PIL import Image
-    except ImportError:
-        raise ModelError("reading images needs Pillow: pip install pillow (or give .npy files)") from None
-    img = Image.open(path).convert("RGB").resize((shape[2], shape[1]))
-    return np.broadcast_to(np.asarray(img, np.uint8)[None], shape).copy()
-
-
-def _preprocessed(path: Path, spec: TensorSpec, preprocess: Preprocess) -> np.ndarray:
+def _picture(path: Path, spec: TensorSpec, preprocess: Preprocess | None) -> np.ndarray:
+    """An image through the build's pre-processing, the one `fpga-run run --image` applies; without one, a uint8
+    NHWC input takes the frame as it is (letterboxed as a run's picture is)."""
+    if preprocess is None:
+        if spec.dtype != "uint8" or image_input(spec.shape, spec.dtype) != "nhwc":
+            raise ModelError(f"{path.name}: images calibrate only a uint8 [N, H, W, 3] input or a model with "
+                             f"--preprocess; {spec.name!r} is {spec.dtype} {spec.shape} (or give .npy files)")
+        preprocess = PRESETS["none"]
     try:
         return load_picture(path, spec, preprocess)[0]
     except ImageError as exc:
@@ -51,11 +45,31 @@ def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess |
                 raise ModelError(f"{path.name}: {x.dtype} {list(x.shape)}, the input {spec.name!r} is "
                                  f"{spec.dtype} {spec.shape}")
             frames.append({spec.name: x})
-        elif path.suffix.lower() in IMAGE_SUFFIXES:
-            if preprocess is not None and preprocess.preset != "none":
-                frames.append({spec.name: _preprocessed(path, spec, preprocess)})
-            else:
-                frames.append({spec.name: _image(path, spec)})
+        elif path.suffix.lower() in PICTURE_SUFFIXES:
+            frames.append({spec.name: _picture(path, spec, preprocess)})
     if not frames:
         raise ModelError(f"--calibrate {folder}: no .npy or image files")
     return frames
+
+
+def seeded_frame(plan: Plan, seed: int, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """random_frame, with a dynamic model input reported as the user's problem (exit 2), not a crash."""
+    try:
+        return random_frame(plan, seed, given)
+    except ValueError as exc:
+        raise ModelError(f"{exc} (or give this input with --input NAME=FILE.npy)") from None
+
+
+def choose_calibration(plan: Plan, table: Path | None, folder: Path | None, count: int, method: str, seed: int,
+                       preprocess: Preprocess | None, warnings: list[str]) -> Calibration:
+    """The table if given, else the folder's frames, else `count` seeded random frames (with a warning)."""
+    if table is not None:
+        return Calibration.from_table(table)
+    if folder is not None:
+        frames = load_frames(folder, plan.inputs, preprocess)
+        if frames:
+            return Calibration(f"{len(frames)} frames from {folder}", frames=frames, method=method)
+    warnings.append(f"no calibration data: int8 scales come from {count} seeded random inputs; fine for testing, "
+                    "not for accuracy (use --calibrate DIR)")
+    frames = [seeded_frame(plan, seed + i) for i in range(count)]
+    return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames, method=method)

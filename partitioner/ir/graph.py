@@ -315,24 +315,19 @@ class Graph:
     def replace(self, old: Iterable[str], new: Node) -> None:
         """Put `new` where the last of `old` stood (its inputs are all produced before that point)."""
         old = list(old)
-        if old == [new.name]:                     # a node rewritten in place keeps its position
-            self.nodes[new.name] = new
-            self._patch(old, [new])
-            return
-        order = list(self.nodes)
+        order = list(self.nodes) if len(old) > 1 or old[0] != new.name else old    # one node in place: no scan
         at = sorted(order.index(o) for o in old)
         if at[-1] - at[0] + 1 == len(old) and order[at[0]] == new.name:
             self.nodes[new.name] = new            # a contiguous run headed by the new node's name: in place
             for name in old:
                 if name != new.name:
                     del self.nodes[name]
-            self._patch(old, [new])
-            return
-        drop = set(old)
-        keys = order[:at[0]] + [n for n in order[at[0]:at[-1]] if n not in drop] + [new.name] + order[at[-1] + 1:]
-        rebuilt = dict(zip(keys, map(self.nodes.get, keys)))      # C-speed: replace runs once per fusion
-        rebuilt[new.name] = new
-        self.nodes = rebuilt
+        else:
+            drop = set(old)
+            keys = (order[:at[0]] + [n for n in order[at[0]:at[-1]] if n not in drop] + [new.name]
+                    + order[at[-1] + 1:])
+            self.nodes = dict(zip(keys, map(self.nodes.get, keys)))    # C-speed: replace runs once per fusion
+            self.nodes[new.name] = new
         self._patch(old, [new])
 
     def splice(self, name: str, chain: list[Node]) -> None:

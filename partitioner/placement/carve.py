@@ -73,21 +73,22 @@ def sequential_nodes(sub: nx.DiGraph, topo: list[str]) -> list[str]:
     the topological order `topo`. Reachability as bit sets (Python ints), built once in each direction: O(edges
     x nodes / 64) word operations instead of a graph search from every node."""
     pos = {n: i for i, n in enumerate(topo)}
-    below = [0] * len(topo)                  # bit j: topo[j] is a descendant
-    for i in range(len(topo) - 1, -1, -1):
-        bits = 0
-        for w in sub.successors(topo[i]):
-            j = pos[w]
-            bits |= below[j] | (1 << j)
-        below[i] = bits
-    above = [0] * len(topo)
-    for i, n in enumerate(topo):
-        bits = 0
-        for u in sub.predecessors(n):
-            j = pos[u]
-            bits |= above[j] | (1 << j)
-        above[i] = bits
+    below = _reachable(topo, pos, sub.successors, range(len(topo) - 1, -1, -1))      # bit j: topo[j] a descendant
+    above = _reachable(topo, pos, sub.predecessors, range(len(topo)))                # bit j: topo[j] an ancestor
     return [n for i, n in enumerate(topo) if below[i].bit_count() + above[i].bit_count() == len(topo) - 1]
+
+
+def _reachable(topo: list[str], pos: dict[str, int], neighbours, visit: range) -> list[int]:
+    """Per node, the bit set of nodes reachable through `neighbours`, visiting in an order where every
+    neighbour's set is complete before it is read."""
+    bits = [0] * len(topo)
+    for i in visit:
+        acc = 0
+        for w in neighbours(topo[i]):
+            j = pos[w]
+            acc |= bits[j] | (1 << j)
+        bits[i] = acc
+    return bits
 
 
 def split_parallel(dag: nx.DiGraph, members: set[str], order: dict[str, int], groups: _Groups | None = None,
