@@ -26,7 +26,7 @@ from fpga_runtime.checking.accuracy import compare, summarise
 from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
 from fpga_runtime.cli_frames import RunFrames, expand_sources, names_option, write_pictures
-from fpga_runtime.plan import PlanError, check_feeds, read_plan
+from fpga_runtime.plan import PlanError, check_feeds, original_model, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
 from fpga_runtime.prediction.virtual_time import STEADY_FRAMES, build_compute_units, predict
@@ -126,6 +126,9 @@ def main() -> None:
 @click.option("--refuse-nonfinite", is_flag=True, help="refuse inputs holding NaN or infinite values (exit 2)")
 @click.option("--sequential", is_flag=True, help="one subgraph at a time, no pipelining")
 @click.option("--no-accuracy", is_flag=True, help="skip the comparison with the float original")
+@click.option("--model", "model_opt", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the float original to compare with [default: the one plan.json records]; used only when its "
+                   "SHA-256 is the one partition recorded")
 @click.option("--profile", is_flag=True, help="verilator: clock cycles, stalls and bytes of every layer (profile.json)")
 @click.option("--simulate", type=click.Choice(["verilator", "csim"]), default=None,
               help="pynq: a simulated board (PYNQ's driver path on the RTL or the C-simulated engine)")
@@ -135,7 +138,7 @@ def main() -> None:
 def run(build: Path, backend: str, inputs, images, resize: str, frames: int, seed: int, out_dir: Path | None,
         compute_units: int | None, cpu_workers: int, in_flight: int | None, conf: float, iou: float,
         max_det: int, names_spec: str | None, refuse_nonfinite: bool, sequential: bool, no_accuracy: bool,
-        profile: bool, simulate: str | None, overlay: Path | None) -> None:
+        model_opt: Path | None, profile: bool, simulate: str | None, overlay: Path | None) -> None:
     """Run BUILD (a `partition` output folder, or a `deploy` bundle) on a backend."""
     images = expand_sources(images)
     class_names = names_option(names_spec)
@@ -144,7 +147,11 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
                                  param_hint="--profile")
     if (simulate or overlay) and backend != "pynq":
         raise click.BadParameter("--simulate and --overlay are options of --backend pynq", param_hint="--backend")
-    in_flight = in_flight or default_in_flight(compute_units or build_compute_units(read_plan(build)))
+    plan = read_plan(build)
+    model, no_model = (None, "") if no_accuracy else original_model(plan, model_opt)
+    if model_opt is not None and model is None:
+        raise click.BadParameter(no_model, param_hint="--model")
+    in_flight = in_flight or default_in_flight(compute_units or build_compute_units(plan))
     with Session(build, backend, compute_units, slots=1 if sequential else in_flight, simulate=simulate,
                  overlay=overlay, refuse_nonfinite=refuse_nonfinite) as session:
         given = RunFrames(session, inputs, images, frames, seed, resize)
@@ -165,9 +172,6 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
             spans, wall = scheduler.stats.spans, scheduler.stats.wall_s
             session.nonfinite_inputs += scheduler.stats.nonfinite
             mode = f"concurrent, {scheduler.units} compute unit(s), {cpu_workers} CPU worker(s), {in_flight} in flight"
-        model = Path(session.plan.model["path"])
-        if not model.is_absolute():
-            model = session.plan.root / model
         layers = build_profile(session.image, session.backend.const, session.backend.runs) \
             if profile and session.backend else None
     if session.nonfinite_inputs:
@@ -193,9 +197,8 @@ def run(build: Path, backend: str, inputs, images, resize: str, frames: int, see
                         (conf, iou, max_det), spans)
     if no_accuracy:
         pass
-    elif not model.is_file():
-        click.echo(f"accuracy check skipped: the original model {model} is gone (the plan records where "
-                   "`partition` read it)", err=True)
+    elif model is None:
+        click.echo(f"accuracy check skipped: {no_model} (--model names another copy)", err=True)
     else:
         _accuracy(build, backend, model, given.feeds, outputs, out_dir)
     click.echo(f"outputs: {out_dir}")
@@ -285,22 +288,26 @@ def deploy_cmd(build: Path, out: Path, with_model: bool, force: bool) -> None:
 @click.option("--frames", type=COUNT, default=1, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--compute-units", type=COUNT, default=None, help="[default: the build's]")
+@click.option("--model", "model_opt", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the float original to compare with [default: the one plan.json records]; used only when its "
+                   "SHA-256 is the one partition recorded")
 @_one_line_errors
-def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units: int | None) -> None:
+def check_cmd(build: Path, backends: str, frames: int, seed: int, compute_units: int | None,
+              model_opt: Path | None) -> None:
     """The verification ladder: the same frames through every backend and onnxruntime float; exit 0 only where
     every integer backend is bit-exact with the reference."""
     from fpga_runtime.checking.ladder import check, table
-    from fpga_runtime.plan import read_plan
     plan = read_plan(build)
     feeds = [random_frame(plan, seed + i) for i in range(frames)]
-    model = Path(plan.model["path"])
-    model = model if model.is_absolute() else plan.root / model
+    model, no_model = original_model(plan, model_opt)
+    if model_opt is not None and model is None:
+        raise click.BadParameter(no_model, param_hint="--model")
     rungs, float_row, agree = check(build, [b.strip() for b in backends.split(",") if b.strip()], feeds,
-                                    model if model.is_file() else None, compute_units,
+                                    model, compute_units,
                                     progress=lambda m: click.echo(m, err=True))
     click.echo(table(rungs, float_row))
     if float_row is None:
-        click.echo(f"(no float row: the original model {model} is gone)")
+        click.echo(f"(no float row: {no_model})")
     click.echo("all integer backends agree" if agree else "the integer backends DISAGREE (or one did not run)")
     sys.exit(0 if agree else 1)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fpga_runtime.bundle import write_manifest
 from fpga_runtime.engine_image import ENGINE_DIR
-from fpga_runtime.plan import PLAN_FILE, PlanError, confined, read_plan, verify_files
+from fpga_runtime.plan import PLAN_FILE, PlanError, confined, original_model, read_plan, verify_files
 
 RUNTIME = Path(__file__).resolve().parent
 # what the runtime imports on the board, beside PYNQ (the image ships it): numpy < 2 for pynq 3.x images,
@@ -65,10 +65,9 @@ def deploy(build: Path, out: Path, with_model: bool = False, force: bool = False
     for rel in _build_files(build, plan):
         _copy(_source(build, rel, "the data file"), out, rel)
     if with_model:
-        model = Path(plan.model["path"])
-        model = model if model.is_absolute() else plan.root / model
-        if not model.is_file() or model.is_symlink() or model.suffix != ".onnx":
-            raise PlanError(f"--with-model: the original model {model} is gone (or is no regular .onnx file)")
+        model, no_model = original_model(plan)
+        if model is None:
+            raise PlanError(f"--with-model: {no_model}")
         _copy(model, out, f"model/{model.name}")
         raw["model"]["path"] = f"model/{model.name}"
     (out / PLAN_FILE).write_text(json.dumps(raw, indent=1) + "\n")

@@ -137,6 +137,8 @@ def read_plan(folder_or_file: str | Path) -> Plan:
             s["inputs"], s["outputs"] = _tensors(s["inputs"]), _tensors(s["outputs"])
             s["layers"] = [Layer(**layer) for layer in s.get("layers", [])]
             subgraphs.append(SubgraphSpec(**s))
+        if not isinstance(raw["model"], dict):
+            raise TypeError(f"'model' is a {type(raw['model']).__name__}, not an object")
         plan = Plan(raw["version"], raw["target"], raw["board"], raw["model"], _tensors(raw["inputs"]),
                     _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                     raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
@@ -300,3 +302,21 @@ def verify_files(plan: Plan) -> None:
             raise PlanError(f"{plan.root}: {rel} is missing (the build recorded it; copy the whole folder)")
         raise PlanError(f"{plan.root}: {rel} is not the file `partition` wrote (its SHA-256 differs: corrupted, "
                         "truncated or changed); copy it again or partition the model again")
+
+
+def original_model(plan: Plan, given: Path | None = None) -> tuple[Path | None, str]:
+    """The float original to compare a run with, and why there is none: the model `partition` read (or `given`),
+    used only when it is a regular .onnx file whose SHA-256 is the one recorded. A plan can name any path, and the
+    runtime must not parse a file a build from someone else chose; nor compare with a model changed since."""
+    recorded = plan.model.get("sha256")
+    where = given if given is not None else plan.model.get("path")
+    if not isinstance(where, (str, Path)) or not str(where) or "\0" in str(where):
+        return None, "the plan records no original model"
+    path = Path(where)
+    path = path if path.is_absolute() else plan.root / path
+    if path.suffix != ".onnx" or not path.is_file():
+        return None, f"the original model {path} is gone (or is no .onnx file)"
+    if not isinstance(recorded, str) or file_sha256(path) != recorded:
+        return None, (f"{path} is not the model this build was partitioned from (its SHA-256 differs from the one "
+                      "plan.json records)")
+    return path, ""

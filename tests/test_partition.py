@@ -111,6 +111,27 @@ def test_pre_and_post_processing_stay_on_cpu(tmp_path):
     _build(tmp_path, model)
 
 
+def test_many_sibling_cpu_heads_are_packed_into_one_subgraph_per_cpu_worker(tmp_path):
+    """Forty Softmax heads on one conv: the same producer, no readers. Forty one-node CPU subgraphs would be forty
+    onnxruntime sessions and tasks a frame; they become CPU_WORKERS subgraphs of balanced work (big heads and small
+    spread over them), and the partitioned model still computes the original."""
+    from fpga_runtime.run.policy import CPU_WORKERS
+    n = Net(channels=8)
+    body = n.conv("x", "c1")
+    heads = [n.node("Softmax", [n.node("Flatten", [body], f"flat{i}")], f"soft{i}") for i in range(38)]
+    heads += [n.node("LRN", [body], f"lrn{i}", size=3) for i in range(2)]       # two heavier heads
+    model = n.model(heads)
+    p, sets = _parts(model)
+    cpu = [sg for sg in p.subgraphs if sg.device.value == "cpu"]
+    assert len(cpu) == CPU_WORKERS and all(sg.role is Role.POST and sg.depends_on == ["fpga_0"] for sg in cpu)
+    assert sorted(n for sg in cpu for n in sg.nodes) == sorted(
+        [f"flat{i}" for i in range(38)] + [f"soft{i}" for i in range(38)] + ["lrn0", "lrn1"])
+    assert all(sum(n.startswith("lrn") for n in sg.nodes) == 1 for sg in cpu)      # one heavy head each
+    loads = [sg.estimate.cpu_s for sg in cpu]
+    assert max(loads) < 1.3 * min(loads)
+    _build(tmp_path, model)
+
+
 def test_concat_with_a_cpu_input_is_not_free(tmp_path):
     n = Net()
     a = n.conv("x", "a")

@@ -7,6 +7,7 @@ from types import ModuleType
 
 import networkx as nx
 
+from fpga_runtime.run.policy import CPU_WORKERS
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph
 from partitioner.placement.carve import carve, cluster_graph, split_parallel
@@ -159,7 +160,37 @@ def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_e
             demoted.update({n: _rejection(d.estimate) for n in d.nodes})
     decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts
                      if p[1] is Device.FPGA)
-    return _finish(graph, dag, order, parts, reasons, roles, decisions)
+    return _finish(graph, dag, order, _pack_cpu_siblings(graph, dag, order, parts, cost), reasons, roles, decisions)
+
+
+def _pack_cpu_siblings(graph: Graph, dag: nx.DiGraph, order: dict[str, int], parts: list, cost: CostModel) -> list:
+    """CPU subgraphs of one role with the same producers and the same readers (a model's many small output heads)
+    packed into CPU_WORKERS subgraphs, balanced by estimated CPU time: as parallel as the workers run them, without
+    an onnxruntime session and a scheduled task each. Such siblings never reach one another (a path between two
+    would make one a producer of itself), so the subgraph graph stays acyclic."""
+    cg = cluster_graph(dag, [p[0] for p in parts])
+    classes: dict[tuple, list[int]] = {}
+    for i, p in enumerate(parts):
+        if p[1] is Device.CPU:
+            classes.setdefault((p[2], frozenset(cg.predecessors(i)), frozenset(cg.successors(i))), []).append(i)
+    packed: set[int] = set()
+    bins: list[tuple[Role, list[int]]] = []
+    for (role, _, _), members in classes.items():
+        if len(members) <= CPU_WORKERS:
+            continue
+        packed.update(members)
+        load, into = [0.0] * CPU_WORKERS, [[] for _ in range(CPU_WORKERS)]
+        for i in sorted(members, key=lambda i: -parts[i][4].cpu_s):
+            k = load.index(min(load))
+            load[k] += parts[i][4].cpu_s
+            into[k].append(i)
+        bins += [(role, b) for b in into]
+    out = [p for i, p in enumerate(parts) if i not in packed]
+    for role, members in bins:
+        cluster = set().union(*(parts[i][0] for i in members))
+        nodes = sorted(cluster, key=order.__getitem__)
+        out.append((cluster, Device.CPU, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
+    return out
 
 
 def _rejection(est: RegionEstimate) -> str:
