@@ -35,6 +35,7 @@ from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from fpga_runtime.run.scheduler import Scheduler, TaskError
 from fpga_runtime.run.session import Session
 from fpga_runtime.run.trace import Span, write_chrome_trace, write_gantt
+from fpga_runtime.serve.command import serve_cmd
 
 USER_ERRORS = (PlanError, BackendError, TaskError, ImageError, ValueError, OSError)
 COUNT = click.IntRange(min=1)
@@ -377,6 +378,8 @@ def measure_cpu_cmd(build: Path, board: str | None, repeats: int) -> None:
         click.echo(f"| {sg.name} | {table.subgraph_s(sg.estimate['ops'], b) * 1e3:.3f} | "
                    f"{shipped.subgraph_s(sg.estimate['ops'], b) * 1e3:.3f} |")
 
+
+main.add_command(serve_cmd)
 
 if __name__ == "__main__":
     main()

@@ -3,25 +3,17 @@ pictures it writes (detections drawn and said, one line per picture)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import click
 import numpy as np
 
-from fpga_runtime.checking.detections import (
-    MAP_THRESHOLD,
-    decode_yolo,
-    find_detection_outputs,
-    post_processed,
-    probability_map,
-    raw_yolo_head,
-)
+from fpga_runtime.checking.detections import MAP_THRESHOLD, probability_map
 from fpga_runtime.checking.frames import random_frame
-from fpga_runtime.checking.images import detection_list, draw_detections, draw_map, write_detections
+from fpga_runtime.checking.images import PictureDetections, draw_detections, draw_map, write_detections
 from fpga_runtime.class_names import NamesError, read_names
 from fpga_runtime.plan import check_feeds
-from fpga_runtime.preprocess import PICTURE_SUFFIXES, PRESETS, Preprocess, image_input, load_picture
+from fpga_runtime.preprocess import PICTURE_SUFFIXES, ImageError, load_picture, picture_input
 from fpga_runtime.run.session import Session
 
 
@@ -50,15 +42,10 @@ class RunFrames:
         if images:
             if given:
                 raise click.UsageError("give --input or --image, not both")
-            spec = plan.inputs[0] if len(plan.inputs) == 1 else None
-            pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
-            raw = spec is not None and spec.dtype == "uint8" and image_input(spec.shape, spec.dtype) == "nhwc"
-            if raw:                            # the frame itself: --resize says how a picture fits it
-                pre = replace(pre if pre is not None and pre.preset == "none" else PRESETS["none"], fit=resize)
-            elif pre is None or pre.preset == "none":
-                raise click.UsageError("--image: this build records no pre-processing for its input "
-                                       f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model "
-                                       "again with --preprocess yolo|imagenet|unit, or give --input NAME=FILE.npy)")
+            try:
+                spec, pre = picture_input(plan, resize)
+            except ImageError as exc:
+                raise click.UsageError(f"--image: {exc}") from None
             in_h, in_w = pre.image_size(spec.shape)
             self.input_size = (in_w, in_h)
             self.feeds = []
@@ -99,10 +86,6 @@ def expand_sources(sources: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _rounded(box) -> list[float]:
-    return [round(float(v), 2) for v in box]
-
-
 def names_option(spec: str | None) -> list[str] | None:
     if spec is None:
         return None
@@ -117,31 +100,14 @@ def write_pictures(given: RunFrames, outputs: list[dict], images: tuple[str, ...
     """Each picture's detections drawn with class names, written as JSON and said in one line ("3 person,
     1 bus, 41 ms"): NMS outputs (the zoo's, torchvision's) as they are, at least --conf where they carry scores;
     a raw YOLO head decoded as ultralytics' predict does."""
-    conf, iou, max_det = thresholds
-    names = find_detection_outputs(outputs[0])
-    post = post_processed(outputs[0]) if names is None else None
-    head = raw_yolo_head(outputs[0]) if names is None and post is None else None
-    if names is None and post is None and head is None:
+    reader = PictureDetections(outputs[0], *thresholds)
+    if not reader.found:
         pmap = probability_map(outputs[0])
         if pmap is not None:
             _write_maps(given, outputs, images, out_dir, pmap, spans)
         return
     for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
-        if head is not None:
-            found = [{"class": c, "score": round(score, 4), "box": _rounded(fit.to_image(box))}
-                     for c, score, box in decode_yolo(head, out[head.name], conf, iou, max_det)]
-        elif post is not None:
-            boxes, scores, labels = post
-            found = [{"class": int(c), "score": None if scores is None else round(float(out[scores][i]), 4),
-                      "box": _rounded(fit.to_image(out[boxes][i].astype(np.float64)))}
-                     for i, c in enumerate(out[labels]) if scores is None or out[scores][i] >= conf][:max_det]
-        else:
-            boxes, selected = names
-            scores = next((n for n, v in out.items() if v.dtype.kind == "f" and v.ndim == 3 and n != boxes), None)
-            found = detection_list(out[boxes], out[scores] if scores else None, out[selected], fit)
-        for d in found:
-            c = d["class"]
-            d["name"] = class_names[c] if class_names and 0 <= c < len(class_names) else f"class {c}"
+        found = reader.of(out, fit, class_names)
         stem = Path(path).stem
         write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
         drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")

@@ -178,8 +178,24 @@ def choose(preset: str | None, shape, dtype: str, metadata: dict[str, str], **ov
     return chosen, why
 
 
-def open_picture(path):
-    """An image file as an RGB PIL picture, or an ImageError that says why not."""
+def picture_input(plan, resize: str = "letterbox"):
+    """(input spec, Preprocess) that take a picture into the build: its recorded pre-processing, or for a raw
+    uint8 NHWC frame input the picture itself, fitted as `resize` says. An ImageError says why pictures cannot go in."""
+    spec = plan.inputs[0] if len(plan.inputs) == 1 else None
+    pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
+    if spec is not None and spec.dtype == "uint8" and image_input(spec.shape, spec.dtype) == "nhwc":
+        return spec, replace(pre if pre is not None and pre.preset == "none" else PRESETS["none"], fit=resize)
+    if spec is None or pre is None or pre.preset == "none":
+        raise ImageError("this build records no pre-processing for its input "
+                         f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model again with "
+                         "--preprocess yolo|imagenet|unit, or give the input as an array)")
+    return spec, pre
+
+
+def open_picture(path, name: str | None = None):
+    """An image file (or file object, called `name` in errors) as an RGB PIL picture, or an ImageError that says
+    why not."""
+    name = name or str(path)
     try:
         from PIL import Image, UnidentifiedImageError
     except ImportError:
@@ -188,9 +204,11 @@ def open_picture(path):
         with Image.open(path) as img:
             return img.convert("RGB")
     except FileNotFoundError:
-        raise ImageError(f"{path}: no such file") from None
+        raise ImageError(f"{name}: no such file") from None
     except (UnidentifiedImageError, OSError) as exc:
-        raise ImageError(f"{path}: not an image Pillow can read ({exc})") from None
+        raise ImageError(f"{name}: not an image Pillow can read ({exc})") from None
+    except Image.DecompressionBombError as exc:
+        raise ImageError(f"{name}: refused, a decompression bomb ({exc})") from None
 
 
 def load_picture(path, spec, preprocess: Preprocess):

@@ -11,7 +11,7 @@ $SUDO apt-get install -y -qq --no-install-recommends graphviz python3-venv pytho
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip>=23" "setuptools>=68,<81" wheel
-.venv/bin/python -m pip install -q -e ".[test]"
+.venv/bin/python -m pip install -q -e ".[test,serve]"
 mkdir -p build/models
 .venv/bin/python -m models build yolov3-tiny -o build/models/yolov3-tiny.onnx
 .venv/bin/partition build/models/yolov3-tiny.onnx --target fpga --board zcu104 -o build/yolov3-tiny --verify

@@ -328,6 +328,23 @@ def test_a_float_export_calibrates_on_jpegs_and_runs_a_picture_with_no_conversio
         assert fit.pad_y == 5.0
 
 
+def test_run_image_fits_a_picture_as_fpga_run_does_for_a_raw_frame_input(tmp_path, zoo):
+    """The zoo's YOLOv3-tiny takes uint8 NHWC frames: the picture itself is the frame (letterboxed), whatever
+    preset the build records; Session.run_image and `fpga-run run --image` take the same pixels."""
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", 64), out_dir=tmp_path / "b", picture=False,
+                                  accuracy=False, preprocess="yolo"))
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (90, 160, 3), np.uint8)).save(tmp_path / "p.png")
+    run = CliRunner().invoke(fpga_run, ["run", str(tmp_path / "b"), "--image", str(tmp_path / "p.png"),
+                                        "--no-accuracy"])
+    assert run.exit_code == 0, run.output
+    with fpga_runtime.Session(tmp_path / "b") as s:
+        outputs, fit = s.run_image(tmp_path / "p.png")
+        assert outputs[1].max() > 0.01                      # pixels, not pixels / 255 cast to uint8
+        for name, value in zip(s.output_names, outputs):
+            assert np.array_equal(value, np.load(tmp_path / "b" / "run" / f"frame0_{name}.npy")), name
+    assert fit.pad_y == 14.0
+
+
 def test_preprocessing_options_that_contradict_each_other_stop_before_step_1(tmp_path, zoo):
     result = CliRunner().invoke(partition, [str(zoo("classifier")), "-o", str(tmp_path / "b"), "--preprocess",
                                             "none", "--mean", "0.5,0.5,0.5"])

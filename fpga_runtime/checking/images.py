@@ -40,6 +40,50 @@ def detection_list(boxes: np.ndarray, scores: np.ndarray | None, selected: np.nd
     return out
 
 
+class PictureDetections:
+    """How a build's outputs hold detections, found once from one frame's outputs: NMS outputs (the zoo's, with a
+    box list and selected indices), post-processed lists (torchvision's boxes, scores, labels), or a raw YOLO head
+    decoded as ultralytics' predict does. `of` gives one frame's as records in the picture's pixels."""
+
+    def __init__(self, outputs: dict[str, np.ndarray], conf: float = 0.25, iou: float = 0.7, max_det: int = 300):
+        from fpga_runtime.checking.detections import find_detection_outputs, post_processed, raw_yolo_head
+        self.conf, self.iou, self.max_det = conf, iou, max_det
+        self.nms = find_detection_outputs(outputs)
+        self.post = post_processed(outputs) if self.nms is None else None
+        self.head = raw_yolo_head(outputs) if self.nms is None and self.post is None else None
+
+    @property
+    def found(self) -> bool:
+        return self.nms is not None or self.post is not None or self.head is not None
+
+    def of(self, out: dict[str, np.ndarray], fit: Fit | None, class_names: list[str] | None = None) -> list[dict]:
+        from fpga_runtime.checking.detections import decode_yolo
+
+        def to_image(box):
+            return [round(float(v), 2) for v in (fit.to_image(box) if fit is not None else box)]
+
+        if self.head is not None:
+            found = [{"class": c, "score": round(score, 4), "box": to_image(box)}
+                     for c, score, box in decode_yolo(self.head, out[self.head.name], self.conf, self.iou,
+                                                      self.max_det)]
+        elif self.post is not None:
+            boxes, scores, labels = self.post
+            found = [{"class": int(c), "score": None if scores is None else round(float(out[scores][i]), 4),
+                      "box": to_image(out[boxes][i].astype(np.float64))}
+                     for i, c in enumerate(out[labels]) if scores is None or out[scores][i] >= self.conf]
+            found = found[:self.max_det]
+        elif self.nms is not None:
+            boxes, selected = self.nms
+            scores = next((n for n, v in out.items() if v.dtype.kind == "f" and v.ndim == 3 and n != boxes), None)
+            found = detection_list(out[boxes], out[scores] if scores else None, out[selected], fit)
+        else:
+            return []
+        for d in found:
+            c = d["class"]
+            d["name"] = class_names[c] if class_names and 0 <= c < len(class_names) else f"class {c}"
+        return found
+
+
 def draw_detections(picture, detections: list[dict], path: Path) -> Path:
     from PIL import ImageDraw
     img = picture.copy()

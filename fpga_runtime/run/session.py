@@ -14,7 +14,7 @@ from fpga_runtime.bundle import verify_manifest
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan, verify_files
-from fpga_runtime.preprocess import Preprocess, load_picture
+from fpga_runtime.preprocess import ImageError, load_picture, picture_input
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
 
@@ -92,14 +92,16 @@ class Session:
         read_by_cpu |= {t.name for t in self.plan.outputs}
         self._host_reads = {s.name: [t.name for t in s.outputs if t.name in read_by_cpu] for s in fpga}
 
-    def run_image(self, path, output_names: list[str] | None = None):
-        """(outputs, Fit) for an image file, through the build's recorded pre-processing (`fit.to_image` maps
-        boxes in input pixels back to the picture's)."""
-        if len(self.plan.inputs) != 1 or not self.plan.preprocess:
-            raise PlanError("run_image: this build records no pre-processing (partition the model again with "
-                            "--preprocess, or use run() with an array)")
-        tensor, fit, _ = load_picture(path, self.plan.inputs[0], Preprocess.from_dict(self.plan.preprocess))
-        return self.run(output_names, {self.plan.inputs[0].name: tensor}), fit
+    def run_image(self, path, output_names: list[str] | None = None, resize: str = "letterbox"):
+        """(outputs, Fit) for an image file, fitted to the input as `fpga-run run --image` fits it (the build's
+        recorded pre-processing, or a raw uint8 frame input taking the picture itself, placed as `resize` says);
+        `fit.to_image` maps boxes in input pixels back to the picture's."""
+        try:
+            spec, pre = picture_input(self.plan, resize)
+        except ImageError as exc:
+            raise PlanError(f"run_image: {exc}") from None
+        tensor, fit, _ = load_picture(path, spec, pre)
+        return self.run(output_names, {spec.name: tensor}), fit
 
     def get_inputs(self) -> list[NodeArg]:
         return [_node_arg(t) for t in self.plan.inputs]

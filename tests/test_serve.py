@@ -1,0 +1,239 @@
+"""Serving on Ray Serve, on 127.0.0.1 only: answers bit-identical to a Session (two replicas on the simulated PYNQ
+board), pictures answered with detections in the picture's pixels, clear 400s for bad bodies, back-pressure as a
+503 with the reason, no request lost when a replica is killed under load, a replica refusing another build, and
+`fpga-run serve` from the command line."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.checking.images import PictureDetections
+from fpga_runtime.plan import PlanError
+from fpga_runtime.run.session import Session
+from partitioner.build import PartitionConfig, run_partition
+
+ray = pytest.importorskip("ray", reason="needs Ray Serve (pip install -e '.[serve]')")
+serve = pytest.importorskip("ray.serve")
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulated board needs g++")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory, zoo):
+    out = tmp_path_factory.mktemp("serve") / "b"
+    run_partition(PartitionConfig(model=zoo("yolov3-tiny", 64), out_dir=out, picture=False, accuracy=False,
+                                  preprocess="yolo"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(build):
+    from fpga_runtime.serve import app
+    port = _free_port()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    handle = serve.run(app(build, "pynq", 2, simulate="csim"), name="fpga", route_prefix="/")
+    yield f"http://127.0.0.1:{port}", handle
+    serve.shutdown()
+    ray.shutdown()
+
+
+def _post(url: str, body: bytes, timeout: float = 120) -> tuple[int, dict, dict]:
+    req = urllib.request.Request(url, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read()), dict(r.headers)
+    except urllib.error.HTTPError as exc:
+        text = exc.read()
+        try:
+            return exc.code, json.loads(text), dict(exc.headers)
+        except ValueError:
+            return exc.code, {"error": text.decode(errors="replace")}, dict(exc.headers)
+
+
+def _npy(a: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def _tensor(t: dict) -> np.ndarray:
+    return np.array(t["data"], dtype=t["dtype"]).reshape(t["shape"])
+
+
+def test_two_simulated_boards_answer_bit_identically_to_a_session(build, cluster):
+    url, handle = cluster
+    with Session(build, "reference") as session:
+        frames = [random_frame(session.plan, seed) for seed in range(6)]
+        want = [dict(zip(session.output_names, session.run(None, f))) for f in frames]
+        name = session.input_names[0]
+    with ThreadPoolExecutor(6) as pool:           # concurrent: both replicas, batches of several frames
+        answers = list(pool.map(lambda f: _post(f"{url}/predict", _npy(f[name])), frames))
+    replicas = set()
+    for (status, body, headers), expected in zip(answers, want):
+        assert status == 200, body
+        assert headers.get("x-request-id") == body["request_id"] and body["retries"] == 0
+        replicas.add(body["replica"])
+        for n, v in expected.items():
+            assert np.array_equal(_tensor(body["outputs"][n]), v), n
+    assert len(replicas) == 2
+    got = handle.predict.remote(frames[0]).result()                  # the Ray handle API
+    assert all(np.array_equal(got[n], want[0][n]) for n in want[0])
+    stats = json.loads(urllib.request.urlopen(f"{url}/stats").read())
+    assert set(stats["replicas"]) == replicas and stats["answered"] >= 7 and stats["lost"] == 0
+
+
+def test_a_picture_is_fitted_as_fpga_run_fits_it_and_answered_with_detections(build, cluster, tmp_path):
+    """The picture goes through the build's pre-processing on the ingress, as `Session.run_image` (and `fpga-run
+    run --image`) does it: the same outputs bit for bit, the same detections in the picture's pixels."""
+    from PIL import Image
+    url, _ = cluster
+    picture = tmp_path / "p.png"
+    Image.fromarray(np.random.default_rng(1).integers(0, 255, (90, 160, 3), np.uint8)).save(picture)
+    status, body, _ = _post(f"{url}/predict?conf=0.01", picture.read_bytes())
+    assert status == 200, body
+    with Session(build, "reference") as session:
+        outputs, fit = session.run_image(picture)
+        outputs = dict(zip(session.output_names, outputs))
+        expected = PictureDetections(outputs, conf=0.01).of(outputs, fit, session.plan.class_names)
+    assert all(np.array_equal(_tensor(body["outputs"][n]), v) for n, v in outputs.items())
+    assert body["boxes_in"] == "picture pixels" and body["detections"] == json.loads(json.dumps(expected))
+    status, small, _ = _post(f"{url}/predict?outputs=none", picture.read_bytes())
+    assert status == 200 and small["outputs"] == {} and "detections" in small
+    status, wrong, _ = _post(f"{url}/predict?outputs=nope", picture.read_bytes())
+    assert status == 400 and "no output named ['nope']" in wrong["error"]
+
+
+@pytest.mark.parametrize("body,status,words", [
+    (b"", 400, "an empty body"),
+    (b"GIF89a not really", 400, "not an image Pillow can read"),
+    (b"\x93NUMPY garbage", 400, "not a .npy/.npz array"),
+    (None, 400, "shape"),                              # an array of the wrong shape
+])
+def test_a_bad_body_is_a_400_that_says_why(cluster, body, status, words):
+    url, _ = cluster
+    if body is None:
+        body = _npy(np.zeros((1, 3, 8, 8), np.float32))
+    got, answer, _ = _post(f"{url}/predict", body)
+    assert got == status and words in answer["error"], answer
+
+
+def test_unknown_routes_and_health(cluster, build):
+    url, _ = cluster
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{url}/nothing")
+    assert missing.value.code == 404
+    health = json.loads(urllib.request.urlopen(f"{url}/health").read())
+    with Session(build) as session:
+        assert health["status"] == "ok" and health["build_id"] == session.plan.build_id
+
+
+def _first_input(build, seed: int = 0) -> np.ndarray:
+    with Session(build) as session:
+        return random_frame(session.plan, seed)[session.input_names[0]]
+
+
+def _board_model_app(build, name: str, replicas: int, frame_ms: float, **kw):
+    from fpga_runtime.serve import app
+    serve.run(app(build, "board-model", replicas, frame_ms=frame_ms, **kw), name=name, route_prefix=f"/{name}")
+
+
+def test_a_full_queue_is_a_503_with_the_reason_never_a_hang(build, cluster):
+    url, _ = cluster
+    _board_model_app(build, "busy", 1, 300.0, in_flight=1, max_queued=1)
+    body = _npy(_first_input(build))
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda _: _post(f"{url}/busy/predict", body, timeout=30), range(10)))
+    codes = [a[0] for a in answers]
+    assert codes.count(200) >= 1 and codes.count(503) >= 5, codes
+    refused = next(a for a in answers if a[0] == 503)
+    assert "queue is full" in refused[1]["error"] and refused[2].get("retry-after") == "1"
+    assert time.monotonic() - t0 < 10                          # refused at once, not after a queue drains
+    serve.delete("busy")
+
+
+def test_no_request_is_lost_when_a_replica_dies_under_load(build, cluster):
+    url, _ = cluster
+    _board_model_app(build, "fault", 2, 40.0, in_flight=2)
+    body = _npy(_first_input(build))
+    victims = [a for a in ray.util.list_named_actors(all_namespaces=True) if "fault#board" in a["name"]]
+    assert len(victims) == 2
+    victim = ray.get_actor(victims[0]["name"], namespace=victims[0]["namespace"])
+    killer = threading.Timer(0.8, lambda: ray.kill(victim))
+    killer.start()
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: _post(f"{url}/fault/predict?outputs=none", body, timeout=60), range(120)))
+    killer.join()
+    codes = [a[0] for a in answers]
+    assert codes.count(200) == 120, [a for a in answers if a[0] != 200][:3]
+    assert sum(a[1]["retries"] for a in answers) >= 1                   # the killed replica's frames went again
+    stats = json.loads(urllib.request.urlopen(f"{url}/fault/stats").read())
+    assert stats["lost"] == 0 and stats["retried"] >= 1
+    serve.delete("fault")
+
+
+def test_a_replica_refuses_another_build(build, tmp_path, zoo):
+    from fpga_runtime.serve.replica import BoardReplica
+    other = tmp_path / "other"
+    run_partition(PartitionConfig(model=zoo("resblock"), out_dir=other, picture=False, accuracy=False))
+    with pytest.raises(PlanError, match="this board has build .* the head serves"):
+        with Session(build) as session:
+            BoardReplica(str(other), "reference", session.plan.build_id, 2)
+
+
+def test_serve_without_ray_is_one_line_naming_the_install(build, monkeypatch):
+    from fpga_runtime.cli import main
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = CliRunner().invoke(main, ["serve", str(build), "--backend", "reference"])
+    assert result.exit_code == 2 and "pip install 'fpga-partitioner[serve]'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_fpga_run_serve_from_the_command_line(build):
+    """Its own Ray cluster in a child process: up, answers, and stops within seconds on Ctrl-C."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    child = subprocess.Popen([str(Path(sys.executable).parent / "fpga-run"), "serve", str(build), "--backend",
+                              "reference", "--port", str(port)], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read())[
+                        "status"] == "ok":
+                    break
+            except (OSError, ValueError):
+                time.sleep(0.5)
+        status, body, _ = _post(f"http://127.0.0.1:{port}/predict", _npy(_first_input(build, 2)))
+        assert status == 200 and body["outputs"]
+        stop = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=60)
+        assert child.returncode == 0 and "serving" in out and "stopping" in out, out
+        assert time.monotonic() - stop < 20
+    finally:
+        child.kill()
