@@ -31,7 +31,8 @@ from partitioner.build import PartitionConfig, run_partition
 
 ray = pytest.importorskip("ray", reason="needs Ray Serve (pip install -e '.[serve]')")
 serve = pytest.importorskip("ray.serve")
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulated board needs g++")
+pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="the simulated board needs g++"),
+              pytest.mark.xdist_group("serve")]          # one Ray cluster: every test of this file on one worker
 
 
 def _free_port() -> int:
@@ -175,6 +176,15 @@ def test_a_full_queue_is_a_503_with_the_reason_never_a_hang(build, cluster):
     serve.delete("busy")
 
 
+def test_a_board_that_never_answers_is_a_503_after_the_request_timeout(build, cluster):
+    url, _ = cluster
+    _board_model_app(build, "slow", 1, 5000.0, request_timeout_s=0.5)
+    t0 = time.monotonic()
+    status, body, _ = _post(f"{url}/slow/predict", _npy(_first_input(build)))
+    assert status == 503 and "no board answered within 0.5 s" in body["error"] and time.monotonic() - t0 < 4
+    serve.delete("slow")
+
+
 def test_no_request_is_lost_when_a_replica_dies_under_load(build, cluster):
     url, _ = cluster
     _board_model_app(build, "fault", 2, 40.0, in_flight=2)
@@ -193,6 +203,40 @@ def test_no_request_is_lost_when_a_replica_dies_under_load(build, cluster):
     stats = json.loads(urllib.request.urlopen(f"{url}/fault/stats").read())
     assert stats["lost"] == 0 and stats["retried"] >= 1
     serve.delete("fault")
+
+
+def test_the_build_cut_for_the_head_computes_what_the_whole_build_computes(build):
+    """pre on the head -> the board's part -> post on the head, equal to one Session over the whole build."""
+    from fpga_runtime.serve.stages import CpuStages
+    with Session(build, "reference") as whole:
+        cpu = CpuStages(whole.plan)
+        parts = cpu.stages
+        assert [s.name for s in parts.pre.subgraphs] == ["cpu_pre_0"] and parts.post.subgraphs
+        assert {s.name for p in (parts.pre, parts.board, parts.post) for s in p.subgraphs} == \
+            {s.name for s in whole.plan.subgraphs}
+        assert all(s.device == "fpga" or s.role == "compute" for s in parts.board.subgraphs)
+        with Session(build, "reference", plan=parts.board) as board:
+            for seed in (0, 1):
+                frame = random_frame(whole.plan, seed)
+                values, feeds = cpu.before(frame)
+                got = cpu.after(values, dict(zip(board.output_names, board.run(None, feeds))))
+                for name, value in zip(whole.output_names, whole.run(None, frame)):
+                    assert np.array_equal(got[name], value), name
+
+
+def test_cpu_on_head_serves_the_same_answers(build, cluster):
+    url, _ = cluster
+    from fpga_runtime.serve import app
+    serve.run(app(build, "reference", 1, cpu_on_head=True), name="head", route_prefix="/head")
+    with Session(build, "reference") as session:
+        frame = random_frame(session.plan, 4)
+        want = dict(zip(session.output_names, session.run(None, frame)))
+        status, body, _ = _post(f"{url}/head/predict", _npy(frame[session.input_names[0]]))
+    assert status == 200, body
+    assert all(np.array_equal(_tensor(body["outputs"][n]), v) for n, v in want.items())
+    status, bad, _ = _post(f"{url}/head/predict", _npy(np.zeros((1, 3, 8, 8), np.float32)))
+    assert status == 400 and "shape" in bad["error"]
+    serve.delete("head")
 
 
 def test_a_replica_refuses_another_build(build, tmp_path, zoo):
@@ -219,21 +263,24 @@ def test_fpga_run_serve_from_the_command_line(build):
     child = subprocess.Popen([str(Path(sys.executable).parent / "fpga-run"), "serve", str(build), "--backend",
                               "reference", "--port", str(port)], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(child.stdout.readline, "")), daemon=True)
+    reader.start()
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                if json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read())[
-                        "status"] == "ok":
-                    break
-            except (OSError, ValueError):
-                time.sleep(0.5)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(line.startswith("serving") for line in lines):
+            assert child.poll() is None, "".join(lines)
+            time.sleep(0.2)
+        assert any(line.startswith("serving") for line in lines), "".join(lines)
+        health = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10).read())
+        assert health["status"] == "ok"
         status, body, _ = _post(f"http://127.0.0.1:{port}/predict", _npy(_first_input(build, 2)))
         assert status == 200 and body["outputs"]
         stop = time.monotonic()
         child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=60)
-        assert child.returncode == 0 and "serving" in out and "stopping" in out, out
+        child.wait(timeout=60)
+        reader.join(timeout=10)
+        assert child.returncode == 0 and "stopping\n" in lines, "".join(lines)
         assert time.monotonic() - stop < 20
     finally:
         child.kill()

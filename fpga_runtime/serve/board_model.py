@@ -20,7 +20,7 @@ class BoardModel:
     """`frame_ms` fixes the period and latency (a benchmark's fixed per-frame board time); by default they are
     the prediction's for the build's board."""
 
-    def __init__(self, build: str | Path, frame_ms: float | None = None):
+    def __init__(self, build: str | Path, frame_ms: float | None = None, board_part: bool = False):
         self.plan = read_plan(build)
         if frame_ms is not None:
             self.period_s = self.latency_s = frame_ms / 1e3
@@ -28,8 +28,13 @@ class BoardModel:
             one = predict(build)
             self.latency_s = one.makespan_s
             self.period_s = 1.0 / one.steady_fps
-        with Session(build, "reference") as session:
-            frame = random_frame(self.plan, 0)
+        frame = random_frame(self.plan, 0)
+        if board_part:                      # --cpu-on-head: the board's part only, fed as the head feeds it
+            from fpga_runtime.serve.stages import CpuStages
+            cpu = CpuStages(self.plan)
+            _, frame = cpu.before(frame)
+            self.plan = cpu.stages.board
+        with Session(build, "reference", plan=self.plan) as session:
             self.recorded = dict(zip(session.output_names, session.run(None, frame)))
         self._next_start = 0.0
 

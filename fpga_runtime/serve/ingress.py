@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError
@@ -15,18 +16,27 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from fpga_runtime.checking.images import PictureDetections
-from fpga_runtime.plan import read_plan
+from fpga_runtime.plan import PlanError, check_feeds, read_plan
+from fpga_runtime.run.policy import CPU_WORKERS
 from fpga_runtime.serve.errors import BoardDown, NoBoard, RequestRefused, Saturated, ServeError
 from fpga_runtime.serve.payload import decode, encode
+from fpga_runtime.serve.stages import CpuStages
 
 LOST_BOARD = (BoardDown, ActorDiedError, ActorUnavailableError, RayActorError, DeploymentUnavailableError)
 HEALTH_PROBE_S = 5.0
+REQUEST_TIMEOUT_S = 120.0         # past the pynq backend's engine timeout (60 s): a board that hangs fails first
 
 
 class Ingress:
-    def __init__(self, board, build: str, retries: int, resize: str = "letterbox"):
+    def __init__(self, board, build: str, retries: int, resize: str = "letterbox", cpu_on_head: bool = False,
+                 cpu_workers: int = CPU_WORKERS, timeout_s: float = REQUEST_TIMEOUT_S):
+        """`cpu_on_head`: the build's pre- and post-processing subgraphs run here, on `cpu_workers` threads
+        (onnxruntime releases the GIL), and the boards run only their part."""
         self.board = board
+        self.timeout_s = timeout_s
         self.plan = read_plan(build)
+        self.cpu = CpuStages(self.plan) if cpu_on_head else None
+        self.pool = ThreadPoolExecutor(cpu_workers, thread_name_prefix="head-cpu") if cpu_on_head else None
         self.retries = retries
         self.resize = resize
         self.reader: PictureDetections | None = None
@@ -40,10 +50,28 @@ class Ingress:
 
     async def _infer(self, feeds: dict[str, np.ndarray], request_id: str) -> dict:
         self.counts["requests"] += 1
+        if self.cpu is None:
+            return await self._on_board(feeds, request_id)
+        try:
+            check_feeds(self.plan, feeds)
+        except (PlanError, ValueError, TypeError) as exc:
+            self.counts["refused"] += 1
+            raise RequestRefused(str(exc)) from None
+        loop = asyncio.get_running_loop()
+        values, board_feeds = await loop.run_in_executor(self.pool, self.cpu.before, feeds)
+        result = await self._on_board(board_feeds, request_id)
+        result["outputs"] = await loop.run_in_executor(self.pool, self.cpu.after, values, result["outputs"])
+        return result
+
+    async def _on_board(self, feeds: dict[str, np.ndarray], request_id: str) -> dict:
         attempt = 0
         while True:
             try:
-                result = await self.board.infer.remote(feeds)
+                result = await asyncio.wait_for(self.board.infer.remote(feeds), self.timeout_s)
+            except asyncio.TimeoutError:
+                self.counts["lost"] += 1
+                raise NoBoard(f"request {request_id}: no board answered within {self.timeout_s:g} s (every board "
+                              "busy or gone)") from None
             except RequestRefused:
                 self.counts["refused"] += 1
                 raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 from ray import serve
@@ -22,15 +23,25 @@ BATCH_WAIT_S = 0.002
 
 class BoardReplica:
     def __init__(self, build: str, backend: str, build_id: str | None, in_flight: int, simulate: str | None = None,
-                 compute_units: int | None = None, frame_ms: float | None = None):
+                 compute_units: int | None = None, frame_ms: float | None = None, cpu_on_head: bool = False):
+        """`cpu_on_head`: this board runs only its part of the build (stages.py); the head runs the rest."""
         if backend == "board-model":
             from fpga_runtime.serve.board_model import BoardModel
-            self.model, self.session = BoardModel(build, frame_ms), None
+            self.model, self.session = BoardModel(build, frame_ms, cpu_on_head), None
             plan = self.model.plan
         else:
             from fpga_runtime.run.session import Session
             self.model = None
-            self.session = Session(build, backend, compute_units, slots=in_flight, simulate=simulate)
+            part = None
+            if cpu_on_head:
+                from fpga_runtime.bundle import verify_manifest
+                from fpga_runtime.plan import read_plan, verify_files
+                from fpga_runtime.serve.stages import split
+                whole = read_plan(build)
+                verify_files(whole)
+                verify_manifest(Path(build))
+                part = split(whole).board
+            self.session = Session(build, backend, compute_units, slots=in_flight, simulate=simulate, plan=part)
             plan = self.session.plan
         if build_id is not None and plan.build_id != build_id:
             raise PlanError(f"{build}: this board has build {plan.build_id}, the head serves {build_id} (copy the "
