@@ -31,8 +31,7 @@ from partitioner.build import PartitionConfig, run_partition
 
 ray = pytest.importorskip("ray", reason="needs Ray Serve (pip install -e '.[serve]')")
 serve = pytest.importorskip("ray.serve")
-pytestmark = [pytest.mark.skipif(shutil.which("g++") is None, reason="the simulated board needs g++"),
-              pytest.mark.xdist_group("serve")]          # one Ray cluster: every test of this file on one worker
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="the simulated board needs g++")
 
 
 def _free_port() -> int:
