@@ -132,6 +132,44 @@ def test_many_sibling_cpu_heads_are_packed_into_one_subgraph_per_cpu_worker(tmp_
     _build(tmp_path, model)
 
 
+def _keras_conv(n: Net, x: str, name: str, auto: str, stride: int = 1) -> str:
+    w = n.weight(f"{name}.w", (n.c, n.c, 3, 3), np.sqrt(2.0 / (n.c * 9)))
+    b = n.weight(f"{name}.b", (n.c,), 0.1)
+    return n.node("Conv", [x, w, b], name, kernel_shape=[3, 3], strides=[stride, stride], auto_pad=auto)
+
+
+def test_auto_pad_convs_and_pools_become_one_fpga_subgraph(tmp_path):
+    """keras2onnx writes auto_pad even with static shapes: SAME_UPPER and SAME_LOWER convs and max pools (odd
+    sizes, stride 2) and VALID ones are one FPGA subgraph, and the partition computes the original."""
+    n = Net(channels=8, size=23)
+    y = n.node("Relu", [_keras_conv(n, "x", "c1", "SAME_UPPER", stride=2)], "r1")
+    y = n.node("MaxPool", [y], "p1", kernel_shape=[3, 3], strides=[2, 2], auto_pad="SAME_UPPER")
+    y = n.node("Relu", [_keras_conv(n, y, "c2", "SAME_LOWER")], "r2")
+    y = n.node("MaxPool", [y], "p2", kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_LOWER")
+    y = n.node("Relu", [_keras_conv(n, y, "c3", "VALID")], "r3")
+    model = n.model([y])
+    p, sets = _parts(model)
+    assert [d for d, _ in sets] == ["fpga"], sets
+    assert not p.fallbacks
+    _build(tmp_path, model)
+
+
+def test_an_empty_tensor_stays_on_the_cpu_instead_of_stopping_the_build(tmp_path):
+    """An export that slices zero columns (ultralytics' NMS export with no mask coefficients) is valid ONNX:
+    the empty slice and what reads it run on onnxruntime; the convs still go to the FPGA."""
+    n = Net(channels=8)
+    body = n.conv(n.conv("x", "c1"), "c2")
+    flat = n.node("Flatten", [body], "flat")
+    none = n.node("Slice", [flat, n.const("s", np.array([0], np.int64)), n.const("e", np.array([0], np.int64)),
+                            n.const("a", np.array([1], np.int64))], "empty")
+    out = n.node("Concat", [flat, none], "cat", axis=1)
+    model = n.model([out])
+    p, sets = _parts(model, offload_everything=False)
+    assert ("fpga", {"c1", "c2"}) in sets
+    assert any(d == "cpu" and {"empty", "cat"} <= ns for d, ns in sets), sets
+    _build(tmp_path, model, offload_everything=False)
+
+
 def test_concat_with_a_cpu_input_is_not_free(tmp_path):
     n = Net()
     a = n.conv("x", "a")

@@ -135,15 +135,16 @@ MAX_ELEMENTS = 1 << 31       # a tensor beyond this is no model this tool (or a 
 
 
 def _check_sizes(graph: Graph) -> None:
-    """Zero-sized and absurdly large tensors fail with a name here, not deep in onnxruntime or numpy."""
+    """Zero-sized inputs and absurdly large tensors fail with a name here, not deep in onnxruntime or numpy; an
+    empty result of a node is valid ONNX (an export slicing zero mask columns) and stays on the CPU."""
     producer = {o: n for n in graph.nodes.values() for o in n.outputs if o}
     for t in graph.tensors.values():
         if t.shape is None or t.is_const or not all(isinstance(d, int) for d in t.shape):
             continue
         elements = int(np.prod(t.shape, dtype=np.int64))
-        if 0 < elements <= MAX_ELEMENTS:
-            continue
         node = producer.get(t.name)
+        if 0 < elements <= MAX_ELEMENTS or elements == 0 and node is not None:   # an empty result is valid ONNX
+            continue
         what = f"tensor {t.onnx_name!r} {list(t.shape)}"
         why = ("is empty (a zero dimension)" if elements == 0
                else f"has {elements:.3g} elements, beyond {MAX_ELEMENTS:,}")

@@ -25,6 +25,7 @@ from partitioner.passes.epilogue import (
     fuse_upsample_input,
     mark_concat_writes,
 )
+from partitioner.passes.explicit_pads import explicit_pads
 from partitioner.passes.folding import channel_affines_as_depthwise, fold_channel_affine, fold_pad
 from partitioner.passes.hard_activations import canonical_hard_activations
 from partitioner.passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
@@ -34,6 +35,7 @@ Pass = Callable[[Graph], Graph]
 
 FUSION: list[Pass] = [
     remove_exporter_noops,  # Identity, Dropout, full-range Slice, single-input Concat
+    explicit_pads,          # auto_pad SAME_UPPER / SAME_LOWER / VALID -> explicit pads (static shapes)
     absorb_qdq,             # QuantizeLinear/DequantizeLinear pairs -> fixed int8 scales
     canonical_hard_activations,  # Clip(x + 3, 0, 6) / 6 forms -> HardSigmoid / HardSwish
     fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization

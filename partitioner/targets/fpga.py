@@ -43,6 +43,11 @@ LIMITS = FpgaLimits()
 
 
 def _tensors_ok(node: Node, graph: Graph) -> Verdict:
+    for name in node.all_inputs + node.outputs:
+        t = graph.tensors[name]
+        if t.shape is not None and 0 in t.shape:
+            return no(f"tensor {t.onnx_name!r} {list(t.shape)} is empty (a zero dimension): nothing for the engine "
+                      "to compute; onnxruntime runs it")
     for name in node.inputs[:1] + node.outputs:
         t = graph.tensors[name]
         if not t.is_static:
