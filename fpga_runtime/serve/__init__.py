@@ -35,12 +35,13 @@ def app(build: str | Path, backend: str = "reference", replicas: int = 1, *, sim
         board_resource: str | None = None, compute_units: int | None = None, in_flight: int | None = None,
         max_queued: int | None = None, retries: int | None = None, frame_ms: float | None = None,
         board_build: str | Path | None = None, resize: str = "letterbox", cpu_on_head: bool = False,
-        request_timeout_s: float | None = None):
+        request_timeout_s: float | None = None, engine_timeout_s: float | None = None):
     """The Ray Serve application for BUILD: `serve.run(app(...))` deploys it and returns the ingress handle
     (`await handle.predict.remote(frame)`). `board_build` is where the build is on the boards (default: BUILD);
     `max_queued` bounds the requests waiting for a board (beyond it: 503); a frame whose board dies is retried on
     another replica up to `retries` times (default: replicas + 1); `frame_ms` fixes the board model's frame time.
-    A request no board answers within `request_timeout_s` (default 120 s) is a 503.
+    A request no board answers within `request_timeout_s` (default 120 s) is a 503; a board whose program runs
+    longer than `engine_timeout_s` has hung (its replica is restarted, its frames go elsewhere).
     `cpu_on_head` runs the build's CPU pre- and post-processing on the head (the ingress), not on the boards' CPUs.
     A replica holds at most 2 x `in_flight` frames (those its board pipelines, and as many ready behind them, which
     hides the dispatch time): the rest wait in one queue and go to whichever board frees first."""
@@ -64,7 +65,7 @@ def app(build: str | Path, backend: str = "reference", replicas: int = 1, *, sim
         max_ongoing_requests=2 * in_flight, max_queued_requests=max_queued, health_check_period_s=2,
         health_check_timeout_s=30, graceful_shutdown_timeout_s=5,
     ).bind(str(board_build or build), backend, plan.build_id, in_flight, simulate, compute_units, frame_ms,
-           cpu_on_head)
+           cpu_on_head, engine_timeout_s)
     front = 2 * (replicas * 2 * in_flight + max_queued) + 16      # the boards' queue decides, with its reason
     ingress = serve.deployment(
         Ingress, name="ingress", num_replicas=1, ray_actor_options={"num_cpus": 0},

@@ -32,14 +32,16 @@ from fpga_runtime.serve import APP_NAME, BACKENDS, ServeUnavailable, app, ray_se
               help="board-model: the frame time [default: the build's prediction]")
 @click.option("--cpu-on-head", is_flag=True,
               help="run the build's CPU pre- and post-processing on the head host, not on the boards' CPUs")
+@click.option("--engine-timeout", type=click.FloatRange(0, min_open=True), default=None,
+              help="seconds after which a program still running means a hung board [default: the backend's]")
 @click.option("--request-timeout", type=click.FloatRange(0, min_open=True), default=None,
               help="seconds before a request no board answered is a 503 [default: 120]")
 @click.option("--for-seconds", type=click.FloatRange(0, min_open=True), default=None,
               help="stop after this long [default: until Ctrl-C]")
 def serve_cmd(build: Path, address: str | None, host: str, port: int, replicas: int, backend: str,
               simulate: str | None, board_resource: str | None, board_build: Path | None, in_flight: int | None,
-              max_queued: int | None, frame_ms: float | None, cpu_on_head: bool, request_timeout: float | None,
-              for_seconds: float | None) -> None:
+              max_queued: int | None, frame_ms: float | None, cpu_on_head: bool, engine_timeout: float | None,
+              request_timeout: float | None, for_seconds: float | None) -> None:
     """Serve BUILD over HTTP on Ray Serve: POST /predict (a JPEG/PNG or .npy body), GET /health, GET /stats."""
     from fpga_runtime.plan import PlanError
     if simulate and backend != "pynq":
@@ -49,7 +51,8 @@ def serve_cmd(build: Path, address: str | None, host: str, port: int, replicas: 
         import ray
         application = app(build, backend, replicas, simulate=simulate, board_resource=board_resource,
                           in_flight=in_flight, max_queued=max_queued, frame_ms=frame_ms, board_build=board_build,
-                          cpu_on_head=cpu_on_head, request_timeout_s=request_timeout)
+                          cpu_on_head=cpu_on_head, request_timeout_s=request_timeout,
+                          engine_timeout_s=engine_timeout)
     except (PlanError, ServeUnavailable) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)

@@ -146,5 +146,8 @@ class Ingress:
 
 
 def _first_line(exc: BaseException) -> str:
+    """What went wrong, in one line: the replica's own exception where Ray wraps it in a RayTaskError."""
+    cause = getattr(exc, "cause", None)
+    exc = cause if isinstance(cause, BaseException) else exc
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"

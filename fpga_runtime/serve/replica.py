@@ -23,8 +23,10 @@ BATCH_WAIT_S = 0.002
 
 class BoardReplica:
     def __init__(self, build: str, backend: str, build_id: str | None, in_flight: int, simulate: str | None = None,
-                 compute_units: int | None = None, frame_ms: float | None = None, cpu_on_head: bool = False):
-        """`cpu_on_head`: this board runs only its part of the build (stages.py); the head runs the rest."""
+                 compute_units: int | None = None, frame_ms: float | None = None, cpu_on_head: bool = False,
+                 engine_timeout_s: float | None = None):
+        """`cpu_on_head`: this board runs only its part of the build (stages.py); the head runs the rest.
+        `engine_timeout_s`: a program still running after this long is a hung board (default: the Session's)."""
         if backend == "board-model":
             from fpga_runtime.serve.board_model import BoardModel
             self.model, self.session = BoardModel(build, frame_ms, cpu_on_head), None
@@ -41,7 +43,9 @@ class BoardReplica:
                 verify_files(whole)
                 verify_manifest(Path(build))
                 part = split(whole).board
-            self.session = Session(build, backend, compute_units, slots=in_flight, simulate=simulate, plan=part)
+            timeout = {"timeout_s": engine_timeout_s} if engine_timeout_s else {}
+            self.session = Session(build, backend, compute_units, slots=in_flight, simulate=simulate, plan=part,
+                                   **timeout)
             plan = self.session.plan
         if build_id is not None and plan.build_id != build_id:
             raise PlanError(f"{build}: this board has build {plan.build_id}, the head serves {build_id} (copy the "
