@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fpga_runtime.plan import PlanError, digest_mismatches, file_sha256
+from fpga_runtime.plan import Plan, PlanError, digest_mismatches, file_sha256, read_plan, verify_files
 
 MANIFEST = "manifest.json"
 
@@ -36,3 +36,12 @@ def verify_manifest(folder: Path) -> None:
         raise PlanError(f"{folder}: {len(bad)} file(s) of the bundle are missing or differ from what `fpga-run "
                         f"deploy` wrote ({', '.join(bad[:5])}{', ...' if len(bad) > 5 else ''}); copy the bundle "
                         "again")
+
+
+def checked_plan(folder: str | Path) -> Plan:
+    """The plan of a build or bundle, once its recorded data files and (for a bundle) its manifest check out: what
+    a Session opens, and what a serving board cuts its part from."""
+    plan = read_plan(folder)
+    verify_files(plan)
+    verify_manifest(Path(folder))
+    return plan

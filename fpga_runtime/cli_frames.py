@@ -100,14 +100,14 @@ def write_pictures(given: RunFrames, outputs: list[dict], images: tuple[str, ...
     """Each picture's detections drawn with class names, written as JSON and said in one line ("3 person,
     1 bus, 41 ms"): NMS outputs (the zoo's, torchvision's) as they are, at least --conf where they carry scores;
     a raw YOLO head decoded as ultralytics' predict does."""
-    reader = PictureDetections(outputs[0], *thresholds)
+    reader = PictureDetections(outputs[0])
     if not reader.found:
         pmap = probability_map(outputs[0])
         if pmap is not None:
             _write_maps(given, outputs, images, out_dir, pmap, spans)
         return
     for k, (out, fit, picture, path) in enumerate(zip(outputs, given.fits, given.pictures, images)):
-        found = reader.of(out, fit, class_names)
+        found = reader.of(out, fit, class_names, *thresholds)
         stem = Path(path).stem
         write_detections(found, fit, out_dir / f"frame{k}_{stem}_detections.json")
         drawn = draw_detections(picture, found, out_dir / f"frame{k}_{stem}_detections.png")

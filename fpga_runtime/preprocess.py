@@ -178,18 +178,26 @@ def choose(preset: str | None, shape, dtype: str, metadata: dict[str, str], **ov
     return chosen, why
 
 
+def picture_fitting(spec, preprocess: Preprocess | None, resize: str = "letterbox") -> Preprocess:
+    """How a picture goes into the input `spec`, for runs and calibration alike: a raw uint8 NHWC frame input takes
+    the picture itself, placed as `resize` says, whatever preset is recorded; any other input takes the build's
+    pre-processing. An ImageError says why pictures cannot go in."""
+    if spec.dtype == "uint8" and image_input(spec.shape, spec.dtype) == "nhwc":
+        keep = preprocess if preprocess is not None and preprocess.preset == "none" else PRESETS["none"]
+        return replace(keep, fit=resize)
+    if preprocess is None or preprocess.preset == "none":
+        raise ImageError(f"this build records no pre-processing for its input {spec.name!r} ({spec.dtype} "
+                         f"{spec.shape}): partition the model again with --preprocess yolo|imagenet|unit, or give "
+                         "the input as an array")
+    return preprocess
+
+
 def picture_input(plan, resize: str = "letterbox"):
-    """(input spec, Preprocess) that take a picture into the build: its recorded pre-processing, or for a raw
-    uint8 NHWC frame input the picture itself, fitted as `resize` says. An ImageError says why pictures cannot go in."""
-    spec = plan.inputs[0] if len(plan.inputs) == 1 else None
-    pre = Preprocess.from_dict(plan.preprocess) if plan.preprocess else None
-    if spec is not None and spec.dtype == "uint8" and image_input(spec.shape, spec.dtype) == "nhwc":
-        return spec, replace(pre if pre is not None and pre.preset == "none" else PRESETS["none"], fit=resize)
-    if spec is None or pre is None or pre.preset == "none":
-        raise ImageError("this build records no pre-processing for its input "
-                         f"{[(t.name, t.dtype, t.shape) for t in plan.inputs]} (partition the model again with "
-                         "--preprocess yolo|imagenet|unit, or give the input as an array)")
-    return spec, pre
+    """(input spec, Preprocess) that take a picture into the build (`picture_fitting`)."""
+    if len(plan.inputs) != 1:
+        raise ImageError(f"the model has inputs {[t.name for t in plan.inputs]}: a picture feeds a single input")
+    spec = plan.inputs[0]
+    return spec, picture_fitting(spec, Preprocess.from_dict(plan.preprocess) if plan.preprocess else None, resize)
 
 
 def open_picture(path, name: str | None = None):
@@ -211,8 +219,9 @@ def open_picture(path, name: str | None = None):
         raise ImageError(f"{name}: refused, a decompression bomb ({exc})") from None
 
 
-def load_picture(path, spec, preprocess: Preprocess):
-    """(input tensor, Fit, the RGB picture) of an image file for the input `spec` (a plan's TensorSpec)."""
-    picture = open_picture(path)
+def load_picture(path, spec, preprocess: Preprocess, name: str | None = None):
+    """(input tensor, Fit, the RGB picture) of an image file (or file object, called `name` in errors) for the
+    input `spec` (a plan's TensorSpec)."""
+    picture = open_picture(path, name)
     tensor, fit = preprocess.apply(picture, spec.shape, spec.dtype)
     return tensor, fit, picture

@@ -103,6 +103,9 @@ def test_calibration_frames_from_a_folder_of_arrays_and_images(tmp_path):
     (tmp_path / "b.png").rename(only_images / "b.png")
     with pytest.raises(ModelError, match="images calibrate only a uint8"):
         load_frames(only_images, [TensorSpec("x", [1, 3, 8, 10], "float32")])
+    from fpga_runtime.preprocess import PRESETS
+    yolo = load_frames(only_images, [frame], PRESETS["yolo"])      # a raw frame input takes the picture itself,
+    assert tuple(yolo[0]["images"][0, 4, 5]) == (200, 10, 0)       # as fpga-run run --image feeds it (not / 255)
     np.save(tmp_path / "c.npy", np.zeros((1, 3, 8, 10), np.float32))
     with pytest.raises(ModelError, match="c.npy: float32 \\[1, 3, 8, 10\\]"):
         load_frames(tmp_path, [frame])

@@ -117,7 +117,7 @@ def test_a_picture_is_fitted_as_fpga_run_fits_it_and_answered_with_detections(bu
     with Session(build, "reference") as session:
         outputs, fit = session.run_image(picture)
         outputs = dict(zip(session.output_names, outputs))
-        expected = PictureDetections(outputs, conf=0.01).of(outputs, fit, session.plan.class_names)
+        expected = PictureDetections(outputs).of(outputs, fit, session.plan.class_names, conf=0.01)
     assert all(np.array_equal(_tensor(body["outputs"][n]), v) for n, v in outputs.items())
     assert body["boxes_in"] == "picture pixels" and body["detections"] == json.loads(json.dumps(expected))
     status, small, _ = _post(f"{url}/predict?outputs=none", picture.read_bytes())

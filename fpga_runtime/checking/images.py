@@ -43,11 +43,11 @@ def detection_list(boxes: np.ndarray, scores: np.ndarray | None, selected: np.nd
 class PictureDetections:
     """How a build's outputs hold detections, found once from one frame's outputs: NMS outputs (the zoo's, with a
     box list and selected indices), post-processed lists (torchvision's boxes, scores, labels), or a raw YOLO head
-    decoded as ultralytics' predict does. `of` gives one frame's as records in the picture's pixels."""
+    decoded as ultralytics' predict does. `of` gives one frame's as records in the picture's pixels, at least
+    `conf` where they carry scores (and, for a raw head, class-wise NMS at `iou`), at most `max_det`."""
 
-    def __init__(self, outputs: dict[str, np.ndarray], conf: float = 0.25, iou: float = 0.7, max_det: int = 300):
+    def __init__(self, outputs: dict[str, np.ndarray]):
         from fpga_runtime.checking.detections import find_detection_outputs, post_processed, raw_yolo_head
-        self.conf, self.iou, self.max_det = conf, iou, max_det
         self.nms = find_detection_outputs(outputs)
         self.post = post_processed(outputs) if self.nms is None else None
         self.head = raw_yolo_head(outputs) if self.nms is None and self.post is None else None
@@ -56,7 +56,8 @@ class PictureDetections:
     def found(self) -> bool:
         return self.nms is not None or self.post is not None or self.head is not None
 
-    def of(self, out: dict[str, np.ndarray], fit: Fit | None, class_names: list[str] | None = None) -> list[dict]:
+    def of(self, out: dict[str, np.ndarray], fit: Fit | None, class_names: list[str] | None = None,
+           conf: float = 0.25, iou: float = 0.7, max_det: int = 300) -> list[dict]:
         from fpga_runtime.checking.detections import decode_yolo
 
         def to_image(box):
@@ -64,14 +65,12 @@ class PictureDetections:
 
         if self.head is not None:
             found = [{"class": c, "score": round(score, 4), "box": to_image(box)}
-                     for c, score, box in decode_yolo(self.head, out[self.head.name], self.conf, self.iou,
-                                                      self.max_det)]
+                     for c, score, box in decode_yolo(self.head, out[self.head.name], conf, iou, max_det)]
         elif self.post is not None:
             boxes, scores, labels = self.post
             found = [{"class": int(c), "score": None if scores is None else round(float(out[scores][i]), 4),
                       "box": to_image(out[boxes][i].astype(np.float64))}
-                     for i, c in enumerate(out[labels]) if scores is None or out[scores][i] >= self.conf]
-            found = found[:self.max_det]
+                     for i, c in enumerate(out[labels]) if scores is None or out[scores][i] >= conf][:max_det]
         elif self.nms is not None:
             boxes, selected = self.nms
             scores = next((n for n, v in out.items() if v.dtype.kind == "f" and v.ndim == 3 and n != boxes), None)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from fpga_runtime.backends import STATS_WINDOW, Backend, RunStats, load_backend
-from fpga_runtime.bundle import verify_manifest
+from fpga_runtime.bundle import checked_plan
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.onnx_chain import cpu_session
-from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds, read_plan, verify_files
+from fpga_runtime.plan import Plan, PlanError, SubgraphSpec, check_feeds
 from fpga_runtime.preprocess import ImageError, load_picture, picture_input
 from fpga_runtime.run.policy import CPU_WORKERS, check_counts
 from fpga_runtime.run.scheduler import Scheduler
@@ -59,10 +59,7 @@ class Session:
         if (simulate or overlay) and backend != "pynq":
             raise PlanError("simulate and overlay are options of the pynq backend")
         options = {"simulate": simulate, "overlay": overlay, "timeout_s": timeout_s} if backend == "pynq" else {}
-        self.plan: Plan = plan if plan is not None else read_plan(build_dir)
-        if plan is None:
-            verify_files(self.plan)
-            verify_manifest(Path(build_dir))
+        self.plan: Plan = plan if plan is not None else checked_plan(build_dir)
         self.folder = Path(build_dir)
         self.timeout_s = timeout_s
         self.stats: deque[RunStats] = deque(maxlen=STATS_WINDOW)     # the most recent engine runs

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fpga_runtime.plan import PlanError, read_plan, verify_files
-from fpga_runtime.run.policy import default_in_flight
+from fpga_runtime.bundle import checked_plan
+from fpga_runtime.plan import PlanError
+from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
 
 BACKENDS = ("reference", "csim", "verilator", "pynq", "board-model")
 APP_NAME = "fpga"
@@ -53,8 +54,7 @@ def app(build: str | Path, backend: str = "reference", replicas: int = 1, *, sim
         raise PlanError(f"no backend {backend!r}; serve runs {', '.join(BACKENDS)}")
     if replicas < 1:
         raise PlanError(f"replicas must be at least 1, not {replicas}")
-    plan = read_plan(build)
-    verify_files(plan)
+    plan = checked_plan(build)
     in_flight = in_flight or default_in_flight(compute_units or build_compute_units(plan))
     max_queued = max_queued if max_queued is not None else 2 * in_flight * replicas
     board_opts = {"num_cpus": 0}
@@ -71,7 +71,6 @@ def app(build: str | Path, backend: str = "reference", replicas: int = 1, *, sim
         Ingress, name="ingress", num_replicas=1, ray_actor_options={"num_cpus": 0},
         max_ongoing_requests=front, max_queued_requests=front, backpressure_config={"retry_after_s": 1},
     )
-    from fpga_runtime.run.policy import CPU_WORKERS
     from fpga_runtime.serve.ingress import REQUEST_TIMEOUT_S
     return ingress.bind(board, str(build), replicas + 1 if retries is None else retries, resize, cpu_on_head,
                         CPU_WORKERS, request_timeout_s or REQUEST_TIMEOUT_S)

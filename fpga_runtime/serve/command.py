@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from fpga_runtime.plan import PlanError
 from fpga_runtime.serve import APP_NAME, BACKENDS, ServeUnavailable, app, ray_serve
 
 
@@ -43,7 +44,6 @@ def serve_cmd(build: Path, address: str | None, host: str, port: int, replicas: 
               max_queued: int | None, frame_ms: float | None, cpu_on_head: bool, engine_timeout: float | None,
               request_timeout: float | None, for_seconds: float | None) -> None:
     """Serve BUILD over HTTP on Ray Serve: POST /predict (a JPEG/PNG or .npy body), GET /health, GET /stats."""
-    from fpga_runtime.plan import PlanError
     if simulate and backend != "pynq":
         raise click.BadParameter("--simulate is an option of --backend pynq", param_hint="--simulate")
     try:

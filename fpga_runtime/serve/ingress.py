@@ -45,11 +45,11 @@ class Ingress:
 
     async def predict(self, frame, request_id: str | None = None) -> dict[str, np.ndarray]:
         """The handle API: an array (single-input models) or a dict of inputs -> the outputs by name."""
+        self.counts["requests"] += 1
         feeds = frame if isinstance(frame, dict) else {self.plan.inputs[0].name: np.asarray(frame)}
         return (await self._infer(feeds, request_id or uuid.uuid4().hex))["outputs"]
 
     async def _infer(self, feeds: dict[str, np.ndarray], request_id: str) -> dict:
-        self.counts["requests"] += 1
         if self.cpu is None:
             return await self._on_board(feeds, request_id)
         try:
@@ -111,21 +111,23 @@ class Ingress:
                                 headers={"X-Request-Id": request_id, **headers})
 
     async def _predict(self, request: Request, request_id: str) -> JSONResponse:
+        self.counts["requests"] += 1
         q = request.query_params
         t0 = time.perf_counter()
-        feeds, fit = decode(await request.body(), self.plan, q.get("resize", self.resize))
         try:
+            feeds, fit = decode(await request.body(), self.plan, q.get("resize", self.resize))
             conf, iou, max_det = float(q.get("conf", 0.25)), float(q.get("iou", 0.7)), int(q.get("max_det", 300))
+        except RequestRefused:
+            self.counts["refused"] += 1
+            raise
         except ValueError as exc:
+            self.counts["refused"] += 1
             raise RequestRefused(f"conf, iou and max_det are numbers ({exc})") from None
         result = await self._infer(feeds, request_id)
         outputs = result["outputs"]
         if self.reader is None:
             self.reader = PictureDetections(outputs)
-        reader = self.reader
-        if (conf, iou, max_det) != (reader.conf, reader.iou, reader.max_det):
-            reader = PictureDetections(outputs, conf, iou, max_det)
-        body = encode(outputs, fit, q.get("outputs", "all"), reader, self.plan.class_names)
+        body = encode(outputs, fit, q.get("outputs", "all"), self.reader, self.plan.class_names, (conf, iou, max_det))
         body.update(request_id=request_id, replica=result["replica"], retries=result["retries"],
                     latency_ms=round((time.perf_counter() - t0) * 1e3, 2))
         return JSONResponse(body, headers={"X-Request-Id": request_id})

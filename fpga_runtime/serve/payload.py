@@ -10,7 +10,7 @@ import numpy as np
 
 from fpga_runtime.checking.images import PictureDetections
 from fpga_runtime.plan import Plan
-from fpga_runtime.preprocess import Fit, ImageError, open_picture, picture_input
+from fpga_runtime.preprocess import Fit, ImageError, load_picture, picture_input
 from fpga_runtime.serve.errors import RequestRefused
 
 MAX_BODY_BYTES = 64 << 20
@@ -37,7 +37,7 @@ def decode(body: bytes, plan: Plan, resize: str = "letterbox") -> tuple[dict[str
             return {name: loaded[name] for name in loaded.files}, None
     try:
         spec, pre = picture_input(plan, resize)
-        tensor, fit = pre.apply(open_picture(io.BytesIO(body), "the body"), spec.shape, spec.dtype)
+        tensor, fit, _ = load_picture(io.BytesIO(body), spec, pre, "the body")
     except ImageError as exc:
         raise RequestRefused(str(exc)) from None
     return {spec.name: tensor}, fit
@@ -57,8 +57,8 @@ def _finite_or_none(x):
 
 
 def encode(outputs: dict[str, np.ndarray], fit: Fit | None, which: str, reader: PictureDetections | None,
-           class_names: list[str] | None) -> dict:
-    """`which`: "all", "none" or comma-separated output names."""
+           class_names: list[str] | None, thresholds: tuple[float, float, int] = (0.25, 0.7, 300)) -> dict:
+    """`which`: "all", "none" or comma-separated output names; `thresholds`: conf, iou, max_det of detections."""
     if which == "none":
         chosen = []
     elif which == "all":
@@ -70,6 +70,6 @@ def encode(outputs: dict[str, np.ndarray], fit: Fit | None, which: str, reader: 
             raise RequestRefused(f"no output named {unknown}; the outputs are {list(outputs)}")
     body = {"outputs": {n: _tensor(np.asarray(outputs[n])) for n in chosen}}
     if reader is not None and reader.found:
-        body["detections"] = reader.of(outputs, fit, class_names)
+        body["detections"] = reader.of(outputs, fit, class_names, *thresholds)
         body["boxes_in"] = "picture pixels" if fit is not None else "model input pixels"
     return body

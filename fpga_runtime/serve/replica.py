@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 from ray import serve
@@ -36,13 +35,9 @@ class BoardReplica:
             self.model = None
             part = None
             if cpu_on_head:
-                from fpga_runtime.bundle import verify_manifest
-                from fpga_runtime.plan import read_plan, verify_files
+                from fpga_runtime.bundle import checked_plan
                 from fpga_runtime.serve.stages import split
-                whole = read_plan(build)
-                verify_files(whole)
-                verify_manifest(Path(build))
-                part = split(whole).board
+                part = split(checked_plan(build)).board
             timeout = {"timeout_s": engine_timeout_s} if engine_timeout_s else {}
             self.session = Session(build, backend, compute_units, slots=in_flight, simulate=simulate, plan=part,
                                    **timeout)
@@ -66,7 +61,7 @@ class BoardReplica:
         """One frame's outputs, with this replica's id and figures (the ingress keeps them for /health)."""
         if self.broken:
             raise BoardDown(f"replica {self.replica}: {self.broken}")
-        try:
+        try:                    # here, so a bad frame is refused alone and never fails a batch (and the board)
             check_feeds(self.plan, feeds)
         except (PlanError, ValueError, TypeError) as exc:
             raise RequestRefused(str(exc)) from None

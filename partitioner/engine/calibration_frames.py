@@ -8,19 +8,19 @@ import numpy as np
 
 from fpga_runtime.checking.frames import random_frame
 from fpga_runtime.plan import Plan, TensorSpec
-from fpga_runtime.preprocess import PICTURE_SUFFIXES, PRESETS, ImageError, Preprocess, image_input, load_picture
+from fpga_runtime.preprocess import PICTURE_SUFFIXES, ImageError, Preprocess, load_picture, picture_fitting
 from partitioner.engine.calibration import Calibration
 from partitioner.errors import ModelError
 
 
 def _picture(path: Path, spec: TensorSpec, preprocess: Preprocess | None) -> np.ndarray:
-    """An image through the build's pre-processing, the one `fpga-run run --image` applies; without one, a uint8
-    NHWC input takes the frame as it is (letterboxed as a run's picture is)."""
-    if preprocess is None:
-        if spec.dtype != "uint8" or image_input(spec.shape, spec.dtype) != "nhwc":
-            raise ModelError(f"{path.name}: images calibrate only a uint8 [N, H, W, 3] input or a model with "
-                             f"--preprocess; {spec.name!r} is {spec.dtype} {spec.shape} (or give .npy files)")
-        preprocess = PRESETS["none"]
+    """An image fitted as `fpga-run run --image` fits it (`picture_fitting`): through the build's pre-processing,
+    or, for a uint8 NHWC frame input, as the frame itself."""
+    try:
+        preprocess = picture_fitting(spec, preprocess)
+    except ImageError:
+        raise ModelError(f"{path.name}: images calibrate only a uint8 [N, H, W, 3] input or a model with "
+                         f"--preprocess; {spec.name!r} is {spec.dtype} {spec.shape} (or give .npy files)") from None
     try:
         return load_picture(path, spec, preprocess)[0]
     except ImageError as exc:

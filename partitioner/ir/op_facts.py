@@ -25,7 +25,7 @@ ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWI
 EPILOGUE_ACTIVATION_KINDS = ACTIVATION_KINDS + (OpKind.SIGMOID,)
 
 
-def _text(v) -> str:
+def attr_text(v) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
@@ -34,9 +34,9 @@ def replicating_upsample(node: Node, graph: Graph) -> int | None:
     directions that replicates each pixel into an f x f block (true of these modes for any integer f)."""
     if node.kind is not OpKind.RESIZE:
         return None
-    mode = _text(node.attr("mode", b"nearest"))
-    coord = _text(node.attr("coordinate_transformation_mode", b"half_pixel"))
-    nearest = _text(node.attr("nearest_mode", b"round_prefer_floor"))
+    mode = attr_text(node.attr("mode", b"nearest"))
+    coord = attr_text(node.attr("coordinate_transformation_mode", b"half_pixel"))
+    nearest = attr_text(node.attr("nearest_mode", b"round_prefer_floor"))
     if mode != "nearest" or (coord, nearest) not in _REPLICATING:
         return None
     src = graph.tensors[node.inputs[0]]
@@ -60,7 +60,7 @@ def pool_of(node: Node) -> Pool | None:
     kernel = tuple(node.attr("kernel_shape", []))
     if len(kernel) != 2 or any(d != 1 for d in node.attr("dilations", [1, 1])):
         return None
-    if _text(node.attr("auto_pad", b"NOTSET")) != "NOTSET" or node.attr("storage_order", 0):
+    if attr_text(node.attr("auto_pad", b"NOTSET")) != "NOTSET" or node.attr("storage_order", 0):
         return None
     pads = tuple(node.attr("pads", [0, 0, 0, 0]))
     strides = tuple(node.attr("strides", [1, 1]))
@@ -82,27 +82,13 @@ def clip_bounds(node: Node, graph: Graph) -> tuple[float | None, float | None] |
     return bounds[0], bounds[1]
 
 
-def conv_pads(node: Node, graph: Graph) -> tuple[int, int, int, int] | None:
-    """Explicit (top, left, bottom, right) padding of a Conv, resolving auto_pad from static shapes."""
-    auto = _text(node.attr("auto_pad", b"NOTSET"))
-    if auto == "NOTSET":
-        p = node.attr("pads", [0, 0, 0, 0])
-        return (p[0], p[1], p[2], p[3]) if len(p) == 4 else None
-    if auto == "VALID":
-        return (0, 0, 0, 0)
-    x, y = graph.tensors[node.inputs[0]], graph.tensors[node.outputs[0]]
-    if not (x.is_static and y.is_static):
+def conv_pads(node: Node) -> tuple[int, int, int, int] | None:
+    """Explicit (top, left, bottom, right) padding of a Conv; None where `auto_pad` is left (explicit_pads.py
+    resolves it wherever the shapes are static)."""
+    if attr_text(node.attr("auto_pad", b"NOTSET")) != "NOTSET":
         return None
-    w = graph.const(node.inputs[1])
-    k = w.shape[2:]
-    strides = node.attr("strides", [1, 1])
-    dil = node.attr("dilations", [1, 1])
-    total = [max(0, (y.shape[2 + i] - 1) * strides[i] + (k[i] - 1) * dil[i] + 1 - x.shape[2 + i]) for i in range(2)]
-    small = [t // 2 for t in total]
-    big = [t - s for t, s in zip(total, small)]
-    if auto == "SAME_UPPER":
-        return (small[0], small[1], big[0], big[1])
-    return (big[0], big[1], small[0], small[1])
+    p = node.attr("pads", [0, 0, 0, 0])
+    return (p[0], p[1], p[2], p[3]) if len(p) == 4 else None
 
 
 def scalar_const(graph: Graph, tensor: str) -> float | None:

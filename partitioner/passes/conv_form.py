@@ -26,7 +26,7 @@ def _conv(node: Node, graph: Graph) -> FusedConv | None:
         return None
     group = node.attr("group", 1)
     _check_channels(node, x[1] if x and len(x) == 4 else None, w.shape[1] * group, f"weight {w.shape} x group {group}")
-    pads = conv_pads(node, graph)
+    pads = conv_pads(node)
     if pads is None:
         return None
     return FusedConv(ConvForm.CONV, node.inputs[1], bias, kernel=(w.shape[2], w.shape[3]),

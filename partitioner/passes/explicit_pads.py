@@ -6,19 +6,16 @@ from __future__ import annotations
 from onnx import helper
 
 from partitioner.ir.graph import Graph, Node
+from partitioner.ir.op_facts import attr_text
 
 PADDED_OPS = {"Conv", "MaxPool", "AveragePool"}
-
-
-def _text(value) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def explicit_pads(graph: Graph) -> Graph:
     for node in list(graph.nodes.values()):
         if node.op_type not in PADDED_OPS or node.domain not in ("", "ai.onnx"):
             continue
-        auto = _text(node.attr("auto_pad", b"NOTSET"))
+        auto = attr_text(node.attr("auto_pad", b"NOTSET"))
         if auto == "NOTSET":
             continue
         pads = _pads(node, graph, auto)
