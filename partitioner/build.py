@@ -44,6 +44,7 @@ from partitioner.explore.design_space import (
     unit_resources,
 )
 from partitioner.explore.draft import full_offload_draft
+from partitioner.frontend.float16 import widen_to_float32
 from partitioner.frontend.importer import ImportResult, import_model, pinned_shape_hint
 from partitioner.frontend.metadata import class_names
 from partitioner.ir.graph import Graph, OpKind
@@ -132,10 +133,11 @@ class BuildResult:
         return f"{len(convs)} conv layers, none on the FPGA: {why}"
 
     def below(self, min_cosine: float) -> tuple[str, str] | None:
-        """(worst output, first layer) where int8 falls below `min_cosine` against float, or None."""
+        """(worst output, first layer) where int8 falls below `min_cosine` against float, or None. Outputs of
+        detections ordered by score have no meaningful cosine: `--min-f1` judges them."""
         if self.accuracy is None:
             return None
-        low = [o for o in self.accuracy.outputs if o.cosine < min_cosine]
+        low = [o for o in self.accuracy.outputs if o.cosine < min_cosine and not o.ranked]
         if not low:
             return None
         first = next((layer.tensor for layer in self.layers if layer.cosine < min_cosine), "none of the FPGA layers")
@@ -341,6 +343,8 @@ def _write(s: BuildState) -> None:
     s.plan = write_build(s.part, s.out_dir, s.cfg.model, s.cfg.target.value, s.board, s.imported.folded,
                          s.engine, s.build_id)
     s.plan.preprocess = s.preprocess.to_dict() if s.preprocess is not None else None
+    if s.imported.precision != "float32":
+        s.plan.model["precision"] = s.imported.precision
     s.plan.class_names = s.cfg.class_names or class_names({p.key: p.value for p in s.imported.model.metadata_props})
     s.warnings = list(s.imported.warnings) + s.graph.warnings
 
@@ -379,13 +383,25 @@ def _save_compile(s: BuildState, folder: Path) -> None:
         "calibration": s.calibration.source})
 
 
+def _accuracy_frame(s: BuildState) -> tuple[dict[str, np.ndarray], str]:
+    """The frame int8 is measured on, and what it is: --input; else, with --calibrate DIR, the first calibration
+    frame (in-sample, but in the model's input domain: a random normal frame goes where no picture goes, and an
+    input calibrated on pictures clips its negative half); else a seeded random one."""
+    if s.cfg.inputs:
+        return seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs), "the --input frame"
+    if s.cfg.calibrate_dir is not None and s.calibration is not None and s.calibration.frames:
+        return dict(s.calibration.frames[0]), "the first calibration frame (in-sample; --input gives another)"
+    return seeded_frame(s.plan, s.cfg.seed + 1000), "a seeded random frame (--input gives a real one)"
+
+
 def _accuracy(s: BuildState) -> None:
-    feeds = seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)
+    feeds, what = _accuracy_frame(s)
     s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, feeds)
+    s.accuracy.frame = what
 
 
 def _sensitivity(s: BuildState) -> None:
-    feeds = seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)
+    feeds, _ = _accuracy_frame(s)
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
     s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
                                      {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})
@@ -400,7 +416,8 @@ def _report(s: BuildState) -> None:
 
 
 def _verify(s: BuildState) -> None:
-    s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance)
+    s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance,
+                      widen_to_float32 if s.imported.precision != "float32" else None)
 
 
 STEPS: list[Step] = [

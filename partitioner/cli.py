@@ -14,7 +14,8 @@ from fpga_runtime.class_names import NamesError, read_names
 from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.errors import ModelError
-from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE
+from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE, OWN_ROUNDING, first_failure
+from partitioner.mixed_precision import Fallback, meet_accuracy
 from partitioner.output.report import console_table
 
 
@@ -114,7 +115,14 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
                    "in flight, CPU workers), or one frame's latency")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
-              help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer")
+              help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer "
+                   "(outputs of detections ordered by score are judged by --min-f1 instead)")
+@click.option("--min-f1", type=click.FloatRange(0.0, 1.0), default=None,
+              help="fail (exit 1) when the int8 detections' F1 against float (boxes matched at IoU >= 0.5, same "
+                   "class; map pixels for probability maps) is below this")
+@click.option("--auto-fallback", is_flag=True,
+              help="with --min-cosine/--min-f1: keep the fewest most sensitive layers in float on the CPU until "
+                   "the targets are met (says which, and what it costs)")
 @click.option("--sensitivity", is_flag=True,
               help="rank the engine's tensors by what int8 rounding of each alone costs the outputs (report.md)")
 @click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",
@@ -146,7 +154,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          no_accuracy: bool,
-         min_cosine: float | None, sensitivity: bool, keep_on_cpu: tuple[str, ...],
+         min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
+         keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
          layout: str | None,
@@ -167,8 +176,17 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
+    if auto_fallback and min_cosine is None and min_f1 is None:
+        raise click.UsageError("--auto-fallback needs a target: --min-cosine and/or --min-f1")
+    if auto_fallback and no_accuracy:
+        raise click.UsageError("--auto-fallback measures int8 accuracy: it cannot go with --no-accuracy")
+    fallback = None
     try:
-        result = run_partition(cfg, click.echo)
+        if auto_fallback:
+            fallback = meet_accuracy(cfg, min_cosine, min_f1, click.echo)
+            result = fallback.result
+        else:
+            result = run_partition(cfg, click.echo)
     except ModelError as exc:
         if debug:
             traceback.print_exc()
@@ -195,7 +213,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     click.echo(console_table(result.plan))
     click.echo(f"\nplan: {cfg.out_dir / 'plan.json'}   report: {cfg.out_dir / 'report.md'}")
     if result.accuracy is not None:
-        click.echo("\nint8 accuracy (reference backend vs float original):")
+        on = f", on {result.accuracy.frame}" if result.accuracy.frame else ""
+        click.echo(f"\nint8 accuracy (reference backend vs float original{on}):")
         for o in result.accuracy.outputs:
             click.echo(f"  {o.name}: SNR {o.snr_db:.1f} dB, cosine {o.cosine:.5f}, max abs error {o.max_abs:.4g}"
                        + (f" ({o.note})" if o.note else ""))
@@ -206,19 +225,45 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         worst = result.sensitivity[:5]
         click.echo("  most sensitive tensors (only this one in int8, the rest float): "
                    + ", ".join(f"{w.tensor} {w.cosine:.4f}" for w in worst))
+    if fallback is not None and fallback.first is not None:
+        click.echo(_fallback_summary(fallback))
     if min_cosine is not None and (low := result.below(min_cosine)) is not None:
         click.echo(f"error: int8 output {low[0]!r} has cosine below {min_cosine} against float; the first FPGA "
-                   f"layer below it is {low[1]!r} (report.md lists every layer)", err=True)
+                   f"layer below it is {low[1]!r} (report.md lists every layer"
+                   + ("" if auto_fallback else "; --auto-fallback keeps the most sensitive layers in float") + ")",
+                   err=True)
         sys.exit(1)
+    if min_f1 is not None:
+        d = result.accuracy.detections if result.accuracy is not None else None
+        if d is None or d.f1 is None:
+            click.echo("warning: --min-f1: no detections in this model's outputs to judge", err=True)
+        elif d.f1 < min_f1:
+            click.echo(f"error: int8 detections' F1 {d.f1:.3f} against float is below {min_f1} ({d.summary()})",
+                       err=True)
+            sys.exit(1)
     if result.checks is not None:
+        alone = [c for c in result.checks if c.subgraph and c.subgraph != OWN_ROUNDING]
+        if alone:
+            worst = max(alone, key=lambda c: c.max_abs / c.bound if c.bound else 0.0)
+            failed = [c for c in alone if not c.ok]
+            click.echo(f"verify subgraphs: {len({c.subgraph for c in alone})} checked alone on the original's own "
+                       f"tensors at {len(alone)} boundaries, worst {worst.subgraph} at {worst.name!r}: max abs "
+                       f"{worst.max_abs:.3g} of bound {worst.bound:.3g} -> {'FAIL' if failed else 'ok'}")
+            for c in failed[:10]:
+                click.echo(f"verify {c.subgraph} {c.name}: max abs {c.max_abs:.3g}, bound {c.bound:.3g} -> FAIL")
         for c in result.checks:
-            status = "ok" if c.ok else "FAIL"
-            own = f" (onnxruntime's own optimisations move it {c.own_gap:.3g})" if c.own_gap else ""
-            click.echo(f"verify {c.name}: max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}{own} -> {status}")
+            if c.subgraph == OWN_ROUNDING:
+                click.echo(f"verify {c.name}: the original's own {result.plan.model.get('precision', 'float16')} "
+                           f"rounding moves it {c.max_abs:.3g} (max rel {c.max_rel:.3g}) from float32 (information)")
+            elif not c.subgraph:
+                status = "ok" if c.ok else "FAIL"
+                own = f" (onnxruntime's own optimisations move it {c.own_gap:.3g})" if c.own_gap else ""
+                click.echo(f"verify {c.name}: max abs {c.max_abs:.3g}, max rel {c.max_rel:.3g}{own} -> {status}")
         if not result.verified:
-            click.echo(f"error: the partitioned model differs from the original beyond tolerance {tolerance} "
-                       f"(relative to each output's largest value, or {CONDITIONING_FACTOR:g}x what onnxruntime's own "
-                       "graph optimisations change)", err=True)
+            click.echo(f"error: the partitioned model differs from the original: {first_failure(result.checks)} "
+                       f"(tolerance {tolerance} of each tensor's largest value, times the subgraphs in series at a "
+                       f"model output, or {CONDITIONING_FACTOR:g}x what onnxruntime's own graph optimisations "
+                       "change)", err=True)
             sys.exit(1)
     if cfg.target is TargetName.FPGA and (why := result.why_no_fpga()) is not None:
         click.echo(f"{'warning' if allow_cpu_only else 'error'}: no FPGA subgraph: {why}"
@@ -226,6 +271,23 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
                                                 "accepts it)"), err=True)
         if not allow_cpu_only:
             sys.exit(1)
+
+
+def _fallback_summary(fallback: Fallback) -> str:
+    """Which layers went to the CPU for accuracy, and what they cost in conv MACs and frames per second."""
+    def share(r) -> float:
+        macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in r.plan.subgraphs]
+        total = sum(m for _, m in macs)
+        return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
+
+    def rate(r) -> str:
+        chosen = r.exploration.chosen if r.exploration is not None else None
+        return f"{chosen.rate:.1f} fps" if chosen is not None else "n/a"
+
+    first, now = fallback.first, fallback.result
+    return (f"auto-fallback: {len(fallback.kept)} layer(s) kept in float on the CPU ({', '.join(fallback.kept)}) "
+            f"for tensor(s) {', '.join(fallback.tensors)}; {len(fallback.tries)} build(s) tried; conv MACs on the "
+            f"FPGA {share(first):.1%} -> {share(now):.1%}; modelled rate {rate(first)} -> {rate(now)}")
 
 
 if __name__ == "__main__":

@@ -42,11 +42,14 @@ def frames_nchw(count: int, h: int, w: int, seed: int) -> list[np.ndarray]:
 def write_entry(out: Path, record: dict, name: str, info: dict) -> None:
     """Calibration (8) and held-out (2) frames in the model's input format, and its record entry."""
     shape = info["shape"]
+    nhwc = info.get("layout") == "nhwc"
+    h, w = (shape[1], shape[2]) if nhwc else (shape[2], shape[3])
     for part, count, seed in (("calibrate", 8, 100), ("eval", 2, 200)):
         folder = out / "frames" / name / part
         folder.mkdir(parents=True, exist_ok=True)
-        for i, f in enumerate(frames_nchw(count, shape[2], shape[3], seed)):
-            np.save(folder / f"frame{i}.npy", f)
+        for i, f in enumerate(frames_nchw(count, h, w, seed)):
+            f = f.transpose(0, 2, 3, 1) if nhwc else f
+            np.save(folder / f"frame{i}.npy", f.astype(info.get("dtype", "float32")))
     record[name] = info
     print(f"  ok: {info['exporter']}", flush=True)
 

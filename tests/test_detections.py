@@ -98,3 +98,36 @@ def test_metadata_names_are_read_as_literals_and_bounded():
     assert class_names({"names": "{1000000000: 'x'}"}) is None                # a huge id allocates nothing
     assert class_names({"names": "__import__('os')"}) is None
     assert names_by_id({-1: "x"}) is None
+
+
+def _end_to_end_rows(seed=0, k=300, real=20):
+    """[1, K, 6] (x1 y1 x2 y2 score class), sorted by score, `real` boxes with a score and zero padding after."""
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0, 300, (real, 2))
+    rows = np.zeros((k, 6), np.float32)
+    rows[:real, :2], rows[:real, 2:4] = xy, xy + rng.uniform(20, 80, (real, 2))
+    rows[:real, 4] = np.sort(rng.uniform(0.3, 0.95, real))[::-1]
+    rows[:real, 5] = rng.integers(0, 80, real)
+    return rows[None]
+
+
+def test_an_end_to_end_head_is_judged_by_matched_boxes_not_by_its_row_order():
+    """int8 reorders near-tied scores and moves boxes a little: row by row the cosine drops, but the same objects
+    are found, so F1 is 1; the output is marked ranked so --min-cosine leaves it to --min-f1."""
+    from fpga_runtime.checking.accuracy import compare
+    from fpga_runtime.checking.detections import end_to_end_output, ranked_outputs
+    ref = _end_to_end_rows()
+    got = ref.copy()
+    order = np.r_[np.random.default_rng(1).permutation(20), np.arange(20, 300)]
+    got[0] = got[0, order]
+    got[0, :20, :4] += np.random.default_rng(2).uniform(-2, 2, (20, 4)).astype(np.float32)
+    outputs = {"output0": ref, "proto": np.zeros((1, 32, 8, 8), np.float32)}
+    assert end_to_end_output(outputs) == "output0" and ranked_outputs(outputs) == {"output0"}
+    report = compare(outputs, {"output0": got, "proto": outputs["proto"]})
+    rows = next(o for o in report.outputs if o.name == "output0")
+    assert rows.ranked and rows.cosine < 0.99 and "F1" in rows.note
+    d = report.detections
+    assert (d.float_detections, d.int8_detections, d.matched) == (20, 20, 20) and d.f1 == 1.0
+    got[0, 5:10, 5] = (got[0, 5:10, 5] + 1) % 80                   # five boxes change class
+    d = compare(outputs, {"output0": got, "proto": outputs["proto"]}).detections
+    assert d.matched == 15 and d.f1 == pytest.approx(0.75)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from graphs import Net
 from ir_helpers import ir_of
@@ -138,12 +139,16 @@ def test_a_standalone_max_pool_shares_the_channel_placement_its_add_gives_its_ou
 def test_bias_dominated_convs_are_one_warning_that_names_the_worst():
     from partitioner.engine.layers import bias_dominance_warning
     assert bias_dominance_warning([]) == []
-    one, = bias_dominance_warning([("head", 3, 8, 12.5)])
+    one, = bias_dominance_warning([("head", 3, 8, 12.5, 0)])
     assert one.startswith("node 'head': 3 of 8 output channels have a bias too large") and "12.5x" in one
-    many = bias_dominance_warning([(f"h{i}", 4, 4, float(i + 2)) for i in range(6)])
+    many = bias_dominance_warning([(f"h{i}", 4, 4, float(i + 2), 0) for i in range(6)])
     assert len(many) == 1
     assert "6 convs ('h0', 'h1', 'h2', 'h3', ...; 24 output channels)" in many[0]
     assert "up to 7x coarser (in 'h5')" in many[0] and "accuracy report" in many[0]
+    live, dead = bias_dominance_warning([("head", 3, 8, 4.0, 1), ("prior", 2, 2, 0.0, 2)])
+    assert live.startswith("node 'head': 2 of 8 output channels") and "4x coarser" in live
+    assert dead.startswith("3 output channel(s) of 'head', 'prior' are dead") and "harmless" in dead
+    assert "e+" not in dead
 
 
 def test_the_mse_threshold_is_the_argmin_of_its_definition():
@@ -160,3 +165,22 @@ def test_the_mse_threshold_is_the_argmin_of_its_definition():
                                                                           * (centres[centres > t] - t) ** 2)
                   for t in candidates]
         assert _least_squared_error(counts, x.max()) == candidates[int(np.argmin(errors))]
+
+
+def test_a_dead_channel_is_said_to_be_harmless_not_a_huge_coarsening(tmp_path):
+    """A channel whose weights are ~0 beside a large bias (pruned, or a text detector's dead SE channel) outputs its
+    bias; the warning says so instead of "quantised 6.5e+22x coarser", and the int8 output keeps the bias."""
+    from partitioner.build import PartitionConfig, run_partition
+    n = Net(channels=8, size=6, seed=2)
+    w = (n.rng.standard_normal((8, 8, 3, 3)) * 0.1).astype(np.float32)
+    w[3] = 1e-20
+    b = np.full(8, 0.1, np.float32)
+    b[3] = 4.0
+    n.inits += [onnx.numpy_helper.from_array(w, "c.w"), onnx.numpy_helper.from_array(b, "c.b")]
+    y = n.node("Relu", [n.node("Conv", ["x", "c.w", "c.b"], "c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])], "r")
+    path = n.save([n.conv(y, "tail")], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, offload_everything=True))
+    dead = [w for w in result.warnings if "dead" in w]
+    assert len(dead) == 1 and dead[0].startswith("1 output channel(s) of 'c' are dead") and "e+" not in dead[0]
+    assert not any("coarser" in w for w in result.warnings)
+    assert min(o.cosine for o in result.accuracy.outputs) > 0.99

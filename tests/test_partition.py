@@ -6,7 +6,7 @@ import onnx
 import pytest
 from graphs import Net
 from ir_helpers import ir_of
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 from fpga_runtime.boards import board
 from fpga_runtime.plan import read_plan
@@ -354,3 +354,107 @@ def test_a_big_graph_is_drawn_a_box_per_subgraph_and_a_slow_graphviz_costs_only_
     monkeypatch.setattr(drawing, "DRAW_TIMEOUT_S", 0.5)
     assert drawing.draw(p, tmp_path) is None
     assert (tmp_path / "partition.dot").exists() and not (tmp_path / "partition.svg").exists()
+
+
+def _keras_cascade(n: Net) -> str:
+    """An MTCNN-style stage as keras2onnx writes it: VALID/SAME_UPPER convs and pools, PRelu per channel after
+    each conv (keras' default, slopes [C, 1, 1]) and one with shared axes (a [1, 1, 1] slope)."""
+    from graphs import prelu
+    rng = np.random.default_rng(3)
+    y = prelu(n, _keras_conv(n, "x", "c1", "VALID"), "p1", rng.uniform(0.05, 0.4, (n.c, 1, 1)))
+    y = n.node("MaxPool", [y], "pool1", kernel_shape=[2, 2], strides=[2, 2], auto_pad="SAME_UPPER")
+    y = prelu(n, _keras_conv(n, y, "c2", "SAME_UPPER"), "p2", rng.uniform(-0.1, 0.3, (n.c, 1, 1)))
+    y = prelu(n, _keras_conv(n, y, "c3", "SAME_UPPER", stride=2), "p3", [[[0.2]]])
+    return n.conv(y, "head", k=1)
+
+
+def test_keras_face_cascade_with_prelu_and_auto_pad_is_one_fpga_subgraph(tmp_path):
+    n = Net(channels=8, size=24)
+    model = n.model([_keras_cascade(n)])
+    p, sets = _parts(model)
+    assert [d for d, _ in sets] == ["fpga"] and not p.fallbacks, (sets, p.fallbacks)
+    result = _build(tmp_path, model)
+    assert min(o.cosine for o in result.accuracy.outputs) > 0.99
+
+
+def test_text_detector_with_erf_gelu_and_squeeze_excite_is_one_fpga_subgraph(tmp_path):
+    """A PP-OCR-style detector: erf-GELU convs, an SE block (gate by a sigmoid), an upsampled map with a
+    sigmoid probability head, which stays in float on the CPU (a head's probabilities)."""
+    from graphs import gelu_erf
+    n = Net(channels=8, size=16)
+    y = gelu_erf(n, n.conv("x", "stem", stride=2), "g1")
+    y = gelu_erf(n, n.conv(y, "body"), "g2", grouping="transformers")
+    squeeze = n.node("GlobalAveragePool", [y], "se_pool")
+    gate = n.node("Sigmoid", [n.conv(n.node("Relu", [n.conv(squeeze, "se1", k=1)], "se_relu"), "se2", k=1)],
+                  "se_gate")
+    y = n.node("Mul", [y, gate], "se_scale")
+    y = n.node("Resize", [y, "", n.const("up.scales", np.array([1, 1, 2, 2], np.float32))], "up",
+               mode="nearest")
+    prob = n.node("Sigmoid", [n.conv(y, "map", k=1, cout=1)], "prob")
+    model = n.model([prob])
+    p, sets = _parts(model)
+    assert [d for d, _ in sets] == ["fpga", "cpu"] and sets[1][1] == {"prob"}, sets
+    assert all("Erf" not in why for why in p.fallbacks.values())
+    _build(tmp_path, model)
+
+
+def test_float16_model_runs_in_float32_inside_and_keeps_its_interface(tmp_path):
+    """A float16 export with a float32 island (Cast up, Softmax, Cast down): its convs reach the FPGA, the island's
+    casts fold away, the plan takes and gives float16, and verify checks against the model widened to float32,
+    reporting the original's own float16 rounding beside."""
+    from graphs import float16_model
+
+    from partitioner.evaluate.float_check import OWN_ROUNDING
+    n = Net(channels=8, size=12)
+    y = n.node("Relu", [n.conv("x", "c1")], "r1")
+    island = n.node("Softmax", [n.node("Cast", [y], "up", to=TensorProto.FLOAT)], "sm", axis=1)
+    y = n.node("Cast", [island], "down", to=TensorProto.FLOAT16)
+    model = float16_model(n.model([n.node("LeakyRelu", [n.conv(y, "c2")], "l2", alpha=0.1)]))
+    result = _build(tmp_path, model)
+    plan = result.plan
+    assert plan.model["precision"] == "float16"
+    assert [t.dtype for t in plan.inputs] == ["float16"] and [t.dtype for t in plan.outputs] == ["float16"]
+    fpga = {o for s in plan.subgraphs if s.device == "fpga" for o in s.nodes}
+    assert {"c1", "r1", "c2", "l2"} <= fpga
+    assert not any(o in ("up", "down") for s in plan.subgraphs for o in s.nodes if s.device == "cpu"), plan.subgraphs
+    assert any(c.subgraph == OWN_ROUNDING for c in result.checks)
+    assert any(w.startswith("float16 model: computed in float32") for w in result.warnings)
+    from fpga_runtime.run.session import Session
+    x = np.random.default_rng(0).standard_normal((1, 8, 12, 12)).astype(np.float16)
+    with Session(tmp_path / "out", backend="reference") as s:
+        out, = s.run(None, {"x": x})
+    assert out.dtype == np.float16 and out.shape == (1, 8, 12, 12)
+
+
+def test_verify_names_the_subgraph_that_computes_something_else(tmp_path):
+    """Each subgraph is checked alone on the original's own tensors: a wrong one is caught and named, though the
+    chain's error would only show at the end."""
+    from partitioner.evaluate.float_check import first_failure, verify
+    n = Net(channels=8)
+    y = n.node("Tanh", [n.conv(n.node("Abs", [n.conv("x", "c1")], "abs"), "c2")], "t")
+    model = n.model([n.node("Softmax", [n.node("Flatten", [y], "flat")], "soft")])
+    result = _build(tmp_path, model)
+    plan = read_plan(tmp_path / "out")
+    assert all(c.ok for c in result.checks) and any(c.subgraph == "cpu_compute_0" for c in result.checks)
+    broken = next(s for s in plan.subgraphs if "abs" in s.nodes)
+    path = plan.onnx_path(broken)
+    m = onnx.load(str(path))
+    node = next(x for x in m.graph.node if x.op_type == "Abs")
+    node.op_type = "Neg"
+    onnx.save(m, str(path))
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 8, 6, 6)).astype(np.float32)}
+    checks = verify(plan, tmp_path / "m.onnx", feeds)
+    assert [c.subgraph for c in checks if c.subgraph and not c.ok] == [broken.name]
+    assert f"subgraph {broken.name!r}" in first_failure(checks)
+
+
+def test_verify_bound_grows_with_the_subgraphs_in_series():
+    """Float rounding compounds along a chain of subgraphs: an output after k subgraphs in series gets k times
+    the tolerance, each subgraph alone only one."""
+    from types import SimpleNamespace
+
+    from partitioner.evaluate.float_check import _depths
+    sg = lambda name, deps: SimpleNamespace(name=name, depends_on=deps)     # noqa: E731
+    plan = SimpleNamespace(subgraphs=[sg("a", []), sg("b", ["a"]), sg("c", ["a"]), sg("d", ["b", "c"]),
+                                      sg("e", ["d"])])
+    assert _depths(plan) == {"a": 1, "b": 2, "c": 2, "d": 3, "e": 4}

@@ -892,3 +892,128 @@ def test_the_index_kept_up_to_date_by_edits_equals_a_rebuild(zoo, monkeypatch, n
     graph = import_model(zoo(name) if name in ("resblock", "two-branch", "classifier") else zoo(name, 96)).graph
     run_fusion(graph)
     assert checked
+
+
+@pytest.mark.parametrize("spelling", ["torch", "transformers", "gate_half", "mul_root", "tanh_pow", "tanh_mul"])
+def test_gelu_spellings_fuse_into_the_conv_as_one_table_activation(spelling):
+    """Each exporter spelling of GELU becomes one Gelu before the affine passes can take its Div and Mul by 0.5
+    apart, and the conv takes it as a table activation; the graph still computes the model."""
+    from graphs import gelu_erf, gelu_tanh
+
+    from partitioner.ir.op_facts import gelu_is_tanh
+    from partitioner.passes.smooth_activations import canonical_gelu
+    n = Net(channels=8)
+    c = n.conv("x", "c")
+    if spelling.startswith("tanh"):
+        y = gelu_tanh(n, c, "g", cube=spelling.split("_")[1])
+    else:
+        y = gelu_erf(n, c, "g", grouping="gate_half" if spelling == "mul_root" else spelling,
+                     scale_by_mul=spelling == "mul_root")
+    model = n.model([n.conv(y, "tail")])
+    canonical = canonical_gelu(ir_of(model))
+    assert [node.op_type for node in canonical.nodes.values()] == ["Conv", "Gelu", "Conv"]
+    gelu = next(v for v in canonical.nodes.values() if v.op_type == "Gelu")
+    assert gelu_is_tanh(gelu) == spelling.startswith("tanh")
+    _same_numbers(model, canonical)
+    g = run_fusion(ir_of(model))
+    convs = [node for node in g.nodes.values() if node.kind is OpKind.FUSED_CONV]
+    assert len(g.nodes) == 2 and convs[0].conv.epilogue == (
+        Activation(ActKind.GELU_TANH if spelling.startswith("tanh") else ActKind.GELU),)
+    _same_numbers(model, g)
+
+
+def test_a_gelu_whose_inner_tensor_is_read_elsewhere_is_left_alone():
+    from graphs import gelu_erf
+
+    from partitioner.passes.smooth_activations import canonical_gelu
+    n = Net(channels=8)
+    y = gelu_erf(n, n.conv("x", "c"), "g")
+    model = n.model([y, "g.erf"])
+    g = canonical_gelu(ir_of(model))
+    assert "Gelu" not in [node.op_type for node in g.nodes.values()]
+    _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("kind,op,attrs", [(ActKind.TANH, "Tanh", {}), (ActKind.SOFTPLUS, "Softplus", {}),
+                                           (ActKind.ELU, "Elu", {"alpha": 0.7}),
+                                           (ActKind.SELU, "Selu", {"alpha": 1.5, "gamma": 1.1})])
+def test_smooth_onnx_activations_fuse_as_table_activations(kind, op, attrs):
+    n = Net(channels=8)
+    model = n.model([n.conv(n.node(op, [n.conv("x", "c")], "a", **attrs), "tail")])
+    g = run_fusion(ir_of(model))
+    first = next(iter(g.nodes.values()))
+    assert len(g.nodes) == 2 and first.conv.epilogue[0].kind is kind
+    if kind is ActKind.SELU:
+        assert first.conv.epilogue[0].alpha == pytest.approx(1.5) and first.conv.epilogue[0].beta == pytest.approx(1.1)
+    _same_numbers(model, g)
+
+
+def test_prelu_with_a_shared_slope_is_a_leaky_relu_of_the_conv():
+    from graphs import prelu
+    n = Net(channels=8)
+    model = n.model([n.conv(prelu(n, n.conv("x", "c"), "p", [[[0.25]]]), "tail")])
+    g = run_fusion(ir_of(model))
+    first = next(iter(g.nodes.values()))
+    assert len(g.nodes) == 2 and first.conv.epilogue == (Activation(ActKind.LEAKY_RELU, alpha=0.25),)
+    assert "p" in first.origin
+    _same_numbers(model, g)
+
+
+def test_prelu_per_channel_becomes_two_depthwise_layers_and_a_residual_add():
+    """x + (1 - a) relu(-x): any slope, negative and above 1 included; every node an engine layer."""
+    from graphs import prelu
+    n = Net(channels=8)
+    slopes = np.array([-0.5, 0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 0.02], np.float32).reshape(8, 1, 1)
+    model = n.model([n.conv(prelu(n, n.conv("x", "c"), "p", slopes), "tail")])
+    g = run_fusion(ir_of(model))
+    convs = list(g.nodes.values())
+    assert [node.kind for node in convs] == [OpKind.FUSED_CONV] * 4
+    negate, scale = convs[1], convs[2]
+    assert negate.conv.group == 8 and negate.conv.epilogue == (Activation(ActKind.RELU),)
+    np.testing.assert_array_equal(g.const(negate.conv.weight).ravel(), -np.ones(8))
+    np.testing.assert_allclose(g.const(scale.conv.weight).ravel(), 1 - slopes.ravel())
+    assert scale.conv.epilogue == (ResidualAdd(convs[0].outputs[0]),) and "p" in scale.origin
+    _same_numbers(model, g)
+
+
+def test_prelu_with_a_slope_per_pixel_stays_as_it_is():
+    """A [C] slope on an NCHW tensor broadcasts over W, not the channels: no engine form."""
+    from graphs import prelu
+    n = Net(channels=8, size=8)
+    model = n.model([prelu(n, n.conv("x", "c"), "p", np.linspace(0, 1, 8))])
+    g = run_fusion(ir_of(model))
+    assert [node.op_type for node in g.nodes.values()] == ["FusedConv", "PRelu"]
+    _same_numbers(model, g)
+
+
+@pytest.mark.parametrize("keras", [True, False])
+def test_a_dense_layer_over_a_flattened_map_becomes_one_conv_with_the_map_as_kernel(keras):
+    """keras' Transpose to NHWC + Reshape, or torch's Flatten of NCHW, before a dense layer: the flatten leaves the
+    graph and the dense layer reads the map as a 3x3 conv with no padding; the numbers stay."""
+    n = Net(channels=8, size=3)
+    y = n.conv("x", "c")
+    if keras:
+        y = n.node("Reshape", [n.node("Transpose", [y], "permute", perm=[0, 2, 3, 1]),
+                               n.const("flat.shape", np.array([1, -1], np.int64))], "flat")
+    else:
+        y = n.node("Flatten", [y], "flat", axis=1)
+    w = n.weight("fc.w", (72, 16), 0.1)
+    out = n.node("Add", [n.node("MatMul", [y, w], "fc.mm"), n.const("fc.b", np.full(16, 0.1, np.float32))], "fc")
+    model = n.model([n.node("Relu", [out], "fc.relu")])
+    g = run_fusion(ir_of(model))
+    assert [(node.kind, node.conv.form, node.conv.kernel) for node in g.nodes.values()] == [
+        (OpKind.FUSED_CONV, ConvForm.CONV, (3, 3)), (OpKind.FUSED_CONV, ConvForm.CONV, (3, 3))]
+    head = list(g.nodes.values())[1]
+    assert head.conv.pads == (0, 0, 0, 0) and head.conv.epilogue == (Activation(ActKind.RELU),)
+    assert g.tensors[head.outputs[0]].shape == (1, 16) and {"flat", "fc.mm", "fc"} <= set(head.origin)
+    _same_numbers(model, g)
+
+
+def test_a_flatten_read_by_something_else_too_is_left_alone():
+    n = Net(channels=8, size=3)
+    y = n.node("Flatten", [n.conv("x", "c")], "flat", axis=1)
+    fc = n.node("MatMul", [y, n.weight("fc.w", (72, 16), 0.1)], "fc")
+    model = n.model([fc, n.node("Softmax", [y], "soft")])
+    g = run_fusion(ir_of(model))
+    assert "Flatten" in [node.op_type for node in g.nodes.values()]
+    _same_numbers(model, g)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from graphs import Net
 
 from fpga_runtime.checking.frames import original_outputs
+from fpga_runtime.plan import read_plan
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.cli import main
 
@@ -85,3 +86,31 @@ def test_a_probe_is_the_float_model_with_that_tensor_rounded(tmp_path):
     assert abs(probed["x"].cosine - want) < 1e-6
     assert probed["x"].layers == ["a"]
     assert "a" not in probed                  # ReLU's clamp requantises straight to the output scale
+
+
+def test_auto_fallback_moves_the_fewest_sensitive_layers_to_meet_the_target(tmp_path):
+    """--min-cosine with --auto-fallback: the all-int8 build misses 0.995, the outlier tensor's two layers in float
+    meet it, and the build left in the folder is that one, with c still on the FPGA."""
+    from partitioner.mixed_precision import meet_accuracy
+    model = _outlier_model(tmp_path)
+    cfg = PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, offload_everything=True,
+                          calibration_method="max")
+    lines = []
+    fallback = meet_accuracy(cfg, 0.995, None, lines.append)
+    assert fallback.first.accuracy.outputs[0].cosine < 0.995 <= fallback.result.accuracy.outputs[0].cosine
+    assert sorted(fallback.kept) == ["a", "b"] and fallback.tensors == ["a_relu"]
+    assert fallback.tries == [(1, True)]
+    placed = {n: s.device for s in read_plan(tmp_path / "b").subgraphs for n in s.nodes}
+    assert placed["a"] == placed["b"] == "cpu" and placed["c"] == "fpga"
+    assert any("auto-fallback: 1 tensor(s), 2 layer(s) in float -> targets met" in line for line in lines)
+
+
+def test_auto_fallback_on_the_command_line_says_what_it_moved_and_what_it_costs(tmp_path):
+    model = _outlier_model(tmp_path)
+    out = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "b"), "--offload-all", "--no-picture",
+                                    "--calibration-method", "max", "--min-cosine", "0.995", "--auto-fallback"])
+    assert out.exit_code == 0, out.output
+    assert "auto-fallback: 2 layer(s) kept in float on the CPU (a, b) for tensor(s) a_relu" in out.stdout
+    assert "conv MACs on the FPGA 100.0% ->" in out.stdout
+    bad = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "c"), "--auto-fallback"])
+    assert bad.exit_code == 2 and "--auto-fallback needs a target" in bad.output

@@ -97,3 +97,31 @@ def test_l2_normalization_needs_zero_padding_channels_from_its_producer(act, ok)
     assert verdict.ok is ok
     assert ok or "padding channels may not be zero" in verdict.reason
     assert fpga.check(g.nodes["l2"], g, {"c": False}).ok         # a host-written input has zero padding
+
+
+def _fallback_reasons(model) -> dict[str, str]:
+    from fpga_runtime.boards import board as board_by_name
+    from partitioner.placement.partition import partition
+    g = run_fusion(ir_of(model))
+    return partition(g, fpga, CostModel(board_by_name("zcu104")), True).fallbacks
+
+
+def test_every_cpu_fallback_names_what_this_node_has_that_the_engine_cannot_take():
+    """Not what the engine supports in general: the value, attribute or shape of this node (each between convs, so
+    it is a compute node, not post-processing)."""
+    n = Net(channels=8, size=8)
+    a = n.conv("x", "a")
+    n.node("Concat", [a, n.conv("x", "b")], "cat_h", axis=2)
+    n.node("Add", [a, n.node("ReduceMean", [a], "mean", axes=[2, 3], keepdims=0)], "bcast")
+    n.node("PRelu", [a, n.const("w_slope", np.linspace(0, 0.5, 8).astype(np.float32))], "prelu_w")
+    n.node("Resize", [a, "", n.const("sc", np.array([1, 1, 2, 2], np.float32))], "bilinear", mode="linear")
+    n.nodes.append(__import__("onnx").helper.make_node("MaxPool", [a], ["pooled", "where"], name="with_indices",
+                                                       kernel_shape=[2, 2], strides=[2, 2]))
+    model = n.model([n.conv(t, f"after_{t}") for t in ("cat_h", "bcast", "prelu_w", "bilinear", "pooled")])
+    why = _fallback_reasons(model)
+    assert why["cat_h"] == "it joins on axis 2, not the channels (axis 1)"
+    assert why["bcast"].startswith("it broadcasts [1, 8, 8, 8] + [1, 8]")
+    assert "its slope [8] varies along more than the channels" in why["prelu_w"]
+    assert why["bilinear"].startswith("mode 'linear'")
+    assert why["with_indices"].startswith("it also outputs the indices")
+    assert not any(r.startswith("only ") for r in why.values()), why

@@ -6,7 +6,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fpga_runtime.checking.detections import IOU_MATCH, DetectionAgreement, detection_agreement
+from fpga_runtime.checking.detections import IOU_MATCH, DetectionAgreement, detection_agreement, ranked_outputs
+
+RANKED_NOTE = "detections ordered by score: the F1 below judges them, not the cosine"
 
 
 @dataclass
@@ -17,6 +19,7 @@ class OutputAccuracy:
     max_abs: float
     ref_max_abs: float
     note: str = ""        # e.g. a detection list whose length int8 changed: only the rows both have are compared
+    ranked: bool = False  # rows of detections chosen and ordered by score: judged by the detections' F1, not cosine
 
 
 
@@ -49,12 +52,13 @@ def output_accuracy(name: str, ref: np.ndarray, got: np.ndarray) -> OutputAccura
 class AccuracyReport:
     outputs: list[OutputAccuracy]
     detections: DetectionAgreement | None
+    frame: str = ""                      # what it was measured on, where that needs saying
 
     def as_dict(self) -> dict:
-        d = {"outputs": [asdict(o) for o in self.outputs]}
+        d = {"outputs": [asdict(o) for o in self.outputs], **({"frame": self.frame} if self.frame else {})}
         if self.detections:
             d["detections"] = {**asdict(self.detections), "precision": self.detections.precision,
-                               "recall": self.detections.recall, "iou": IOU_MATCH}
+                               "recall": self.detections.recall, "f1": self.detections.f1, "iou": IOU_MATCH}
         return d
 
     def markdown(self) -> list[str]:
@@ -69,6 +73,11 @@ class AccuracyReport:
 
 def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray]) -> AccuracyReport:
     outs = [output_accuracy(k, v, got[k]) for k, v in reference.items() if v.dtype.kind == "f"]
+    ranked = ranked_outputs(reference)
+    for o in outs:
+        if o.name in ranked:
+            o.ranked = True
+            o.note = "; ".join(x for x in (o.note, RANKED_NOTE) if x)
     return AccuracyReport(outs, detection_agreement(reference, got))
 
 
@@ -82,7 +91,7 @@ def summarise(reports: list[AccuracyReport]) -> AccuracyReport:
         per = [r.outputs[k] for r in reports]
         outputs.append(OutputAccuracy(first.name, min(o.snr_db for o in per), min(o.cosine for o in per),
                                       max(o.max_abs for o in per), max(o.ref_max_abs for o in per),
-                                      next((o.note for o in per if o.note), "")))
+                                      next((o.note for o in per if o.note), ""), any(o.ranked for o in per)))
     dets = [r.detections for r in reports if r.detections is not None]
     pooled = DetectionAgreement(sum(d.float_detections for d in dets), sum(d.int8_detections for d in dets),
                                 sum(d.matched for d in dets), dets[0].unit) if dets else None

@@ -2,10 +2,11 @@
 int8 detections against the float ones, matched at IoU >= 0.5 with the same class; for a probability map (a text
 or segmentation detector's), whether the same pixels pass its threshold.
 
-Detections are read from three layouts: this project's zoo (boxes [N, B, 4] and NMS indices [K, 3]),
-torchvision's post-processed ones (boxes [K, 4], scores and labels [K]) and raw YOLO heads (RawHead: YOLOv5u/v8/v11's
-[1, 4 + classes, anchors], YOLOv5/YOLOX's [1, anchors, 5 + classes]; the best TOP_K after class-wise NMS, so
-that untrained or unusual models with no confident box still compare)."""
+Detections are read from these layouts: this project's zoo (boxes [N, B, 4] and NMS indices [K, 3]),
+torchvision's post-processed ones (boxes [K, 4], scores and labels [K]), end-to-end heads ([1, K, 6] rows of x1 y1
+x2 y2 score class, NMS or TopK in the graph), PaddleDetection's and darknet2onnx's, and raw YOLO heads (RawHead:
+YOLOv5u/v8/v11's [1, 4 + classes, anchors], YOLOv5/YOLOX's [1, anchors, 5 + classes]; the best TOP_K after
+class-wise NMS, so that untrained or unusual models with no confident box still compare)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,9 +34,16 @@ class DetectionAgreement:
     def recall(self) -> float | None:
         return self.matched / self.float_detections if self.float_detections else None
 
+    @property
+    def f1(self) -> float | None:
+        """2 matched / (float + int8): None where neither run detected anything."""
+        total = self.float_detections + self.int8_detections
+        return 2 * self.matched / total if total else None
+
     def summary(self) -> str:
-        return (f"precision {_ratio(self.precision)}, recall {_ratio(self.recall)} ({self.matched} of "
-                f"{self.float_detections} float / {self.int8_detections} int8 {self.unit} matched)")
+        return (f"precision {_ratio(self.precision)}, recall {_ratio(self.recall)}, F1 {_ratio(self.f1)} "
+                f"({self.matched} of {self.float_detections} float / {self.int8_detections} int8 {self.unit} "
+                "matched)")
 
     @property
     def rule(self) -> str:
@@ -123,6 +131,9 @@ def detection_reader(outputs: dict[str, np.ndarray]):
     if post is not None:
         b, _, lab = post
         return lambda out: [(0, int(c), box) for c, box in zip(out[lab], out[b])]
+    e2e = end_to_end_output(outputs)
+    if e2e is not None:
+        return lambda out: _end_to_end_rows(out[e2e])
     head = raw_yolo_head(outputs)
     if head is not None:
         return lambda out: _raw_yolo(head, out[head.name])
@@ -213,6 +224,38 @@ def raw_yolo_head(outputs: dict[str, np.ndarray]) -> RawHead | None:
     if 6 <= v.shape[2] <= 1005 and v.shape[1] > 2 * v.shape[2] and not _end_to_end(v):
         return RawHead(name, objectness=True)
     return None
+
+
+def end_to_end_output(outputs: dict[str, np.ndarray]) -> str | None:
+    """The one [1, K, 6] output of an end-to-end detector (YOLOv10/YOLO26, an export with NMS and TopK in the
+    graph), whatever else the model outputs (a segmentation head's mask coefficients and prototypes)."""
+    rows = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 3 and v.shape[0] == 1
+            and v.shape[2] == 6 and v.shape[1] >= 1 and _end_to_end(v)]
+    return rows[0] if len(rows) == 1 else None
+
+
+def _end_to_end_rows(value: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """The rows with a score, best first, at most TOP_K: the padding rows of a fixed-K output score 0."""
+    rows = value[0].astype(np.float64)
+    order = np.argsort(-rows[:, 4], kind="stable")[:TOP_K]
+    return [(0, int(rows[i, 5]), rows[i, :4]) for i in order if rows[i, 4] > 0]
+
+
+def ranked_outputs(outputs: dict[str, np.ndarray]) -> set[str]:
+    """Outputs whose rows are detections chosen and ordered by score (after NMS or TopK): row k of float and of int8
+    need not be the same object, so a cosine over them means nothing; the detections' F1 judges them."""
+    names: set[str] = set()
+    e2e = end_to_end_output(outputs)
+    if e2e is not None:
+        names.add(e2e)
+    post = post_processed(outputs)
+    if post is not None:
+        names.update(n for n in post if n is not None)
+    rows = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[1] == 6]
+    if len(rows) == 1 and detection_reader(outputs) is not None and end_to_end_output(outputs) is None \
+            and post is None:
+        names.add(rows[0])                       # PaddleDetection's NMS rows
+    return names
 
 
 def _end_to_end(v: np.ndarray) -> bool:

@@ -1,6 +1,7 @@
 """One IR node -> layer descriptors and their constants (quantised weights, biases, requantisation, LUTs)."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +28,8 @@ from partitioner.ir.graph import CLAMPS, Activation, ActKind, ConvForm, Graph, N
 from partitioner.ir.op_facts import gate_operands, pool_of
 from partitioner.ir.to_onnx import stage_names
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])      # tables have 256 entries: no need for a fast erf
+
 
 def activation_fn(act: Activation):
     k = act.kind
@@ -46,6 +49,18 @@ def activation_fn(act: Activation):
         return lambda x: np.clip(act.alpha * x + act.beta, 0, 1)
     if k is ActKind.MISH:
         return lambda x: x * np.tanh(np.logaddexp(0, x))
+    if k is ActKind.TANH:
+        return np.tanh
+    if k is ActKind.SOFTPLUS:
+        return lambda x: np.logaddexp(0, x)
+    if k is ActKind.ELU:
+        return lambda x: np.where(x >= 0, x, act.alpha * np.expm1(np.minimum(x, 0)))
+    if k is ActKind.SELU:
+        return lambda x: act.beta * np.where(x >= 0, x, act.alpha * np.expm1(np.minimum(x, 0)))
+    if k is ActKind.GELU:
+        return lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2.0)))
+    if k is ActKind.GELU_TANH:
+        return lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
     return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
 
 
@@ -106,27 +121,38 @@ def _set_pool(d: Descriptor, pool: Pool) -> None:
         d.flags |= Flag.POOL_PAD_ZERO
 
 
-def bias_dominance_warning(found: list[tuple[str, int, int, float]]) -> list[str]:
-    """One line for every conv whose bias does not fit the int32 accumulator at its weights' own scale, so its
-    weights were quantised coarser: that happens where the bias dominates the output (untrained heads, class
-    priors), and costs only what the accuracy report shows."""
-    if not found:
-        return []
-    worst = max(found, key=lambda f: f[3])
-    where = (f"node {found[0][0]!r}: {found[0][1]} of {found[0][2]} output channels have" if len(found) == 1 else
-             f"{len(found)} convs ({', '.join(repr(f[0]) for f in found[:4])}{', ...' if len(found) > 4 else ''}; "
-             f"{sum(f[1] for f in found)} output channels) have")
-    return [f"{where} a bias too large for the int32 accumulator at their weight scale, so their weights are "
-            f"quantised up to {worst[3]:.3g}x coarser (in {worst[0]!r}). Their outputs are dominated by the bias, "
-            "which the engine keeps to one accumulator step; the accuracy report shows what the weights' coarser "
-            "step costs"]
+def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> list[str]:
+    """Lines for the convs whose bias does not fit the int32 accumulator at their weights' own scale, so their
+    weights were quantised coarser (node, channels widened, of, worst factor among the live ones, dead ones).
+    Where the bias dominates the output (untrained heads, class priors) that costs only what the accuracy report
+    shows; a channel whose weights then round to zero is dead: it outputs its bias, as the float model does to
+    within a step, which is harmless and said so rather than as a huge factor."""
+    lines = []
+    live = [f for f in found if f[1] > f[4]]
+    if live:
+        worst = max(live, key=lambda f: f[3])
+        where = (f"node {live[0][0]!r}: {live[0][1] - live[0][4]} of {live[0][2]} output channels have"
+                 if len(live) == 1 else
+                 f"{len(live)} convs ({', '.join(repr(f[0]) for f in live[:4])}{', ...' if len(live) > 4 else ''}; "
+                 f"{sum(f[1] - f[4] for f in live)} output channels) have")
+        lines.append(f"{where} a bias too large for the int32 accumulator at their weight scale, so their weights "
+                     f"are quantised up to {worst[3]:.3g}x coarser (in {worst[0]!r}). Their outputs are dominated "
+                     "by the bias, which the engine keeps to one accumulator step; the accuracy report shows what "
+                     "the weights' coarser step costs")
+    dead = [f for f in found if f[4]]
+    if dead:
+        names = ", ".join(repr(f[0]) for f in dead[:4]) + (", ..." if len(dead) > 4 else "")
+        lines.append(f"{sum(f[4] for f in dead)} output channel(s) of {names} are dead: their weights are so "
+                     "small beside their bias that they round to 0, so the channel outputs its bias, as the float "
+                     "model does to within one output step (harmless; typical of pruned or untrained channels)")
+    return lines
 
 
 class LayerEmitter:
     def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
                  config: EngineConfig, arena: ConstArena):
         self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
-        self.bias_dominated: list[tuple[str, int, int, float]] = []   # (node, channels, of, coarser): widened
+        self.bias_dominated: list[tuple[str, int, int, float, int]] = []   # bias_dominance_warning's
 
     def _phys(self, v: TensorView) -> int:
         return self.config.padded(v.phys_c)
@@ -248,8 +274,10 @@ class LayerEmitter:
         plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
-            coarser = float(np.max(s_w[widened] / np.maximum(plain[widened], 1e-30)))
-            self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser))
+            dead = widened & (plain * 127.0 < 0.5 * s_w)        # every weight of the channel rounds to 0
+            live = widened & ~dead
+            coarser = float(np.max(s_w[live] / np.maximum(plain[live], 1e-30))) if live.any() else 0.0
+            self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
         out_map = np.asarray(y.channel_map)
 

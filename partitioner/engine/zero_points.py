@@ -29,7 +29,8 @@ ASYMMETRIC_GAIN = 0.8        # asymmetric where its step is at most this share o
 UNBOUNDED_MARGIN = 2.0       # the calibrated small side is widened so much where the writer does not bound it
 _MOVERS = (OpKind.MAXPOOL, OpKind.RESIZE, OpKind.CONCAT)
 _BOUNDED_BELOW = {ActKind.RELU, ActKind.RELU6, ActKind.SIGMOID, ActKind.HARD_SIGMOID, ActKind.SILU,
-                  ActKind.HARD_SWISH, ActKind.MISH}
+                  ActKind.HARD_SWISH, ActKind.MISH, ActKind.TANH, ActKind.ELU, ActKind.SELU, ActKind.SOFTPLUS,
+                  ActKind.GELU, ActKind.GELU_TANH}
 
 
 def last_arithmetic_step(node: Node) -> int | None:

@@ -1,13 +1,17 @@
-"""`--verify`: the partitioned model, chained through onnxruntime, against the original model."""
+"""`--verify`: each subgraph of the partitioned model against the original model's own tensors at its boundaries,
+then the whole chain through onnxruntime against the original's outputs."""
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnx
 
 from fpga_runtime.checking.frames import original_outputs
-from fpga_runtime.onnx_chain import run_plan_on_onnxruntime
+from fpga_runtime.onnx_chain import Chain
 from fpga_runtime.plan import Plan
 
 # BN folding and re-association change float rounding: errors are relative to the output's magnitude, with an
@@ -22,6 +26,8 @@ INDEX_AGREEMENT = 0.99
 # move an output further than the tolerance. No partition can be held closer to the original than onnxruntime
 # is to itself: the bound is at least this many times the gap between its unoptimised and optimised runs.
 CONDITIONING_FACTOR = 4.0
+# the `subgraph` of the entries that say how far a float16 model's own rounding moves its outputs (information)
+OWN_ROUNDING = "(the original's own rounding)"
 
 
 @dataclass
@@ -31,6 +37,8 @@ class OutputCheck:
     max_rel: float          # max |a - b| / max |b|; for integer outputs, 1 - row-set agreement
     ok: bool
     own_gap: float = 0.0    # max |a - b| between onnxruntime's unoptimised and optimised runs of the original
+    subgraph: str = ""      # the subgraph checked alone at this output of its; "" for the chain at a model output
+    bound: float = 0.0      # the largest max_abs that passes
 
 
 def _compare_indices(name: str, ref: np.ndarray, out: np.ndarray) -> OutputCheck:
@@ -54,27 +62,105 @@ def _max_gap(ref: np.ndarray, out: np.ndarray) -> float:
 def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolerance: float,
             unoptimised: dict[str, np.ndarray] | None = None) -> list[OutputCheck]:
     """`unoptimised`: the original run with onnxruntime's graph optimisations off, to measure its conditioning."""
-    checks = []
-    for name, ref in reference.items():
-        out = got[name]
-        if ref.dtype.kind in "iub":
-            checks.append(_compare_indices(name, ref, out))
-            continue
-        if ref.shape != out.shape:
-            checks.append(OutputCheck(name, float("inf"), float("inf"), False))
-            continue
+    return [_check(name, ref, got[name], tolerance,
+                   _max_gap(ref, unoptimised[name]) if unoptimised is not None and name in unoptimised
+                   and unoptimised[name].shape == ref.shape and ref.dtype.kind not in "iub" else 0.0)
+            for name, ref in reference.items()]
+
+
+def _exposed_reference(model_path: Path, names: set[str], widen: Callable[[onnx.ModelProto], object] | None,
+                       folder: Path) -> tuple[Path, list[str]]:
+    """The original model (widened to float32 by `widen` for a float16 one) with every tensor in `names` that one
+    of its nodes computes as an extra output, saved in `folder`; and the names so exposed."""
+    model = onnx.load(str(model_path))
+    if widen is not None:
+        widen(model)
+    g = model.graph
+    have = {o.name for o in g.output}
+    computed = {o for n in g.node for o in n.output if o}
+    exposed = sorted(n for n in names if n in computed and n not in have)
+    for name in exposed:
+        g.output.add().name = name              # untyped: onnxruntime takes the type the node gives it
+    path = folder / "reference.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="reference.weights", size_threshold=1024)
+    return path, exposed
+
+
+def _depths(plan: Plan) -> dict[str, int]:
+    """Subgraphs on the longest dependency path ending at each subgraph (itself included)."""
+    depth: dict[str, int] = {}
+    for sg in plan.subgraphs:
+        depth[sg.name] = 1 + max((depth.get(d, 0) for d in sg.depends_on), default=0)
+    return depth
+
+
+def _check(name: str, ref: np.ndarray, out: np.ndarray, tolerance: float, own: float, subgraph: str = ""
+           ) -> OutputCheck:
+    if ref.dtype.kind in "iub":
+        check = _compare_indices(name, ref, out)
+    elif ref.shape != out.shape:
+        check = OutputCheck(name, float("inf"), float("inf"), False)
+    else:
         diff = _max_gap(ref, out)
-        own = _max_gap(ref, unoptimised[name]) if unoptimised is not None and name in unoptimised and \
-            unoptimised[name].shape == ref.shape else 0.0
         finite = ref[np.isfinite(ref)]
         scale = float(np.max(np.abs(finite.astype(np.float64)), initial=0.0))
-        rel = diff / scale if scale else diff
         bound = max(tolerance * scale + ABS_FLOOR, CONDITIONING_FACTOR * own if np.isfinite(own) else 0.0)
-        checks.append(OutputCheck(name, diff, rel, diff <= bound, own))
+        check = OutputCheck(name, diff, diff / scale if scale else diff, diff <= bound, own, bound=bound)
+    check.subgraph = subgraph
+    return check
+
+
+def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance: float = DEFAULT_TOLERANCE,
+           widen: Callable[[onnx.ModelProto], object] | None = None) -> list[OutputCheck]:
+    """Each subgraph alone, fed the original model's own tensors at its inputs, against the original's tensors at
+    its outputs (bound `tolerance`: a wrong subgraph is caught and named); then the chain of subgraphs at the model's
+    outputs, bound `tolerance` times the number of subgraphs in series before each output (float rounding
+    compounds along the chain). A float16 model (`widen` given) is checked against itself widened to float32,
+    which is what the partition computes; its own float16 rounding is measured and reported beside (`own_gap` of
+    the entries with subgraph '(float16 original)')."""
+    chain = Chain(plan)
+    boundary = {t.name for sg in plan.subgraphs for t in sg.inputs + sg.outputs}
+    with tempfile.TemporaryDirectory() as tmp:
+        path, exposed = _exposed_reference(model_path, boundary, widen, Path(tmp))
+        ref = original_outputs(path, feeds)
+        ref_plain = original_outputs(path, feeds, optimise=False)
+    checks: list[OutputCheck] = []
+    known = set(exposed) | set(feeds)
+    values = chain.run(feeds)
+    for sg, session, names in chain.steps:
+        got = dict(zip(names, session.run(names, {t.name: (ref if t.name in ref and t.name in known else values)[
+            t.name] for t in sg.inputs})))
+        for name in names:
+            if name in ref and name in known | {t.name for t in plan.outputs}:
+                checks.append(_check(name, ref[name], got[name], tolerance,
+                                     _max_gap(ref[name], ref_plain[name]), sg.name))
+    depth = _depths(plan)
+    producer = {t.name: sg.name for sg in plan.subgraphs for t in sg.outputs}
+    for t in plan.outputs:
+        name = t.name
+        checks.append(_check(name, ref[name], values[name], tolerance * depth.get(producer.get(name, ""), 1),
+                             _max_gap(ref[name], ref_plain[name])))
+    if widen is not None:
+        original = original_outputs(model_path, feeds)
+        for t in plan.outputs:
+            if original[t.name].dtype.kind == "f":
+                gap = _max_gap(original[t.name], ref[t.name])
+                scale = float(np.max(np.abs(original[t.name].astype(np.float64)), initial=0.0))
+                checks.append(OutputCheck(t.name, gap, gap / scale if scale else gap, True, gap, OWN_ROUNDING))
     return checks
 
 
-def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance: float = DEFAULT_TOLERANCE
-           ) -> list[OutputCheck]:
-    return compare(original_outputs(model_path, feeds), run_plan_on_onnxruntime(plan, feeds), tolerance,
-                   original_outputs(model_path, feeds, optimise=False))
+def first_failure(checks: list[OutputCheck]) -> str | None:
+    """What to say of a failed verify: the first subgraph that differs from the original at its outputs, or the
+    chain's outputs where every subgraph agrees alone."""
+    alone = [c for c in checks if c.subgraph and c.subgraph != OWN_ROUNDING and not c.ok]
+    if alone:
+        c = alone[0]
+        return (f"subgraph {c.subgraph!r} differs from the original model at its output {c.name!r} when fed the "
+                f"original's own tensors (max abs {c.max_abs:.3g}, bound {c.bound:.3g})")
+    chained = [c for c in checks if not c.subgraph and not c.ok]
+    if chained:
+        return (f"every subgraph agrees with the original alone, but chained they differ at output(s) "
+                f"{', '.join(repr(c.name) for c in chained)} beyond the bound for their depth")
+    return None

@@ -18,6 +18,7 @@ from onnx import numpy_helper, shape_inference, version_converter
 from partitioner.errors import ModelError
 from partitioner.frontend.constant_folding import BIG_ELEMENTS, fold_constants
 from partitioner.frontend.contrib_ops import probe_output_types, runs_on_cpu
+from partitioner.frontend.float16 import model_precision, widen_to_float32
 from partitioner.frontend.onnx_walk import dims_of, node_label, outer_scope_names
 from partitioner.frontend.opset_downgrade import downgrade
 from partitioner.ir.graph import Graph, Node, OpKind, Tensor
@@ -34,6 +35,7 @@ class ImportResult:
     weights: dict[str, onnx.TensorProto] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     folded: list[str] = field(default_factory=list)   # ONNX nodes evaluated at import (constant subgraphs)
+    precision: str = "float32"                   # the model's own: float16 and bfloat16 models are widened
 
 
 def _first_line(exc: BaseException) -> str:
@@ -273,6 +275,14 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
     warnings: list[str] = []
     _validate_structure(model.graph)
     _sort_topologically(model.graph)
+    precision = model_precision(model)
+    if precision != "float32":
+        counts = widen_to_float32(model)
+        warnings.append(f"{precision} model: computed in float32 ({counts['constants']} constants widened, "
+                        f"{counts['casts']} casts to {precision} made float32; {counts['inputs']} input(s) and "
+                        f"{counts['outputs']} output(s) keep {precision}, cast at the model's edges); --verify "
+                        f"checks it against the model widened so, and reports the original's own {precision} "
+                        "rounding beside it")
     _pin_input_shapes(model.graph, input_shapes or {})
     big = _strip_big_initializers(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
@@ -365,6 +375,7 @@ def to_ir(model: onnx.ModelProto, big: dict[str, onnx.TensorProto]) -> Graph:
 
 def import_model(path: str | os.PathLike, input_shapes: dict[str, tuple[int, ...]] | None = None) -> ImportResult:
     model = load_model(path)
+    precision = model_precision(model)
     skeleton, big, warnings, folded = normalise(model, input_shapes)
     graph = to_ir(skeleton, big)
     _check_sizes(graph)
@@ -374,4 +385,4 @@ def import_model(path: str | os.PathLike, input_shapes: dict[str, tuple[int, ...
             warnings.append(f"input {t.onnx_name!r} has dynamic shape {t.shape}; pin it with "
                             f"--input-shape {t.onnx_name}={pinned_shape_hint(t.shape)} (the free sizes yours) or "
                             "its nodes stay on the CPU")
-    return ImportResult(graph, skeleton, big, warnings, folded)
+    return ImportResult(graph, skeleton, big, warnings, folded, precision)

@@ -49,6 +49,17 @@ def _act(kind: str) -> Callable[[OnnxNet, str, str], str]:
             return c.op("Mul", [x, c.op("Sigmoid", [x], f"{name}.sig")], name)
         if kind == "mish":
             return c.op("Mul", [x, c.op("Tanh", [c.op("Softplus", [x], f"{name}.softplus")], f"{name}.tanh")], name)
+        if kind == "gelu":         # torch's erf form before opset 20
+            erf = c.op("Erf", [c.op("Div", [x, c.const(f"{name}.root2", 1.4142135)], f"{name}.div")], f"{name}.erf")
+            gate = c.op("Add", [erf, c.const(f"{name}.one", 1.0)], f"{name}.plus_one")
+            return c.op("Mul", [c.op("Mul", [x, gate], f"{name}.times_x"), c.const(f"{name}.half", 0.5)], name)
+        if kind in ("tanh", "softplus"):
+            return c.op(kind.capitalize(), [x], name)
+        if kind == "elu":
+            return c.op("Elu", [x], name, alpha=0.8)
+        if kind == "prelu":        # a slope per channel: two depthwise layers and a residual add
+            slopes = np.linspace(-0.25, 0.75, 8, dtype=np.float32).reshape(8, 1, 1)
+            return c.op("PRelu", [x, c.const(f"{name}.slope", slopes)], name)
         return c.op("HardSwish", [x], name)
     return build
 
@@ -220,6 +231,19 @@ def _dense() -> onnx.ModelProto:
     return c.model([c.op("Relu", [y], "relu")])
 
 
+def _dense_prelu() -> onnx.ModelProto:
+    """A face cascade's tail (MTCNN's ONet as keras2onnx writes it): a conv map flattened in NHWC order into a dense
+    layer (one conv with the 3x3 map as its kernel and a [N, out] result), a PRelu per feature (two diagonal dense
+    layers, the second with a residual add) and a dense head."""
+    c = _Case("dense_prelu", channels=8, size=3)
+    y = c.op("Transpose", [c.conv("x", "conv", cin=8, cout=16)], "permute", perm=[0, 2, 3, 1])
+    y = c.op("Reshape", [y, c.const("flatten.shape", np.array([1, -1], np.int64))], "flatten")
+    y = c.op("Gemm", [y, c.const("fc1.w", c.rng.standard_normal((32, 144)) * 0.1),
+                      c.const("fc1.b", c.rng.standard_normal(32) * 0.1)], "fc1", transB=1)
+    y = c.op("PRelu", [y, c.const("fc1.slope", np.linspace(-0.2, 0.6, 32, dtype=np.float32))], "fc1_prelu")
+    return c.model([c.op("Gemm", [y, c.const("fc2.w", c.rng.standard_normal((16, 32)) * 0.2)], "fc2", transB=1)])
+
+
 def _zero_point_padding() -> onnx.ModelProto:
     """Asymmetric tensors (a ReLU's, a HardSwish's) read with padding by a standard, a depthwise and a strided
     conv and a max pool: the taps outside the image are the reader's zero point (`in_zero`), not 0."""
@@ -272,8 +296,9 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "depthwise3x3": _conv_case("depthwise3x3", group=8),
     "depthwise3x3_s2": _conv_case("depthwise3x3_s2", group=8, stride=2),
     "dense": _dense,
+    "dense_prelu": _dense_prelu,
     **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish",
-                                           "mish")},
+                                           "mish", "gelu", "tanh", "softplus", "elu", "prelu")},
     "residual": lambda: _residual(False),
     "residual_relu": lambda: _residual(True),
     "residual_wide": _residual_wide,

@@ -33,6 +33,11 @@ class OpKind(enum.Enum):
     SIGMOID = "Sigmoid"
     HARD_SIGMOID = "HardSigmoid"
     HARD_SWISH = "HardSwish"
+    TANH = "Tanh"
+    ELU = "Elu"
+    SELU = "Selu"
+    SOFTPLUS = "Softplus"
+    GELU = "Gelu"          # opset 20's op; in the IR at opset 17 too (smooth_activations.py), lowered back on export
     MUL = "Mul"
     ADD = "Add"
     MAXPOOL = "MaxPool"
@@ -71,6 +76,12 @@ class ActKind(enum.Enum):
     HARD_SWISH = "hard_swish"
     HARD_SIGMOID = "hard_sigmoid"
     MISH = "mish"                  # x * tanh(softplus(x)): YOLOv4's and CSPDarknet's activation
+    TANH = "tanh"
+    ELU = "elu"                    # alpha: the negative side's scale
+    SELU = "selu"                  # alpha, beta = gamma
+    SOFTPLUS = "softplus"
+    GELU = "gelu"                  # x * Phi(x), erf form
+    GELU_TANH = "gelu_tanh"        # the tanh approximation (approximate='tanh')
 
 
 # activations that only clamp: the requantiser's saturation bounds do them, no table needed
@@ -80,8 +91,8 @@ CLAMPS = frozenset({ActKind.RELU, ActKind.RELU6, ActKind.CLIP})
 @dataclass(frozen=True)
 class Activation:
     kind: ActKind
-    alpha: float = 0.0          # LeakyRelu slope; HardSigmoid slope
-    beta: float = 0.0           # HardSigmoid offset
+    alpha: float = 0.0          # LeakyRelu slope; HardSigmoid slope; Elu and Selu alpha
+    beta: float = 0.0           # HardSigmoid offset; Selu gamma
     lo: float | None = None     # Clip bounds
     hi: float | None = None
 

@@ -19,8 +19,9 @@ DATA_MOVEMENT_OPS = frozenset(RESHAPING_OPS + ("Concat", "Slice", "Split", "Iden
 # kinds whose output is an engine layer's: what a lone activation or affine after them can join as a 1x1 layer
 LAYER_KINDS = (OpKind.FUSED_CONV, OpKind.ADD, OpKind.MUL, OpKind.CONCAT, OpKind.RESIZE, OpKind.MAXPOOL,
                OpKind.GLOBAL_AVG_POOL)
-# piecewise-linear activations (what a folded affine or a lone BatchNorm may sit before) ...
-ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID)
+# activations a layer's table or clamp applies (a lone one joins a 1x1 identity layer) ...
+ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWISH, OpKind.HARD_SIGMOID,
+                    OpKind.TANH, OpKind.ELU, OpKind.SELU, OpKind.SOFTPLUS, OpKind.GELU)
 # ... and every activation op an engine epilogue takes (only fused into a conv, never a layer of its own)
 EPILOGUE_ACTIVATION_KINDS = ACTIVATION_KINDS + (OpKind.SIGMOID,)
 
@@ -89,6 +90,10 @@ def conv_pads(node: Node) -> tuple[int, int, int, int] | None:
         return None
     p = node.attr("pads", [0, 0, 0, 0])
     return (p[0], p[1], p[2], p[3]) if len(p) == 4 else None
+
+
+def gelu_is_tanh(node: Node) -> bool:
+    return attr_text(node.attr("approximate", "none")) == "tanh"
 
 
 def scalar_const(graph: Graph, tensor: str) -> float | None:

@@ -2,15 +2,18 @@
 becomes a self-contained ONNX model (its own inputs, outputs and initializers)."""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, Pool, ResidualAdd
+from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import gelu_is_tanh
 
-_SIMPLE_ACT = {ActKind.RELU: "Relu", ActKind.SIGMOID: "Sigmoid", ActKind.HARD_SWISH: "HardSwish"}
+_SIMPLE_ACT = {ActKind.RELU: "Relu", ActKind.SIGMOID: "Sigmoid", ActKind.HARD_SWISH: "HardSwish",
+               ActKind.TANH: "Tanh", ActKind.SOFTPLUS: "Softplus"}
 
 
 class _Emitter:
@@ -48,9 +51,35 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
     if act.kind is ActKind.MISH:
         softplus = e.emit("Softplus", [x], f"{out}__softplus")
         return e.emit("Mul", [x, e.emit("Tanh", [softplus], f"{out}__tanh")], out)
+    if act.kind is ActKind.ELU:
+        return e.emit("Elu", [x], out, alpha=act.alpha)
+    if act.kind is ActKind.SELU:
+        return e.emit("Selu", [x], out, alpha=act.alpha, gamma=act.beta)
+    if act.kind in (ActKind.GELU, ActKind.GELU_TANH):
+        return _gelu(e, x, out, act.kind is ActKind.GELU_TANH)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
     bounds = [e.const(f"clip_{i}", np.array(v, np.float32)) if v is not None else "" for i, v in enumerate((lo, hi))]
     return e.emit("Clip", [x] + bounds, out)
+
+
+def _gelu(e: _Emitter, x: str, out: str, tanh: bool) -> str:
+    """Opset 17 has no Gelu: the erf form x * 0.5 * (1 + erf(x / sqrt 2)), or the tanh approximation."""
+    k = len(e.nodes)                             # unique constant names when a conv has two GELU steps
+
+    def f32(step: str, v: float) -> str:
+        return e.const(f"{step}_{k}", np.array(v, np.float32))
+
+    if tanh:
+        cube = e.emit("Mul", [x, e.emit("Mul", [x, x], f"{out}__sq")], f"{out}__cube")
+        inner = e.emit("Add", [x, e.emit("Mul", [cube, f32("gelu_c", 0.044715)], f"{out}__c3")],
+                       f"{out}__inner")
+        phi = e.emit("Tanh", [e.emit("Mul", [inner, f32("gelu_k", math.sqrt(2 / math.pi))],
+                                     f"{out}__scaled")], f"{out}__tanh")
+    else:
+        phi = e.emit("Erf", [e.emit("Div", [x, f32("gelu_root2", math.sqrt(2.0))], f"{out}__div")],
+                     f"{out}__erf")
+    gate = e.emit("Add", [phi, f32("gelu_one", 1.0)], f"{out}__plus_one")
+    return e.emit("Mul", [e.emit("Mul", [x, gate], f"{out}__times_x"), f32("gelu_half", 0.5)], out)
 
 
 def stage_names(graph: Graph, node: Node) -> list[str]:
@@ -70,7 +99,11 @@ def _fused_conv(e: _Emitter) -> None:
     steps = spec.epilogue
     out = stages[0]
     wb = [e.onnx(spec.weight)] + ([e.onnx(spec.bias)] if spec.bias else [])
-    if spec.form is ConvForm.CONV:
+    if spec.form is ConvForm.CONV and len(e.graph.tensors[node.outputs[0]].shape or ()) == 2:
+        # a dense layer over a flattened map (flattened_dense.py): the conv's [N, out, 1, 1] as [N, out]
+        e.emit("Flatten", [e.emit("Conv", [x] + wb, f"{out}__map", kernel_shape=list(spec.kernel),
+                                  pads=list(spec.pads))], out, axis=1)
+    elif spec.form is ConvForm.CONV:
         e.emit("Conv", [x] + wb, out, kernel_shape=list(spec.kernel), strides=list(spec.strides),
                pads=list(spec.pads), dilations=list(spec.dilations), group=spec.group)
     elif spec.form is ConvForm.TRANSPOSED:        # the weight back to ConvTranspose's [in, out, kh, kw]
@@ -99,6 +132,8 @@ def lower_node(graph: Graph, node: Node) -> tuple[list[onnx.NodeProto], dict[str
     e = _Emitter(graph, node)
     if node.conv is not None:
         _fused_conv(e)
+    elif node.kind is OpKind.GELU:               # the IR's Gelu (smooth_activations.py) in opset 17's ops
+        _gelu(e, e.onnx(node.inputs[0]), e.onnx(node.outputs[0]), gelu_is_tanh(node))
     else:
         proto = helper.make_node(node.op_type, [e.onnx(t) for t in node.inputs], [e.onnx(t) for t in node.outputs],
                                  name=node.label, domain=node.domain or None)

@@ -85,6 +85,8 @@ def lone_activations_as_depthwise(graph: Graph) -> Graph:
             continue
         if source.kind is OpKind.FUSED_CONV and graph.sole_consumer(x) is act:
             continue                                   # fuse_activation gives it to that conv
+        if act.kind is OpKind.SOFTPLUS and len(graph.consumers(x)) > 1:
+            continue                                   # Mish's first step: x * tanh(softplus(x)) needs x as well
         c = shape[1]
         name = graph.names.fresh(f"{act.name}_identity")
         t = graph.add_tensor(Tensor(name, name, graph.tensors[x].elem_type, shape)).name

@@ -1,5 +1,5 @@
 """Exporter no-ops removed before anything else: Identity, inference Dropout, full-range Slice, single-input
-Concat, Resize by 1. Each only passes its input on."""
+Concat, Resize by 1, Cast to the type it has. Each only passes its input on."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,6 +54,9 @@ def remove_exporter_noops(graph: Graph) -> Graph:
             _drop_passthrough(graph, node, node.inputs[0])
         elif node.op_type == "Slice" and _full_range_slice(node, graph):
             _drop_passthrough(graph, node, node.inputs[0])
+        elif node.op_type == "Cast" and graph.tensors[node.inputs[0]].elem_type == node.attr("to") \
+                and graph.tensors[node.inputs[0]].elem_type:
+            _drop_passthrough(graph, node, node.inputs[0])          # float32 -> float32 (a widened float16 model)
         elif node.kind is OpKind.RESIZE and _same_static_shape(graph, node.inputs[0], node.outputs[0]):
             _drop_passthrough(graph, node, node.inputs[0])          # a resize by 1 (any mode) copies
     graph.prune_tensors()

@@ -21,7 +21,8 @@ _MAX_PROBE = 1 << 22            # elements of the index tensor a chain is evalua
 _UPSAMPLE_FACTORS = (2, 4, 8)
 
 
-def _evaluate(nodes: list[Node], graph: Graph, x: np.ndarray) -> np.ndarray | None:
+def evaluate_movement(nodes: list[Node], graph: Graph, x: np.ndarray) -> np.ndarray | None:
+    """`x` moved as the chain of reshaping nodes moves its input (None where a shape is unknown)."""
     for node in nodes:
         shape = graph.tensors[node.outputs[0]].shape
         if shape is None or not all(isinstance(d, int) and d >= 0 for d in shape):
@@ -58,7 +59,7 @@ def _movement(nodes: list[Node], graph: Graph) -> tuple[str, object] | None:
     if y.shape[:2] != (n, c) or y.numel() > _MAX_PROBE:
         return None
     index = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)
-    moved = _evaluate(nodes, graph, index)
+    moved = evaluate_movement(nodes, graph, index)
     if moved is None:
         return None
     if y.shape == x.shape and c >= 2:

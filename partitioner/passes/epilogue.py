@@ -9,7 +9,14 @@ from dataclasses import replace
 import numpy as np
 
 from partitioner.ir.graph import Activation, ActKind, ConcatWrite, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from partitioner.ir.op_facts import DATA_MOVEMENT_OPS, clip_bounds, pool_of, scalar_const, upsample_factor
+from partitioner.ir.op_facts import (
+    DATA_MOVEMENT_OPS,
+    clip_bounds,
+    gelu_is_tanh,
+    pool_of,
+    scalar_const,
+    upsample_factor,
+)
 from partitioner.passes.folding import spatial_pads
 
 
@@ -73,6 +80,22 @@ def _only_reaches_outputs(graph: Graph, tensor: str) -> bool:
     return any(t in graph.outputs for t in seen)
 
 
+def _smooth_activation(act: Node) -> Activation | None:
+    """The table activations among ONNX's element-wise ops (and the IR's Gelu)."""
+    if act.kind is OpKind.TANH:
+        return Activation(ActKind.TANH)
+    if act.kind is OpKind.SOFTPLUS:
+        return Activation(ActKind.SOFTPLUS)
+    if act.kind is OpKind.ELU:
+        return Activation(ActKind.ELU, alpha=float(act.attr("alpha", 1.0)))
+    if act.kind is OpKind.SELU:
+        return Activation(ActKind.SELU, alpha=float(act.attr("alpha", 1.67326319217681884765625)),
+                          beta=float(act.attr("gamma", 1.05070102214813232421875)))
+    if act.kind is OpKind.GELU:
+        return Activation(ActKind.GELU_TANH if gelu_is_tanh(act) else ActKind.GELU)
+    return None
+
+
 def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]] | None:
     y = conv.outputs[0]
     users = graph.consumers(y)
@@ -104,6 +127,9 @@ def _activation_after(graph: Graph, conv: Node) -> tuple[Activation, list[Node]]
         if act.kind is OpKind.HARD_SIGMOID:
             return Activation(ActKind.HARD_SIGMOID, alpha=float(act.attr("alpha", 0.2)),
                               beta=float(act.attr("beta", 0.5))), [act]
+        smooth = _smooth_activation(act)
+        if smooth is not None:
+            return smooth, [act]
     if len(users) == 2:
         for first in users:
             chain = _mish_chain(graph, first, y)

@@ -26,10 +26,13 @@ from partitioner.passes.epilogue import (
     mark_concat_writes,
 )
 from partitioner.passes.explicit_pads import explicit_pads
+from partitioner.passes.flattened_dense import flattened_dense_as_conv
 from partitioner.passes.folding import channel_affines_as_depthwise, fold_channel_affine, fold_pad
 from partitioner.passes.hard_activations import canonical_hard_activations
 from partitioner.passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
+from partitioner.passes.prelu import prelu_as_engine_layers
 from partitioner.passes.qdq import absorb_qdq
+from partitioner.passes.smooth_activations import canonical_gelu
 
 Pass = Callable[[Graph], Graph]
 
@@ -38,9 +41,11 @@ FUSION: list[Pass] = [
     explicit_pads,          # auto_pad SAME_UPPER / SAME_LOWER / VALID -> explicit pads (static shapes)
     absorb_qdq,             # QuantizeLinear/DequantizeLinear pairs -> fixed int8 scales
     canonical_hard_activations,  # Clip(x + 3, 0, 6) / 6 forms -> HardSigmoid / HardSwish
+    canonical_gelu,         # x * 0.5 * (1 + Erf(x / sqrt 2)) and the tanh form -> Gelu (before the affine passes)
     fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
+    prelu_as_engine_layers,  # PRelu: shared slope -> LeakyRelu; per-channel -> two 1x1 depthwise layers + add
     batchnorm_as_depthwise,  # a BatchNormalization no conv takes (after a concat, BN -> ReLU -> conv) -> 1x1 depthwise
     average_pools_as_depthwise,  # AveragePool dividing by the full window -> depthwise conv of 1 / (kh kw)
     spatial_means_as_global_pool,  # ReduceMean over H and W, dimensions kept -> GlobalAveragePool
@@ -50,6 +55,7 @@ FUSION: list[Pass] = [
     fold_scale_into_readers,  # per-channel Mul by constants read only by convs (L2Norm's gamma) -> their weights
     recognise_data_movement,  # Reshape/Transpose/Expand chains that only permute channels or upsample -> 1x1
                               # permutation convs, nearest Resizes
+    flattened_dense_as_conv,  # Transpose/Flatten of a map -> dense: one conv whose kernel is the whole map
     fold_pad,               # Pad -> the padding of the conv or max pool behind it
     decompose_max_pools,    # SPP/SPPF pools 5x5..15x15 stride 1 -> chained 3x3 pools
     decompose_upsample,     # nearest x4 / x8 -> chained x2

@@ -15,6 +15,7 @@ from partitioner.engine.layout import layout_conflicts as engine_layout_conflict
 from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from partitioner.ir.op_facts import (
     EPILOGUE_ACTIVATION_KINDS,
+    attr_text,
     gate_operands,
     pool_of,
     transposed_conv_problem,
@@ -48,7 +49,7 @@ def _tensors_ok(node: Node, graph: Graph) -> Verdict:
         if t.shape is not None and 0 in t.shape:
             return no(f"tensor {t.onnx_name!r} {list(t.shape)} is empty (a zero dimension): nothing for the engine "
                       "to compute; onnxruntime runs it")
-    for name in node.inputs[:1] + node.outputs:
+    for name in node.inputs[:1] + node.outputs[:1]:      # a second output (a pool's indices) has its own rule
         t = graph.tensors[name]
         if not t.is_static:
             return no(_dynamic_reason(t, graph))
@@ -122,38 +123,74 @@ def _fused_conv(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
 
 def _maxpool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     pool = pool_of(node)
-    if pool is None or len(graph.tensors[node.inputs[0]].shape) != 4:
-        return no("only 2-D max pooling without dilation, auto_pad or indices output")
+    shape = graph.tensors[node.inputs[0]].shape
+    if len(shape) != 4:
+        return no(f"its input is {len(shape)}-D {list(shape)}; the engine pools 2-D maps of NCHW tensors")
+    if pool is None:
+        if len([o for o in node.outputs if o]) > 1:
+            return no("it also outputs the indices of the maxima, which the engine does not compute")
+        if any(d != 1 for d in node.attr("dilations", [1, 1])):
+            return no(f"dilations {list(node.attr('dilations'))}: the engine pools without dilation")
+        if node.attr("storage_order", 0):
+            return no("storage_order 1 (column-major indices)")
+        return no(f"kernel {list(node.attr('kernel_shape', []))} is not a 2-D window")
     return _pool_ok(pool)
 
 
 def _add(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     shapes = [graph.tensors[t].shape for t in node.inputs]
-    if any(graph.const(t) is not None for t in node.inputs) or len(set(shapes)) != 1 or len(shapes[0]) != 4:
-        return no("only an element-wise add of two NCHW activations of one shape (no broadcast, no constant)")
+    const = [graph.tensors[t].onnx_name for t in node.inputs if graph.const(t) is not None]
+    if const:
+        return no(f"it adds the constant {const[0]!r} {list(graph.tensors[node.inputs[-1]].shape or [])} that no "
+                  "conv before it could take as a bias; the engine adds two activations")
+    if len(set(shapes)) != 1:
+        return no(f"it broadcasts {' + '.join(str(list(x)) for x in shapes)}; the engine adds two activations of "
+                  "one shape")
+    if len(shapes[0]) != 4:
+        return no(f"its operands are {len(shapes[0])}-D {list(shapes[0])}; the engine adds NCHW activations")
     return YES
 
 
 def _global_avg_pool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     x = graph.tensors[node.inputs[0]].shape
-    if len(x) != 4 or x[2] * x[3] > LIMITS.max_spatial ** 2:
-        return no("only a global average pool of an NCHW tensor")
+    if len(x) != 4:
+        return no(f"its input is {len(x)}-D {list(x)}; the engine pools NCHW tensors")
+    if x[2] * x[3] > LIMITS.max_spatial ** 2:
+        return no(f"a {x[2]}x{x[3]} map exceeds {LIMITS.max_spatial}x{LIMITS.max_spatial}")
     return YES
 
 
 def _scale(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     if gate_operands(node, graph) is None:
-        return no("only a per-channel scale of an activation by an [N, C, 1, 1] one (squeeze-and-excitation)")
+        const = [graph.tensors[t].onnx_name for t in node.inputs if graph.const(t) is not None]
+        shapes = " x ".join(str(list(graph.tensors[t].shape or [])) for t in node.inputs)
+        if const:
+            return no(f"it multiplies by the constant {const[0]!r} ({shapes}) that no conv before or after it could "
+                      "take into its weights")
+        return no(f"it multiplies {shapes}; the engine scales an activation only by a per-channel [N, C, 1, 1] "
+                  "gate (squeeze-and-excitation)")
     return YES
 
 
 def _resize(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
-    return YES if upsample_factor(node, graph) == 2 else no("only nearest-neighbour x2 upsampling")
+    if upsample_factor(node, graph) == 2:
+        return YES
+    mode = attr_text(node.attr("mode", "nearest"))
+    x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
+    if mode != "nearest":
+        return no(f"mode {mode!r}: the engine upsamples nearest-neighbour by 2")
+    return no(f"it resizes {list(x)} to {list(y or [])}, not a nearest-neighbour x2 of both sides (or the "
+              f"coordinate mode {attr_text(node.attr('coordinate_transformation_mode', 'half_pixel'))!r} does "
+              "not replicate pixels)")
 
 
 def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     if node.concat is None:
-        return no("only a channel concat of static NCHW tensors")
+        shapes = [graph.tensors[t].shape for t in node.inputs]
+        if any(s is None or len(s) != 4 for s in shapes):
+            return no(f"it joins {', '.join(str(list(s or [])) for s in shapes)}: the engine concatenates NCHW "
+                      "tensors")
+        return no(f"it joins on axis {node.attr('axis')}, not the channels (axis 1)")
     for t in node.inputs:
         p = graph.producer(t)
         if p is None or not on_fpga.get(p.name, False):
@@ -161,7 +198,8 @@ def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     return YES
 
 
-_ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH, ActKind.MISH}
+_ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH, ActKind.MISH,
+                 ActKind.TANH, ActKind.ELU, ActKind.SELU, ActKind.GELU, ActKind.GELU_TANH}
 
 
 def _writes_zero_padding(node: Node) -> bool:
@@ -182,7 +220,8 @@ def _l2_normalization(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Ver
     host-written input's do, and a conv's whose activations keep 0."""
     x = graph.tensors[node.inputs[0]].shape
     if node.attr("p", 2) != 2 or node.attr("axis", 1) % 4 != 1 or len(x) != 4:
-        return no("only an L2 normalisation over the channels of an NCHW tensor")
+        return no(f"p={node.attr('p', 2)} over axis {node.attr('axis', 1)} of a {len(x)}-D tensor: the engine "
+                  "normalises L2 over the channels of NCHW tensors")
     source = graph.producer(node.inputs[0])
     if source is not None and on_fpga.get(source.name, False) and not _writes_zero_padding(source):
         return no(f"its input comes from {source.op_type} {source.label!r}, whose padding channels may not be zero "
@@ -217,8 +256,24 @@ _WHY_NOT = {
 }
 
 
+def _prelu_reason(node: Node, graph: Graph) -> str:
+    """Why a PRelu was not made an engine layer (prelu.py takes a scalar or per-channel slope of an NCHW tensor)."""
+    x = graph.tensors[node.inputs[0]].shape
+    slope = graph.tensors[node.inputs[1]] if len(node.inputs) > 1 else None
+    if slope is None or slope.data is None:
+        return "its slope is computed at run time, not a constant"
+    if x is None or len(x) not in (2, 4):
+        return f"its input is {len(x or [])}-D; the engine's PRelu is per channel of an NCHW or [N, C] tensor"
+    if not np.all(np.isfinite(slope.data)):
+        return "its slope holds NaN or infinity"
+    return (f"its slope {list(slope.shape)} varies along more than the channels of {list(x)} (a [C] slope on NCHW "
+            "broadcasts over the width): the engine takes a scalar or a [C, 1, 1] slope")
+
+
 def check(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     rule = RULES.get(node.kind)
+    if rule is None and node.op_type == "PRelu" and node.domain in ("", "ai.onnx"):
+        return no(_prelu_reason(node, graph))
     if rule is None:
         return no(_WHY_NOT.get(node.kind, f"{node.op_type} is not an engine op"
                                + (" (only fused into a conv)" if node.kind in EPILOGUE_ACTIVATION_KINDS else "")))

@@ -1,0 +1,92 @@
+"""`partition --min-cosine X [--min-f1 Y] --auto-fallback`: the fewest engine layers kept in float on the CPU that
+bring every output to the accuracy asked for.
+
+The build ranks the engine's tensors by what int8 rounding of each alone costs the outputs (sensitivity.py);
+prefixes of that ranking are tried, growing by doubling until one meets the targets and then narrowed by
+bisection, so k layers moved cost about 2 log2 k builds. Each try is a whole build with `--keep-on-cpu` for the
+layers of the prefix: the calibration ranges are the float model's and do not change, so the ranking stays valid.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from partitioner.build import BuildResult, PartitionConfig, run_partition
+
+MAX_TRIES = 16
+
+
+@dataclass
+class Fallback:
+    result: BuildResult
+    kept: list[str] = field(default_factory=list)        # ONNX nodes whose layers moved to the CPU, in rank order
+    tensors: list[str] = field(default_factory=list)     # the tensors that took them there
+    tries: list[tuple[int, bool]] = field(default_factory=list)    # (prefix length, met) per build after the first
+    first: BuildResult | None = None                     # the all-int8 build, when it did not meet the targets
+
+
+def shortfall(result: BuildResult, min_cosine: float | None, min_f1: float | None) -> str | None:
+    """Why `result` misses the targets, or None where it meets them."""
+    if min_cosine is not None and (low := result.below(min_cosine)) is not None:
+        worst = min((o for o in result.accuracy.outputs if o.name == low[0]), key=lambda o: o.cosine)
+        return f"output {low[0]!r} cosine {worst.cosine:.5f} < {min_cosine}"
+    if min_f1 is not None and result.accuracy is not None and result.accuracy.detections is not None:
+        f1 = result.accuracy.detections.f1
+        if f1 is not None and f1 < min_f1:
+            return f"detection F1 {f1:.3f} < {min_f1}"
+    return None
+
+
+def _prefix(ranking, k: int) -> tuple[list[str], list[str]]:
+    nodes: list[str] = []
+    for s in ranking[:k]:
+        nodes += [n for n in s.layers if n not in nodes]
+    return nodes, [s.tensor for s in ranking[:k]]
+
+
+def meet_accuracy(cfg: PartitionConfig, min_cosine: float | None, min_f1: float | None,
+                  echo: Callable[[str], None] = lambda _: None) -> Fallback:
+    """Builds `cfg`; where it misses the targets, moves the fewest most sensitive layers to the CPU. The build left
+    in cfg.out_dir is the returned one."""
+    first = run_partition(replace(cfg, sensitivity=True), echo)
+    why = shortfall(first, min_cosine, min_f1)
+    if why is None:
+        return Fallback(first)
+    ranking = [s for s in first.sensitivity if s.layers]
+    echo(f"auto-fallback: {why} in all-int8; trying the most sensitive of {len(ranking)} engine tensors in float")
+    fallback = Fallback(first, first=first)
+    built: dict[int, BuildResult] = {}
+
+    def attempt(k: int) -> bool:
+        nodes, tensors = _prefix(ranking, k)
+        result = run_partition(replace(cfg, keep_on_cpu=tuple(cfg.keep_on_cpu) + tuple(nodes), sensitivity=False),
+                               lambda _: None)
+        built[k] = result
+        met = shortfall(result, min_cosine, min_f1)
+        fallback.tries.append((k, met is None))
+        echo(f"auto-fallback: {k} tensor(s), {len(nodes)} layer(s) in float -> "
+             + ("targets met" if met is None else met))
+        return met is None
+
+    low, high, k = 0, None, 1
+    while high is None and len(fallback.tries) < MAX_TRIES and k <= len(ranking):
+        if attempt(k):
+            high = k
+        else:
+            low, k = k, min(2 * k, len(ranking)) if k < len(ranking) else k + 1
+    if high is None:
+        fallback.result = built[max(built)] if built else first
+        fallback.kept, fallback.tensors = _prefix(ranking, max(built, default=0))
+        return fallback
+    while high - low > 1 and len(fallback.tries) < MAX_TRIES:
+        mid = (low + high) // 2
+        if attempt(mid):
+            high = mid
+        else:
+            low = mid
+    fallback.kept, fallback.tensors = _prefix(ranking, high)
+    fallback.result = built[high]
+    if fallback.tries[-1][0] != high:               # the folder holds the last build tried: make it the chosen one
+        fallback.result = run_partition(replace(cfg, keep_on_cpu=tuple(cfg.keep_on_cpu) + tuple(fallback.kept),
+                                                sensitivity=False), lambda _: None)
+    return fallback
