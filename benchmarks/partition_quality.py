@@ -194,15 +194,17 @@ def main() -> None:
           "IoU >= 0.5 with the same class; raw YOLO heads: their best 100 boxes after class-wise NMS; probability "
           "maps: pixels above 0.3):")
     print()
-    print("| model | compared | int8 precision | int8 recall | onnxruntime QDQ precision | onnxruntime QDQ recall |")
-    print("|---|---|---|---|---|---|")
+    print("| model | compared | int8 precision | int8 recall | int8 F1 | onnxruntime QDQ precision | "
+          "onnxruntime QDQ recall | onnxruntime QDQ F1 |")
+    print("|---|---|---|---|---|---|---|---|")
     fmt = lambda v: "n/a" if v is None else f"{v:.3f}"                       # noqa: E731
     for r in rows:
         a, o = r.get("agreement"), r.get("ort_agreement")
         if a is None:
             continue
         print(f"| {r['model']} | {a.float_detections} float {a.unit} | {fmt(a.precision)} | {fmt(a.recall)} | "
-              f"{fmt(o.precision if o else None)} | {fmt(o.recall if o else None)} |")
+              f"{fmt(a.f1)} | {fmt(o.precision if o else None)} | {fmt(o.recall if o else None)} | "
+              f"{fmt(o.f1 if o else None)} |")
 
 
 if __name__ == "__main__":

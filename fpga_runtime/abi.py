@@ -78,6 +78,7 @@ class Flag(enum.IntFlag):
     POOL = 4        # max pool the result before writing
     UPSAMPLE2 = 8   # read the input through x2 nearest-neighbour upsampling
     POOL_PAD_ZERO = 16  # the max pool's taps outside its input count as 0, not -128 (a zero Pad before it)
+    PRELU = 32      # CONV: a negative accumulator takes the entry's negative-side multiplier (PRelu per channel)
 
 
 class Act(enum.IntEnum):
@@ -292,6 +293,30 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: 
 
 MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bit signed DSP48 port, not a 32x32
 MULT_LIMIT = 1 << MULT_BITS
+# A requantisation entry is (int32 mult, int32 word): the word's bits 0-7 are the shift; with Flag.PRELU its bits
+# 8-25 are the negative-side multiplier, signed 18 bits (|neg| < 2^17), and the rest is zero.
+SHIFT_MASK = 0xFF
+NEG_MULT_BITS = 18
+
+
+def pack_requant_word(shift: np.ndarray, neg_mult: np.ndarray | None = None) -> np.ndarray:
+    word = np.asarray(shift, np.int64)
+    if neg_mult is not None:
+        word = word | ((np.asarray(neg_mult, np.int64) & ((1 << NEG_MULT_BITS) - 1)) << 8)
+    return word.astype(np.int32)
+
+
+def unpack_requant_word(word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(shift, negative-side multiplier) of a requantisation entry's second word."""
+    w = np.asarray(word, np.int64) & 0xFFFFFFFF
+    neg = (w >> 8) & ((1 << NEG_MULT_BITS) - 1)
+    return w & SHIFT_MASK, np.where(neg >= 1 << (NEG_MULT_BITS - 1), neg - (1 << NEG_MULT_BITS), neg)
+
+
+def requantize_prelu(acc: np.ndarray, mult: np.ndarray, neg_mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """requantize with the negative-side multiplier where the accumulator is negative (Flag.PRELU)."""
+    acc = np.asarray(acc, np.int64)
+    return requantize(acc, np.where(acc < 0, np.asarray(neg_mult, np.int64), np.asarray(mult, np.int64)), shift)
 
 
 class ScaleRangeError(ValueError):

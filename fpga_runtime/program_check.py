@@ -21,19 +21,21 @@ from fpga_runtime.abi import (
     HEADER_SIZE,
     L2NORM_SHIFTS,
     MULT_LIMIT,
+    NEG_MULT_BITS,
     PROGRAM_MAGIC,
     Act,
     Descriptor,
     Flag,
     Op,
     unpack_program,
+    unpack_requant_word,
 )
 from fpga_runtime.plan import PlanError
 
 if TYPE_CHECKING:                   # engine_image calls this module when it loads memory.bin
     from fpga_runtime.engine_image import EngineImage
 
-KNOWN_FLAGS = int(Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.UPSAMPLE2 | Flag.POOL_PAD_ZERO)
+KNOWN_FLAGS = int(Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.UPSAMPLE2 | Flag.POOL_PAD_ZERO | Flag.PRELU)
 
 
 class ProgramError(PlanError, ValueError):
@@ -86,6 +88,8 @@ def _refusal(d: Descriptor, image: EngineImage, const: np.ndarray) -> str | None
     op = Op(d.op)
     if d.flags & ~KNOWN_FLAGS:
         return f"flags {d.flags:#x} has unknown bits"
+    if d.flags & Flag.PRELU and op != Op.CONV:
+        return "flag PRELU on a layer that is not a CONV"
     if d.act1 not in Act.__members__.values() or d.act2 not in Act.__members__.values():
         return f"act1 {d.act1} / act2 {d.act2}: no such activation"
     if d.out_step > 2 or d.out_step == 2 and (op != Op.CONV or d.flags & (Flag.POOL | Flag.RESIDUAL)
@@ -199,6 +203,12 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
                     f"{'activation slot' if region == act else 'constant region'}")
     if "requant" in {s[0] for s in spans}:
         rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
-        if rq[:, 0].min() < 0 or rq[:, 0].max() >= MULT_LIMIT or rq[:, 1].min() < 0 or rq[:, 1].max() > 62:
-            return f"a requantisation multiplier outside [0, {MULT_LIMIT}) or shift outside [0, 62]"
+        prelu = op == Op.CONV and d.flags & Flag.PRELU
+        shift, neg = unpack_requant_word(rq[:, 1])
+        word = rq[:, 1].astype(np.int64) & 0xFFFFFFFF
+        if rq[:, 0].min() < 0 or rq[:, 0].max() >= MULT_LIMIT or shift.max() > 62 \
+                or word.max() >= (1 << (8 + NEG_MULT_BITS) if prelu else 1 << 8) \
+                or prelu and (neg.min() <= -MULT_LIMIT or neg.max() >= MULT_LIMIT):
+            return (f"a requantisation multiplier outside [0, {MULT_LIMIT}), a shift outside [0, 62] or bits set past "
+                    "them" + (" (PRELU: a negative-side multiplier outside its 18 bits)" if prelu else ""))
     return None

@@ -22,9 +22,11 @@ from fpga_runtime.abi import (
     Op,
     l2norm_factor,
     requantize,
+    requantize_prelu,
     saturate8,
     shift_round,
     unpack_program,
+    unpack_requant_word,
 )
 
 _EXACT_F32_CHANNELS = 1024
@@ -169,7 +171,11 @@ class ReferenceEngine:
             acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
         rq = _requant_table(const, d)
-        y = requantize(acc, rq[:, 0], rq[:, 1], overwrite=True)
+        if d.flags & Flag.PRELU:
+            shift, neg = unpack_requant_word(rq[:, 1])
+            y = requantize_prelu(acc, rq[:, 0], neg, shift)
+        else:
+            y = requantize(acc, rq[:, 0], rq[:, 1], overwrite=True)
         y = self._activation(const, y, d.act1, d.lut1_addr, d)
         if d.flags & Flag.RESIDUAL:
             y = self._add(act, y, d, d.conv_h, d.conv_w)

@@ -94,6 +94,7 @@ class PartitionConfig:
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
+    bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
     preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
     preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
     class_names: list[str] | None = None     # None: from the model's metadata
@@ -362,7 +363,7 @@ def _compile(s: BuildState) -> None:
     s.calibration = choose_calibration(s.plan, cfg.calibration_table, cfg.calibrate_dir, cfg.calibration_frames,
                                        cfg.calibration_method, cfg.seed, s.preprocess, s.warnings)
     s.image, more, s.descriptors = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board,
-                                                  s.build_id)
+                                                  s.build_id, cfg.bias_correction)
     s.warnings += more
     s.plan.engine = f"{ENGINE_DIR}/engine.json"
     fpga = s.fpga_subgraphs

@@ -125,6 +125,9 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
                    "the targets are met (says which, and what it costs)")
 @click.option("--sensitivity", is_flag=True,
               help="rank the engine's tensors by what int8 rounding of each alone costs the outputs (report.md)")
+@click.option("--no-bias-correction", is_flag=True,
+              help="keep the convs' float biases as they are instead of removing the mean error int8 rounding of "
+                   "their weights adds (measured from the calibration frames' channel means)")
 @click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",
               help="keep this ONNX node's layer in float on the CPU (repeatable; --sensitivity suggests which)")
 @click.option("--save-steps", is_flag=True,
@@ -155,7 +158,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          no_accuracy: bool,
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
-         keep_on_cpu: tuple[str, ...],
+         no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
          layout: str | None,
@@ -173,6 +176,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
         objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
+        bias_correction=not no_bias_correction,
         preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")

@@ -25,12 +25,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-from onnx import TensorProto, helper, numpy_helper
-from torch import nn
-
 from corpus_frames import export_all, frames_nchw  # noqa: E402 (scripts/ is on the path when run)
 from export_corpus import SEED, export, trained_like  # noqa: E402
-
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
 
 # ---- keras2onnx's ONet ------------------------------------------------------------------------------------------
 
@@ -173,7 +171,9 @@ def yolo11n_e2e(size: int, out: Path) -> dict:
     torch.manual_seed(SEED)
     model = DetectionModel("yolo11n.yaml", nc=80, verbose=False)
     frames = [torch.from_numpy(f) for f in frames_nchw(6, size, size, 5)]
-    trained_like(model, frames)
+    # with gammas up to 1.6 this random network is chaotic (float cosine 0.83 at its output under 1/255 input
+    # noise, less than int8's own step); a trained one is not, so the gammas stay at or below 1 (as dbnet's)
+    trained_like(model, frames, gammas=(0.3, 1.0))
     model.eval()
     for m in model.modules():
         if m.__class__.__name__ == "Detect":

@@ -1,6 +1,8 @@
 """The engine compiler's small parts on their own: memory arenas, calibration thresholds, descriptor geometry."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import pytest
@@ -184,3 +186,36 @@ def test_a_dead_channel_is_said_to_be_harmless_not_a_huge_coarsening(tmp_path):
     assert len(dead) == 1 and dead[0].startswith("1 output channel(s) of 'c' are dead") and "e+" not in dead[0]
     assert not any("coarser" in w for w in result.warnings)
     assert min(o.cosine for o in result.accuracy.outputs) > 0.99
+
+
+def test_bias_correction_removes_the_mean_error_of_the_weights_rounding(tmp_path):
+    """A depthwise conv on an input with a large mean (after a ReLU, a picture): each channel's 9 weights round
+    coarsely, which shifts its output by (Wq - W) E[x]; corrected from the calibrated channel means, the int8
+    output's mean error per channel shrinks, and the build says which convs it corrected."""
+    from fpga_runtime import Session
+    from fpga_runtime.checking.frames import original_outputs
+    from partitioner.build import PartitionConfig, run_partition
+    n = Net(channels=16, size=12, seed=5)
+    w = (n.rng.standard_normal((16, 1, 3, 3)) * 0.3).astype(np.float32)
+    n.inits.append(onnx.numpy_helper.from_array(w, "dw.w"))
+    y = n.node("Conv", ["x", "dw.w"], "dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=16)
+    path = n.save([n.conv(y, "pw", k=1)], tmp_path / "m.onnx")
+    rng = np.random.default_rng(0)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(6):
+        np.save(frames / f"f{i}.npy", (3.0 + rng.standard_normal((1, 16, 12, 12))).astype(np.float32))
+    feeds = {"x": (3.0 + rng.standard_normal((1, 16, 12, 12))).astype(np.float32)}
+    want = original_outputs(path, feeds)["pw"]
+    errors = {}
+    for corrected in (False, True):
+        out = tmp_path / f"b{corrected}"
+        run_partition(PartitionConfig(model=path, out_dir=out, picture=False, offload_everything=True,
+                                      calibrate_dir=frames, bias_correction=corrected))
+        with Session(out) as s:
+            got, = s.run(None, feeds)
+        errors[corrected] = np.abs((got - want).mean(axis=(0, 2, 3))).mean()
+        record = json.loads((out / "fpga" / "engine.json").read_text())["calibration"]["bias_corrected"]
+        assert bool(record) is corrected and (not corrected or record[0][0] == "dw")
+    assert errors[True] < 0.6 * errors[False], errors
+    assert "bias correction" in (tmp_path / "bTrue" / "report.md").read_text()

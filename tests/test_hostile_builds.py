@@ -18,9 +18,10 @@ from partitioner.build import PartitionConfig, run_partition
 
 @pytest.fixture(scope="module")
 def build(tmp_path_factory, zoo):
-    """The classifier: FPGA convs and a CPU dense layer whose weights are ONNX external data."""
+    """The classifier: FPGA convs and a CPU dense layer (kept there) whose weights are ONNX external data."""
     out = tmp_path_factory.mktemp("hostile") / "b"
-    run_partition(PartitionConfig(model=zoo("classifier"), out_dir=out, picture=False, accuracy=False))
+    run_partition(PartitionConfig(model=zoo("classifier"), out_dir=out, picture=False, accuracy=False,
+                                  keep_on_cpu=("fc",)))
     assert list((out / "subgraphs").glob("cpu_*.weights"))
     return out
 

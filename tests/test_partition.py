@@ -239,9 +239,9 @@ ZOO_PARTITIONS = {
     "two-branch": [("fpga", "compute", _CONVS | {f"conv.bn{s}" for s in ("", "_1", "_2", "_3", "_4", "_5", "_6")}
                     | {"concat", "head_a", "hsig", "hswish", "leaky", "leaky_1", "pool", "relu", "relu6", "relu_1",
                        "sigmoid", "silu"})],
+    # the flatten before fc leaves the graph (fc reads the map as a conv), so the head joins the convs
     "classifier": [("fpga", "compute", {"conv", "conv.bn", "conv.bn_1", "conv_1", "pool", "pool_1", "relu",
-                                        "relu_1"}),
-                   ("cpu", "compute", {"fc", "flatten", "logits", "relu_2"}),
+                                        "relu_1", "fc", "flatten", "logits", "relu_2"}),
                    ("cpu", "post", {"probs"})],
 }
 

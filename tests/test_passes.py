@@ -959,20 +959,34 @@ def test_prelu_with_a_shared_slope_is_a_leaky_relu_of_the_conv():
     _same_numbers(model, g)
 
 
-def test_prelu_per_channel_becomes_two_depthwise_layers_and_a_residual_add():
-    """x + (1 - a) relu(-x): any slope, negative and above 1 included; every node an engine layer."""
+def test_prelu_per_channel_after_a_conv_is_its_requantisers_negative_side():
+    n = Net(channels=8)
+    slopes = np.array([-0.5, 0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 0.02], np.float32).reshape(8, 1, 1)
+    model = n.model([n.conv(n.node("PRelu", [n.conv("x", "c"), n.const("a", slopes)], "p"), "tail")])
+    g = run_fusion(ir_of(model))
+    first = next(iter(g.nodes.values()))
+    assert len(g.nodes) == 2 and first.conv.epilogue == (
+        Activation(ActKind.PRELU, slopes=tuple(float(a) for a in slopes.ravel())),)
+    assert first.origin == ["c", "p"]
+    _same_numbers(model, g)
+
+
+def test_prelu_per_channel_no_conv_can_take_becomes_two_channelwise_layers_and_a_residual_add():
+    """After an add of two branches: x + (1 - a) relu(-x), any slope (negative and above 1 included), every node
+    an engine layer."""
     from graphs import prelu
     n = Net(channels=8)
     slopes = np.array([-0.5, 0.0, 0.1, 0.25, 0.5, 1.0, 1.5, 0.02], np.float32).reshape(8, 1, 1)
-    model = n.model([n.conv(prelu(n, n.conv("x", "c"), "p", slopes), "tail")])
+    s = n.node("Add", [n.conv("x", "a"), n.conv("x", "b")], "sum")
+    model = n.model([n.conv(prelu(n, s, "p", slopes), "tail")])
     g = run_fusion(ir_of(model))
-    convs = list(g.nodes.values())
-    assert [node.kind for node in convs] == [OpKind.FUSED_CONV] * 4
-    negate, scale = convs[1], convs[2]
+    nodes = list(g.nodes.values())
+    assert [node.kind for node in nodes] == [OpKind.FUSED_CONV] * 5          # a, b + a (the add), negate, scale, tail
+    negate, scale = nodes[2], nodes[3]
     assert negate.conv.group == 8 and negate.conv.epilogue == (Activation(ActKind.RELU),)
     np.testing.assert_array_equal(g.const(negate.conv.weight).ravel(), -np.ones(8))
     np.testing.assert_allclose(g.const(scale.conv.weight).ravel(), 1 - slopes.ravel())
-    assert scale.conv.epilogue == (ResidualAdd(convs[0].outputs[0]),) and "p" in scale.origin
+    assert scale.conv.epilogue == (ResidualAdd(nodes[1].outputs[0]),) and "p" in scale.origin
     _same_numbers(model, g)
 
 

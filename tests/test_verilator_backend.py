@@ -59,7 +59,8 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, ker
     on the array's diagonal."""
     config = EngineConfig(vec=vec, pe_rows=rows, epilogue_lanes=epilogue, pixels=pixels, depthwise_rows=kernel_rows)
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
-             "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool", "zero_point_padding", "grouped_conv"]
+             "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool", "zero_point_padding", "grouped_conv",
+             "act_prelu"]
     if pixels > 1:
         names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv3x3_dilated", "conv1x1_tiles",
                   "residual_wide", "depthwise3x3_s2", "pools_and_norms_as_depthwise",

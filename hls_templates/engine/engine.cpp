@@ -182,7 +182,7 @@ void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uin
             int8_t out[V];
             for (int v = 0; v < V; ++v) {
 #pragma HLS UNROLL
-                out[v] = sat8(shift_round(by_mult(sum[v], mult[v]), shift[v]));
+                out[v] = sat8(shift_round(by_mult(sum[v], mult[v]), rq_shift(shift[v])));
             }
             store_vec<V>(act, pixel(d.out_addr, n, 0, 0, 1, 1, d.out_c_stride) + d.out_c_offset + c, out);
         }

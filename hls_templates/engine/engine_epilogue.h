@@ -22,6 +22,17 @@ int64_t by_mult(int32_t x, int32_t m) {
     return p.to_int64();
 }
 
+// A requantisation entry's second word: the shift in bits 0-7; with F_PRELU, bits 8-25 hold the negative-side
+// multiplier (signed 18 bits), which a negative accumulator takes instead of the entry's multiplier.
+int rq_shift(int32_t word) { return word & 0xFF; }
+
+int32_t rq_mult(const Descriptor &d, int32_t acc, int32_t mult, int32_t word) {
+#pragma HLS INLINE
+    if (!(d.flags & F_PRELU) || acc >= 0) return mult;
+    int32_t neg = (word >> 8) & 0x3FFFF;
+    return neg >= (1 << 17) ? neg - (1 << 18) : neg;
+}
+
 int8_t activate(int8_t q, uint8_t kind, const int8_t lut[256], int8_t lo, int8_t hi) {
 #pragma HLS INLINE
     if (kind == ACT_CLAMP) return q < lo ? lo : q > hi ? hi : q;
@@ -73,7 +84,7 @@ void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], cons
         load_vec<N>(act, pixel(d.in2_addr, n, y, x, d.conv_h, d.conv_w, d.in2_c_stride) + d.in2_c_offset + c, res);
     for (int i = 0; i < N; ++i) {
 #pragma HLS UNROLL
-        int8_t q = sat8(shift_round(by_mult(acc[i], mult[i]), shift[i]));
+        int8_t q = sat8(shift_round(by_mult(acc[i], rq_mult(d, acc[i], mult[i], shift[i])), rq_shift(shift[i])));
         q = activate(q, d.act1, lut1, d.act_lo, d.act_hi);
         if (d.flags & F_RESIDUAL) {
             int64_t total = by_mult(q, d.res_mult_a) + by_mult(res[i], d.res_mult_b);

@@ -198,9 +198,10 @@ module engine_core #(
   logic [4:0] epi_count;
   logic [PM*G*32-1:0] bias_bits, mult_bits;
   logic [PM*G*8-1:0] shift_bits;
+  logic [PM*G*18-1:0] nmult_bits;
   layer_tables #(.G(G), .PM(PM), .R(R), .B(B), .CB(CB)) tables (
     .clk, .cbuf, .c_off, .take_bias(take_params && !take_rq), .take_rq(take_params && take_rq), .take_bank,
-    .cur_bank, .bias_bits, .mult_bits, .shift_bits);
+    .cur_bank, .bias_bits, .mult_bits, .shift_bits, .nmult_bits);
   // an activation table goes into every epilogue lane's copy a beat per cycle, as it arrives
   wire lut_we1 = collecting && cst == S_LUT1 && cb_valid, lut_we2 = collecting && cst == S_LUT2 && cb_valid;
   logic [G*32-1:0] mac_acc;
@@ -270,7 +271,7 @@ module engine_core #(
   assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x, e_in_tile} = epi_dout;
   logic epi_ready;
   sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B)) epi (
-    .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .lut_we1, .lut_we2,
+    .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .nmult(nmult_bits), .lut_we1, .lut_we2,
     .lut_waddr(cb_idx[$clog2(256 / B)-1:0]), .lut_wdata(cb_data),
     .in_ready(epi_ready), .in_valid(epi_pop), .in_tile(e_in_tile), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
     .in_y(e_in_y), .in_x(e_in_x), .out_valid(e_valid), .out_q(e_q), .out_oaddr(e_oaddr), .out_n(e_n),

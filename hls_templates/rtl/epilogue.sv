@@ -1,5 +1,5 @@
 // Epilogue, two pipelined stages per pixel result of G lanes: E1 requantises a conv or global-average-pool
-// accumulator, SCALE's gated value or ADD's two operands (int64 products, rounding shift, saturation) and
+// accumulator (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value or ADD's two operands (int64 products, rounding shift, saturation) and
 // applies act1; E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table,
 // each lane's own copy in distributed RAM (lut_ram.sv).
 import engine_pkg::*;
@@ -14,6 +14,7 @@ module epilogue #(
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
   input  logic [G*32-1:0] mult,
   input  logic [G*8-1:0]  shift,
+  input  logic [G*18-1:0] nmult,         // a PRELU conv's negative-side multipliers
   input  logic            lut_we1,       // a beat of the layer's first (second) table: into every lane's copy
   input  logic            lut_we2,
   input  logic [$clog2(256 / TB)-1:0] lut_waddr,
@@ -34,6 +35,7 @@ module epilogue #(
   engine_pkg::desc_t d;
   assign d = desc;
   wire has_res = d.op == OP_CONV && d.flags[F_RESIDUAL];
+  wire prelu = d.op == OP_CONV && d.flags[F_PRELU];
 
   function automatic logic signed [7:0] activate(input logic [7:0] kind, input logic signed [7:0] q,
                                                  input logic signed [7:0] looked_up);
@@ -75,7 +77,8 @@ module epilogue #(
       g16 = a8 * b8;
       per_channel = d.op == OP_CONV || d.op == OP_GAP;
       x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g16) : 32'(a8);
-      m18 = per_channel ? mult[32*i +: 18] : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
+      m18 = prelu && x32[31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+          : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];     // PRELU: a negative acc's own
       s = per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift;  // L2NORM: the pixel's
       q1_pre[8*i +: 8] = scale_sum(x32, m18, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b[17:0], s);
       q2_pre[8*i +: 8] = has_res ? rescale2(e1_q[8*i +: 8], e1_b[8*i +: 8], d.res_mult_a[17:0], d.res_mult_b[17:0],

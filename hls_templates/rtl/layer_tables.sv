@@ -17,7 +17,8 @@ module layer_tables #(
   input  logic cur_bank,           // the bank the running group reads
   output logic [PM*G*32-1:0] bias_bits,
   output logic [PM*G*32-1:0] mult_bits,
-  output logic [PM*G*8-1:0]  shift_bits
+  output logic [PM*G*8-1:0]  shift_bits,
+  output logic [PM*G*18-1:0] nmult_bits    // the negative-side multipliers of a PRELU layer (entry bits 40-57)
 );
   // Tables start on 64-byte boundaries (docs/kernel-abi.md), so a tile's biases and requantisation entries
   // start on a beat unless 4 x PE_ROWS bytes are not a whole number of beats: no shifter then.
@@ -25,6 +26,7 @@ module layer_tables #(
   wire [7:0] p_off = PARAMS_ALIGNED ? 8'd0 : c_off;
   logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
   logic [7:0] shift[2*G*PM];
+  logic [17:0] nmult[2*G*PM];
 
   always_ff @(posedge clk) begin
     if (take_bias)
@@ -33,6 +35,7 @@ module layer_tables #(
       for (int i = 0; i < G * PM; i++) begin
         mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
         shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
+        nmult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 5) * 8 +: 18];
       end
   end
 
@@ -41,6 +44,7 @@ module layer_tables #(
       bias_bits[32*i +: 32] = bias[32'(cur_bank) * G * PM + i];
       mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
       shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
+      nmult_bits[18*i +: 18] = nmult[32'(cur_bank) * G * PM + i];
     end
   end
 endmodule

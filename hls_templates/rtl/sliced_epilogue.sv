@@ -17,6 +17,7 @@ module sliced_epilogue #(
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
   input  logic [PM*G*32-1:0] mult,
   input  logic [PM*G*8-1:0]  shift,
+  input  logic [PM*G*18-1:0] nmult,
   input  logic            lut_we1,
   input  logic            lut_we2,
   input  logic [$clog2(256 / TB)-1:0] lut_waddr,
@@ -41,7 +42,8 @@ module sliced_epilogue #(
   if (P == 1) begin : full
     assign in_ready = 1'b1;
     epilogue #(.V(V), .G(G), .TB(TB)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]), .lut_we1, .lut_we2,
+      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]),
+      .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
       .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
       .in_y, .in_x, .out_valid, .out_q, .out_oaddr, .out_n, .out_y, .out_x, .busy);
@@ -65,7 +67,8 @@ module sliced_epilogue #(
     assign in_ready = !active || k == KW'(P - 1);
 
     epilogue #(.V(E), .G(E), .TB(TB)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]), .lut_we1, .lut_we2,
+      .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]),
+      .nmult(nmult[18*(G*tile + E*k) +: 18*E]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
       .in_valid(active), .in_acc(acc[32*E*k +: 32*E]), .in_b(b[8*E*k +: 8*E]), .in_a(a[8*E*k +: 8*E]),
       .in_oaddr(oaddr), .in_n(n), .in_y(y), .in_x(x), .out_valid(s_valid), .out_q(s_q), .out_oaddr(s_oaddr),

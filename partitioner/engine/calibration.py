@@ -38,6 +38,7 @@ class Calibration:
     frame_count: int = 0
     method: str = "max"
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)    # signed min and max per tensor
+    means: dict[str, list[float]] = field(default_factory=dict)     # per channel (axis 1), for bias correction
 
     @property
     def description(self) -> str:
@@ -45,13 +46,13 @@ class Calibration:
 
     def ranges(self, plan: Plan) -> dict[str, float]:
         if self.table is None:
-            self.table, self.bounds = calibration_ranges(plan, self.frames, self.method)
+            self.table, self.bounds, self.means = calibration_ranges(plan, self.frames, self.method)
             self.frame_count = len(self.frames)
         return self.table
 
     def save(self, folder: Path) -> None:
         record = {"source": self.source, "frames": self.frame_count, "method": self.method, "ranges": self.table,
-                  "bounds": {k: list(v) for k, v in self.bounds.items()}}
+                  "bounds": {k: list(v) for k, v in self.bounds.items()}, "means": self.means}
         (folder / TABLE_FILE).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
 
     @classmethod
@@ -60,10 +61,12 @@ class Calibration:
             raw = json.loads(Path(path).read_text())
             ranges = {str(k): float(v) for k, v in raw["ranges"].items()}
             bounds = {str(k): (float(v[0]), float(v[1])) for k, v in raw.get("bounds", {}).items()}
+            means = {str(k): [float(x) for x in v] for k, v in raw.get("means", {}).items()}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ModelError(f"{path}: not a calibration table (a fpga/{TABLE_FILE} of a build): {exc}") from None
         return cls(f"table {path} ({raw.get('source', 'unknown source')})", table=ranges,
-                   frame_count=int(raw.get("frames", 0)), method=str(raw.get("method", "max")), bounds=bounds)
+                   frame_count=int(raw.get("frames", 0)), method=str(raw.get("method", "max")), bounds=bounds,
+                   means=means)
 
 
 def _exposed(plan: Plan, name: str) -> tuple[Path, list[str]]:
@@ -109,13 +112,15 @@ def fpga_float_values(plan: Plan, frames: list[dict[str, np.ndarray]]):
 
 
 def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: str = "max"
-                       ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+                       ) -> tuple[dict[str, float], dict[str, tuple[float, float]], dict[str, list[float]]]:
     """The int8 range per ONNX tensor name, for every tensor computed in an FPGA subgraph or read by one: max |x|
     over all frames, or (a second pass, over a histogram of |x| up to that max) its 99.99th percentile or the
     clipping threshold that minimises the int8 mean squared error (rounding below it, clipping above). Also the
-    signed min and max, from which the compiler sees where a zero point pays (a ReLU's output has no negatives)."""
+    signed min and max, from which the compiler sees where a zero point pays (a ReLU's output has no negatives),
+    and the mean per channel of every NCHW or [N, C] tensor, over the frames (bias correction, layers.py)."""
     peak: dict[str, float] = {}
     bounds: dict[str, tuple[float, float]] = {}
+    sums: dict[str, np.ndarray] = {}
     kept: list[dict[str, np.ndarray]] = []          # the first pass's values, for the second, while they fit
     kept_bytes = 0
     for seen, _ in fpga_float_values(plan, frames):
@@ -128,8 +133,11 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: 
                 peak[name] = max(peak.get(name, 0.0), max(-lo, hi))
                 old = bounds.get(name, (lo, hi))
                 bounds[name] = (min(old[0], lo), max(old[1], hi))
+                if v.ndim in (2, 4) and np.all(np.isfinite(v)):
+                    sums[name] = sums.get(name, 0.0) + v.mean(axis=(0,) + tuple(range(2, v.ndim)), dtype=np.float64)
+    means = {name: [float(x) for x in total / len(frames)] for name, total in sums.items()}
     if method == "max":
-        return peak, bounds
+        return peak, bounds, means
     hist: dict[str, np.ndarray] = {}
     second = kept if kept_bytes <= KEEP_BYTES else (seen for seen, _ in fpga_float_values(plan, frames))
     for seen in second:
@@ -138,7 +146,8 @@ def calibration_ranges(plan: Plan, frames: list[dict[str, np.ndarray]], method: 
                 counts, _ = np.histogram(np.abs(v), _BINS, (0.0, peak[name]))
                 hist[name] = hist.get(name, 0) + counts
     choose = _percentile if method == "percentile" else _least_squared_error
-    return {name: (choose(hist[name], peak[name]) if name in hist else value) for name, value in peak.items()}, bounds
+    return ({name: (choose(hist[name], peak[name]) if name in hist else value) for name, value in peak.items()},
+            bounds, means)
 
 
 def _percentile(counts: np.ndarray, peak: float, q: float = 0.9999) -> float:

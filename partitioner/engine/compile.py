@@ -24,7 +24,7 @@ from partitioner.placement.partition import Device, Partition
 
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
-                   board: Board | None = None, build_id: str | None = None
+                   board: Board | None = None, build_id: str | None = None, bias_correction: bool = True
                    ) -> tuple[EngineImage, list[str], list[Descriptor]]:
     """The engine image (saved with its memory and calibration table), warnings, and every descriptor of every
     program (what the generated engine must be sized for)."""
@@ -44,7 +44,8 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations, zeros)
     consts = ConstArena()
-    emitter = LayerEmitter(graph, layout.views, scales, config, consts)
+    emitter = LayerEmitter(graph, layout.views, scales, config, consts,
+                           calibration.means if bias_correction else None)
     programs: dict[str, Program] = {}
     every: list = []
     layer_id = 0
@@ -81,7 +82,9 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                      depthwise_rows=limits["depthwise_rows"])
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
-                                     "method": calibration.description}, build_id=build_id,
+                                     "method": calibration.description,
+                                     "bias_corrected": [list(c) for c in emitter.bias_corrected]},
+                        build_id=build_id,
                         board=board.name if board is not None else None)
     const = consts.image()
     try:

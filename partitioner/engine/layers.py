@@ -15,6 +15,7 @@ from fpga_runtime.abi import (
     Flag,
     Op,
     ScaleRangeError,
+    pack_requant_word,
     quantize_multiplier,
     saturate8,
 )
@@ -68,6 +69,17 @@ def lut(act: Activation, s_in: float, s_out: float, zero_out: int = 0) -> np.nda
     """256 int8 entries: LUT[q + 128] = saturate(rint(f(q * s_in) / s_out) + zero_out)."""
     q = np.arange(-128, 128, dtype=np.float64)
     return saturate8(np.rint(activation_fn(act)(q * s_in) / s_out) + zero_out)
+
+
+def prelu_requant(ratio: np.ndarray, slopes: np.ndarray) -> np.ndarray:
+    """[C, 2] requantisation entries of a PRELU conv: the multiplier of acc >= 0 and, in the second word beside the
+    shift, the negative side's (slope x multiplier), both at one shift that keeps the larger below 2^17."""
+    out = np.zeros((len(ratio), 2), np.int32)
+    for o, (r, a) in enumerate(zip(ratio, slopes)):
+        _, shift = quantize_multiplier(r * max(1.0, abs(a)))
+        mult, neg = int(round(r * 2.0 ** shift)), int(round(a * r * 2.0 ** shift))
+        out[o] = mult, pack_requant_word(shift, neg)
+    return out
 
 
 def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int]:
@@ -150,9 +162,11 @@ def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> lis
 
 class LayerEmitter:
     def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
-                 config: EngineConfig, arena: ConstArena):
+                 config: EngineConfig, arena: ConstArena, means: dict[str, list[float]] | None = None):
         self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
+        self.means = means or {}           # calibrated channel means of tensors: the weights' rounding bias removed
         self.bias_dominated: list[tuple[str, int, int, float, int]] = []   # bias_dominance_warning's
+        self.bias_corrected: list[tuple[str, int, int]] = []   # (node, channels corrected, of)
 
     def _phys(self, v: TensorView) -> int:
         return self.config.padded(v.phys_c)
@@ -239,6 +253,30 @@ class LayerEmitter:
         _set_view(d, "out", dst, self._phys(dst))
         return d
 
+    def _bias_corrected(self, node: Node, w: np.ndarray, wq: np.ndarray, s_w: np.ndarray, bias: np.ndarray,
+                        s_x: float, s_out: float, zero: int, terms: int) -> np.ndarray:
+        """`bias` less the mean error the weights' rounding adds to each output channel, (Wq - W) E[x], from the
+        input's calibrated channel means (Nagel et al., "Data-Free Quantization", bias correction). Depthwise
+        layers, whose few taps round coarsely, gain most. Only where it moves an output by an eighth of its int8
+        step or more, and where the corrected bias still fits beside the accumulation; a conv whose kernel is its
+        whole input map (a flattened dense layer) reads positions, not channels, and is left alone."""
+        mean = self.means.get(self.graph.tensors[node.inputs[0]].onnx_name)
+        spec = node.conv
+        x_shape = self.graph.tensors[node.inputs[0]].shape
+        if mean is None or len(mean) != (w.shape[0] if spec.group > 1 else w.shape[1]) or \
+                len(x_shape) == 4 and spec.form is ConvForm.CONV and tuple(x_shape[2:]) == spec.kernel \
+                and spec.pads == (0, 0, 0, 0) and spec.kernel != (1, 1):
+            return bias
+        err = (wq.astype(np.float64) * s_w[:, None, None, None] - w).sum(axis=(2, 3))     # [cout, cin_g]
+        mean = np.asarray(mean, np.float64)
+        shift = err[:, 0] * mean if spec.group > 1 else err @ mean
+        room = ACC_LIMIT - accumulation_bound(terms, zero) - 1
+        fits = np.abs((bias - shift) / (s_x * s_w)) <= room
+        use = (np.abs(shift) >= s_out / 8) & fits
+        if use.any():
+            self.bias_corrected.append((node.label, int(use.sum()), len(use)))
+        return np.where(use, bias - shift, bias)
+
     def _conv(self, node: Node, layer_id: int) -> list[Descriptor]:
         g, spec = self.graph, node.conv
         x, y = self.views[node.inputs[0]], self.views[node.outputs[0]]
@@ -261,7 +299,8 @@ class LayerEmitter:
         act1 = next((i for i in acts if res_at is None or i < res_at), None)
         act2 = next((i for i in acts if res_at is not None and i > res_at), None)
         clamp = act1 is not None and steps[act1].kind in CLAMPS
-        target = stages[act1 + 1] if clamp else stages[0]       # what the requantiser writes
+        prelu = act1 is not None and steps[act1].kind is ActKind.PRELU
+        target = stages[act1 + 1] if clamp or prelu else stages[0]      # what the requantiser writes
         last = last_arithmetic_step(node)
         if y.zero and not writes_zero_point(node):
             raise ModelError("internal: an asymmetric output the layer cannot write", node.label, "Conv")
@@ -280,6 +319,9 @@ class LayerEmitter:
             self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
         out_map = np.asarray(y.channel_map)
+        if not transposed:
+            float_bias = self._bias_corrected(node, w, wq, s_w, float_bias, s_x, target, x.zero,
+                                              cin_g if transposed else kh * kw * cin_g)
 
         def bias_of(taps: np.ndarray) -> np.ndarray:
             """int32 bias per physical channel; the input's zero point folded in over the weights' taps."""
@@ -311,14 +353,20 @@ class LayerEmitter:
             d.act1 = Act.CLAMP
             d.act_lo = -128 if lo is None else int(np.clip(np.rint(lo / target) + zero_in_bias, -128, 127))
             d.act_hi = 127 if hi is None else int(np.clip(np.rint(hi / target) + zero_in_bias, -128, 127))
-        elif act1 is not None:
+        elif act1 is not None and not prelu:
             d.act1 = Act.LUT
             d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1],
                                              y.zero if last == act1 else 0))
         after_act1 = stages[act1 + 1] if act1 is not None else stages[0]
         requant = np.zeros((oc_p, 2), np.int32)
-        for o in range(cout):
-            requant[out_map[o]] = quantize_multiplier(s_x * s_w[o] / target)
+        if prelu:
+            if y.zero:
+                raise ModelError("internal: an asymmetric PRelu output", node.label, "PRelu")
+            d.flags |= Flag.PRELU
+            requant[out_map] = prelu_requant(s_x * s_w / target, np.asarray(steps[act1].slopes, np.float64))
+        else:
+            for o in range(cout):
+                requant[out_map[o]] = quantize_multiplier(s_x * s_w[o] / target)
         if res_at is not None:
             r = self.views[steps[res_at].tensor]
             if r.zero:

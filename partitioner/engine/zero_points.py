@@ -44,8 +44,9 @@ def writes_zero_point(node: Node) -> bool:
     if node.kind in _MOVERS:
         pool = pool_of(node) if node.kind is OpKind.MAXPOOL else None
         return pool is None or not pool.pad_zero
-    if node.conv is None or any(isinstance(s, Pool) and s.pad_zero for s in node.conv.epilogue):
-        return False
+    if node.conv is None or any(isinstance(s, Pool) and s.pad_zero or isinstance(s, Activation)
+                                and s.kind is ActKind.PRELU for s in node.conv.epilogue):
+        return False                    # PRELU: a zero point in the bias would move where the sign flips
     last = last_arithmetic_step(node)
     return last is None or not isinstance(node.conv.epilogue[last], ResidualAdd)
 

@@ -21,7 +21,7 @@ from onnx import helper, numpy_helper
 from fpga_runtime.checking.accuracy import output_accuracy
 from fpga_runtime.onnx_chain import Chain, cpu_session
 from fpga_runtime.plan import Plan
-from partitioner.ir.graph import CLAMPS, Activation, Graph
+from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph
 from partitioner.ir.to_onnx import stage_names
 
 
@@ -62,7 +62,7 @@ def layers_of_tensor(graph: Graph, nodes: list[str]) -> dict[str, list[str]]:
         node = graph.nodes[n]
         label = node.origin[0] if node.origin else n
         names = stage_names(graph, node)[:-1] if node.conv is not None else []
-        if names and isinstance(node.conv.epilogue[0], Activation) and node.conv.epilogue[0].kind in CLAMPS:
+        if names and isinstance(node.conv.epilogue[0], Activation) and node.conv.epilogue[0].kind in BY_REQUANTISER:
             names = names[1:]      # requantised straight to the clamp's output scale: never int8 at its own
         for t in names + [graph.tensors[t].onnx_name for t in node.outputs]:
             touching.setdefault(t, []).insert(0, label)

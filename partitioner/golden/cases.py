@@ -57,7 +57,7 @@ def _act(kind: str) -> Callable[[OnnxNet, str, str], str]:
             return c.op(kind.capitalize(), [x], name)
         if kind == "elu":
             return c.op("Elu", [x], name, alpha=0.8)
-        if kind == "prelu":        # a slope per channel: two depthwise layers and a residual add
+        if kind == "prelu":        # a slope per channel: the requantiser's negative-side multipliers (PRELU)
             slopes = np.linspace(-0.25, 0.75, 8, dtype=np.float32).reshape(8, 1, 1)
             return c.op("PRelu", [x, c.const(f"{name}.slope", slopes)], name)
         return c.op("HardSwish", [x], name)
@@ -233,8 +233,8 @@ def _dense() -> onnx.ModelProto:
 
 def _dense_prelu() -> onnx.ModelProto:
     """A face cascade's tail (MTCNN's ONet as keras2onnx writes it): a conv map flattened in NHWC order into a dense
-    layer (one conv with the 3x3 map as its kernel and a [N, out] result), a PRelu per feature (two diagonal dense
-    layers, the second with a residual add) and a dense head."""
+    layer (one conv with the 3x3 map as its kernel and a [N, out] result) with a PRelu per feature (PRELU) and a
+    dense head."""
     c = _Case("dense_prelu", channels=8, size=3)
     y = c.op("Transpose", [c.conv("x", "conv", cin=8, cout=16)], "permute", perm=[0, 2, 3, 1])
     y = c.op("Reshape", [y, c.const("flatten.shape", np.array([1, -1], np.int64))], "flatten")
@@ -242,6 +242,15 @@ def _dense_prelu() -> onnx.ModelProto:
                       c.const("fc1.b", c.rng.standard_normal(32) * 0.1)], "fc1", transB=1)
     y = c.op("PRelu", [y, c.const("fc1.slope", np.linspace(-0.2, 0.6, 32, dtype=np.float32))], "fc1_prelu")
     return c.model([c.op("Gemm", [y, c.const("fc2.w", c.rng.standard_normal((16, 32)) * 0.2)], "fc2", transB=1)])
+
+
+def _prelu_after_add() -> onnx.ModelProto:
+    """A per-channel PRelu no conv can take (after a residual add): two channelwise layers, x + (1 - a) relu(-x),
+    the second with a fused residual add."""
+    c = _Case("prelu_after_add")
+    s = c.op("Add", [c.conv("x", "a", cin=8, cout=8), c.conv("x", "b", cin=8, cout=8)], "sum")
+    y = c.op("PRelu", [s, c.const("slope", np.linspace(-0.3, 1.4, 8, dtype=np.float32).reshape(8, 1, 1))], "prelu")
+    return c.model([c.conv(y, "tail", cin=8, cout=8, k=1)])
 
 
 def _zero_point_padding() -> onnx.ModelProto:
@@ -297,6 +306,7 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "depthwise3x3_s2": _conv_case("depthwise3x3_s2", group=8, stride=2),
     "dense": _dense,
     "dense_prelu": _dense_prelu,
+    "prelu_after_add": _prelu_after_add,
     **{f"act_{k}": _act_case(k) for k in ("relu", "relu6", "clip", "leaky", "sigmoid", "silu", "hardswish",
                                            "mish", "gelu", "tanh", "softplus", "elu", "prelu")},
     "residual": lambda: _residual(False),
@@ -357,7 +367,7 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None,
     float_out = run_plan_on_onnxruntime(plan, feeds)
     out_name = plan.outputs[0].name
     stored = json.loads((engine_dir / TABLE_FILE).read_text())
-    stored = {"ranges": stored["ranges"], "bounds": stored.get("bounds", {})}
+    stored = {"ranges": stored["ranges"], "bounds": stored.get("bounds", {}), "means": stored.get("means", {})}
     return {"const": const, "act_in": act_in, "act_out": act, "programs": programs,
             "config": np.array(json.dumps(asdict(image.config))),
             "calibration": np.array(json.dumps(stored, sort_keys=True)),

@@ -82,10 +82,13 @@ class ActKind(enum.Enum):
     SOFTPLUS = "softplus"
     GELU = "gelu"                  # x * Phi(x), erf form
     GELU_TANH = "gelu_tanh"        # the tanh approximation (approximate='tanh')
+    PRELU = "prelu"                # per-channel slopes: the requantiser's negative-side multiplier (Flag.PRELU)
 
 
 # activations that only clamp: the requantiser's saturation bounds do them, no table needed
 CLAMPS = frozenset({ActKind.RELU, ActKind.RELU6, ActKind.CLIP})
+# ... and those the requantiser applies itself, writing the activation's output codes with no stage before it
+BY_REQUANTISER = CLAMPS | {ActKind.PRELU}
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,7 @@ class Activation:
     beta: float = 0.0           # HardSigmoid offset; Selu gamma
     lo: float | None = None     # Clip bounds
     hi: float | None = None
+    slopes: tuple[float, ...] | None = None     # PRelu, per output channel
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,10 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
         return e.emit("Selu", [x], out, alpha=act.alpha, gamma=act.beta)
     if act.kind in (ActKind.GELU, ActKind.GELU_TANH):
         return _gelu(e, x, out, act.kind is ActKind.GELU_TANH)
+    if act.kind is ActKind.PRELU:                   # slopes per channel: [C, 1, 1] on NCHW, [C] on [N, C]
+        rank = len(e.graph.tensors[e.node.outputs[0]].shape or (0, 0, 0, 0))
+        slopes = np.asarray(act.slopes, np.float32).reshape((-1,) + (1,) * (rank - 2))
+        return e.emit("PRelu", [x, e.const(f"prelu_slope_{len(e.nodes)}", slopes)], out)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
     bounds = [e.const(f"clip_{i}", np.array(v, np.float32)) if v is not None else "" for i, v in enumerate((lo, hi))]
     return e.emit("Clip", [x] + bounds, out)

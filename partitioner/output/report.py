@@ -9,7 +9,7 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.run.policy import CPU_WORKERS
-from partitioner.evaluate.float_check import CONDITIONING_FACTOR
+from partitioner.evaluate.float_check import CONDITIONING_FACTOR, OWN_ROUNDING
 from partitioner.explore.design_space import ranked
 
 
@@ -151,7 +151,13 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
         lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
                      f"ranges, {calibration.description}")
     if plan.engine:
-        views = (image or EngineImage.load(plan.root / ENGINE_DIR)).tensors.values()
+        image = image or EngineImage.load(plan.root / ENGINE_DIR)
+        corrected = image.calibration.get("bias_corrected") or []
+        if corrected:
+            lines.append(f"- bias correction: {sum(c[1] for c in corrected)} output channels of {len(corrected)} "
+                         "convs lose the mean error their weights' int8 rounding adds, (Wq - W) E[x] from the "
+                         "calibrated input means (`--no-bias-correction` leaves them)")
+        views = image.tensors.values()
         lopsided = sum(v.zero != 0 for v in views)
         lines.append(f"- int8 codes: {lopsided} of {len(views)} engine tensors asymmetric (a zero point where the "
                      "values are lopsided, e.g. after ReLU or HardSwish; engine/zero_points.py), the rest symmetric")
@@ -167,18 +173,25 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
                   "it within its time limit; `dot -Tsvg partition.dot -o partition.svg` draws it elsewhere.", ""]
     if verification:
         lines += ["## Verification (partitioned vs original, onnxruntime)", ""]
-        lines += _table(["output", "max abs error", "max rel error", "onnxruntime vs itself", "ok"],
-                        [[c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", f"{c.own_gap:.3g}",
-                          "yes" if c.ok else "**NO**"] for c in verification])
-        lines += ["", "onnxruntime vs itself: the original model with graph optimisations off against on. An "
-                  "ill-conditioned model moves that much from re-associated sums alone; the check allows "
-                  f"{CONDITIONING_FACTOR:g}x that, or the stated tolerance, whichever is larger.", ""]
+
+        def where(c) -> str:
+            return ("the original's own rounding (information)" if c.subgraph == OWN_ROUNDING else
+                    f"{c.subgraph} alone" if c.subgraph else "the chain (model output)")
+        lines += _table(["checked", "tensor", "max abs error", "max rel error", "bound", "onnxruntime vs itself", "ok"],
+                        [[where(c), c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", f"{c.bound:.3g}",
+                          f"{c.own_gap:.3g}", "yes" if c.ok else "**NO**"] for c in verification])
+        lines += ["", "Each subgraph alone is fed the original model's own tensors at its inputs and checked at its "
+                  "outputs with the stated tolerance of each tensor's largest value; the chain is checked at the "
+                  "model's outputs with that tolerance times the subgraphs in series before the output. "
+                  "onnxruntime vs itself: the original model with graph optimisations off against on; an "
+                  "ill-conditioned model moves that much from re-associated sums alone, and a check allows "
+                  f"{CONDITIONING_FACTOR:g}x that where it is larger.", ""]
     if exploration is not None and exploration.chosen is not None:
         lines += design_section(exploration)
     if synthesis is not None:
         lines += synthesis_section(synthesis, exploration)
     if accuracy is not None:
-        lines += ["## int8 accuracy (reference backend vs float original, one frame)", ""]
+        lines += [f"## int8 accuracy (reference backend vs float original, on {accuracy.frame or 'one frame'})", ""]
         if calibration is not None and "random" in calibration.source:
             lines += ["**The int8 scales come from seeded random frames**: on a trained model these figures say "
                       "little about real inputs. Calibrate with representative frames (`--calibrate DIR`).", ""]

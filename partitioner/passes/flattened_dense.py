@@ -60,7 +60,7 @@ def flattened_dense_as_conv(graph: Graph) -> Graph:
         chain, x = found
         _, c, h, w = graph.tensors[x].shape
         readers = graph.consumers(flat)
-        if h * w == 1 or max(h, w) > MAX_KERNEL or flat in graph.outputs or any(
+        if max(h, w) > MAX_KERNEL or flat in graph.outputs or any(
                 r.kind is not OpKind.FUSED_CONV or r.conv.form is not ConvForm.DENSE or r.inputs[0] != flat
                 for r in readers) or any(graph.sole_consumer(n.outputs[0]) is None for n in chain[:-1]):
             continue

@@ -30,7 +30,7 @@ from partitioner.passes.flattened_dense import flattened_dense_as_conv
 from partitioner.passes.folding import channel_affines_as_depthwise, fold_channel_affine, fold_pad
 from partitioner.passes.hard_activations import canonical_hard_activations
 from partitioner.passes.l2norm import fold_scale_into_readers, fuse_l2_normalization
-from partitioner.passes.prelu import prelu_as_engine_layers
+from partitioner.passes.prelu import fuse_prelu, prelu_as_engine_layers, shared_prelu_as_leaky_relu
 from partitioner.passes.qdq import absorb_qdq
 from partitioner.passes.smooth_activations import canonical_gelu
 
@@ -45,7 +45,7 @@ FUSION: list[Pass] = [
     fuse_l2_normalization,  # ReduceL2 / eps / Expand / Div (SSD's L2Norm) -> LpNormalization
     form_convolutions,      # Conv / Gemm / MatMul with constant weights -> FusedConv
     fold_batchnorm,         # conv + BatchNormalization -> conv with scaled weights and bias
-    prelu_as_engine_layers,  # PRelu: shared slope -> LeakyRelu; per-channel -> two 1x1 depthwise layers + add
+    shared_prelu_as_leaky_relu,  # PRelu with one slope for every channel -> LeakyRelu (a table activation)
     batchnorm_as_depthwise,  # a BatchNormalization no conv takes (after a concat, BN -> ReLU -> conv) -> 1x1 depthwise
     average_pools_as_depthwise,  # AveragePool dividing by the full window -> depthwise conv of 1 / (kh kw)
     spatial_means_as_global_pool,  # ReduceMean over H and W, dimensions kept -> GlobalAveragePool
@@ -64,6 +64,8 @@ FUSION: list[Pass] = [
     slices_of_concats,      # channel slices of a concat on its input boundaries -> those inputs
     split_grouped_convs,    # grouped (not depthwise) conv -> block-diagonal pieces on channel slices, concatenated
     split_conv_outputs,     # conv read only through channel slices -> one conv per slice
+    fuse_prelu,             # + PRelu per channel, first step: the requantiser's negative-side multipliers
+    prelu_as_engine_layers,  # any other PRelu per channel -> two channelwise layers and an add
     fuse_residual_add,      # + residual Add
     lone_activations_as_depthwise,  # an activation no conv can take -> behind a 1x1 identity depthwise conv
     fuse_activation,        # + activation after the add (ResNet style), and those

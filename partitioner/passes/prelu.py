@@ -1,18 +1,23 @@
-"""PRelu for the engine. A slope shared by every channel (keras' shared axes, a scalar) is LeakyRelu, which the
-epilogue's table applies. A per-channel slope a is not one function of the int8 code, so it becomes two 1x1
-depthwise layers the engine already runs, exact in float for any slope:
+"""PRelu for the engine, in three passes of the pipeline:
 
-    PRelu(x) = x + (1 - a) * relu(-x)        n = Relu(depthwise(x, -1));  y = depthwise(n, 1 - a) + x
+- `shared_prelu_as_leaky_relu`: a slope shared by every channel (keras' shared axes, a scalar) is LeakyRelu, which
+  the epilogue's table applies.
+- `fuse_prelu`: a per-channel slope right after a conv (or dense layer) nothing else reads becomes the conv's
+  first epilogue step; the requantiser multiplies a negative accumulator by its channel's negative-side
+  multiplier (slope x multiplier, Flag.PRELU in the kernel ABI), so it costs nothing.
+- `prelu_as_engine_layers`: any other per-channel PRelu (after an add, a concat, a conv read elsewhere too)
+  becomes two channelwise engine layers, exact in float for any slope:
 
-(the second as a conv with a fused residual add; after a dense layer, [N, C], both are diagonal dense layers). It
-costs two memory-bound layers per PRelu, not a separate negative-side multiplier in the requantiser, which the ABI
-does not have."""
+      PRelu(x) = x + (1 - a) * relu(-x)        n = Relu(depthwise(x, -1));  y = depthwise(n, 1 - a) + x
+
+  (the second as a conv with a fused residual add; on a dense layer's [N, C], both are diagonal dense layers).
+"""
 from __future__ import annotations
 
 import numpy as np
 from onnx import helper
 
-from partitioner.ir.graph import ConvForm, FusedConv, Graph, Node, OpKind, Tensor
+from partitioner.ir.graph import Activation, ActKind, ConvForm, FusedConv, Graph, Node, OpKind, Tensor
 from partitioner.passes.folding import per_channel
 
 
@@ -38,6 +43,36 @@ def _channelwise(graph: Graph, hint: str, x: str, weight: np.ndarray, out_like: 
     return Node(name, OpKind.FUSED_CONV, "FusedConv", [x, w], [y], [], conv=spec)
 
 
+def shared_prelu_as_leaky_relu(graph: Graph) -> Graph:
+    for node in list(graph.nodes.values()):
+        if node.op_type != "PRelu" or node.domain not in ("", "ai.onnx"):
+            continue
+        slopes = prelu_slopes(graph, node)
+        if slopes is not None and np.all(np.isfinite(slopes)) and np.all(slopes == slopes[0]):
+            leaky = Node(node.name, OpKind.LEAKY_RELU, "LeakyRelu", [node.inputs[0]], list(node.outputs),
+                         list(node.origin), attrs={"alpha": helper.make_attribute("alpha", float(slopes[0]))})
+            graph.replace([node.name], leaky)
+    graph.prune_tensors()
+    return graph
+
+
+def fuse_prelu(graph: Graph) -> Graph:
+    for node in list(graph.nodes.values()):
+        if node.op_type != "PRelu" or node.domain not in ("", "ai.onnx") or node.name not in graph.nodes:
+            continue
+        conv = graph.producer(node.inputs[0])
+        slopes = prelu_slopes(graph, node)
+        if conv is None or conv.kind is not OpKind.FUSED_CONV or conv.conv.epilogue or slopes is None \
+                or not np.all(np.isfinite(slopes)) or graph.sole_consumer(node.inputs[0]) is not node:
+            continue
+        step = Activation(ActKind.PRELU, slopes=tuple(float(a) for a in slopes))
+        spec = conv.conv.with_step(step, graph.tensors[conv.outputs[0]].onnx_name)
+        graph.replace([conv.name, node.name], Node(conv.name, OpKind.FUSED_CONV, "FusedConv", list(conv.inputs),
+                                                   list(node.outputs), conv.origin + node.origin, conv=spec))
+    graph.prune_tensors()
+    return graph
+
+
 def prelu_as_engine_layers(graph: Graph) -> Graph:
     for node in list(graph.nodes.values()):
         if node.op_type != "PRelu" or node.domain not in ("", "ai.onnx"):
@@ -46,11 +81,6 @@ def prelu_as_engine_layers(graph: Graph) -> Graph:
         if slopes is None or not np.all(np.isfinite(slopes)):
             continue
         x, y = node.inputs[0], node.outputs[0]
-        if np.all(slopes == slopes[0]):
-            leaky = Node(node.name, OpKind.LEAKY_RELU, "LeakyRelu", [x], [y], list(node.origin),
-                         attrs={"alpha": helper.make_attribute("alpha", float(slopes[0]))})
-            graph.replace([node.name], leaky)
-            continue
         like = graph.tensors[x]
         negate = _channelwise(graph, f"{node.name}_negate", x, -np.ones_like(slopes), like)
         relu_name = graph.names.fresh(f"{node.name}_relu")

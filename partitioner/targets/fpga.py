@@ -73,6 +73,8 @@ def _epilogue_ok(steps: tuple) -> Verdict:
     kinds = "".join("a" if isinstance(s, Activation) else "r" if isinstance(s, ResidualAdd) else "p"
                     for s in steps)
     allowed = {"", "a", "r", "ar", "ra", "ara", "p", "ap", "rp", "arp", "rap", "arap"}
+    if any(isinstance(s, Activation) and s.kind is ActKind.PRELU for s in steps[1:]):
+        return no("a per-channel PRelu after another epilogue step: the requantiser applies it, first")
     return YES if kinds in allowed else no(f"epilogue order {kinds!r} is not one the engine applies")
 
 
@@ -199,7 +201,7 @@ def _concat(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
 
 
 _ZERO_AT_ZERO = {ActKind.RELU, ActKind.RELU6, ActKind.LEAKY_RELU, ActKind.SILU, ActKind.HARD_SWISH, ActKind.MISH,
-                 ActKind.TANH, ActKind.ELU, ActKind.SELU, ActKind.GELU, ActKind.GELU_TANH}
+                 ActKind.TANH, ActKind.ELU, ActKind.SELU, ActKind.GELU, ActKind.GELU_TANH, ActKind.PRELU}
 
 
 def _writes_zero_padding(node: Node) -> bool:
@@ -251,8 +253,6 @@ RULES: dict[OpKind, Callable[[Node, Graph, dict[str, bool]], Verdict]] = {
 _WHY_NOT = {
     OpKind.CONV: "convolution with non-constant weights",
     OpKind.BATCHNORM: "BatchNormalization not after a conv (nothing to fold it into)",
-    OpKind.GEMM: "Gemm whose weights are not constant or whose input is not 2-D",
-    OpKind.MATMUL: "MatMul whose weights are not constant or whose input is not 2-D",
 }
 
 
@@ -270,10 +270,26 @@ def _prelu_reason(node: Node, graph: Graph) -> str:
             "broadcasts over the width): the engine takes a scalar or a [C, 1, 1] slope")
 
 
+def _matmul_reason(node: Node, graph: Graph) -> str:
+    """Why a Gemm/MatMul was not made a dense layer (conv_form.py takes constant weights and a 2-D input)."""
+    if len(node.inputs) > 1 and graph.const(node.inputs[1]) is None:
+        return ("both operands are computed at run time (attention's q.k or attn.v): the engine multiplies by "
+                "constant weights")
+    x = graph.tensors[node.inputs[0]].shape
+    if x is None or len(x) != 2:
+        return (f"its input is {len(x or [])}-D {list(x or [])}: the engine's dense layer takes [N, K] (a batched "
+                "or per-token MatMul is not one)")
+    if node.kind is OpKind.GEMM and node.attr("transA", 0):
+        return "transA=1: the engine's dense layer reads its input untransposed"
+    return "its bias is computed at run time, not a constant"
+
+
 def check(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verdict:
     rule = RULES.get(node.kind)
     if rule is None and node.op_type == "PRelu" and node.domain in ("", "ai.onnx"):
         return no(_prelu_reason(node, graph))
+    if rule is None and node.kind in (OpKind.GEMM, OpKind.MATMUL):
+        return no(_matmul_reason(node, graph))
     if rule is None:
         return no(_WHY_NOT.get(node.kind, f"{node.op_type} is not an engine op"
                                + (" (only fused into a conv)" if node.kind in EPILOGUE_ACTIVATION_KINDS else "")))

@@ -1,0 +1,67 @@
+"""What each int8 step buys on real exports: the worst int8 cosine (outputs a cosine judges) and the detections'
+F1 against float on the held-out frame, for plain int8, with bias correction (the default), and with
+`--auto-fallback` to a cosine target (the layers it moved to the CPU and what they cost).
+
+    python benchmarks/int8_steps.py [CORPUS_DIR] [--only NAME ...] [--min-cosine 0.99]
+
+CORPUS_DIR (default build/corpus) is what scripts/export_corpus.sh writes. Prints a Markdown table.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.partition_quality import _corpus  # noqa: E402
+from partitioner.build import PartitionConfig, run_partition  # noqa: E402
+from partitioner.mixed_precision import meet_accuracy  # noqa: E402
+
+
+def _figures(result) -> tuple[str, str]:
+    acc = result.accuracy
+    cos = [o.cosine for o in acc.outputs if not o.ranked]
+    f1 = acc.detections.f1 if acc.detections is not None else None
+    return (f"{min(cos):.5f}" if cos else "n/a"), ("n/a" if f1 is None else f"{f1:.3f}")
+
+
+def _fpga_share(result) -> float:
+    macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in result.plan.subgraphs]
+    total = sum(m for _, m in macs)
+    return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
+
+
+def _rate(result) -> str:
+    chosen = result.exploration.chosen if result.exploration is not None else None
+    return f"{chosen.rate:.1f}" if chosen is not None else "n/a"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("corpus", type=Path, nargs="?", default=Path("build/corpus"))
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--min-cosine", type=float, default=0.99)
+    args = ap.parse_args()
+    print("| model | int8 cosine / F1 | + bias correction | --auto-fallback to cosine "
+          f"{args.min_cosine} | layers moved | conv MACs on FPGA | modelled frames/s (ZCU104) |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, path, _, calib, feeds in _corpus(args.corpus, args.only):
+            print(f"{name} ...", file=sys.stderr, flush=True)
+            cfg = PartitionConfig(model=path, out_dir=Path(tmp) / name, picture=False, calibrate_dir=calib,
+                                  inputs=feeds or {})
+            plain = run_partition(replace(cfg, bias_correction=False), lambda _: None)
+            fallback = meet_accuracy(cfg, args.min_cosine, None)
+            corrected = fallback.first or fallback.result
+            moved = ", ".join(fallback.kept) if fallback.kept else "none needed"
+            print(f"| {name} | {' / '.join(_figures(plain))} | {' / '.join(_figures(corrected))} | "
+                  f"{' / '.join(_figures(fallback.result))} | {moved} | {_fpga_share(corrected):.1%} -> "
+                  f"{_fpga_share(fallback.result):.1%} | {_rate(corrected)} -> {_rate(fallback.result)} |",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
