@@ -458,3 +458,16 @@ def test_verify_bound_grows_with_the_subgraphs_in_series():
     plan = SimpleNamespace(subgraphs=[sg("a", []), sg("b", ["a"]), sg("c", ["a"]), sg("d", ["b", "c"]),
                                       sg("e", ["d"])])
     assert _depths(plan) == {"a": 1, "b": 2, "c": 2, "d": 3, "e": 4}
+
+
+def test_an_empty_constant_operand_is_no_empty_tensor(tmp_path):
+    """torch writes Resize's unused roi as an empty constant: that is no data for the engine to lack (HRNet's
+    fuse layers were each cut out to the CPU for it)."""
+    n = Net(channels=8)
+    low = n.conv("x", "c1", stride=2)
+    y = n.node("Resize", [low, n.const("roi", np.zeros(0, np.float32)),
+                          n.const("scales", np.array([1, 1, 2, 2], np.float32))], "up", mode="nearest")
+    model = n.model([n.conv(n.node("Add", [y, n.conv("x", "c2")], "fuse"), "c3")])
+    p, sets = _parts(model)
+    assert [d for d, _ in sets] == ["fpga"] and not p.fallbacks, (sets, p.fallbacks)
+    _build(tmp_path, model)

@@ -114,3 +114,15 @@ def test_auto_fallback_on_the_command_line_says_what_it_moved_and_what_it_costs(
     assert "conv MACs on the FPGA 100.0% ->" in out.stdout
     bad = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "c"), "--auto-fallback"])
     assert bad.exit_code == 2 and "--auto-fallback needs a target" in bad.output
+
+
+def test_sensitivity_ranks_a_float16_models_tensors(tmp_path):
+    """Its outputs are float16: they are compared as floats (the ranking used to find no output to compare)."""
+    from graphs import float16_model
+    n = Net(channels=8, size=6)
+    model = float16_model(n.model([n.node("Relu", [n.conv(n.conv("x", "a"), "b")], "r")]))
+    path = tmp_path / "m16.onnx"
+    onnx.save(model, str(path))
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, sensitivity=True,
+                                           offload_everything=True))
+    assert result.sensitivity and all(0.9 < s.cosine <= 1.0 for s in result.sensitivity)

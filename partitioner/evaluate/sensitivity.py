@@ -83,7 +83,7 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
     models = {sg.name: onnx.load(str(root / sg.onnx)) for sg in plan.subgraphs if sg.device == "fpga"}
     chain = Chain(plan, optimise=False)
     reference = chain.run(feeds)
-    outputs = [t.name for t in plan.outputs if reference[t.name].dtype == np.float32]
+    outputs = [t.name for t in plan.outputs if reference[t.name].dtype.kind == "f"]     # float16 models' too
     results: list[TensorSensitivity] = []
     before = dict(feeds)
     probes = sum(1 for sg in plan.subgraphs if sg.device == "fpga"
@@ -101,7 +101,7 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
                     probe = cpu_session(_with_rounding(models[sg.name], tensor, scale, zero).SerializeToString(),
                                         optimise=False)
                     got = chain.run(before, start=k, probe=probe)
-                cos = min(output_accuracy(o, reference[o], got[o]).cosine for o in outputs)
+                cos = min((output_accuracy(o, reference[o], got[o]).cosine for o in outputs), default=1.0)
                 results.append(TensorSensitivity(tensor, touching.get(tensor, []), sg.name, cos))
                 done += 1
                 if done % 20 == 0:

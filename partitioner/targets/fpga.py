@@ -46,7 +46,7 @@ LIMITS = FpgaLimits()
 def _tensors_ok(node: Node, graph: Graph) -> Verdict:
     for name in node.all_inputs + node.outputs:
         t = graph.tensors[name]
-        if t.shape is not None and 0 in t.shape:
+        if t.shape is not None and 0 in t.shape and not t.is_const:     # an empty roi or scales is no data
             return no(f"tensor {t.onnx_name!r} {list(t.shape)} is empty (a zero dimension): nothing for the engine "
                       "to compute; onnxruntime runs it")
     for name in node.inputs[:1] + node.outputs[:1]:      # a second output (a pool's indices) has its own rule
