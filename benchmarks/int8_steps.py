@@ -28,15 +28,8 @@ def _figures(result) -> tuple[str, str]:
     return (f"{min(cos):.5f}" if cos else "n/a"), ("n/a" if f1 is None else f"{f1:.3f}")
 
 
-def _fpga_share(result) -> float:
-    macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in result.plan.subgraphs]
-    total = sum(m for _, m in macs)
-    return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
-
-
 def _rate(result) -> str:
-    chosen = result.exploration.chosen if result.exploration is not None else None
-    return f"{chosen.rate:.1f}" if chosen is not None else "n/a"
+    return "n/a" if result.modelled_rate is None else f"{result.modelled_rate:.1f}"
 
 
 def main() -> None:
@@ -58,8 +51,8 @@ def main() -> None:
             corrected = fallback.first or fallback.result
             moved = ", ".join(fallback.kept) if fallback.kept else "none needed"
             print(f"| {name} | {' / '.join(_figures(plain))} | {' / '.join(_figures(corrected))} | "
-                  f"{' / '.join(_figures(fallback.result))} | {moved} | {_fpga_share(corrected):.1%} -> "
-                  f"{_fpga_share(fallback.result):.1%} | {_rate(corrected)} -> {_rate(fallback.result)} |",
+                  f"{' / '.join(_figures(fallback.result))} | {moved} | {corrected.fpga_mac_share:.1%} -> "
+                  f"{fallback.result.fpga_mac_share:.1%} | {_rate(corrected)} -> {_rate(fallback.result)} |",
                   flush=True)
 
 

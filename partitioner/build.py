@@ -116,6 +116,19 @@ class BuildResult:
     def verified(self) -> bool:
         return self.checks is not None and all(c.ok for c in self.checks)
 
+    @property
+    def fpga_mac_share(self) -> float:
+        """The share of the model's conv MACs the FPGA subgraphs run."""
+        macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in self.plan.subgraphs]
+        total = sum(m for _, m in macs)
+        return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
+
+    @property
+    def modelled_rate(self) -> float | None:
+        """Whole frames per second of the chosen design under fpga-run's defaults (at the board clock), if explored."""
+        chosen = self.exploration.chosen if self.exploration is not None else None
+        return chosen.rate if chosen is not None else None
+
     def why_no_fpga(self) -> str | None:
         """Why a model with conv layers got no FPGA subgraph (None where it has one, or no convs): the most
         common reason its convs stayed on the CPU, or why no engine design fits; for dynamic inputs, the

@@ -279,19 +279,12 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
 
 def _fallback_summary(fallback: Fallback) -> str:
     """Which layers went to the CPU for accuracy, and what they cost in conv MACs and frames per second."""
-    def share(r) -> float:
-        macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in r.plan.subgraphs]
-        total = sum(m for _, m in macs)
-        return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
-
-    def rate(r) -> str:
-        chosen = r.exploration.chosen if r.exploration is not None else None
-        return f"{chosen.rate:.1f} fps" if chosen is not None else "n/a"
-
     first, now = fallback.first, fallback.result
+    rate = lambda r: "n/a" if r.modelled_rate is None else f"{r.modelled_rate:.1f} fps"     # noqa: E731
     return (f"auto-fallback: {len(fallback.kept)} layer(s) kept in float on the CPU ({', '.join(fallback.kept)}) "
             f"for tensor(s) {', '.join(fallback.tensors)}; {len(fallback.tries)} build(s) tried; conv MACs on the "
-            f"FPGA {share(first):.1%} -> {share(now):.1%}; modelled rate {rate(first)} -> {rate(now)}")
+            f"FPGA {first.fpga_mac_share:.1%} -> {now.fpga_mac_share:.1%}; modelled rate {rate(first)} -> "
+            f"{rate(now)}")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,21 @@ def torchvision_ssd(name: str, size: int, out: Path, opset: int) -> dict:
     }
 
 
+def db_head(cin: int, mid: int) -> nn.Sequential:
+    """DBNet's head: 3x3 conv, BN, ReLU, two 2x2 stride-2 transposed convs, a sigmoid probability map."""
+    return nn.Sequential(nn.Conv2d(cin, mid, 3, padding=1, bias=False), nn.BatchNorm2d(mid), nn.ReLU(),
+                         nn.ConvTranspose2d(mid, mid, 2, 2), nn.BatchNorm2d(mid), nn.ReLU(),
+                         nn.ConvTranspose2d(mid, 1, 2, 2), nn.Sigmoid())
+
+
+def top_down(lat: list[torch.Tensor]) -> list[torch.Tensor]:
+    """An FPN's top-down path: each level plus the next coarser one upsampled x2 (nearest)."""
+    lat = list(lat)
+    for i in range(len(lat) - 1, 0, -1):
+        lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2, mode="nearest")
+    return lat
+
+
 class _DBNet(nn.Module):
     """A DBNet text detector as PaddleOCR builds it: MobileNetV3 backbone (SE, HardSwish), FPN, a head with two
     2x2 stride-2 transposed convs and a sigmoid probability map."""
@@ -128,9 +143,7 @@ class _DBNet(nn.Module):
         self.taps = taps
         self.lateral = nn.ModuleList(nn.Conv2d(c, 96, 1, bias=False) for c in channels)
         self.smooth = nn.ModuleList(nn.Conv2d(96, 24, 3, padding=1, bias=False) for _ in channels)
-        self.head = nn.Sequential(nn.Conv2d(96, 24, 3, padding=1, bias=False), nn.BatchNorm2d(24), nn.ReLU(),
-                                  nn.ConvTranspose2d(24, 24, 2, 2), nn.BatchNorm2d(24), nn.ReLU(),
-                                  nn.ConvTranspose2d(24, 1, 2, 2), nn.Sigmoid())
+        self.head = db_head(96, 24)
 
     def forward(self, x):
         feats = []
@@ -138,9 +151,7 @@ class _DBNet(nn.Module):
             x = layer(x)
             if i in self.taps:
                 feats.append(x)
-        lat = [conv(f) for conv, f in zip(self.lateral, feats)]
-        for i in range(len(lat) - 1, 0, -1):
-            lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2, mode="nearest")
+        lat = top_down([conv(f) for conv, f in zip(self.lateral, feats)])
         outs = [nn.functional.interpolate(s(p), scale_factor=2 ** i, mode="nearest")
                 for i, (s, p) in enumerate(zip(self.smooth, lat))]
         return self.head(torch.cat(outs, 1))

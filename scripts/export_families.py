@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 import torch
 from corpus_frames import export_all, frames_nchw  # noqa: E402 (scripts/ is on the path when run)
-from export_corpus import SEED, export, trained_like  # noqa: E402
+from export_corpus import SEED, db_head, export, top_down, trained_like  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
@@ -117,9 +117,7 @@ class _TextDetector(nn.Module):
         self.taps = [2, 4, 6]
         self.lateral = nn.ModuleList(nn.Sequential(nn.Conv2d(c, 64, 1, bias=False), nn.BatchNorm2d(64),
                                                    nn.GELU(approximate="tanh")) for c in (48, 96, 192))
-        self.head = nn.Sequential(nn.Conv2d(64, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
-                                  nn.ConvTranspose2d(16, 16, 2, 2), nn.BatchNorm2d(16), nn.ReLU(),
-                                  nn.ConvTranspose2d(16, 1, 2, 2), nn.Sigmoid())
+        self.head = db_head(64, 16)
 
     def forward(self, x):
         x = self.stem(x)
@@ -128,10 +126,7 @@ class _TextDetector(nn.Module):
             x = block(x)
             if i in self.taps:
                 feats.append(x)
-        lat = [f(t) for f, t in zip(self.lateral, feats)]
-        for i in range(len(lat) - 1, 0, -1):
-            lat[i - 1] = lat[i - 1] + nn.functional.interpolate(lat[i], scale_factor=2, mode="nearest")
-        return self.head(lat[0])
+        return self.head(top_down([f(t) for f, t in zip(self.lateral, feats)])[0])
 
 
 def text_det_gelu(size: int, out: Path) -> dict:
