@@ -157,16 +157,20 @@ class _DBNet(nn.Module):
         return self.head(torch.cat(outs, 1))
 
 
+def text_map_like(model: nn.Module, frames: list[torch.Tensor]) -> None:
+    """trained_like for a text detector with a db_head. Gammas up to 1.6 made DBNet chaotic (float cosine 0.94
+    under 1 % input noise), which no int8 scheme can follow; with (0.3, 1.0) it keeps 1.000. A trained map is mostly
+    background with confident text: a background prior on the last bias and logits spread wide (8x the init's)."""
+    trained_like(model, frames, head_bias={"head.6": -2.0}, gammas=(0.3, 1.0))
+    with torch.no_grad():
+        model.head[6].weight.mul_(8.0)
+
+
 def dbnet(size: int, out: Path, opset: int) -> dict:
     torch.manual_seed(SEED)
     model = _DBNet()
     frames = [torch.from_numpy(f) for f in frames_nchw(6, size, size, 3)]
-    # gammas up to 1.6 made this deep random network chaotic (float cosine 0.94 under 1 % input noise), which no
-    # int8 scheme can follow; with (0.3, 1.0) it keeps 1.000. A trained map is mostly background with confident
-    # text: a background prior on the last bias and logits spread wide (8x the init's weights).
-    trained_like(model, frames, head_bias={"head.6": -2.0}, gammas=(0.3, 1.0))
-    with torch.no_grad():
-        model.head[6].weight.mul_(8.0)
+    text_map_like(model, frames)
     export(model, frames[0], out / "dbnet_mobilenetv3.onnx", opset, (["x"], ["maps"]))
     return {
         "file": "dbnet_mobilenetv3.onnx",

@@ -26,7 +26,7 @@ import numpy as np
 import onnx
 import torch
 from corpus_frames import export_all, frames_nchw  # noqa: E402 (scripts/ is on the path when run)
-from export_corpus import SEED, db_head, export, top_down, trained_like  # noqa: E402
+from export_corpus import SEED, db_head, export, text_map_like, top_down, trained_like  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
 
@@ -133,9 +133,7 @@ def text_det_gelu(size: int, out: Path) -> dict:
     torch.manual_seed(SEED)
     model = _TextDetector()
     frames = [torch.from_numpy(f) for f in frames_nchw(6, size, size, 4)]
-    trained_like(model, frames, head_bias={"head.6": -2.0}, gammas=(0.3, 1.0))
-    with torch.no_grad():
-        model.head[6].weight.mul_(8.0)
+    text_map_like(model, frames)
     export(model, frames[0], out / "text_det_gelu.onnx", 17, (["x"], ["maps"]))
     return {"file": "text_det_gelu.onnx", "input": "x", "shape": [1, 3, size, size],
             "exporter": "PP-OCRv5-mobile-style detector (erf and tanh GELU, SE, DB head) via torch.onnx opset 17",
