@@ -100,6 +100,8 @@ def _refusal(d: Descriptor, image: EngineImage, const: np.ndarray) -> str | None
             return f"{field} 0"
     if not (0 <= d.res_mult_a < MULT_LIMIT and 0 <= d.res_mult_b < MULT_LIMIT):
         return f"res_mult_a {d.res_mult_a} / res_mult_b {d.res_mult_b} outside [0, {MULT_LIMIT})"
+    if op == Op.SCALE and not 0 <= d.res_mult_b <= 255:
+        return f"res_mult_b {d.res_mult_b}: a SCALE's gate offset lies in [0, 255]"
     if op == Op.L2NORM and not L2NORM_SHIFTS[0] <= d.res_shift <= L2NORM_SHIFTS[1]:
         return f"res_shift {d.res_shift}: an L2NORM shift lies in {L2NORM_SHIFTS}"
     if d.in_c % cfg.vec:

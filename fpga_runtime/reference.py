@@ -223,7 +223,7 @@ class ReferenceEngine:
             _write_output(act, d, saturate8(shift_round(x * k[..., None], sh[..., None])))
         elif d.op == Op.SCALE:
             gate = _region(act, d.in2_addr, d.batch, 1, 1, d.in2_c_stride)[..., d.in2_c_offset:d.in2_c_offset + d.out_c]
-            product = _read_input(act, d).astype(np.int64) * gate.astype(np.int64)
+            product = _read_input(act, d).astype(np.int64) * (gate.astype(np.int64) + d.res_mult_b)  # its offset
             _write_output(act, d, saturate8(shift_round(product * d.res_mult_a, d.res_shift)))
         else:
             raise ValueError(f"layer {d.layer_id}: unknown op {d.op}")

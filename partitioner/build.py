@@ -19,7 +19,7 @@ import onnx
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS, BUDGET, Board
 from fpga_runtime.boards import board as board_by_name
-from fpga_runtime.checking.accuracy import AccuracyReport
+from fpga_runtime.checking.accuracy import AccuracyReport, summarise
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan, data_files
 from fpga_runtime.preprocess import Preprocess
@@ -397,25 +397,37 @@ def _save_compile(s: BuildState, folder: Path) -> None:
         "calibration": s.calibration.source})
 
 
-def _accuracy_frame(s: BuildState) -> tuple[dict[str, np.ndarray], str]:
-    """The frame int8 is measured on, and what it is: --input; else, with --calibrate DIR, the first calibration
-    frame (in-sample, but in the model's input domain: a random normal frame goes where no picture goes, and an
-    input calibrated on pictures clips its negative half); else a seeded random one."""
+ACCURACY_FRAMES = 4     # calibration frames the int8 report pools, where no --input is given
+
+
+def _accuracy_frames(s: BuildState) -> tuple[list[dict[str, np.ndarray]], str]:
+    """The frames int8 is measured on, and what they are: --input; else, with --calibrate DIR, the first few
+    calibration frames (in-sample, but in the model's input domain: a random normal frame goes where no picture
+    goes, and an input calibrated on pictures clips its negative half; several, because one frame's detections
+    are few); else a seeded random one."""
     if s.cfg.inputs:
-        return seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs), "the --input frame"
+        return [seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)], "the --input frame"
     if s.cfg.calibrate_dir is not None and s.calibration is not None and s.calibration.frames:
-        return dict(s.calibration.frames[0]), "the first calibration frame (in-sample; --input gives another)"
-    return seeded_frame(s.plan, s.cfg.seed + 1000), "a seeded random frame (--input gives a real one)"
+        frames = [dict(f) for f in s.calibration.frames[:ACCURACY_FRAMES]]
+        return frames, (f"{len(frames)} calibration frame(s) (in-sample; the worst cosine, detections pooled; "
+                        "--input gives a held-out one)")
+    return [seeded_frame(s.plan, s.cfg.seed + 1000)], "a seeded random frame (--input gives a real one)"
 
 
 def _accuracy(s: BuildState) -> None:
-    feeds, what = _accuracy_frame(s)
-    s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, feeds)
+    frames, what = _accuracy_frames(s)
+    reports = []
+    for k, feeds in enumerate(frames):
+        report, layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, feeds)
+        reports.append(report)
+        if k == 0:
+            s.layers = layers               # the per-layer table: the first frame's
+    s.accuracy = summarise(reports)
     s.accuracy.frame = what
 
 
 def _sensitivity(s: BuildState) -> None:
-    feeds, _ = _accuracy_frame(s)
+    feeds = _accuracy_frames(s)[0][0]
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
     s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
                                      {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})

@@ -219,3 +219,23 @@ def test_bias_correction_removes_the_mean_error_of_the_weights_rounding(tmp_path
         assert bool(record) is corrected and (not corrected or record[0][0] == "dw")
     assert errors[True] < 0.6 * errors[False], errors
     assert "bias correction" in (tmp_path / "bTrue" / "report.md").read_text()
+
+
+def test_a_squeeze_excite_gate_is_coded_over_its_whole_range():
+    """A sigmoid gate lies in [0, 1]: zero point -128 gives it 8 bits where a symmetric code has 7, and the SCALE
+    layer adds the offset back (res_mult_b = 128); every backend replays the golden SE cases bit for bit, and the
+    program check refuses an offset past a byte."""
+    from golden_replay import GOLDEN, Case
+
+    from fpga_runtime.abi import Op
+    from fpga_runtime.program_check import _refusal
+    case = Case(GOLDEN / "squeeze_excite_sigmoid.npz")
+    scale = [d for d in case.descriptors() if d.op == Op.SCALE]
+    assert [d.res_mult_b for d in scale] == [128]
+    bad = scale[0]
+    bad.res_mult_b = 300
+
+    class _Image:
+        config = case.config
+        tensors: dict = {}
+    assert "gate offset" in (_refusal(bad, _Image(), case.const) or "")

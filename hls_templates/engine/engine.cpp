@@ -253,7 +253,8 @@ void elementwise(const Descriptor &d, word_t *act, const int8_t lut1[256], const
                             int8_t g[V];
                             load_vec<V>(act, pixel(d.in2_addr, n, 0, 0, 1, 1, d.in2_c_stride) + d.in2_c_offset + c, g);
                             for (int v = 0; v < V; ++v)
-                                out[v] = sat8(shift_round(by_mult(out[v] * g[v], d.res_mult_a), d.res_shift));
+                                out[v] = sat8(shift_round(by_mult(out[v] * (g[v] + d.res_mult_b), d.res_mult_a),
+                                                          d.res_shift));      // res_mult_b: the gate's offset
                         }
                         if (d.op == OP_ADD) {
                             int8_t b[V];

@@ -67,16 +67,18 @@ module epilogue #(
   always_comb
     for (int i = 0; i < G; i++) begin
       logic signed [7:0] a8, b8;
-      logic signed [15:0] g16;
+      logic signed [9:0] g10;          // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
+      logic signed [17:0] g18;
       logic signed [31:0] x32;
       logic signed [17:0] m18;         // every multiplier is below 2^17 (ABI v2)
       logic [7:0] s;
       logic per_channel;
       a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
       b8 = in_b[8*i +: 8];
-      g16 = a8 * b8;
+      g10 = 10'(b8) + $signed({2'b00, d.res_mult_b[7:0]});
+      g18 = a8 * g10;
       per_channel = d.op == OP_CONV || d.op == OP_GAP;
-      x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g16) : 32'(a8);
+      x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
       m18 = prelu && x32[31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
           : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];     // PRELU: a negative acc's own
       s = per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift;  // L2NORM: the pixel's

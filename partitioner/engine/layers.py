@@ -234,7 +234,7 @@ class LayerEmitter:
         """A per-channel gate (squeeze-and-excitation): y = x * g[c], rescaled by one multiplier."""
         data, gate = gate_operands(node, self.graph)
         x, g, y = self.views[data], self.views[gate], self.views[node.outputs[0]]
-        if x.zero or g.zero or y.zero:
+        if x.zero or y.zero or not -255 <= g.zero <= 0:
             raise ModelError("internal: a channel gate of asymmetric tensors", node.label, node.op_type)
         d = Descriptor(op=Op.SCALE, layer_id=layer_id, batch=y.n, in_h=x.h, in_w=x.w, out_h=y.h, out_w=y.w,
                        conv_h=x.h, conv_w=x.w)
@@ -242,6 +242,7 @@ class LayerEmitter:
         _set_view(d, "out", y, self._phys(y))
         _set_view(d, "in2", g, 0)
         d.res_mult_a, d.res_shift = quantize_multiplier(x.scale * g.scale / y.scale)
+        d.res_mult_b = -g.zero              # the gate's offset: 128 for a [0, 1] gate coded with zero point -128
         return d
 
     def copy(self, src: TensorView, dst: TensorView, layer_id: int) -> Descriptor:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from partitioner.ir.graph import Activation, ActKind, Graph, Node, OpKind, Pool, ResidualAdd
-from partitioner.ir.op_facts import pool_of
+from partitioner.ir.op_facts import gate_operands, pool_of
 
 ASYMMETRIC_GAIN = 0.8        # asymmetric where its step is at most this share of the symmetric step (>= 1.9 dB)
 UNBOUNDED_MARGIN = 2.0       # the calibrated small side is widened so much where the writer does not bound it
@@ -82,10 +82,11 @@ def eligible_tensors(graph: Graph, fpga_nodes: list[str]) -> tuple[set[str], set
             ok[name] = ok.get(name, True) and writes_zero_point(node)
             if bounds_its_output(node) or node.kind in _MOVERS:
                 bounded.add(name)
+        gate = gate_operands(node, graph)[1] if node.kind is OpKind.MUL and gate_operands(node, graph) else None
         for t in node.inputs:
             if t and graph.const(t) is None:
                 name = graph.tensors[t].onnx_name
-                ok[name] = ok.get(name, True) and reads_zero_point(node, t)
+                ok[name] = ok.get(name, True) and (reads_zero_point(node, t) or t == gate)   # SCALE's offset
     return {name for name, good in ok.items() if good}, bounded
 
 
