@@ -308,6 +308,8 @@ def original_model(plan: Plan, given: Path | None = None) -> tuple[Path | None, 
     """The float original to compare a run with, and why there is none: the model `partition` read (or `given`),
     used only when it is a regular .onnx file whose SHA-256 is the one recorded. A plan can name any path, and the
     runtime must not parse a file a build from someone else chose; nor compare with a model changed since."""
+    if plan.model.get("precision") == "bfloat16":
+        return None, "the original is a bfloat16 model, which onnxruntime's Python API cannot be fed"
     recorded = plan.model.get("sha256")
     where = given if given is not None else plan.model.get("path")
     if not isinstance(where, (str, Path)) or not str(where) or "\0" in str(where):

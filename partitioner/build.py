@@ -423,7 +423,8 @@ def _accuracy(s: BuildState) -> None:
         if k == 0:
             s.layers = layers               # the per-layer table: the first frame's
     s.accuracy = summarise(reports)
-    s.accuracy.frame = what
+    s.accuracy.frame = what + ("; against the model widened to float32: a bfloat16 original takes no numpy feed"
+                               if s.imported.precision == "bfloat16" else "")
 
 
 def _sensitivity(s: BuildState) -> None:

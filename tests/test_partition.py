@@ -471,3 +471,24 @@ def test_an_empty_constant_operand_is_no_empty_tensor(tmp_path):
     p, sets = _parts(model)
     assert [d for d, _ in sets] == ["fpga"] and not p.fallbacks, (sets, p.fallbacks)
     _build(tmp_path, model)
+
+
+def test_a_bfloat16_model_is_partitioned_with_a_float32_interface(tmp_path):
+    """numpy and onnxruntime's Python API have no bfloat16 arrays: the plan takes and gives float32, verify and
+    the int8 report use the model widened to float32, and fpga-run says why it cannot compare with the original."""
+    from fpga_runtime.plan import original_model
+    n = Net(channels=8, size=6)
+    model = n.model([n.node("Relu", [n.conv(n.conv("x", "a"), "b")], "r")])
+    g = model.graph
+    for i, t in enumerate(g.initializer):
+        a = numpy_helper.to_array(t).astype(np.float32)
+        g.initializer[i].CopyFrom(helper.make_tensor(t.name, TensorProto.BFLOAT16, a.shape, a.ravel().tolist()))
+    for vi in list(g.input) + list(g.output):
+        vi.type.tensor_type.elem_type = TensorProto.BFLOAT16
+    result = _build(tmp_path, model)
+    plan = result.plan
+    assert plan.model["precision"] == "bfloat16"
+    assert [t.dtype for t in plan.inputs] == ["float32"] and [t.dtype for t in plan.outputs] == ["float32"]
+    assert [s.device for s in plan.subgraphs] == ["fpga"]
+    assert result.accuracy.outputs[0].cosine > 0.99 and "bfloat16" in result.accuracy.frame
+    assert original_model(plan)[1].startswith("the original is a bfloat16 model")

@@ -1,8 +1,9 @@
 """float16 and bfloat16 models imported as float32: the engine quantises from float32, and onnxruntime's CPU
 kernels compute most float16 ops by casting to float32 and back around each op anyway. The model's interface is
 kept: a float16 input is cast to float32 where it enters, a float16 output cast back where it leaves, so the
-partitioned model takes and gives what the original does. Inside, every float16 constant, attribute tensor and
-cast target is widened; the casts that then cast float32 to float32 are removed by the IR's clean-up."""
+partitioned model takes and gives what the original does (a bfloat16 model's take and give float32: Python has no
+bfloat16 arrays). Inside, every float16 constant, attribute tensor and cast target is widened; the casts that then
+cast float32 to float32 are removed by the IR's clean-up."""
 from __future__ import annotations
 
 import numpy as np
@@ -84,7 +85,8 @@ def _fresh(g: onnx.GraphProto, hint: str) -> str:
 
 
 def widen_to_float32(model: onnx.ModelProto) -> dict[str, int]:
-    """Widens `model` in place; the counts of what changed (all zero for a float32 model)."""
+    """Widens `model` in place; the counts of what changed (all zero for a float32 model). A bfloat16 input or
+    output becomes float32 too: numpy and onnxruntime's Python API have no bfloat16 arrays to feed or take."""
     g = model.graph
     counts = {"constants": 0, "casts": 0, "inputs": 0, "outputs": 0}
     _widen_graph(g, counts)
@@ -94,6 +96,10 @@ def widen_to_float32(model: onnx.ModelProto) -> dict[str, int]:
     front: list[onnx.NodeProto] = []
     for vi in g.input:
         elem = vi.type.tensor_type.elem_type
+        if elem == TensorProto.BFLOAT16:
+            _widen_value(vi)
+            counts["inputs"] += 1
+            continue
         if elem not in LOW_PRECISION or vi.name in {t.name for t in g.initializer}:
             continue
         wide = _fresh(g, f"{vi.name}_float32")
@@ -105,6 +111,10 @@ def widen_to_float32(model: onnx.ModelProto) -> dict[str, int]:
     inputs = {vi.name for vi in g.input}
     for vi in g.output:
         elem = vi.type.tensor_type.elem_type
+        if elem == TensorProto.BFLOAT16:
+            _widen_value(vi)
+            counts["outputs"] += 1
+            continue
         if elem not in LOW_PRECISION or vi.name in inputs:
             continue
         producer = next((n for n in g.node if vi.name in n.output), None)

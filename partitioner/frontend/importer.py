@@ -278,11 +278,14 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
     precision = model_precision(model)
     if precision != "float32":
         counts = widen_to_float32(model)
+        edges = (f"{counts['inputs']} input(s) and {counts['outputs']} output(s) keep {precision}, cast at the "
+                 "model's edges" if precision == "float16" else
+                 f"its {counts['inputs']} input(s) and {counts['outputs']} output(s) become float32: numpy and "
+                 "onnxruntime's Python API have no bfloat16 arrays")
         warnings.append(f"{precision} model: computed in float32 ({counts['constants']} constants widened, "
-                        f"{counts['casts']} casts to {precision} made float32; {counts['inputs']} input(s) and "
-                        f"{counts['outputs']} output(s) keep {precision}, cast at the model's edges); --verify "
-                        f"checks it against the model widened so, and reports the original's own {precision} "
-                        "rounding beside it")
+                        f"{counts['casts']} casts to {precision} made float32; {edges}); --verify checks it "
+                        "against the model widened so" + (", and reports the original's own float16 rounding "
+                                                          "beside it" if precision == "float16" else ""))
     _pin_input_shapes(model.graph, input_shapes or {})
     big = _strip_big_initializers(model)
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
