@@ -78,6 +78,11 @@ class Plan:
     files: dict[str, str] | None = None                  # every data file of the build -> its SHA-256 (DATA_FILES)
     root: Path = Path(".")
 
+    @property
+    def original_takes_numpy(self) -> bool:
+        """False for a bfloat16 original: numpy and onnxruntime's Python API have no bfloat16 arrays to feed it."""
+        return self.model.get("precision") != "bfloat16"
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("root")
@@ -308,7 +313,7 @@ def original_model(plan: Plan, given: Path | None = None) -> tuple[Path | None, 
     """The float original to compare a run with, and why there is none: the model `partition` read (or `given`),
     used only when it is a regular .onnx file whose SHA-256 is the one recorded. A plan can name any path, and the
     runtime must not parse a file a build from someone else chose; nor compare with a model changed since."""
-    if plan.model.get("precision") == "bfloat16":
+    if not plan.original_takes_numpy:
         return None, "the original is a bfloat16 model, which onnxruntime's Python API cannot be fed"
     recorded = plan.model.get("sha256")
     where = given if given is not None else plan.model.get("path")

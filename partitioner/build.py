@@ -7,7 +7,6 @@ import enum
 import json
 import time
 import uuid
-from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -19,7 +18,7 @@ import onnx
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS, BUDGET, Board
 from fpga_runtime.boards import board as board_by_name
-from fpga_runtime.checking.accuracy import AccuracyReport, summarise
+from fpga_runtime.checking.accuracy import AccuracyReport
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan, data_files
 from fpga_runtime.preprocess import Preprocess
@@ -27,7 +26,7 @@ from fpga_runtime.preprocess import choose as choose_preprocess
 from partitioner.codegen.sources import write_engine_sources
 from partitioner.codegen.synth import synthesize
 from partitioner.engine.calibration import Calibration
-from partitioner.engine.calibration_frames import choose_calibration, seeded_frame
+from partitioner.engine.calibration_frames import accuracy_frames, choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
 from partitioner.engine.geometry import sized_buffers
 from partitioner.errors import ModelError
@@ -45,9 +44,9 @@ from partitioner.explore.design_space import (
 )
 from partitioner.explore.draft import full_offload_draft
 from partitioner.frontend.float16 import widen_to_float32
-from partitioner.frontend.importer import ImportResult, import_model, pinned_shape_hint
+from partitioner.frontend.importer import ImportResult, import_model
 from partitioner.frontend.metadata import class_names
-from partitioner.ir.graph import Graph, OpKind
+from partitioner.ir.graph import Graph
 from partitioner.ir.to_onnx import to_model
 from partitioner.output.drawing import draw
 from partitioner.output.plan_writer import write_build
@@ -56,6 +55,7 @@ from partitioner.output.staging import StagedFolder
 from partitioner.passes.pipeline import run_fusion
 from partitioner.placement.cost import CostModel
 from partitioner.placement.partition import Device, Partition, partition
+from partitioner.result import BuildResult
 from partitioner.targets import cpu as cpu_target
 from partitioner.targets import fpga as fpga_target
 
@@ -98,64 +98,6 @@ class PartitionConfig:
     preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
     preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
     class_names: list[str] | None = None     # None: from the model's metadata
-
-
-@dataclass
-class BuildResult:
-    plan: Plan
-    partition: Partition
-    warnings: list[str]
-    checks: list[OutputCheck] | None
-    timings: list[tuple[str, float]]
-    accuracy: AccuracyReport | None = None
-    exploration: Exploration | None = None
-    layers: list[LayerAccuracy] = field(default_factory=list)
-    sensitivity: list[TensorSensitivity] = field(default_factory=list)
-
-    @property
-    def verified(self) -> bool:
-        return self.checks is not None and all(c.ok for c in self.checks)
-
-    @property
-    def fpga_mac_share(self) -> float:
-        """The share of the model's conv MACs the FPGA subgraphs run."""
-        macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in self.plan.subgraphs]
-        total = sum(m for _, m in macs)
-        return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
-
-    @property
-    def modelled_rate(self) -> float | None:
-        """Whole frames per second of the chosen design under fpga-run's defaults (at the board clock), if explored."""
-        chosen = self.exploration.chosen if self.exploration is not None else None
-        return chosen.rate if chosen is not None else None
-
-    def why_no_fpga(self) -> str | None:
-        """Why a model with conv layers got no FPGA subgraph (None where it has one, or no convs): the most
-        common reason its convs stayed on the CPU, or why no engine design fits; for dynamic inputs, the
-        --input-shape to pass."""
-        graph = self.partition.graph
-        convs = [n for n in graph.nodes.values() if n.kind is OpKind.FUSED_CONV]
-        if not convs or any(s.device == "fpga" for s in self.plan.subgraphs):
-            return None
-        if self.exploration is not None and self.exploration.chosen is None:
-            return self.exploration.note
-        reasons = Counter(self.partition.fallbacks.get(n.name) for n in convs if n.name in self.partition.fallbacks)
-        why = reasons.most_common(1)[0][0] if reasons else "the cost model kept every region on the CPU"
-        dynamic = [graph.tensors[t] for t in graph.inputs if not graph.tensors[t].is_static]
-        if dynamic:
-            why += "; e.g. " + " ".join(f"--input-shape {t.onnx_name}={pinned_shape_hint(t.shape)}" for t in dynamic)
-        return f"{len(convs)} conv layers, none on the FPGA: {why}"
-
-    def below(self, min_cosine: float) -> tuple[str, str] | None:
-        """(worst output, first layer) where int8 falls below `min_cosine` against float, or None. Outputs of
-        detections ordered by score have no meaningful cosine: `--min-f1` judges them."""
-        if self.accuracy is None:
-            return None
-        low = [o for o in self.accuracy.outputs if o.cosine < min_cosine and not o.ranked]
-        if not low:
-            return None
-        first = next((layer.tensor for layer in self.layers if layer.cosine < min_cosine), "none of the FPGA layers")
-        return min(low, key=lambda o: o.cosine).name, first
 
 
 def _save_graph(graph, path: Path) -> None:
@@ -397,38 +339,15 @@ def _save_compile(s: BuildState, folder: Path) -> None:
         "calibration": s.calibration.source})
 
 
-ACCURACY_FRAMES = 4     # calibration frames the int8 report pools, where no --input is given
-
-
-def _accuracy_frames(s: BuildState) -> tuple[list[dict[str, np.ndarray]], str]:
-    """The frames int8 is measured on, and what they are: --input; else, with --calibrate DIR, the first few
-    calibration frames (in-sample, but in the model's input domain: a random normal frame goes where no picture
-    goes, and an input calibrated on pictures clips its negative half; several, because one frame's detections
-    are few); else a seeded random one."""
-    if s.cfg.inputs:
-        return [seeded_frame(s.plan, s.cfg.seed + 1000, s.cfg.inputs)], "the --input frame"
-    if s.cfg.calibrate_dir is not None and s.calibration is not None and s.calibration.frames:
-        frames = [dict(f) for f in s.calibration.frames[:ACCURACY_FRAMES]]
-        return frames, (f"{len(frames)} calibration frame(s) (in-sample; the worst cosine, detections pooled; "
-                        "--input gives a held-out one)")
-    return [seeded_frame(s.plan, s.cfg.seed + 1000)], "a seeded random frame (--input gives a real one)"
-
-
 def _accuracy(s: BuildState) -> None:
-    frames, what = _accuracy_frames(s)
-    reports = []
-    for k, feeds in enumerate(frames):
-        report, layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, feeds)
-        reports.append(report)
-        if k == 0:
-            s.layers = layers               # the per-layer table: the first frame's
-    s.accuracy = summarise(reports)
-    s.accuracy.frame = what + ("; against the model widened to float32: a bfloat16 original takes no numpy feed"
-                               if s.imported.precision == "bfloat16" else "")
+    frames, what = accuracy_frames(s.plan, s.cfg.seed, s.cfg.inputs, s.cfg.calibrate_dir, s.calibration)
+    s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, frames)
+    s.accuracy.frame = what + ("" if s.plan.original_takes_numpy else
+                               "; against the model widened to float32: a bfloat16 original takes no numpy feed")
 
 
 def _sensitivity(s: BuildState) -> None:
-    feeds = _accuracy_frames(s)[0][0]
+    feeds = accuracy_frames(s.plan, s.cfg.seed, s.cfg.inputs, s.cfg.calibrate_dir, s.calibration)[0][0]
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
     s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
                                      {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})

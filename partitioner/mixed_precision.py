@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from partitioner.build import BuildResult, PartitionConfig, run_partition
+from partitioner.build import PartitionConfig, run_partition
+from partitioner.result import BuildResult
 
 MAX_TRIES = 16
 
@@ -57,23 +58,28 @@ def meet_accuracy(cfg: PartitionConfig, min_cosine: float | None, min_f1: float 
     fallback = Fallback(first, first=first)
     built: dict[int, BuildResult] = {}
 
+    def build(k: int) -> BuildResult:
+        nodes = _prefix(ranking, k)[0]
+        built[k] = run_partition(replace(cfg, keep_on_cpu=tuple(cfg.keep_on_cpu) + tuple(nodes), sensitivity=False),
+                                 lambda _: None)
+        return built[k]
+
     def attempt(k: int) -> bool:
-        nodes, tensors = _prefix(ranking, k)
-        result = run_partition(replace(cfg, keep_on_cpu=tuple(cfg.keep_on_cpu) + tuple(nodes), sensitivity=False),
-                               lambda _: None)
-        built[k] = result
-        met = shortfall(result, min_cosine, min_f1)
+        met = shortfall(build(k), min_cosine, min_f1)
         fallback.tries.append((k, met is None))
-        echo(f"auto-fallback: {k} tensor(s), {len(nodes)} layer(s) in float -> "
+        echo(f"auto-fallback: {k} tensor(s), {len(_prefix(ranking, k)[0])} layer(s) in float -> "
              + ("targets met" if met is None else met))
         return met is None
 
     low, high, k = 0, None, 1
-    while high is None and len(fallback.tries) < MAX_TRIES and k <= len(ranking):
+    while k <= len(ranking) and len(fallback.tries) < MAX_TRIES:
         if attempt(k):
             high = k
-        else:
-            low, k = k, min(2 * k, len(ranking)) if k < len(ranking) else k + 1
+            break
+        low = k
+        if k == len(ranking):
+            break
+        k = min(2 * k, len(ranking))
     if high is None:
         fallback.result = built[max(built)] if built else first
         fallback.kept, fallback.tensors = _prefix(ranking, max(built, default=0))
@@ -85,8 +91,7 @@ def meet_accuracy(cfg: PartitionConfig, min_cosine: float | None, min_f1: float 
         else:
             low = mid
     fallback.kept, fallback.tensors = _prefix(ranking, high)
-    fallback.result = built[high]
     if fallback.tries[-1][0] != high:               # the folder holds the last build tried: make it the chosen one
-        fallback.result = run_partition(replace(cfg, keep_on_cpu=tuple(cfg.keep_on_cpu) + tuple(fallback.kept),
-                                                sensitivity=False), lambda _: None)
+        build(high)
+    fallback.result = built[high]
     return fallback

@@ -58,6 +58,9 @@ module address_generator #(
 
   logic signed [31:0] iy, ix;
   logic inb;
+  logic [63:0] w_run_addr;               // the window path's run (below): declared before the selection reads it
+  logic [23:0] w_run_beats;
+  engine_pkg::tag_t w_tag;
   always_comb begin
     logic last_tap;
     logic [31:0] cv, in_pix, out_pix;
@@ -178,9 +181,6 @@ module address_generator #(
   wire contiguous = !dw && d.in_c == d.in_c_stride;     // a depthwise tile reads VEC channels of each pixel
   wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
   wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
-  logic [63:0] w_run_addr;
-  logic [23:0] w_run_beats;
-  engine_pkg::tag_t w_tag;
   always_comb begin
     w_tag = '0;
     if (res_due) begin

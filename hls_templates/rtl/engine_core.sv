@@ -222,10 +222,10 @@ module engine_core #(
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
-  assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
 
   // the window path of standard convs (P > 1)
   logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out, wc_ab_ready;
+  assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
   logic [G*32-1:0] wc_acc;
   logic [G*8-1:0] wc_b;
   logic [31:0] wc_oaddr;

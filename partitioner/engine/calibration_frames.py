@@ -73,3 +73,21 @@ def choose_calibration(plan: Plan, table: Path | None, folder: Path | None, coun
                     "not for accuracy (use --calibrate DIR)")
     frames = [seeded_frame(plan, seed + i) for i in range(count)]
     return Calibration(f"{len(frames)} seeded random frames (testing only)", frames=frames, method=method)
+
+
+ACCURACY_FRAMES = 4     # calibration frames the int8 report pools, where no --input is given
+
+
+def accuracy_frames(plan: Plan, seed: int, given: dict[str, np.ndarray], folder: Path | None,
+                    calibration: Calibration | None) -> tuple[list[dict[str, np.ndarray]], str]:
+    """The frames int8 is measured on, and what they are: --input; else, with --calibrate DIR, the first few
+    calibration frames (in-sample, but in the model's input domain: a random normal frame goes where no picture
+    goes, and an input calibrated on pictures clips its negative half; several, because one frame's detections
+    are few); else a seeded random one."""
+    if given:
+        return [seeded_frame(plan, seed + 1000, given)], "the --input frame"
+    if folder is not None and calibration is not None and calibration.frames:
+        frames = [dict(f) for f in calibration.frames[:ACCURACY_FRAMES]]
+        return frames, (f"{len(frames)} calibration frame(s) (in-sample; the worst cosine, detections pooled; "
+                        "--input gives a held-out one)")
+    return [seeded_frame(plan, seed + 1000)], "a seeded random frame (--input gives a real one)"

@@ -261,12 +261,10 @@ class LayerEmitter:
         layers, whose few taps round coarsely, gain most. Only where it moves an output by an eighth of its int8
         step or more, and where the corrected bias still fits beside the accumulation; a conv whose kernel is its
         whole input map (a flattened dense layer) reads positions, not channels, and is left alone."""
-        mean = self.means.get(self.graph.tensors[node.inputs[0]].onnx_name)
-        spec = node.conv
-        x_shape = self.graph.tensors[node.inputs[0]].shape
-        if mean is None or len(mean) != (w.shape[0] if spec.group > 1 else w.shape[1]) or \
-                len(x_shape) == 4 and spec.form is ConvForm.CONV and tuple(x_shape[2:]) == spec.kernel \
-                and spec.pads == (0, 0, 0, 0) and spec.kernel != (1, 1):
+        spec, x = node.conv, self.graph.tensors[node.inputs[0]]
+        mean = self.means.get(x.onnx_name)
+        whole_map = len(x.shape) == 4 and tuple(x.shape[2:]) == spec.kernel != (1, 1) and not any(spec.pads)
+        if mean is None or whole_map or len(mean) != (w.shape[0] if spec.group > 1 else w.shape[1]):
             return bias
         err = (wq.astype(np.float64) * s_w[:, None, None, None] - w).sum(axis=(2, 3))     # [cout, cin_g]
         mean = np.asarray(mean, np.float64)
@@ -321,8 +319,7 @@ class LayerEmitter:
         wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
         out_map = np.asarray(y.channel_map)
         if not transposed:
-            float_bias = self._bias_corrected(node, w, wq, s_w, float_bias, s_x, target, x.zero,
-                                              cin_g if transposed else kh * kw * cin_g)
+            float_bias = self._bias_corrected(node, w, wq, s_w, float_bias, s_x, target, x.zero, kh * kw * cin_g)
 
         def bias_of(taps: np.ndarray) -> np.ndarray:
             """int32 bias per physical channel; the input's zero point folded in over the weights' taps."""

@@ -82,7 +82,8 @@ def eligible_tensors(graph: Graph, fpga_nodes: list[str]) -> tuple[set[str], set
             ok[name] = ok.get(name, True) and writes_zero_point(node)
             if bounds_its_output(node) or node.kind in _MOVERS:
                 bounded.add(name)
-        gate = gate_operands(node, graph)[1] if node.kind is OpKind.MUL and gate_operands(node, graph) else None
+        operands = gate_operands(node, graph) if node.kind is OpKind.MUL else None
+        gate = operands[1] if operands else None
         for t in node.inputs:
             if t and graph.const(t) is None:
                 name = graph.tensors[t].onnx_name

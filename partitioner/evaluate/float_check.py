@@ -117,31 +117,30 @@ def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance
     its outputs (bound `tolerance`: a wrong subgraph is caught and named); then the chain of subgraphs at the model's
     outputs, bound `tolerance` times the number of subgraphs in series before each output (float rounding
     compounds along the chain). A float16 model (`widen` given) is checked against itself widened to float32,
-    which is what the partition computes; its own float16 rounding is measured and reported beside (`own_gap` of
-    the entries with subgraph '(float16 original)')."""
+    which is what the partition computes; its own float16 rounding is measured and reported beside (the entries
+    whose subgraph is OWN_ROUNDING)."""
     chain = Chain(plan)
     boundary = {t.name for sg in plan.subgraphs for t in sg.inputs + sg.outputs}
     with tempfile.TemporaryDirectory() as tmp:
         path, exposed = _exposed_reference(model_path, boundary, widen, Path(tmp))
         ref = original_outputs(path, feeds)
         ref_plain = original_outputs(path, feeds, optimise=False)
-    checks: list[OutputCheck] = []
-    known = set(exposed) | set(feeds)
+    own = {name: ref[name] for name in exposed}              # the original's tensors at the boundaries
+    compared = set(exposed) | {t.name for t in plan.outputs}
     values = chain.run(feeds)
+
+    def check(name: str, got: np.ndarray, bound: float, subgraph: str = "") -> OutputCheck:
+        return _check(name, ref[name], got, bound, _max_gap(ref[name], ref_plain[name]), subgraph)
+
+    checks: list[OutputCheck] = []
     for sg, session, names in chain.steps:
-        got = dict(zip(names, session.run(names, {t.name: (ref if t.name in ref and t.name in known else values)[
-            t.name] for t in sg.inputs})))
-        for name in names:
-            if name in ref and name in known | {t.name for t in plan.outputs}:
-                checks.append(_check(name, ref[name], got[name], tolerance,
-                                     _max_gap(ref[name], ref_plain[name]), sg.name))
+        got = session.run(names, {t.name: own.get(t.name, values[t.name]) for t in sg.inputs})
+        checks += [check(name, value, tolerance, sg.name) for name, value in zip(names, got) if name in compared]
     depth = _depths(plan)
     producer = {t.name: sg.name for sg in plan.subgraphs for t in sg.outputs}
-    for t in plan.outputs:
-        name = t.name
-        checks.append(_check(name, ref[name], values[name], tolerance * depth.get(producer.get(name, ""), 1),
-                             _max_gap(ref[name], ref_plain[name])))
-    if widen is not None and plan.model.get("precision") == "float16":    # a bfloat16 original takes no numpy feed
+    checks += [check(t.name, values[t.name], tolerance * depth.get(producer.get(t.name, ""), 1))
+               for t in plan.outputs]
+    if widen is not None and plan.original_takes_numpy:
         original = original_outputs(model_path, feeds)
         for t in plan.outputs:
             if original[t.name].dtype.kind == "f":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.checking.accuracy import AccuracyReport, output_accuracy
+from fpga_runtime.checking.accuracy import AccuracyReport, output_accuracy, summarise
 from fpga_runtime.checking.accuracy import compare as accuracy_compare
 from fpga_runtime.checking.frames import original_outputs
 from fpga_runtime.engine_image import EngineImage
@@ -25,20 +25,23 @@ class LayerAccuracy:
     snr_db: float
 
 
-def int8_accuracy(plan: Plan, image: EngineImage, build_dir: Path, model_path: Path, feeds: dict[str, np.ndarray]
-                  ) -> tuple[AccuracyReport, list[LayerAccuracy]]:
-    """The int8 pipeline (reference backend) against the float original on one frame: per model output, and per
-    FPGA layer against the float partition's same tensor (read back from engine memory), in execution order."""
-    want, owner = next(fpga_float_values(plan, [feeds]))
-    layers = []
+def int8_accuracy(plan: Plan, image: EngineImage, build_dir: Path, model_path: Path,
+                  frames: list[dict[str, np.ndarray]]) -> tuple[AccuracyReport, list[LayerAccuracy]]:
+    """The int8 pipeline (reference backend) against the float original on `frames`: per model output (the worst
+    frame's figures, detections pooled), and per FPGA layer against the float partition's same tensor (read back
+    from engine memory), on the first frame, in execution order. A bfloat16 original takes no numpy feed: the float
+    partition (the model widened to float32) stands for it."""
+    reports, layers = [], []
     with Session(build_dir, plan=plan, image=image) as session:
-        got = dict(zip(session.output_names, session.run(None, feeds)))
-        for name, value in want.items():
-            view = session.image.tensors.get(name)
-            if name in owner and view is not None:
-                acc = output_accuracy(name, value, session.backend.read(view))
-                layers.append(LayerAccuracy(name, owner[name], acc.cosine, acc.snr_db))
-    if plan.model.get("precision") == "bfloat16":       # onnxruntime's Python API cannot feed the original
-        return accuracy_compare(run_plan_on_onnxruntime(plan, feeds), got), layers
-    return accuracy_compare(original_outputs(model_path, feeds), got), layers
-
+        for k, (feeds, (want, owner)) in enumerate(zip(frames, fpga_float_values(plan, frames))):
+            got = dict(zip(session.output_names, session.run(None, feeds)))
+            if k == 0:
+                for name, value in want.items():
+                    view = session.image.tensors.get(name)
+                    if name in owner and view is not None:
+                        acc = output_accuracy(name, value, session.backend.read(view))
+                        layers.append(LayerAccuracy(name, owner[name], acc.cosine, acc.snr_db))
+            float_out = (original_outputs(model_path, feeds) if plan.original_takes_numpy
+                         else run_plan_on_onnxruntime(plan, feeds))
+            reports.append(accuracy_compare(float_out, got))
+    return summarise(reports), layers

@@ -75,61 +75,59 @@ def _rename_reads(g: onnx.GraphProto, old: str, new: str) -> None:
                     _rename_reads(body, old, new)
 
 
-def _fresh(g: onnx.GraphProto, hint: str) -> str:
-    used = {x for n in g.node for x in list(n.input) + list(n.output)} | {vi.name for vi in g.input} \
+def _names(g: onnx.GraphProto) -> set[str]:
+    return {x for n in g.node for x in list(n.input) + list(n.output)} | {vi.name for vi in g.input} \
         | {t.name for t in g.initializer}
-    name, k = hint, 1
-    while name in used:
-        name, k = f"{hint}_{k}", k + 1
-    return name
 
 
-def widen_to_float32(model: onnx.ModelProto) -> dict[str, int]:
-    """Widens `model` in place; the counts of what changed (all zero for a float32 model). A bfloat16 input or
-    output becomes float32 too: numpy and onnxruntime's Python API have no bfloat16 arrays to feed or take."""
-    g = model.graph
-    counts = {"constants": 0, "casts": 0, "inputs": 0, "outputs": 0}
-    _widen_graph(g, counts)
-    if not any(counts.values()) and not any(vi.type.tensor_type.elem_type in LOW_PRECISION
-                                            for vi in list(g.input) + list(g.output)):
-        return counts
+def _keep_interface(g: onnx.GraphProto, counts: dict[str, int]) -> None:
+    """A float16 input or output keeps its type, cast to or from float32 at the edge; a bfloat16 one becomes
+    float32 (numpy and onnxruntime's Python API have no bfloat16 arrays to feed or take)."""
+    used = _names(g)
+
+    def fresh(hint: str) -> str:
+        name, k = hint, 1
+        while name in used:
+            name, k = f"{hint}_{k}", k + 1
+        used.add(name)
+        return name
+
+    producer = {o: n for n in g.node for o in n.output if o}
+    constants = {t.name for t in g.initializer}
     front: list[onnx.NodeProto] = []
-    for vi in g.input:
-        elem = vi.type.tensor_type.elem_type
-        if elem == TensorProto.BFLOAT16:
-            _widen_value(vi)
-            counts["inputs"] += 1
-            continue
-        if elem not in LOW_PRECISION or vi.name in {t.name for t in g.initializer}:
-            continue
-        wide = _fresh(g, f"{vi.name}_float32")
-        _rename_reads(g, vi.name, wide)
-        front.append(helper.make_node("Cast", [vi.name], [wide], name=_fresh(g, f"{vi.name}_to_float32"),
-                                      to=TensorProto.FLOAT))
-        counts["inputs"] += 1
     back: list[onnx.NodeProto] = []
-    inputs = {vi.name for vi in g.input}
-    for vi in g.output:
+    for vi, is_input in [(vi, True) for vi in g.input] + [(vi, False) for vi in g.output]:
         elem = vi.type.tensor_type.elem_type
+        if elem not in LOW_PRECISION or vi.name in constants or not is_input and vi.name not in producer \
+                and elem != TensorProto.BFLOAT16:
+            continue
+        counts["inputs" if is_input else "outputs"] += 1
         if elem == TensorProto.BFLOAT16:
             _widen_value(vi)
-            counts["outputs"] += 1
             continue
-        if elem not in LOW_PRECISION or vi.name in inputs:
-            continue
-        producer = next((n for n in g.node if vi.name in n.output), None)
-        if producer is None:
-            continue
-        wide = _fresh(g, f"{vi.name}_float32")
-        producer.output[list(producer.output).index(vi.name)] = wide
+        wide = fresh(f"{vi.name}_float32")
         _rename_reads(g, vi.name, wide)
-        back.append(helper.make_node("Cast", [wide], [vi.name], name=_fresh(g, f"{vi.name}_to_{LOW_PRECISION[elem]}"),
-                                     to=elem))
-        counts["outputs"] += 1
+        if is_input:
+            front.append(helper.make_node("Cast", [vi.name], [wide], name=fresh(f"{vi.name}_to_float32"),
+                                          to=TensorProto.FLOAT))
+        else:
+            node = producer[vi.name]
+            node.output[list(node.output).index(vi.name)] = wide
+            back.append(helper.make_node("Cast", [wide], [vi.name], name=fresh(f"{vi.name}_to_{LOW_PRECISION[elem]}"),
+                                         to=elem))
     nodes = front + list(g.node) + back
     del g.node[:]
     g.node.extend(nodes)
-    del g.value_info[:]                      # inferred again, in float32
+
+
+def widen_to_float32(model: onnx.ModelProto) -> dict[str, int]:
+    """Widens `model` in place; the counts of what changed (all zero for a float32 model)."""
+    g = model.graph
+    counts = {"constants": 0, "casts": 0, "inputs": 0, "outputs": 0}
+    _widen_graph(g, counts)
+    _keep_interface(g, counts)
+    if any(counts.values()):
+        del g.value_info[:]                  # inferred again, in float32
     return counts
 
 
