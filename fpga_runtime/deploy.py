@@ -131,9 +131,10 @@ runs). Without the board, `python3 -m fpga_runtime run . --backend pynq --simula
 simulated board.
 
 Overlay: {overlay_state}.
-Where the bitstream is not included, on a machine with Vivado and Vitis HLS, in the build folder this bundle
-came from: `make -C fpga hls bitstream` (the engine IP, then `fpga/overlay/overlay.tcl`), then copy
-`fpga/overlay/build/*.bit` and `*.hwh` into this bundle's `fpga/overlay/build/`.
+Where the bitstream is not included, on a machine with Vivado, in the build folder this bundle came from:
+`make -C fpga bitstream` (`make ip` packages the SystemVerilog engine as IP, then `fpga/overlay/overlay.tcl`
+builds the block design, checks timing and writes the bitstream and .hwh), then copy `fpga/overlay/build/*.bit`
+and `*.hwh` into this bundle's `fpga/overlay/build/`.
 
 Board software: PYNQ 3.x images (Python 3.10; aarch64 on Zynq UltraScale+, armv7 on PYNQ-Z2) or PYNQ 4.0 (Python
 3.12, Zynq UltraScale+ only). onnxruntime publishes aarch64 wheels; for armv7 (PYNQ-Z2) there is none on PyPI:

@@ -92,6 +92,7 @@ class PartitionConfig:
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
+    engine_impl: str = "rtl"                  # the engine the overlay instantiates: rtl (packaged IP) | hls
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
     bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
@@ -328,8 +329,8 @@ def _compile(s: BuildState) -> None:
 
 
 def _codegen(s: BuildState) -> None:
-    write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board, (s.image.act_bytes,
-                                                                                 s.image.const_bytes))
+    write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board,
+                         (s.image.act_bytes, s.image.const_bytes), s.cfg.engine_impl)
 
 
 def _save_compile(s: BuildState, folder: Path) -> None:
@@ -399,4 +400,4 @@ def write_outputs(s: BuildState) -> None:
     if s.exploration is not None and s.exploration.chosen is None:
         s.warnings.append(f"{s.exploration.note}: every layer stays on the CPU")
     write_report(s.plan, s.out_dir, s.picture, s.warnings, s.checks, s.accuracy, s.exploration, s.calibration,
-                 s.layers, s.synthesis, s.sensitivity, s.image)
+                 s.layers, s.synthesis, s.sensitivity, s.image, s.cfg.engine_impl)

@@ -134,6 +134,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="keep what every step made in <output>/steps/ (the graph after each fusion pass, JSON of the rest)")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
+@click.option("--engine-impl", type=click.Choice(["rtl", "hls"]), default="rtl", show_default=True,
+              help="the engine `make bitstream` puts on the board: rtl, the SystemVerilog engine that Verilator "
+                   "simulates and yosys synthesises (packaged as IP by `make ip`), or hls, the Vitis HLS engine "
+                   "(`make hls`; not simulated, profiled or timed here)")
 @click.option("--offload-all", is_flag=True, help="offload every supported region, even where the cost model says no")
 @click.option("--preprocess", type=click.Choice(["yolo", "imagenet", "unit", "none"]), default=None,
               help="how a picture becomes the input, for --calibrate DIR and fpga-run run --image "
@@ -159,7 +163,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          no_accuracy: bool,
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
          no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
-         save_steps: bool, no_picture: bool, synth: bool, offload_all: bool, preprocess: str | None,
+         save_steps: bool, no_picture: bool, synth: bool, engine_impl: str, offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
          layout: str | None,
          names_spec: str | None, allow_cpu_only: bool, debug: bool) -> None:
@@ -173,7 +177,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
-        calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth,
+        calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth, engine_impl=engine_impl,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
         objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
         bias_correction=not no_bias_correction,

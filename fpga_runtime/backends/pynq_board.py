@@ -29,7 +29,7 @@ except ImportError as exc:          # load_backend turns this into a one-line er
     raise ImportError(f"{exc} (the pynq backend needs PYNQ: on a board it comes with the image; elsewhere "
                       "pip install pynq==4.0.0)") from None
 
-from fpga_runtime.abi import CTRL_START, ENGINE_VLNV, PERF_COUNTERS
+from fpga_runtime.abi import CTRL_DONE, CTRL_START, ENGINE_VLNV, PERF_COUNTERS, Reg
 from fpga_runtime.backends import STATS_WINDOW, Backend, BackendError, ThreadedUnits, timed
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
@@ -42,53 +42,58 @@ SIM_TIMEOUT_S = 3600.0
 
 
 class EngineDriver(DefaultIP):
-    """One engine compute unit, bound by VLNV when the overlay loads."""
+    """One engine compute unit, bound by VLNV when the overlay loads. It reads and writes the registers at their
+    docs/kernel-abi.md offsets rather than through `register_map`, whose names come from the metadata: a Zynq
+    .hwh names 64-bit arguments' halves (`program_1`, `program_2`) and lists every register, an Alveo .xclbin
+    names whole arguments (`program`) and lists no read-only register."""
 
     bindto = [ENGINE_VLNV]
 
+    def _write64(self, offset: int, value: int) -> None:
+        self.write(offset, value & 0xFFFFFFFF)
+        self.write(offset + 4, value >> 32)
+
+    def _read64(self, offset: int) -> int:
+        return int(self.read(offset)) | int(self.read(offset + 4)) << 32
+
     def launch(self, program_addr: int, layers: int, act_addr: int, const_addr: int) -> None:
-        rm = self.register_map
-        rm.program_1, rm.program_2 = program_addr & 0xFFFFFFFF, program_addr >> 32
-        rm.layer_count = layers
-        rm.act_1, rm.act_2 = act_addr & 0xFFFFFFFF, act_addr >> 32
-        rm.consts_1, rm.consts_2 = const_addr & 0xFFFFFFFF, const_addr >> 32
-        rm.GIER = 1
-        rm.IP_IER = 1
-        rm.CTRL = CTRL_START
+        self._write64(Reg.PROGRAM_LO, program_addr)
+        self.write(Reg.LAYER_COUNT, layers)
+        self._write64(Reg.ACT_BASE_LO, act_addr)
+        self._write64(Reg.CONST_BASE_LO, const_addr)
+        self.write(Reg.GIE, 1)
+        self.write(Reg.IER, 1)
+        self.write(Reg.CTRL, CTRL_START)
 
     def wait_done(self, timeout_s: float, what: str) -> None:
         """Poll ap_done (reading CTRL clears it), then acknowledge the interrupt status."""
-        rm = self.register_map
         deadline = time.monotonic() + timeout_s
         pause = 20e-6
-        while not rm.CTRL.AP_DONE:
+        while not int(self.read(Reg.CTRL)) & CTRL_DONE:
             if time.monotonic() > deadline:
                 raise BackendError(f"{what}: the engine did not finish within {timeout_s:g} s (ap_done never rose)")
             time.sleep(pause)
             pause = min(2 * pause, 1e-3)
-        isr = int(rm.IP_ISR)
+        isr = int(self.read(Reg.ISR))
         if isr:
-            rm.IP_ISR = isr
-
-    def _read64(self, name: str) -> int:
-        return int(getattr(self.register_map, f"{name}_1")) | int(getattr(self.register_map, f"{name}_2")) << 32
+            self.write(Reg.ISR, isr)
 
     @property
     def cycles(self) -> int:
-        return self._read64("cycles")
+        return self._read64(Reg.CYCLES_LO)
 
     @property
     def refused_layer(self) -> int | None:
         """The layer a program was refused at (RTL engines report it), or None."""
-        if "status" not in self._registers or not int(self.register_map.status) & 1:
+        if "status" not in self._registers or not int(self.read(Reg.STATUS)) & 1:
             return None
-        return int(self.register_map.error_layer)
+        return int(self.read(Reg.ERROR_LAYER))
 
     def counters(self) -> dict[str, int]:
         """The RTL engine's performance counters, where the overlay's register map has them."""
         if f"{PERF_COUNTERS[0]}_1" not in self._registers:
             return {}
-        return {name: self._read64(name) for name in PERF_COUNTERS}
+        return {name: self._read64(Reg.COUNTERS + 8 * i) for i, name in enumerate(PERF_COUNTERS)}
 
 
 def overlay_files(folder: Path, overlay: Path | None, simulate: str | None) -> Path:

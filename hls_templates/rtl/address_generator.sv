@@ -3,9 +3,10 @@
 // same nest by the tags alone. On the window path (`win`) the runs are the layer's input rows in order
 // instead (a whole row where its channels are contiguous, else a pixel at a time), each issued only once
 // the window has room for it (`win_limit`).
-import engine_pkg::*;
 
-module address_generator #(
+module address_generator
+  import engine_pkg::*;
+#(
   parameter int V = 16,
   parameter int B = 16             // bytes per activation beat
 ) (
@@ -130,8 +131,8 @@ module address_generator #(
           a_tag.first = ag_y == 0 && ag_x == 0;
           a_tag.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
           a_run_pad = 1'b0;
-          a_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), 32'(ag_x), d.in_h, d.in_w, d.in_c_stride)
-                            + 32'(d.in_c_offset) + 32'(c0));
+          a_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), 32'(ag_x), d.in_h, d.in_w, d.in_c_stride))
+                            + 64'(d.in_c_offset) + 64'(c0);
           a_tag.oaddr = d.out_addr + 32'(ag_n) * 32'(d.out_c_stride) + 32'(d.out_c_offset) + 32'(c0);
         end
         default: begin        // ADD, SCALE: the first operand
@@ -150,17 +151,17 @@ module address_generator #(
         a_run_beats = 24'(d.in_c >> VSH);
       end else if (is_conv) begin
         a_tag.kind = K_RES;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);
+        a_run_addr = (64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride))
+                          + 64'(d.in2_c_offset) + 64'(c0)) & ~64'(B - 1);
         a_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
       end else if (d.op == OP_ADD) begin
         a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + cv);
+        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.in2_c_stride))
+                          + 64'(d.in2_c_offset) + 64'(cv);
       end else begin
         a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'd0, 32'd0, 16'd1, 16'd1, d.in2_c_stride)
-                          + 32'(d.in2_c_offset) + cv);
+        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'd0, 32'd0, 16'd1, 16'd1, d.in2_c_stride))
+                          + 64'(d.in2_c_offset) + 64'(cv);
       end
     end
     if (win) begin
@@ -184,14 +185,14 @@ module address_generator #(
   always_comb begin
     w_tag = '0;
     if (res_due) begin
-      w_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(res_y), 32'(res_x), d.conv_h, d.conv_w, d.in2_c_stride)
-                       + 32'(d.in2_c_offset) + 32'(c0)) & ~64'(B - 1);
+      w_run_addr = (64'(pixel(d.in2_addr, ag_n, 32'(res_y), 32'(res_x), d.conv_h, d.conv_w, d.in2_c_stride))
+                       + 64'(d.in2_c_offset) + 64'(c0)) & ~64'(B - 1);
       w_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
       w_tag.kind = K_RES;
       w_tag.n = ag_n; w_tag.y = res_y; w_tag.x = res_x;
     end else begin
       w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
-                             d.in_c_stride) + 32'(d.in_c_offset) + (dw ? 32'(c0) : 32'd0));
+                             d.in_c_stride)) + 64'(d.in_c_offset) + (dw ? 64'(c0) : 64'd0);
       w_run_beats = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
       w_tag.kind = K_MAC;
       w_tag.last = contiguous || ag_x == d.in_w - 16'd1;

@@ -72,8 +72,9 @@ module axi_beat_writer #(
   assign aq_push = g_open && (fire ? !continues : g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0]);
   assign aq_din = {g_count, g_addr};
 
-  logic [$clog2(MAX_OUT+1)-1:0] outstanding;
-  assign m_awvalid = !aq_empty && outstanding < MAX_OUT && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
+  localparam int OW = $clog2(MAX_OUT + 1);
+  logic [OW-1:0] outstanding;
+  assign m_awvalid = !aq_empty && outstanding < OW'(MAX_OUT) && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
   assign m_awaddr = aq_dout[63:0];
   assign m_awlen = 8'(aq_dout[63+BW:64] - 1'b1);
   assign m_awsize = 3'(BEAT_SHIFT);
@@ -112,7 +113,7 @@ module axi_beat_writer #(
         w_sent <= m_wlast ? '0 : w_sent + 1'b1;
         bytes_written <= bytes_written + 64'(B);
       end
-      outstanding <= outstanding + ((m_awvalid && m_awready) ? 1'b1 : 1'b0) - (m_bvalid ? 1'b1 : 1'b0);
+      outstanding <= outstanding + OW'(m_awvalid && m_awready) - OW'(m_bvalid);
     end
   end
 endmodule

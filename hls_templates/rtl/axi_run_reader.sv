@@ -50,7 +50,8 @@ module axi_run_reader #(
   logic [TAGW-1:0] q_tag  [QDEPTH];
   logic [QW:0] wr, iss, rd;          // one extra bit tells full from empty
   logic [23:0] iss_off, rd_off;      // beats of the run already requested / delivered
-  logic [$clog2(MAX_OUT+1)-1:0] outstanding;
+  localparam int OW = $clog2(MAX_OUT + 1);
+  logic [OW-1:0] outstanding;
 
   assign run_ready = (wr - rd) != QDEPTH[QW:0];
   assign idle = (wr == rd) && (outstanding == 0);
@@ -67,7 +68,7 @@ module axi_run_reader #(
     if (burst_beats > 24'd256) burst_beats = 24'd256;
     if (burst_beats > 24'(to_boundary)) burst_beats = 24'(to_boundary);
   end
-  assign m_arvalid = issue_pending && !q_pad[ii] && (outstanding < MAX_OUT);
+  assign m_arvalid = issue_pending && !q_pad[ii] && (outstanding < OW'(MAX_OUT));
   assign m_araddr = burst_addr;
   assign m_arlen = 8'(burst_beats - 24'd1);
   assign m_arsize = 3'(BEAT_SHIFT);
@@ -110,7 +111,7 @@ module axi_run_reader #(
           iss_off <= iss_off + burst_beats;
         end
       end
-      outstanding <= outstanding + (ar_fire ? 1'b1 : 1'b0) - (rlast_fire ? 1'b1 : 1'b0);
+      outstanding <= outstanding + OW'(ar_fire) - OW'(rlast_fire);
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
       if (beat_fire) begin
         if (beat_last) begin

@@ -7,9 +7,10 @@
 // and returns tagged beats in order; the MAC stage consumes one beat per cycle (R x V products for a
 // standard conv); the epilogue requantises, applies activations and residuals; results go to the writer or,
 // with a fused max pool, to a ring of conv rows that the pool emitter reduces.
-import engine_pkg::*;
 
-module engine_core #(
+module engine_core
+  import engine_pkg::*;
+#(
   parameter int V = 16,            // input-channel lanes; the activation port is 8*V bits
   parameter int R = 16,            // output channels in parallel
   parameter int MAXK = 7,          // largest kernel (conv and fused pool)
@@ -234,7 +235,7 @@ module engine_core #(
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
-      .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr), .w_rdata(w_rdata_bits),
+      .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
       .array_x(wc_x_bits), .array_sums, .array_taps, .dw_phase,
       .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),

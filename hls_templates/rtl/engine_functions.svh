@@ -27,28 +27,28 @@
 
   // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity
   function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
-    logic signed [63:0] bias;
-    bias = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
-    shift_round = (v + bias) >>> s;
+    logic signed [63:0] half;
+    half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
+    shift_round = (v + half) >>> s;
   endfunction
 
   // sat8(round((x * m + y * n) >> shift)): the epilogue's first stage for every op (requantisation: y = 0; ADD:
   // both operands; SCALE: x = input * gate). Multipliers are below 2^17 (ABI v2): 18-bit DSP48 ports.
   function automatic logic signed [7:0] scale_sum(input logic signed [31:0] x, input logic signed [17:0] m,
                                                   input logic signed [7:0] y, input logic signed [17:0] n,
-                                                  input logic [7:0] shift);
-    scale_sum = sat8(shift_round(64'(x) * 64'(m) + 64'(y) * 64'(n), shift));
+                                                  input logic [7:0] sh);
+    scale_sum = sat8(shift_round(64'(x) * 64'(m) + 64'(y) * 64'(n), sh));
   endfunction
 
   // a * ma + b * mb needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27 on the
   // result is 0), so the shifter and adders are 48 bits wide, not 64
   function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
                                                  input logic signed [17:0] ma, input logic signed [17:0] mb,
-                                                 input logic [7:0] shift);
-    logic signed [47:0] total, bias;
+                                                 input logic [7:0] sh);
+    logic signed [47:0] total, half;
     total = 48'(a) * 48'(ma) + 48'(b) * 48'(mb);
-    bias = shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1);
-    total = shift > 8'd47 ? 48'sd0 : (total + bias) >>> shift;
+    half = sh == 8'd0 || sh > 8'd47 ? 48'sd0 : 48'sd1 <<< (sh - 8'd1);
+    total = sh > 8'd47 ? 48'sd0 : (total + half) >>> sh;
     rescale2 = sat8(64'(total));
   endfunction
 
@@ -73,11 +73,11 @@
   // rows (rounded up to a power of two, at most 8) when they fit, so the next rows load, latency hidden, while
   // the array reads these; else kh rows; 0 when not even those fit (the layer takes the per-tap path).
   function automatic logic [4:0] window_slots(input logic [7:0] kh, input logic [7:0] stride,
-                                              input logic [31:0] row_words, input logic [31:0] depth);
+                                              input logic [31:0] words, input logic [31:0] depth);
     logic [4:0] ahead, least;
     ahead = pow2_at_least(kh + stride + 8'd1);
     least = pow2_at_least(kh);
-    if (ahead <= 5'd8 && 64'(ahead) * 64'(row_words) <= 64'(depth)) window_slots = ahead;
-    else if (least <= 5'd8 && 64'(least) * 64'(row_words) <= 64'(depth)) window_slots = least;
+    if (ahead <= 5'd8 && 64'(ahead) * 64'(words) <= 64'(depth)) window_slots = ahead;
+    else if (least <= 5'd8 && 64'(least) * 64'(words) <= 64'(depth)) window_slots = least;
     else window_slots = 5'd0;
   endfunction

@@ -2,9 +2,10 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-import engine_pkg::*;
 
-module layer_descriptor #(
+module layer_descriptor
+  import engine_pkg::*;
+#(
   parameter int V = 16,
   parameter int R = 16,
   parameter int MAXK = 7,
@@ -67,15 +68,15 @@ module layer_descriptor #(
     else
       ok = ok && d.out_step <= 8'd1;
     if (d.op == OP_CONV) begin
-      ok = ok && d.kh != 0 && d.kw != 0 && d.kh <= MAXK && d.kw <= MAXK && d.stride_h != 0 && d.stride_w != 0
+      ok = ok && d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0 && d.stride_w != 0
               && d.dil_h != 0 && d.dil_w != 0;
       if (d.flags[F_DEPTHWISE])
         ok = ok && d.out_c == d.in_c && 32'(d.kh) * 32'(d.kw) <= WROWS;
       else
         ok = ok && (d.out_c & 16'(R - 1)) == 0 && 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= WROWS;
       if (d.flags[F_POOL])
-        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_kh <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
-                && d.conv_w <= MAX_W && d.pool_sh <= RINGK;
+        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
+                && 32'(d.conv_w) <= MAX_W && 32'(d.pool_sh) <= RINGK;
     end else begin
       ok = ok && (d.out_c & 16'(V - 1)) == 0;
       if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
@@ -97,7 +98,7 @@ module layer_descriptor #(
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
           && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;
-    win_rows = DWW && win && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && 32'((d.kw - 8'd1) >> s2) <= 32'(P);
+    win_rows = DWW && win && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_max = 8'd1;
     if (win && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
       for (int m = 2; m <= P; m *= 2)

@@ -35,7 +35,7 @@ module result_writer #(
       w_data = in_q[32'(ser_k) * DW +: DW];
       w_strb = '1;
     end else begin
-      w_addr = act_base + 64'(in_oaddr & ~32'(V - 1));
+      w_addr = act_base + (64'(in_oaddr) & ~64'(V - 1));
       w_data = DW'(in_q) << (8 * lane);
       w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
     end

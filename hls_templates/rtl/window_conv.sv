@@ -14,9 +14,10 @@
 // all rows multiply the same P input columns, and the array's `taps` sum each output's products. Outputs near the group's right edge also need the
 // next group's columns: that part of the sums is added into the previous group, which is finished one group
 // late; a row ends with a group that only finishes its last (`flush`).
-import engine_pkg::*;
 
-module window_conv #(
+module window_conv
+  import engine_pkg::*;
+#(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 4,
@@ -46,7 +47,6 @@ module window_conv #(
   // weight RAM read port
   output logic           w_re,
   output logic [WAW-1:0] w_raddr,
-  input  logic [R*8*V-1:0] w_rdata,
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
   output logic [P*8*V-1:0] array_x,
   input  logic [P*R*32-1:0] array_sums,
@@ -295,6 +295,7 @@ module window_conv #(
     .count(rq_count));
   assign ab_ready = !(is_res && 32'(rq_count) == 32'(RESQ));
   logic [DW-1:0] coll[RB];
+  localparam int CW = RB > 1 ? $clog2(RB) : 1;
   logic [7:0] ccount;
   wire res_ready = !rq_empty && ccount == 8'(RB - 1);
   wire drain = ob_count != 0 && room && (!has_res || res_ready);
@@ -303,7 +304,7 @@ module window_conv #(
     if (!rst_n || start) ccount <= '0;
     else if (drain) ccount <= '0;
     else if (rq_pop) begin
-      coll[ccount] <= rq_head;
+      coll[ccount[CW-1:0]] <= rq_head;
       ccount <= ccount + 8'd1;
     end
   end

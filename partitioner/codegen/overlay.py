@@ -9,18 +9,36 @@ from pathlib import Path
 
 from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
 from fpga_runtime.boards import Board
+from partitioner.codegen.engine_ip import ACT_MASTER, CONST_MASTER, IP_DIR, REGISTER_SPAN
 
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
-MASTERS = ["m_axi_gmem0", "m_axi_gmem1", "m_axi_gmem2"]     # the HLS IP's program, activation, constant ports
-ACTIVATION_MASTER = "m_axi_gmem1"
 
 
-def master_ports(unit: int, hp_ports: tuple[str, ...]) -> dict[str, str]:
+@dataclass(frozen=True)
+class EngineIP:
+    """Where the block design finds the engine IP and what its AXI masters are called: the RTL engine packaged
+    by `make ip` (the default), or the engine Vitis HLS exports (`partition --engine-impl hls`)."""
+
+    impl: str
+    repo: tuple[str, ...]              # the IP repository, relative to fpga/
+    masters: tuple[str, ...]
+    activation_master: str
+    clock_port: bool                   # the HLS engine reads a free-running counter for its CYCLES register
+
+
+ENGINE_IPS = {
+    "rtl": EngineIP("rtl", (IP_DIR, "repo"), (ACT_MASTER.name, CONST_MASTER.name), ACT_MASTER.name, False),
+    "hls": EngineIP("hls", ("hls", "engine_prj", "solution", "impl", "ip"),
+                    ("m_axi_gmem0", "m_axi_gmem1", "m_axi_gmem2"), "m_axi_gmem1", True),
+}
+
+
+def master_ports(unit: int, hp_ports: tuple[str, ...], ip: EngineIP) -> dict[str, str]:
     """Each unit's activations on one high-performance port and its weights and program on the next, so the
     two streams a conv reads at once do not queue behind each other (units share ports beyond two)."""
     act = hp_ports[(2 * unit) % len(hp_ports)]
     const = hp_ports[(2 * unit + 1) % len(hp_ports)]
-    return {m: act if m == ACTIVATION_MASTER else const for m in MASTERS}
+    return {m: act if m == ip.activation_master else const for m in ip.masters}
 
 
 @dataclass(frozen=True)
@@ -66,15 +84,16 @@ def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
     return best[0], best[1], pll_mhz / (best[0] * best[1])
 
 
-def overlay_context(board: Board, units: int, clock_mhz: float, name: str) -> dict:
+def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl") -> dict:
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
+    ip = ENGINE_IPS[engine_impl]
     div0, div1, achieved = pl_divisors(PLL_MHZ[board.family], clock_mhz)
     engines = [
         {
             "name": f"engine_{i}",
             "base": ps.ctrl_base + i * ENGINE_SPAN,
             "high": ps.ctrl_base + (i + 1) * ENGINE_SPAN - 1,
-            "ports": master_ports(i, ps.hp_ports),
+            "ports": master_ports(i, ps.hp_ports, ip),
             "irq": i,
         }
         for i in range(units)
@@ -92,14 +111,15 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str) -> di
             clocks.append((ps.clock_params["asked"].format(i=i), f"{clock_mhz:g}" if on else "0"))
     return {"ps": ps, "engines": engines, "units": units, "intc": {"name": "axi_intc_0", "base": intc_base,
             "high": intc_base + ENGINE_SPAN - 1}, "ps_clocks": clocks, "clock_achieved_mhz": achieved,
-            "engine_vlnv": ENGINE_VLNV, "masters": MASTERS, "registers": REGISTER_MAP, "engine_span": ENGINE_SPAN,
+            "engine_vlnv": ENGINE_VLNV, "masters": list(ip.masters), "registers": REGISTER_MAP,
+            "engine_span": ENGINE_SPAN, "register_span": REGISTER_SPAN, "engine_ip": ip,
             "hex": lambda v: f"0x{v:08X}"}
 
 
 def write_overlay(folder: Path, env, context: dict, board: Board) -> tuple[Path, Path]:
     """overlay.tcl and the generated <overlay_name>.hwh, from one description."""
     ctx = dict(context, **overlay_context(board, context["units"], float(context["clock_mhz"]),
-                                          context["overlay_name"]))
+                                          context["overlay_name"], context["engine_impl"]))
     tcl = folder / "overlay.tcl"
     hwh = folder / f"{context['overlay_name']}.hwh"
     tcl.write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(ctx))

@@ -1,7 +1,8 @@
-"""Write the FPGA side of a build: `<build>/fpga/hls/` (the engine sources with a generated config header,
-the testbench, run_hls.tcl), `<build>/fpga/overlay/` (the Vivado block design script and the PYNQ metadata it
-implies, or the Alveo flow note)
-and `<build>/fpga/Makefile`. Names from the model reach these files only as safe identifiers."""
+"""Write the FPGA side of a build: `<build>/fpga/rtl/` (the SystemVerilog engine with the build's parameters),
+`<build>/fpga/ip/` (its Vivado IP packaging and, for Alveo, the Vitis kernel description), `<build>/fpga/hls/`
+(the C model and optional Vitis HLS engine: sources, config header, testbench, run_hls.tcl),
+`<build>/fpga/overlay/` (the Vivado block design script and the PYNQ metadata it implies, or the Alveo link
+configuration) and `<build>/fpga/Makefile`. Names from the model reach these files only as safe identifiers."""
 from __future__ import annotations
 
 import shutil
@@ -10,11 +11,12 @@ from pathlib import Path
 
 import jinja2
 
-from fpga_runtime.abi import ABI_VERSION, Descriptor, EngineConfig, rsqrt_table
+from fpga_runtime.abi import ABI_VERSION, ENGINE_VLNV, Descriptor, EngineConfig, rsqrt_table
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR
 from fpga_runtime.rtl_sim.build import FILE_LIST, rtl_sources
 from hls_templates import ENGINE, ROOT, RTL
+from partitioner.codegen.engine_ip import write_engine_ip
 from partitioner.codegen.overlay import write_overlay
 from partitioner.engine.geometry import engine_limits
 from partitioner.ir.names import safe_identifier
@@ -35,6 +37,10 @@ SOURCES = [
 BOARD_PARTS = {"pynq-z2": "tul.com.tw:pynq-z2:part0:1.0", "ultra96v2": "avnet.com:ultra96v2:part0:1.2",
                "kv260": "xilinx.com:kv260_som:part0:1.3", "zcu104": "xilinx.com:zcu104:part0:1.1",
                "zcu102": "xilinx.com:zcu102:part0:3.4"}
+# the Vitis shell `v++ --link` targets by default on each Alveo card (make bitstream PLATFORM=... for another)
+ALVEO_PLATFORMS = {"alveo-u250": "xilinx_u250_gen3x16_xdma_4_1_202210_1"}
+ENGINE_IMPLS = ("rtl", "hls")
+LINT_WAIVERS = "lint_waivers.vlt"
 
 
 def _env() -> jinja2.Environment:
@@ -46,7 +52,7 @@ def write_rtl(fpga: Path, context: dict, board: Board | None) -> Path:
     """The SystemVerilog engine with this build's parameters, and the Verilator harness, in `<fpga>/rtl`."""
     folder = fpga / RTL_DIR
     (folder / "sim").mkdir(parents=True, exist_ok=True)
-    for name in [FILE_LIST, *rtl_sources(RTL)]:
+    for name in [FILE_LIST, LINT_WAIVERS, *rtl_sources(RTL)]:
         shutil.copyfile(RTL / name, folder / name)
     for src in sorted(RTL.glob("*.svh")):
         shutil.copyfile(src, folder / src.name)
@@ -64,10 +70,14 @@ DEFAULT_REGION_BYTES = 4 << 20          # m_axi depth of an engine built without
 
 
 def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
-                         board: Board | None = None, region_bytes: tuple[int, int] | None = None) -> Path:
-    """The HLS engine into `<out_dir>/fpga/hls` and the RTL engine into `fpga/rtl`; with a board also run_hls.tcl,
-    the overlay and the Makefile. Returns the HLS folder.
-    `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates."""
+                         board: Board | None = None, region_bytes: tuple[int, int] | None = None,
+                         engine_impl: str = "rtl") -> Path:
+    """The HLS engine into `<out_dir>/fpga/hls` and the RTL engine into `fpga/rtl`; with a board also its IP
+    packaging, run_hls.tcl, the overlay and the Makefile. Returns the HLS folder.
+    `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates; `engine_impl` is the
+    engine the overlay instantiates (rtl: the packaged SystemVerilog engine; hls: the Vitis HLS export)."""
+    if engine_impl not in ENGINE_IMPLS:
+        raise ValueError(f"engine_impl {engine_impl!r}: one of {', '.join(ENGINE_IMPLS)}")
     fpga = out_dir / ENGINE_DIR
     folder = fpga / HLS_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -98,12 +108,18 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
         board_part=BOARD_PARTS.get(board.name),
         alveo=board.family == "alveo",
         overlay_name=f"engine_{context['build_name']}"[:60],
+        engine_impl=engine_impl,
+        engine_vlnv=ENGINE_VLNV,
+        alveo_platform=ALVEO_PLATFORMS.get(board.name, ""),
     )
+    rtl = fpga / RTL_DIR
+    write_engine_ip(fpga, env, context, rtl_sources(rtl), sorted(p.name for p in rtl.glob("*.svh")))
     (folder / "run_hls.tcl").write_text(env.get_template("engine/run_hls.tcl.j2").render(context))
     overlay = fpga / "overlay"
     overlay.mkdir(exist_ok=True)
     if board.family == "alveo":
-        (overlay / "alveo_flow.md").write_text(env.get_template("overlay/alveo_flow.md.j2").render(context))
+        for name in ("alveo_flow.md", "connectivity.cfg"):
+            (overlay / name).write_text(env.get_template(f"overlay/{name}.j2").render(context))
     else:
         write_overlay(overlay, env, context, board)
     (fpga / "Makefile").write_text(env.get_template("Makefile.j2").render(context))

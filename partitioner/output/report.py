@@ -130,7 +130,7 @@ def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
                  layers: list | None = None, synthesis: dict | None = None, sensitivity: list | None = None,
-                 image: EngineImage | None = None) -> Path:
+                 image: EngineImage | None = None, engine_impl: str = "rtl") -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -147,6 +147,15 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
              "- times are estimates of the analytic cost model (cost.py), for the board, not measurements: "
              "engine layers by the RTL-fitted cycle model, CPU subgraphs by onnxruntime's per-op costs "
              f"{_cpu_costs_source(plan.board)}"]
+    if plan.engine and engine_impl == "rtl":
+        lines.append("- engine on the board: the SystemVerilog engine (`fpga/rtl`, packaged by `make ip`, built "
+                     "into the overlay by `make bitstream`), the one Verilator simulates and yosys synthesises: "
+                     "every cycle, resource and fps figure here describes it")
+    elif plan.engine:
+        lines.append("- engine on the board: the Vitis HLS engine (`--engine-impl hls`: `make hls`, then `make "
+                     "bitstream`). The cycle, resource and fps figures here describe the RTL engine, not this one: "
+                     "the HLS engine has not been through Vitis HLS here (its II and Fmax are unknown), and it has no "
+                     "STATUS, ERROR_LAYER or performance counter registers")
     if calibration is not None:
         lines.append(f"- int8 calibration: {calibration.source}; {calibration.frame_count} frame(s) behind the "
                      f"ranges, {calibration.description}")

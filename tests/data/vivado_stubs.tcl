@@ -1,0 +1,84 @@
+# Stubs of the Vivado, Vitis HLS and Vitis commands the generated scripts call, for running those scripts
+# under plain tclsh (tests/test_engine_ip.py). Each stub records its call; `ipx::add_*` and `create_*` return
+# a handle naming what they made, and `set_property` records each property set on a handle. A command with
+# no stub stops the script, so a misspelt or new Vivado command fails the test until it is listed here.
+# Usage: tclsh vivado_stubs.tcl <script.tcl> <record.txt> <scratch dir>
+set script [lindex $argv 0]
+set record [open [lindex $argv 1] w]
+set scratch [lindex $argv 2]
+
+proc note {args} { puts $::record [join [lmap a $args {string map {"\n" " " "\t" " "} $a}] "\t"] }
+
+set vivado_commands {
+    create_project set_property get_property current_project current_fileset add_files get_files
+    update_compile_order update_ip_catalog close_project create_bd_design create_bd_cell apply_bd_automation
+    get_bd_pins get_bd_intf_pins connect_bd_net connect_bd_intf_net assign_bd_address get_bd_addr_spaces
+    get_bd_addr_segs validate_bd_design save_bd_design make_wrapper generate_target launch_runs wait_on_run
+    open_run report_timing_summary report_utilization get_timing_paths write_bitstream get_runs
+    ipx::package_project ipx::current_core ipx::get_bus_interfaces ipx::remove_bus_interface
+    ipx::add_bus_interface ipx::add_port_map ipx::add_bus_parameter ipx::add_address_space
+    ipx::get_memory_maps ipx::remove_memory_map ipx::add_memory_map ipx::add_address_block ipx::add_register
+    ipx::add_field ipx::get_registers ipx::add_register_parameter ipx::add_user_parameter
+    ipx::create_xgui_files ipx::update_checksums ipx::check_integrity ipx::save_core package_xo
+    open_project set_top open_solution set_part create_clock config_interface csim_design csynth_design
+    cosim_design export_design exit
+}
+rename exit tcl_exit
+namespace eval ipx {}
+foreach cmd $vivado_commands {
+    proc ::$cmd {args} [list stub $cmd]
+}
+proc stub {cmd} {
+    upvar args args
+    note call $cmd {*}$args
+    set last [lindex $args end]
+    switch -glob -- $cmd {
+        ipx::add_* {
+            # ipx::add_<kind> <name> <parent>
+            return "[string range $cmd 9 end]:[lindex $args 0]@$last"
+        }
+        ipx::current_core { return core }
+        ipx::get_bus_interfaces - ipx::get_memory_maps {
+            if {[lsearch $args -of_objects] >= 0} { return {} }
+            return "[string range $cmd 9 end]:[lindex $args 0]"
+        }
+        ipx::get_registers { return "register:[lindex $args 0]@[lindex $args end]" }
+        set_property {
+            if {[lindex $args 0] eq "-dict"} {
+                foreach {k v} [lindex $args 1] { note prop [lindex $args 2] $k $v }
+            } else {
+                note prop [lindex $args 2] [lindex $args 0] [lindex $args 1]
+            }
+            return ""
+        }
+        get_property {
+            switch -- [lindex $args 0] { SLACK { return 0.125 } NAME { return [lindex $args 1] } }
+            return ""
+        }
+        get_files {
+            set hwh [lsearch -inline -glob $args *.hwh]
+            if {$hwh ne ""} {
+                set path [file join $::scratch $hwh]
+                close [open $path w]
+                return [list $path]
+            }
+            return [list "file:[lindex $args end]"]
+        }
+        write_bitstream { close [open $last w]; return "" }
+        make_wrapper { return [file join $::scratch wrapper.v] }
+        create_bd_cell { return "cell:$last" }
+    }
+    return "$cmd:$last"
+}
+proc unknown {args} {
+    note unknown {*}$args
+    error "no Vivado stub for command: [lindex $args 0]"
+}
+if {[catch {source $script} message]} {
+    note error $message
+    close $record
+    puts stderr "$script: $message"
+    tcl_exit 1
+}
+note done
+close $record
