@@ -76,6 +76,7 @@ class Plan:
     preprocess: dict[str, Any] | None = None             # how a picture becomes the input (preprocess.Preprocess)
     class_names: list[str] | None = None                 # a detector's class names, by class id (model metadata)
     files: dict[str, str] | None = None                  # every data file of the build -> its SHA-256 (DATA_FILES)
+    board_clocks: dict[str, float] | None = None         # the engine's clock per board: default, or its Fmax if lower
     root: Path = Path(".")
 
     @property
@@ -148,12 +149,22 @@ def read_plan(folder_or_file: str | Path) -> Plan:
                     _tensors(raw["outputs"]), subgraphs, raw.get("folded", []), raw.get("fallbacks", []),
                     raw.get("decisions", []), raw.get("steps", []), raw.get("engine"), raw.get("engine_config"),
                     raw.get("build_id"), raw.get("unit_resources"), raw.get("resource_budget"),
-                    raw.get("preprocess"), raw.get("class_names"), _files(raw.get("files")), root=path.parent)
+                    raw.get("preprocess"), raw.get("class_names"), _files(raw.get("files")),
+                    _board_clocks(raw.get("board_clocks")), root=path.parent)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanError(f"{path}: malformed plan ({type(exc).__name__}: {exc}); partition the model again") from None
     _check_order(plan)
     _check_parts(plan)
     return plan
+
+
+def _board_clocks(raw) -> dict[str, float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, (int, float))
+                                            and not isinstance(v, bool) and 0 < v <= 1000 for k, v in raw.items()):
+        raise ValueError("'board_clocks' must map board names to clocks in MHz (0 to 1000)")
+    return {k: float(v) for k, v in raw.items()}
 
 
 def _files(raw) -> dict[str, str] | None:

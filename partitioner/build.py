@@ -33,6 +33,7 @@ from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
 from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
+from partitioner.explore.clock import design_clock
 from partitioner.explore.design_space import (
     UNITS,
     Exploration,
@@ -326,6 +327,7 @@ def _compile(s: BuildState) -> None:
     s.plan.unit_resources = unit_resources(s.graph, [n for sg in fpga for n in sg.nodes], len(fpga), s.engine,
                                            BOARDS.values())
     s.plan.resource_budget = dict(BUDGET)
+    s.plan.board_clocks = {b.name: design_clock(b, s.engine)[0] for b in BOARDS.values()}
 
 
 def _codegen(s: BuildState) -> None:
@@ -355,7 +357,7 @@ def _sensitivity(s: BuildState) -> None:
 
 
 def _synth(s: BuildState) -> None:
-    s.synthesis = synthesize(s.out_dir / ENGINE_DIR, s.board, s.echo)
+    s.synthesis = synthesize(s.out_dir / ENGINE_DIR, s.board, s.echo, s.image.config.clock_mhz)
 
 
 def _report(s: BuildState) -> None:

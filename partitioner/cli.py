@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -15,6 +16,7 @@ from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE, OWN_ROUNDING, first_failure
+from partitioner.explore.clock import design_clock
 from partitioner.mixed_precision import Fallback, meet_accuracy
 from partitioner.output.report import console_table
 
@@ -80,8 +82,9 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
         raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
     if pixels not in (1, 2, 4, 8, 16):
         raise click.BadParameter(f"{shape!r}: pixels must be 1, 2, 4, 8 or 16")
-    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, compute_units=units or 1,
-                        clock_mhz=BOARDS[board].clock_mhz)
+    config = EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, compute_units=units or 1,
+                          clock_mhz=BOARDS[board].clock_mhz)
+    return replace(config, clock_mhz=design_clock(BOARDS[board], config)[0])
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

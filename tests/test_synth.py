@@ -28,4 +28,15 @@ def test_partition_synth_writes_resources(tmp_path, zoo):
     assert r["DSP"] >= 8 * 8 // 2            # the MAC array alone: two int8 products per DSP48E2
     assert r["BRAM36"] + r["URAM"] > 0 and r["LUT"] > 0 and r["FF"] > 0
     assert (out / "fpga" / "synth" / "yosys.log").stat().st_size > 0
-    assert "## Synthesis (yosys synth_xilinx" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## Synthesis (yosys synth_xilinx" in report
+    timing = json.loads((out / "fpga" / "synth" / "timing.json").read_text())
+    assert set(timing) >= {"clock_mhz", "estimated_fmax_mhz", "model", "worst_paths"}
+    assert timing["clock_mhz"] == json.loads((out / "plan.json").read_text())["engine_config"]["clock_mhz"]
+    assert len(timing["worst_paths"]) == 10
+    for path in timing["worst_paths"]:
+        assert set(path) >= {"from", "to", "lut_levels", "carry_bits", "dsp", "ram", "delay_ns"}
+        assert not path["from"].startswith("$") and path["delay_ns"] > 0
+    assert timing["estimated_fmax_mhz"] == pytest.approx(1000 / timing["worst_paths"][0]["delay_ns"], rel=1e-3)
+    assert f"Estimated Fmax **{timing['estimated_fmax_mhz']:.0f} MHz**" in report
+    assert not (out / "fpga" / "synth" / "netlist.json").exists()

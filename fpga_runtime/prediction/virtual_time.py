@@ -52,9 +52,11 @@ class Prediction:
 
 
 def clock_mhz(plan: Plan, board: Board) -> float:
-    """The build's clock on its own board, the board's default fabric clock on another."""
-    return (plan.engine_config or {}).get("clock_mhz", board.clock_mhz) if board.name == plan.board \
-        else board.clock_mhz
+    """The build's clock on its own board; on another, the clock `partition` found for the engine there (the
+    board's default fabric clock, or the engine's estimated Fmax where lower), else the board's default."""
+    if board.name == plan.board:
+        return (plan.engine_config or {}).get("clock_mhz", board.clock_mhz)
+    return (plan.board_clocks or {}).get(board.name, board.clock_mhz)
 
 
 def durations_for(plan: Plan, board: Board) -> dict[str, float]:

@@ -3,10 +3,9 @@
 // same nest by the tags alone. On the window path (`win`) the runs are the layer's input rows in order
 // instead (a whole row where its channels are contiguous, else a pixel at a time), each issued only once
 // the window has room for it (`win_limit`).
+import engine_pkg::*;
 
-module address_generator
-  import engine_pkg::*;
-#(
+module address_generator #(
   parameter int V = 16,
   parameter int B = 16             // bytes per activation beat
 ) (

@@ -5,10 +5,9 @@
 // On the window path a depthwise layer feeds array row e the tap of the step's phase that reaches e columns
 // further (zero past the phase's taps; rows past P are not summed, mac_array.taps), or, a tap per step, row r
 // lane r's weight only (a diagonal), so the array's sums are the lane-wise products.
+import engine_pkg::*;
 
-module array_weights
-  import engine_pkg::*;
-#(
+module array_weights #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 1,

@@ -2,10 +2,9 @@
 // descriptor (from the program), its lookup tables, or a group of output-channel tiles' biases,
 // requantisation table or weights (a depthwise tile's kh x kw x V bytes; a standard tile's kh x kw x in_c x R,
 // for each tile of the group). `offset`: where the wanted bytes start in the first beat.
+import engine_pkg::*;
 
-module constant_request
-  import engine_pkg::*;
-#(
+module constant_request #(
   parameter int V = 16,
   parameter int R = 16
 ) (

@@ -7,10 +7,9 @@
 // and returns tagged beats in order; the MAC stage consumes one beat per cycle (R x V products for a
 // standard conv); the epilogue requantises, applies activations and residuals; results go to the writer or,
 // with a fused max pool, to a ring of conv rows that the pool emitter reduces.
+import engine_pkg::*;
 
-module engine_core
-  import engine_pkg::*;
-#(
+module engine_core #(
   parameter int V = 16,            // input-channel lanes; the activation port is 8*V bits
   parameter int R = 16,            // output channels in parallel
   parameter int MAXK = 7,          // largest kernel (conv and fused pool)

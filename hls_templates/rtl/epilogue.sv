@@ -2,10 +2,9 @@
 // accumulator (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value or ADD's two operands (int64 products, rounding shift, saturation) and
 // applies act1; E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table,
 // each lane's own copy in distributed RAM (lut_ram.sv).
+import engine_pkg::*;
 
-module epilogue
-  import engine_pkg::*;
-#(
+module epilogue #(
   parameter int V = 16,
   parameter int G = 16,            // lanes: max(PE rows, V)
   parameter int TB = 16            // activation-table entries per constant beat

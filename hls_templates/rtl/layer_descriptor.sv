@@ -2,10 +2,9 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
+import engine_pkg::*;
 
-module layer_descriptor
-  import engine_pkg::*;
-#(
+module layer_descriptor #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int MAXK = 7,

@@ -3,10 +3,9 @@
 // (R x V MACs); a depthwise conv multiplies lane by lane here;
 // C2 accumulates (bias first) and, when the tag says a pixel is complete, hands the pixel to the epilogue
 // with its residual or second operand. Ready only while the epilogue queue has room for both stages.
+import engine_pkg::*;
 
-module mac_stage
-  import engine_pkg::*;
-#(
+module mac_stage #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int WAW = 10           // weight RAM address bits

@@ -1,10 +1,9 @@
 // Max pool fused behind a conv: conv rows go into a ring of RINGK rows; as soon as every conv row of a
 // pooled row's window is in, the emitter reads the window's taps from the ring (one per cycle) and emits
 // the pooled pixel. A conv row waits only while the ring holds rows the emitter still needs.
+import engine_pkg::*;
 
-module pool_unit
-  import engine_pkg::*;
-#(
+module pool_unit #(
   parameter int G = 16,
   parameter int MAXK = 7,
   parameter int MAX_W = 64

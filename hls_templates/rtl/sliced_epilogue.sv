@@ -3,10 +3,9 @@
 // epilogue costs cycles only on layers that produce a result per cycle or two (1x1 convs over VEC channels,
 // element-wise ops) and saves its multipliers and table lookups (most of a unit's LUTs) on every layer.
 // E = G is the full-width epilogue with no pass sequencing.
+import engine_pkg::*;
 
-module sliced_epilogue
-  import engine_pkg::*;
-#(
+module sliced_epilogue #(
   parameter int V = 16,
   parameter int G = 16,
   parameter int E = 16,             // lanes per pass; divides G

@@ -14,10 +14,9 @@
 // all rows multiply the same P input columns, and the array's `taps` sum each output's products. Outputs near the group's right edge also need the
 // next group's columns: that part of the sums is added into the previous group, which is finished one group
 // late; a row ends with a group that only finishes its last (`flush`).
+import engine_pkg::*;
 
-module window_conv
-  import engine_pkg::*;
-#(
+module window_conv #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 4,

@@ -1,6 +1,7 @@
 """Lint the generated engine as strictly as the tools downstream read it: Verilator `--lint-only -Wall` with the
-waivers (and their reasons) in `rtl/lint_waivers.vlt`, and slang (pyslang), which elaborates by IEEE 1800 as
-written and so refuses what Verilator and yosys let through but Vivado may not.
+waivers (and their reasons) in `rtl/lint_waivers.vlt`; slang (pyslang), which elaborates by IEEE 1800 as
+written and so refuses what Verilator and yosys let through but Vivado may not; and yosys's own reader, which
+parses less of SystemVerilog than either (no package import in a module header, for one).
 
     python -m partitioner.codegen.rtl_lint <build>/fpga/rtl      (make lint)
 """
@@ -76,6 +77,24 @@ def slang_lint(rtl: Path) -> LintResult:
     return LintResult("slang", findings)
 
 
+def yosys_read(rtl: Path) -> LintResult:
+    """yosys reads and elaborates the engine (`read_verilog -sv`, `hierarchy -check`), as `make synth` will."""
+    from partitioner.codegen.synth import yosys_command
+    from partitioner.errors import ModelError
+    rtl = rtl.resolve()
+    try:
+        cmd = yosys_command()
+    except ModelError as exc:
+        return LintResult("yosys read_verilog", [str(exc)])
+    sources = " ".join(f"{rtl.name}/{f}" for f in rtl_sources(rtl))
+    proc = subprocess.run(cmd + ["-q", "-p", f"read_verilog -sv -I{rtl.name} {sources}; hierarchy -check -top {TOP}"],
+                          capture_output=True, text=True, cwd=rtl.parent)
+    findings = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+    if proc.returncode != 0 and not findings:
+        findings = [(proc.stdout + proc.stderr).strip()[-2000:] or f"yosys exited {proc.returncode}"]
+    return LintResult("yosys read_verilog", findings)
+
+
 def top_ports(rtl: Path) -> dict[str, tuple[str, int]]:
     """`engine_top`'s ports as slang elaborates them with the build's parameters: name -> (in|out, bits)."""
     elaborated = slang_elaborate(rtl)
@@ -88,7 +107,7 @@ def top_ports(rtl: Path) -> dict[str, tuple[str, int]]:
 def main(argv: list[str]) -> int:
     rtl = Path(argv[0] if argv else "rtl")
     dirty = False
-    for result in (verilator_lint(rtl), slang_lint(rtl)):
+    for result in (verilator_lint(rtl), slang_lint(rtl), yosys_read(rtl)):
         print(f"{result.tool}: {'clean' if result.clean else f'{len(result.findings)} finding(s)'}")
         for line in result.findings:
             print(f"  {line}")

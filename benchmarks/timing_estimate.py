@@ -1,0 +1,70 @@
+"""The RTL engine's estimated Fmax over engine shapes: each shape's RTL through yosys synth_xilinx and the timing
+estimate (partitioner/codegen/timing.py), with its resources and worst path. The table is what the exploration's
+Fmax model (partitioner/explore/clock.py) is fitted to and checked against.
+
+    python benchmarks/timing_estimate.py --board zcu104 8x8 16x8 2x8x16 16x16 [--keep DIR]
+
+Each shape takes minutes (yosys, one core).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from fpga_runtime.abi import EngineConfig  # noqa: E402
+from fpga_runtime.boards import BOARDS  # noqa: E402
+from partitioner.codegen.sources import write_engine_sources  # noqa: E402
+from partitioner.codegen.synth import synthesize  # noqa: E402
+
+
+def shape_config(shape: str, board) -> EngineConfig:
+    """`[PIXELSx]ROWSxVEC[:LANES]`, as `partition --engine` takes it (lanes: the epilogue's, 0 for all)."""
+    spec, _, lanes = shape.partition(":")
+    dims = [int(x) for x in spec.split("x")]
+    pixels, rows, vec = ([1] + dims)[-3:] if len(dims) == 2 else dims
+    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, clock_mhz=board.clock_mhz,
+                        epilogue_lanes=int(lanes or 0))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("shapes", nargs="+", help="engine shapes: [PIXELSx]ROWSxVEC[:LANES]")
+    ap.add_argument("--board", default="zcu104", choices=sorted(BOARDS))
+    ap.add_argument("--keep", type=Path, default=None, help="keep each shape's fpga/ folder here")
+    ap.add_argument("--json", type=Path, default=None, help="append each row to this JSON-lines file")
+    args = ap.parse_args()
+    board = BOARDS[args.board]
+    header = (f"{'shape':>12} {'DSP':>5} {'BRAM36':>7} {'URAM':>5} {'LUT':>7} {'FF':>7} {'Fmax MHz':>9} "
+              f"{'DSP no M/P':>10}  worst path")
+    print(f"board {board.name} ({board.part}), clock {board.clock_mhz:g} MHz")
+    print(header)
+    for shape in args.shapes:
+        config = shape_config(shape, board)
+        root = (args.keep / shape.replace(":", "_")) if args.keep else Path(tempfile.mkdtemp(prefix="timing-"))
+        write_engine_sources(root, "timing", config, [], board)
+        t0 = time.perf_counter()
+        r = synthesize(root / "fpga", board, lambda s: print(f"  {s}", file=sys.stderr), board.clock_mhz)
+        t = r["timing"]
+        worst = t["worst_paths"][0]
+        print(f"{shape:>12} {r['DSP']:>5} {r['BRAM36']:>7g} {r['URAM']:>5} {r['LUT']:>7} {r['FF']:>7} "
+              f"{t['estimated_fmax_mhz']:>9.1f} {t['dsp_without_mreg_preg']:>10}  {worst['from']} -> {worst['to']} "
+              f"({worst['lut_levels']} LUT, {worst['carry_bits']} carry, {worst['dsp']} DSP, "
+              f"{worst['delay_ns']} ns) [{time.perf_counter() - t0:.0f} s]", flush=True)
+        if args.json:
+            with args.json.open("a") as f:
+                f.write(json.dumps({"board": board.name, "shape": shape, "vec": config.vec,
+                                    "pe_rows": config.pe_rows, "pixels": config.pixels,
+                                    "epilogue_lanes": config.epilogue_lanes,
+                                    **{k: r[k] for k in ("DSP", "BRAM36", "URAM", "LUT", "FF")},
+                                    "fmax_mhz": t["estimated_fmax_mhz"], "worst": worst}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

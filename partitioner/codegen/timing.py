@@ -1,0 +1,439 @@
+"""A static timing estimate of the synthesised engine: every register-to-register path of yosys's flattened
+netlist (`synth/netlist.json`) with the delays of `delay_model.py`, the estimated Fmax, and the worst paths by
+the RTL's signal names, written to `fpga/synth/timing.json`.
+
+It is an estimate before placement: nets get an average delay that grows with their fan-out, not a routed one.
+Sequential primitives start and end paths (flip-flops; block RAM and UltraRAM at their clock; DSP48s at whichever
+of their internal registers are used, so an unregistered DSP is part of the path through it); distributed RAM
+and shift registers are combinational from their address to their output. Top-level ports count as registered
+outside the engine (the AXI interconnect registers them).
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from partitioner.targets.delay_model import MARGIN, DelayModel
+
+TIMING_FILE = "timing.json"
+FLIP_FLOPS = {"FDRE", "FDSE", "FDCE", "FDPE", "FDRE_1", "FDSE_1"}
+LUTS = {f"LUT{i}" for i in range(1, 7)}
+MUXF = {"MUXF7", "MUXF8", "MUXF9"}
+CARRIES = {"CARRY4", "CARRY8"}
+LUTRAM_PREFIXES = ("RAM32", "RAM64", "RAM128", "RAM256", "RAM512", "SRL16", "SRLC16", "SRLC32")
+BLOCK_RAMS = {"RAMB18E1", "RAMB36E1", "RAMB18E2", "RAMB36E2"}
+ULTRA_RAMS = {"URAM288", "URAM288_BASE"}
+DSPS = {"DSP48E1", "DSP48E2"}
+BUFFERS = {"IBUF", "OBUF", "BUFG", "IOBUF", "OBUFT", "INV"}
+
+
+@dataclass
+class TimingPath:
+    start: str
+    end: str
+    delay_ns: float
+    lut_levels: int = 0
+    carry_bits: int = 0
+    dsp: int = 0
+    dsp_unregistered: int = 0     # DSPs the path passes through without stopping at an internal register
+    ram: int = 0
+    fanout_max: int = 0
+
+    def row(self) -> dict:
+        return {"from": self.start, "to": self.end, "lut_levels": self.lut_levels, "carry_bits": self.carry_bits,
+                "dsp": self.dsp, "ram": self.ram, "delay_ns": round(self.delay_ns, 3),
+                "dsp_unregistered": self.dsp_unregistered, "fanout_max": self.fanout_max}
+
+
+@dataclass
+class TimingReport:
+    clock_mhz: float
+    model: str
+    critical_ns: float
+    worst_paths: list[TimingPath]
+    dsp_cells: int = 0
+    dsp_without_mreg_preg: int = 0
+    registers_used: dict = field(default_factory=dict)
+
+    @property
+    def estimated_fmax_mhz(self) -> float:
+        return 1000.0 / self.critical_ns
+
+    @property
+    def meets_clock(self) -> bool:
+        return self.estimated_fmax_mhz >= self.clock_mhz
+
+    def to_json(self) -> dict:
+        return {"clock_mhz": self.clock_mhz, "estimated_fmax_mhz": round(self.estimated_fmax_mhz, 1),
+                "margin": f"+-{MARGIN:.0%} (delay model: partitioner/targets/delay_model.py)",
+                "model": self.model, "critical_path_ns": round(self.critical_ns, 3),
+                "dsp_cells": self.dsp_cells, "dsp_without_mreg_preg": self.dsp_without_mreg_preg,
+                "dsp_registers": self.registers_used,
+                "worst_paths": [p.row() for p in self.worst_paths]}
+
+
+def _param(cell: dict, name: str, default: int = 0) -> int:
+    """An integer parameter of a yosys JSON cell (a string of bits, or a number)."""
+    value = cell.get("parameters", {}).get(name)
+    if value is None:
+        return default
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    if text and set(text) <= set("01xz"):
+        return int(text.replace("x", "0").replace("z", "0"), 2)
+    try:
+        return int(text, 0)
+    except ValueError:
+        return default
+
+
+class _Netlist:
+    """The top module's cells, which cell drives each bit, and each bit's loads and best RTL name."""
+
+    def __init__(self, netlist: dict, top: str):
+        module = netlist["modules"][top]
+        self.cells: dict[str, dict] = module["cells"]
+        self.driver: dict[int, tuple[str, str]] = {}
+        loads: dict[int, set[str]] = defaultdict(set)
+        self.inputs: dict[str, list[tuple[str, int]]] = {}
+        self.outputs: dict[str, list[tuple[str, int]]] = {}
+        for name, cell in self.cells.items():
+            dirs = cell.get("port_directions", {})
+            ins, outs = [], []
+            for pin, bits in cell["connections"].items():
+                for b in bits:
+                    if not isinstance(b, int):
+                        continue
+                    if dirs.get(pin) == "output":
+                        self.driver[b] = (name, pin)
+                        outs.append((pin, b))
+                    else:
+                        loads[b].add(name)
+                        ins.append((pin, b))
+            self.inputs[name], self.outputs[name] = ins, outs
+        self.port_in: set[int] = set()
+        self.port_out: dict[int, str] = {}
+        for pname, port in module["ports"].items():
+            for i, b in enumerate(port["bits"]):
+                if isinstance(b, int):
+                    if port["direction"] == "input":
+                        self.port_in.add(b)
+                    else:
+                        self.port_out[b] = f"{pname}[{i}]" if len(port["bits"]) > 1 else pname
+                        loads[b].add(f"port {pname}")
+        self.loads = {b: len(cells) for b, cells in loads.items()}      # distinct loads, not pins
+        self.buffered: dict[int, str] = {}
+        for name, cell in self.cells.items():
+            if cell["type"] in ("OBUF", "BUF") and self.inputs[name] and self.outputs[name]:
+                out = self.outputs[name][0][1]
+                if out in self.port_out:
+                    self.buffered[self.inputs[name][0][1]] = self.port_out[out]
+        self.names: dict[int, str] = {}
+        rank: dict[int, tuple] = {}
+        for nname, net in module.get("netnames", {}).items():
+            hidden = net.get("hide_name", 0) or nname.startswith("$")
+            for i, b in enumerate(net["bits"]):
+                if not isinstance(b, int):
+                    continue
+                label = f"{nname}[{i}]" if len(net["bits"]) > 1 else nname
+                key = (hidden, nname.count("."), len(nname))
+                if b not in rank or key < rank[b]:
+                    rank[b], self.names[b] = key, label
+
+    def name(self, bit: int) -> str:
+        """The bit's RTL name; a register that only feeds an output buffer is named after the port."""
+        label = self.names.get(bit, f"net{bit}")
+        if label.startswith("$") and bit in self.buffered:
+            return self.buffered[bit]
+        return label
+
+
+def instance_path(cell_name: str) -> str:
+    """`core.areader` from yosys's `$flatten\\core.\\areader.$techmap123$...`: the RTL instances, not the counters."""
+    parts = []
+    for token in cell_name.replace("$flatten", "").split("."):
+        token = token.lstrip("\\")
+        if not token or token.startswith("$"):
+            break
+        parts.append(token)
+    return ".".join(parts) or "engine_top"
+
+
+@dataclass
+class _Arrival:
+    time: float
+    prev: int | None         # the input bit the worst arrival came through
+    cell: str | None         # the cell it went through (None at a startpoint)
+
+
+class _Analysis:
+    def __init__(self, net: _Netlist, model: DelayModel):
+        self.net, self.m = net, model
+        self.arrival: dict[int, _Arrival] = {}
+
+    # ---- what each cell is ----------------------------------------------------------------------------------
+    def kind(self, cell: dict) -> str:
+        t = cell["type"]
+        if t in FLIP_FLOPS:
+            return "ff"
+        if t in LUTS:
+            return "lut"
+        if t in MUXF:
+            return "muxf"
+        if t in CARRIES:
+            return "carry"
+        if t.startswith(LUTRAM_PREFIXES):
+            return "lutram"
+        if t in BLOCK_RAMS:
+            return "bram"
+        if t in ULTRA_RAMS:
+            return "uram"
+        if t in DSPS:
+            return "dsp"
+        if t in BUFFERS:
+            return "buffer"
+        return "other"
+
+    def dsp_regs(self, cell: dict) -> tuple[bool, bool, bool]:
+        """(inputs registered, MREG, PREG)."""
+        a = _param(cell, "AREG", 1) > 0 and _param(cell, "BREG", 1) > 0
+        return a, _param(cell, "MREG", 1) > 0, _param(cell, "PREG", 1) > 0
+
+    def route(self, bit: int, sink_cell: dict, sink_pin: str) -> float:
+        """The net's delay to this load: dedicated connections inside a slice or a DSP column are short."""
+        source = self.net.driver.get(bit)
+        if source is not None:
+            src_type = self.net.cells[source[0]]["type"]
+            if sink_cell["type"] in CARRIES and (sink_pin in ("CI", "CIN") and src_type in CARRIES
+                                                 or src_type in LUTS and sink_pin in ("S", "DI")):
+                return self.m.local
+            if sink_cell["type"] in MUXF and src_type in LUTS | MUXF:
+                return self.m.local
+            if sink_pin.startswith(("PCIN", "ACIN", "BCIN", "CARRYCASCIN", "MULTSIGNIN")):
+                return self.m.local
+        fanout = max(1, self.net.loads.get(bit, 1))
+        return self.m.net + self.m.net_fanout * math.log2(fanout)
+
+    # ---- arrivals ---------------------------------------------------------------------------------------------
+    def start_time(self, cell: dict, pin: str) -> float | None:
+        """Clock-to-out where a cell output starts a path, else None (combinational output)."""
+        kind = self.kind(cell)
+        if kind == "ff":
+            return self.m.ff_cko
+        if kind == "bram":
+            reg = _param(cell, "DOA_REG", 0) if "A" in pin.replace("DOUTB", "") else _param(cell, "DOB_REG", 0)
+            return self.m.bram_cko_reg if reg else self.m.bram_cko
+        if kind == "uram":
+            reg = _param(cell, "OREG_A" if pin.endswith("_A") else "OREG_B", 1)
+            return self.m.uram_cko_reg if reg else self.m.uram_cko
+        if kind == "dsp":
+            _, mreg, preg = self.dsp_regs(cell)
+            if preg:
+                return self.m.dsp_cko + self.m.dsp_out
+            if mreg:
+                return self.m.dsp_cko + self.m.dsp_alu + self.m.dsp_out
+            return None
+        return None
+
+    def cell_delay(self, cell: dict, pin_in: str) -> float | None:
+        """Input-to-output delay of a combinational arc, or None where the input ends a path."""
+        kind = self.kind(cell)
+        if kind == "lut":
+            return self.m.lut
+        if kind == "muxf":
+            return self.m.muxf
+        if kind == "carry":
+            return self.m.carry8
+        if kind == "buffer" or kind == "other":
+            return 0.0
+        if kind == "lutram":
+            return self.m.lut if pin_in.startswith(("A", "DPRA", "ADDR")) and pin_in != "ADDRH" else None
+        if kind == "dsp":
+            ain, mreg, preg = self.dsp_regs(cell)
+            if pin_in.startswith(("PCIN", "C", "CARRYIN")) and not preg:
+                return self.m.dsp_alu + self.m.dsp_out
+            if ain or mreg or preg:
+                return None
+            return self.m.dsp_mult + self.m.dsp_alu + self.m.dsp_out
+        return None
+
+    def end_time(self, cell: dict, pin_in: str) -> float:
+        """What an input that ends a path needs after its arrival: setup, plus the DSP's own stages up to the
+        first internal register it reaches."""
+        kind = self.kind(cell)
+        if kind == "bram":
+            return self.m.bram_setup
+        if kind == "uram":
+            return self.m.uram_setup
+        if kind == "dsp":
+            ain, mreg, preg = self.dsp_regs(cell)
+            if pin_in.startswith(("PCIN", "C", "CARRYIN")):
+                return self.m.dsp_alu + self.m.dsp_setup
+            if ain:
+                return self.m.dsp_setup
+            return self.m.dsp_mult + (0.0 if mreg else self.m.dsp_alu) + self.m.dsp_setup
+        if kind == "lutram":
+            return self.m.ff_setup
+        return self.m.ff_setup
+
+    def arrive(self, bit: int) -> _Arrival:
+        """Worst arrival at a bit, over its driver's inputs, computed without recursion."""
+        stack = [bit]
+        while stack:
+            b = stack[-1]
+            if b in self.arrival:
+                stack.pop()
+                continue
+            source = self.net.driver.get(b)
+            if source is None:
+                self.arrival[b] = _Arrival(self.m.ff_cko if b in self.net.port_in else 0.0, None, None)
+                stack.pop()
+                continue
+            cname, pin = source
+            cell = self.net.cells[cname]
+            start = self.start_time(cell, pin)
+            arcs = [(p, ib, self.cell_delay(cell, p)) for p, ib in self.net.inputs[cname]]
+            arcs = [(p, ib, d) for p, ib, d in arcs if d is not None]
+            pending = [ib for _, ib, _ in arcs if ib not in self.arrival]
+            if pending:
+                stack.extend(pending)
+                if len(stack) > 4_000_000:
+                    raise RuntimeError("timing: the netlist has a combinational loop")
+                continue
+            best = _Arrival(start if start is not None else 0.0, None, cname if start is None else None)
+            if self.kind(cell) == "lutram":
+                best = _Arrival(self.m.lutram_cko, None, None)
+            for p, ib, d in arcs:
+                t = self.arrival[ib].time + self.route(ib, cell, p) + d
+                if t > best.time:
+                    best = _Arrival(t, ib, cname)
+            self.arrival[b] = best
+            stack.pop()
+        return self.arrival[bit]
+
+    # ---- endpoints --------------------------------------------------------------------------------------------
+    def endpoints(self):
+        """(required time, endpoint name, input bit) for every input that ends a path."""
+        for cname, cell in self.net.cells.items():
+            kind = self.kind(cell)
+            for pin, b in self.net.inputs[cname]:
+                if pin in ("C", "CLK", "CLKARDCLK", "CLKBWRCLK", "WCLK") and kind != "dsp":
+                    continue
+                if kind == "dsp" and pin == "CLK":
+                    continue
+                if self.cell_delay(cell, pin) is not None and kind != "lutram":
+                    continue
+                if kind == "lutram" and pin.startswith(("A", "DPRA", "ADDR")) and pin != "ADDRH":
+                    continue
+                if kind in ("buffer", "other"):
+                    continue
+                t = self.arrive(b).time + self.route(b, cell, pin) + self.end_time(cell, pin)
+                yield t, f"{self._cell_label(cname, cell, b)}.{pin}", b
+        for b, pname in self.net.port_out.items():
+            yield self.arrive(b).time + self.m.net, pname, b
+
+    def _cell_label(self, cname: str, cell: dict, bit: int) -> str:
+        """An endpoint's name: the RTL name of the register's output; for a RAM or DSP its instance path and type
+        (yosys names those cells after the RTL hierarchy, then its own counters)."""
+        if cell["type"] in FLIP_FLOPS:
+            q = next((b for p, b in self.net.outputs[cname] if p == "Q"), None)
+            if q is not None and not self.net.name(q).startswith("$"):
+                return self.net.name(q)
+            return f"{instance_path(self.net.name(q) if q is not None else cname)}/{cell['type']}"
+        return f"{instance_path(cname)}/{cell['type']}"
+
+    def internal_dsp_paths(self):
+        """A DSP48's own register-to-register stages (e.g. AREG -> PREG without MREG), which no fabric path shows."""
+        for cname, cell in self.net.cells.items():
+            if self.kind(cell) != "dsp":
+                continue
+            ain, mreg, preg = self.dsp_regs(cell)
+            stages = []
+            if ain and mreg:
+                stages.append(self.m.dsp_cko + self.m.dsp_mult + self.m.dsp_setup)
+            if ain and not mreg and preg:
+                stages.append(self.m.dsp_cko + self.m.dsp_mult + self.m.dsp_alu + self.m.dsp_setup)
+            if mreg and preg:
+                stages.append(self.m.dsp_cko + self.m.dsp_alu + self.m.dsp_setup)
+            if stages:
+                out = next((b for p, b in self.net.outputs[cname] if p.startswith("P")), None)
+                label = self.net.name(out) if out is not None else cname
+                yield max(stages), f"{label} (inside {cell['type']})", None
+
+    def trace(self, end_time: float, end_name: str, bit: int | None) -> TimingPath:
+        path = TimingPath(start=end_name, end=end_name, delay_ns=end_time)
+        if bit is None:
+            path.dsp = 1
+            return path
+        seen_cells: list[str] = []
+        b: int | None = bit
+        start = bit
+        while b is not None:
+            arr = self.arrive(b)
+            path.fanout_max = max(path.fanout_max, self.net.loads.get(b, 0))
+            if arr.cell is not None:
+                seen_cells.append(arr.cell)
+            start = b
+            b = arr.prev
+        path.start = self.net.name(start)
+        driver = self.net.driver.get(start)
+        for cname in seen_cells:
+            kind = self.kind(self.net.cells[cname])
+            path.lut_levels += kind in ("lut", "lutram")
+            path.carry_bits += 8 if kind == "carry" and self.net.cells[cname]["type"] == "CARRY8" else \
+                4 if kind == "carry" else 0
+            if kind == "dsp":
+                path.dsp += 1
+                path.dsp_unregistered += 1
+        if driver is not None:
+            kind = self.kind(self.net.cells[driver[0]])
+            path.dsp += kind == "dsp"
+            path.ram += kind in ("bram", "uram")
+        return path
+
+
+def estimate_timing(netlist: dict, model: DelayModel, clock_mhz: float, top: str = "engine_top",
+                    worst: int = 10) -> TimingReport:
+    """Every path's estimated delay; the worst `worst` of them (one per endpoint signal) and the Fmax."""
+    net = _Netlist(netlist, top)
+    analysis = _Analysis(net, model)
+    ends = list(analysis.endpoints()) + list(analysis.internal_dsp_paths())
+    if not ends:
+        raise ValueError(f"timing: no register-to-register path in module {top}")
+    ends.sort(key=lambda e: -e[0])
+    paths: list[TimingPath] = []
+    signals: set[str] = set()
+    for t, name, bit in ends:
+        signal = re.sub(r"\[\d+\]", "", name if bit is None else name.rsplit(".", 1)[0])
+        if signal in signals:
+            continue
+        signals.add(signal)
+        paths.append(analysis.trace(t + model.uncertainty, name, bit))
+        if len(paths) == worst:
+            break
+    dsps = [c for c in net.cells.values() if c["type"] in DSPS]
+    regs = defaultdict(int)
+    for c in dsps:
+        ain, mreg, preg = analysis.dsp_regs(c)
+        regs[f"A/B {'reg' if ain else 'comb'}, M {'reg' if mreg else 'comb'}, P {'reg' if preg else 'comb'}"] += 1
+    return TimingReport(clock_mhz=clock_mhz, model=model.name, critical_ns=paths[0].delay_ns, worst_paths=paths,
+                        dsp_cells=len(dsps), dsp_without_mreg_preg=sum(1 for c in dsps
+                                                                       if not all(analysis.dsp_regs(c)[1:])),
+                        registers_used=dict(regs))
+
+
+def write_timing(report: TimingReport, folder: Path) -> Path:
+    path = folder / TIMING_FILE
+    path.write_text(json.dumps(report.to_json(), indent=1) + "\n")
+    return path
+
+
+def load_timing(folder: Path) -> dict | None:
+    path = folder / TIMING_FILE
+    return json.loads(path.read_text()) if path.is_file() else None
+

