@@ -3,11 +3,12 @@ utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI 
 
     python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...] [--objective latency]
 
-"FPGA fps" is the cycle model's (engine cycles at the board's fabric clock, DDR bandwidth as a bound, several
-compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded, as the
-DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the board's CPU
-figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one the objective
-picks (default: whole-frame throughput).
+"FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock
+or, where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; DDR bandwidth as a
+bound, several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing
+excluded, as the DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from
+the board's CPU figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one
+the objective picks (default: whole-frame throughput).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from _zoo import SIZES
 import models
 from fpga_runtime.boards import BOARDS, board
 from partitioner.build import PartitionConfig, _explore
+from partitioner.explore.clock import design_clock
 from partitioner.frontend.importer import import_model
 from partitioner.passes.pipeline import run_fusion
 
@@ -34,11 +36,11 @@ def main() -> None:
     ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
     args = ap.parse_args()
     print(
-        "| board | model | pixels x PE rows x VEC | epilogue lanes | window words | weight rows | CUs | MHz "
+        "| board | model | pixels x PE rows x VEC | epilogue lanes | window words | weight rows | CUs | MHz | limit "
         "| weights | "
         "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -52,7 +54,7 @@ def main() -> None:
                                                         objective=args.objective))
                 d = ex.chosen
                 if d is None:
-                    print(f"| {bname} | {name} |" + " - |" * 16 + " |")
+                    print(f"| {bname} | {name} |" + " - |" * 17 + " |")
                     continue
                 c, r = d.config, d.resources
                 share = r.share(b)
@@ -60,7 +62,7 @@ def main() -> None:
                 window = c.window_words if c.pixels > 1 else "-"
                 print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
                       f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | {c.compute_units} | "
-                      f"{c.clock_mhz:g} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
+                      f"{c.clock_mhz:g} | {design_clock(b, c)[1]} | {d.weights_in} | {r.dsp} ({share['dsp']:.0%}) | "
                       f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
                       f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.frame_fps:.1f} | {d.latency_s * 1e3:.1f} | "
                       f"{d.mac_utilisation:.0%} | {d.ddr_bytes * d.fps / 1e9:.2f} | {dpu} |")

@@ -22,6 +22,7 @@ from fpga_runtime.abi import EngineConfig  # noqa: E402
 from fpga_runtime.boards import BOARDS  # noqa: E402
 from partitioner.codegen.sources import write_engine_sources  # noqa: E402
 from partitioner.codegen.synth import synthesize  # noqa: E402
+from partitioner.explore.clock import rtl_digest  # noqa: E402
 
 
 def shape_config(shape: str, board) -> EngineConfig:
@@ -59,7 +60,7 @@ def main() -> None:
               f"{worst['delay_ns']} ns) [{time.perf_counter() - t0:.0f} s]", flush=True)
         if args.json:
             with args.json.open("a") as f:
-                f.write(json.dumps({"board": board.name, "shape": shape, "vec": config.vec,
+                f.write(json.dumps({"board": board.name, "shape": shape, "rtl_digest": rtl_digest(), "vec": config.vec,
                                     "pe_rows": config.pe_rows, "pixels": config.pixels,
                                     "epilogue_lanes": config.epilogue_lanes,
                                     **{k: r[k] for k in ("DSP", "BRAM36", "URAM", "LUT", "FF")},

@@ -142,3 +142,49 @@ def test_yosys_mapped_multipliers(tmp_path):
         worst = report.worst_paths[0]
         assert worst.start.startswith(("a_q", "b_q", "c_q", "d_q", "m1_q", "m2_q", "s_q")) or "inside" in worst.end
     assert fmax[1] > 1.3 * fmax[0]
+
+
+def _shape(shape: str):
+    from fpga_runtime.abi import EngineConfig
+    dims = [int(v) for v in shape.split("x")]
+    pixels, rows, vec = dims if len(dims) == 3 else [1, *dims]
+    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels)
+
+
+def test_fmax_model_holds_on_the_synthesised_shapes():
+    """The exploration's Fmax model against the timing estimates of yosys-synthesised engines
+    (benchmarks/timing_estimate.py): within 2 % where it was fitted, within 10 % on the shapes left out."""
+    from pathlib import Path
+
+    from partitioner.explore.clock import CHECK_TOLERANCE, FIT_TOLERANCE, FITS, rtl_digest
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parent.parent / "benchmarks" / "results" /
+                                          "timing_estimate.jsonl").read_text().splitlines() if line.strip()]
+    digest = rtl_digest()
+    for fit in FITS.values():
+        mine = {r["shape"]: 1000.0 / r["fmax_mhz"] for r in rows if r["board"] == fit.board
+                and r["rtl_digest"] == digest}
+        assert mine, (f"no timing estimate of today's RTL (digest {digest}) for {fit.board}: the RTL changed since "
+                      "the Fmax model was fitted; rerun benchmarks/timing_estimate.py --json "
+                      "benchmarks/results/timing_estimate.jsonl and refit partitioner/explore/clock.py")
+        assert set(fit.fitted_on) | set(fit.checked_on) <= set(mine)
+        for shape in fit.fitted_on + fit.checked_on:
+            tolerance = FIT_TOLERANCE if shape in fit.fitted_on else CHECK_TOLERANCE
+            assert fit.critical_ns(_shape(shape)) == pytest.approx(mine[shape], rel=tolerance), (fit.board, shape)
+    assert any(f.checked_on for f in FITS.values())
+
+
+def test_design_clock_is_the_lower_of_board_and_fmax():
+    from partitioner.explore.clock import design_clock, estimated_fmax_mhz
+    for name in ("zcu104", "kv260", "pynq-z2", "ultra96v2"):
+        board = BOARDS[name]
+        for shape in ("8x8", "16x16", "4x16x16"):
+            config = _shape(shape)
+            clock, why = design_clock(board, config)
+            fmax = estimated_fmax_mhz(board, config)
+            assert clock <= min(board.clock_mhz, fmax)
+            assert why == ("board" if fmax >= board.clock_mhz else "timing")
+            assert why == "board" or clock > fmax - 5
+    # a slower grade of the same family is slower; a wider array or the window path is not faster
+    assert estimated_fmax_mhz(BOARDS["kv260"], _shape("8x8")) < estimated_fmax_mhz(BOARDS["zcu104"], _shape("8x8"))
+    assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) < estimated_fmax_mhz(BOARDS["zcu104"],
+                                                                                         _shape("16x16"))

@@ -2,46 +2,67 @@
 is lower. Every cycle count becomes seconds at this clock, so no fps figure assumes a clock the RTL does not reach.
 
 The Fmax comes from a model fitted to the timing estimate (partitioner/codegen/timing.py) of yosys-synthesised
-engines of several shapes (`benchmarks/timing_estimate.py` prints the table), since synthesising every candidate
-would take minutes each: critical path = a + b * log2(PE rows x VEC x pixels) ns, per delay model. The fit and
-the shapes it was checked on, out of sample, are in FITS below.
+engines (`benchmarks/timing_estimate.py`, its rows in benchmarks/results/timing_estimate.jsonl), since synthesising
+every candidate would take minutes each:
+
+    critical path = a + b * log2(PE rows x VEC) + c * (pixels > 1)   ns
+
+(wider arrays: wider sums and more fan-out; the window path of P > 1 pixels adds its own, longer paths). A slower
+speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
+was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from partitioner.targets.delay_model import delay_model
+from partitioner.targets.delay_model import SEVEN_SERIES_1, ULTRASCALE_PLUS_1, ULTRASCALE_PLUS_2LV, delay_model
+
+FIT_TOLERANCE = 0.02      # the fit against the estimates it was fitted on
+CHECK_TOLERANCE = 0.10    # ... and against those it was not
 
 
 @dataclass(frozen=True)
 class FmaxFit:
+    board: str                          # the board whose part (and delay model) the estimates are for
     a_ns: float
     b_ns: float
-    fitted_on: tuple[str, ...]          # engine shapes (PIXELSxROWSxVEC) whose estimate the fit reproduces
-    checked_on: tuple[str, ...]         # shapes left out of the fit, and within CHECK of it
+    c_ns: float
+    fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC) the fit was made from
+    checked_on: tuple[str, ...]         # shapes left out of the fit
 
     def critical_ns(self, config: EngineConfig) -> float:
-        return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec * config.pixels)
+        return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + self.c_ns * (config.pixels > 1)
 
 
-CHECK = 0.10          # the fit against the estimate on the shapes it was not fitted on
-# fitted to benchmarks/timing_estimate.py --board zcu104 (UltraScale+ -2); other grades scale by their model
-FITS = {
-    "UltraScale+": FmaxFit(a_ns=20.2, b_ns=0.0, fitted_on=("1x8x8",), checked_on=()),
-}
+# UltraScale+ -2 (zcu104): least squares over the one-pixel shapes, c from 2x8x16; 4x16x16 within 1 %
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=18.654, b_ns=0.2510, c_ns=2.118, fitted_on=("8x8", "16x8", "16x16", "2x8x16"),
+                         checked_on=("4x16x16",))
+# 7-series -1 (pynq-z2): one synthesised shape, the UltraScale+ fit's form scaled to it; not checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=18.654 * 2.4556, b_ns=0.2510 * 2.4556, c_ns=2.118 * 2.4556,
+                           fitted_on=("8x8",), checked_on=())
+FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
+# slower grades: the estimate of one netlist (8x8 on xcup) with their delay model against -2 at 0.85 V
+GRADE_SCALE = {ULTRASCALE_PLUS_1.name: 1.2016, ULTRASCALE_PLUS_2LV.name: 1.2109}
+
+
+def rtl_digest() -> str:
+    """A digest of the engine's RTL templates: the estimates a fit was made from belong to one RTL."""
+    from hls_templates import RTL
+    h = hashlib.sha256()
+    for path in sorted(p for p in RTL.rglob("*") if p.suffix in (".sv", ".svh", ".j2")):
+        h.update(path.relative_to(RTL).as_posix().encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def estimated_fmax_mhz(board: Board, config: EngineConfig) -> float:
     """The RTL engine's estimated Fmax for this shape on this board's part (speed grade included)."""
     model = delay_model(board.family, board.part)
-    reference = delay_model("zynqmp", "-2-e")
-    fit = FITS["UltraScale+"]
-    # the fit is in -2 nanoseconds; a slower grade's fabric is slower by its LUT-plus-net ratio
-    scale = (model.lut + model.net) / (reference.lut + reference.net)
-    return 1000.0 / (fit.critical_ns(config) * scale)
+    fit = FITS["7-series" if model is SEVEN_SERIES_1 else "UltraScale+"]
+    return 1000.0 / (fit.critical_ns(config) * GRADE_SCALE.get(model.name, 1.0))
 
 
 def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
