@@ -188,3 +188,14 @@ def test_design_clock_is_the_lower_of_board_and_fmax():
     assert estimated_fmax_mhz(BOARDS["kv260"], _shape("8x8")) < estimated_fmax_mhz(BOARDS["zcu104"], _shape("8x8"))
     assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) < estimated_fmax_mhz(BOARDS["zcu104"],
                                                                                          _shape("16x16"))
+
+
+def test_a_block_ram_is_no_faster_than_its_data_sheet_fmax():
+    """A block RAM between two registers: the estimate never beats the RAM's own FMAX (DS925: 737 MHz at -2)."""
+    m = ULTRASCALE_PLUS_2
+    ram = _cell("RAMB36E2", {"CLKARDCLK": [1], "ADDRARDADDR": [10], "DOUTADOUT": [11]},
+                {"CLKARDCLK": "input", "ADDRARDADDR": "input", "DOUTADOUT": "output"}, DOA_REG=1)
+    cells = {"q0": _ff(50, 10), "r": ram, "q1": _ff(11, 50)}
+    report = estimate_timing(_netlist(cells, {"a": 10, "d": 11}), m, 300.0, top="top")
+    assert report.estimated_fmax_mhz <= 737 + 1e-9 and 1000 / m.bram_min_period == pytest.approx(737)
+    assert report.critical_ns >= m.bram_min_period

@@ -347,6 +347,12 @@ class _Analysis:
             return f"{instance_path(self.net.name(q) if q is not None else cname)}/{cell['type']}"
         return f"{instance_path(cname)}/{cell['type']}"
 
+    def internal_ram_paths(self):
+        """A block RAM's own minimum period (the data sheet's block RAM FMAX), which no fabric path shows."""
+        for cname, cell in self.net.cells.items():
+            if self.kind(cell) == "bram":
+                yield self.m.bram_min_period, f"{instance_path(cname)} (inside {cell['type']})", None
+
     def internal_dsp_paths(self):
         """A DSP48's own register-to-register stages (e.g. AREG -> PREG without MREG), which no fabric path shows."""
         for cname, cell in self.net.cells.items():
@@ -380,8 +386,10 @@ class _Analysis:
                 seen_cells.append(arr.cell)
             start = b
             b = arr.prev
-        path.start = self.net.name(start)
         driver = self.net.driver.get(start)
+        path.start = self.net.name(start)
+        if path.start.startswith("$"):
+            path.start = instance_path(path.start) + (f"/{self.net.cells[driver[0]]['type']}" if driver else "")
         for cname in seen_cells:
             kind = self.kind(self.net.cells[cname])
             path.lut_levels += kind in ("lut", "lutram")
@@ -402,7 +410,7 @@ def estimate_timing(netlist: dict, model: DelayModel, clock_mhz: float, top: str
     """Every path's estimated delay; the worst `worst` of them (one per endpoint signal) and the Fmax."""
     net = _Netlist(netlist, top)
     analysis = _Analysis(net, model)
-    ends = list(analysis.endpoints()) + list(analysis.internal_dsp_paths())
+    ends = list(analysis.endpoints()) + list(analysis.internal_dsp_paths()) + list(analysis.internal_ram_paths())
     if not ends:
         raise ValueError(f"timing: no register-to-register path in module {top}")
     ends.sort(key=lambda e: -e[0])

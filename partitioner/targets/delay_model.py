@@ -10,8 +10,9 @@ Sources, and what is ours:
 - DSP48E1 (Zynq-7000 -1): DS187, FMAX with all registers 464 MHz; the other segments scaled from the DSP48E2 ones
   by the ratio of the two all-register figures (ours, not a data-sheet figure).
 - Block RAM and UltraRAM clock-to-out (with and without the output register) and setup: DS925 / DS187 block RAM
-  and UltraRAM switching tables as we read them (block RAM FMAX 737 MHz at -2); not re-checked against the
-  current revision here.
+  and UltraRAM switching tables as we read them (block RAM FMAX 737 MHz at -2, kept as the RAM's own minimum
+  period, `bram_min_period`); not re-checked against the current revision here (the searchable copy of DS925 has
+  its DSP table but not its block RAM table).
 - LUT, carry, wide-mux and net delays: UltraScale+ and 7-series data sheets no longer list CLB delays, so these are
   our estimates of a placed design's typical values (a LUT level with its net about 0.45 ns at -2; a net to a
   high-fanout load grows by `net_fanout` per doubling), tuned so that a 300 MHz path at -2 holds about six LUT
@@ -49,6 +50,7 @@ class DelayModel:
     bram_cko: float          # block RAM clock to DOUT, no output register
     bram_cko_reg: float      # ... with DOA_REG / DOB_REG
     bram_setup: float
+    bram_min_period: float   # the block RAM's own FMAX as a period
     uram_cko: float          # UltraRAM clock to DOUT, no OREG
     uram_cko_reg: float
     uram_setup: float
@@ -70,8 +72,8 @@ class DelayModel:
 ULTRASCALE_PLUS_2 = DelayModel(
     "UltraScale+ -2 (0.85 V)", ff_cko=0.09, ff_setup=0.05, lut=0.12, net=0.33, net_fanout=0.04, local=0.05,
     carry8=0.10, muxf=0.08, lutram_cko=0.85, dsp_cko=0.12, dsp_setup=0.12, dsp_mult=1.05, dsp_alu=0.56,
-    dsp_out=0.30, bram_cko=1.20, bram_cko_reg=0.35, bram_setup=0.45, uram_cko=1.50, uram_cko_reg=0.40,
-    uram_setup=0.50, uncertainty=0.15)
+    dsp_out=0.30, bram_cko=1.20, bram_cko_reg=0.35, bram_setup=0.45, bram_min_period=1000 / 737, uram_cko=1.50,
+    uram_cko_reg=0.40, uram_setup=0.50, uncertainty=0.15)
 
 
 def _scaled(model: DelayModel, name: str, factor: float) -> DelayModel:
@@ -84,9 +86,11 @@ def _scaled(model: DelayModel, name: str, factor: float) -> DelayModel:
 ULTRASCALE_PLUS_1 = _scaled(ULTRASCALE_PLUS_2, "UltraScale+ -1 (0.85 V)", 775 / 645)
 # At 0.72 V the DSP's adder slows more than its multiplier (440 and 323 MHz against 644): its own segment.
 ULTRASCALE_PLUS_2LV = replace(_scaled(ULTRASCALE_PLUS_2, "UltraScale+ -2 (0.72 V)", 775 / 644), dsp_alu=0.75)
-# 7-series -1: DS187's DSP48E1 all-register FMAX 464 MHz against 775; fabric nets slower still (ours: 1.6x).
+# 7-series -1: DS187's DSP48E1 all-register FMAX 464 MHz against 775; fabric nets slower still (ours: 1.6x); its
+# block RAM FMAX 388 MHz (DS187, as we read it).
 SEVEN_SERIES_1 = replace(
-    _scaled(ULTRASCALE_PLUS_2, "7-series -1", 775 / 464), net=0.55, net_fanout=0.06, lut=0.124, carry8=0.25)
+    _scaled(ULTRASCALE_PLUS_2, "7-series -1", 775 / 464), net=0.55, net_fanout=0.06, lut=0.124, carry8=0.25,
+    bram_min_period=1000 / 388)
 
 
 def delay_model(family: str, part: str) -> DelayModel:
