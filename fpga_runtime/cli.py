@@ -347,7 +347,8 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
                "report.md gives as frames/s (fpga-run); the makespan columns are those of --frames "
                f"{frames}{' (one frame: its latency)' if frames == 1 else ''}. Engine clock "
                f"{', '.join(sorted({f'{p.clock_mhz:g} MHz on {p.board}' for p in predictions}))} (the build's "
-               "clock on its own board, the board's default fabric clock on another)")
+               "clock on its own board; on another, the lower of that board's default fabric clock and the engine's "
+               "estimated Fmax there, as plan.json's board_clocks records it)")
     last = predictions[-1]
     if trace:
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")

@@ -60,8 +60,8 @@ def clock_mhz(plan: Plan, board: Board) -> float:
 
 
 def durations_for(plan: Plan, board: Board) -> dict[str, float]:
-    """Engine cycles come from the build (its engine parameters); the clock is the build's on its own board
-    and the board's default fabric clock on another. CPU subgraphs are timed op by op from the cost table
+    """Engine cycles come from the build (its engine parameters); the clock is `clock_mhz`'s (the build's on its
+    own board, the engine's clock there on another). CPU subgraphs are timed op by op from the cost table
     (cpu_costs.py: the build's own, measured on the board, where there is one)."""
     clock = clock_mhz(plan, board)
     table = cpu_costs.load(plan.root)
