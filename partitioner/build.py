@@ -358,6 +358,11 @@ def _sensitivity(s: BuildState) -> None:
 
 def _synth(s: BuildState) -> None:
     s.synthesis = synthesize(s.out_dir / ENGINE_DIR, s.board, s.echo, s.image.config.clock_mhz)
+    timing = s.synthesis["timing"]
+    if timing["estimated_fmax_mhz"] < timing["clock_mhz"]:
+        s.warnings.append(f"the synthesised engine's estimated Fmax, {timing['estimated_fmax_mhz']:g} MHz, is below "
+                          f"the build's {timing['clock_mhz']:g} MHz clock (the exploration's Fmax model gave more "
+                          "for this shape): its times hold at the lower clock; `make bitstream CLOCK_MHZ=` sets it")
 
 
 def _report(s: BuildState) -> None:
