@@ -7,7 +7,7 @@ import enum
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
@@ -33,7 +33,7 @@ from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
 from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
-from partitioner.explore.clock import design_clock
+from partitioner.explore.clock import design_clock, estimated_fmax_mhz
 from partitioner.explore.design_space import (
     UNITS,
     Exploration,
@@ -94,6 +94,7 @@ class PartitionConfig:
     accuracy: bool = True
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
     engine_impl: str = "rtl"                  # the engine the overlay instantiates: rtl (packaged IP) | hls
+    clock_mhz: float | None = None            # the engine clock, fixed; None: the board's, or the estimated Fmax
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
     bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
@@ -112,7 +113,8 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
     nodes, subgraphs, stages = full_offload_draft(graph, board, cfg.keep_on_cpu)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
-    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages)
+    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages,
+                          cfg.clock_mhz)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
         raise ModelError(
             exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else "")
@@ -273,6 +275,18 @@ def _save_exploration(s: BuildState, folder: Path) -> None:
                      "mac_utilisation": d.mac_utilisation, "weights_in": d.weights_in} for d in ranked(e)]})
 
 
+def _fixed_clock(s: BuildState) -> float:
+    """A fixed engine's clock: --clock-mhz where given, else the one it asks for but no more than it reaches."""
+    if s.cfg.clock_mhz is not None:
+        return s.cfg.clock_mhz
+    reached, _ = design_clock(s.board, s.engine)
+    if s.engine.clock_mhz > reached and s.cfg.target is TargetName.FPGA:
+        s.warnings.append(f"engine clock {s.engine.clock_mhz:g} MHz lowered to {reached:g} MHz, the engine's "
+                          f"estimated Fmax on {s.board.name} (partitioner/explore/clock.py); --clock-mhz fixes it")
+        return reached
+    return s.engine.clock_mhz
+
+
 def _partition(s: BuildState) -> None:
     """The engine the partition is costed with: the exploration's choice, a fixed one checked against the board
     (buffers sized as the code generator will size them), or none that fits (a CPU build that says why)."""
@@ -286,7 +300,13 @@ def _partition(s: BuildState) -> None:
     else:
         if cfg.engine is not None and cfg.target is TargetName.FPGA:
             _check_fixed_engine(s.graph, s.board, cfg.engine)
-        s.engine = sized_buffers(s.graph, list(s.graph.nodes), s.engine)
+        s.engine = sized_buffers(s.graph, list(s.graph.nodes), replace(s.engine, clock_mhz=_fixed_clock(s)))
+    if cfg.clock_mhz is not None and cfg.target is TargetName.FPGA:
+        fmax = estimated_fmax_mhz(s.board, s.engine)
+        if cfg.clock_mhz > fmax:
+            s.warnings.append(f"--clock-mhz {cfg.clock_mhz:g} is above this engine's estimated Fmax on {s.board.name} "
+                              f"({fmax:.0f} MHz, partitioner/explore/clock.py): every time and rate here assumes "
+                              f"{cfg.clock_mhz:g} MHz, which only a routed design that meets it makes true")
     s.part = partition(s.graph, s.target, CostModel(s.board, s.engine), cfg.offload_everything, cfg.keep_on_cpu)
 
 
@@ -304,7 +324,7 @@ def _write(s: BuildState) -> None:
     if s.imported.precision != "float32":
         s.plan.model["precision"] = s.imported.precision
     s.plan.class_names = s.cfg.class_names or class_names({p.key: p.value for p in s.imported.model.metadata_props})
-    s.warnings = list(s.imported.warnings) + s.graph.warnings
+    s.warnings = list(s.imported.warnings) + s.graph.warnings + s.warnings      # + the engine clock's
 
 
 def _save_plan_draft(s: BuildState, folder: Path) -> None:

@@ -137,6 +137,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="keep what every step made in <output>/steps/ (the graph after each fusion pass, JSON of the rest)")
 @click.option("--no-picture", is_flag=True, help="skip the Graphviz picture")
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
+@click.option("--clock-mhz", type=click.FloatRange(min=1, max=1000), default=None,
+              help="the engine clock every time and rate assumes and the overlay is built for [default: the "
+                   "board's fabric clock, or the engine's estimated Fmax where lower]; above the estimate it is "
+                   "warned about (give it when Vivado's routed timing says the design meets it)")
 @click.option("--engine-impl", type=click.Choice(["rtl", "hls"]), default="rtl", show_default=True,
               help="the engine `make bitstream` puts on the board: rtl, the SystemVerilog engine that Verilator "
                    "simulates and yosys synthesises (packaged as IP by `make ip`), or hls, the Vitis HLS engine "
@@ -166,7 +170,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          no_accuracy: bool,
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
          no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
-         save_steps: bool, no_picture: bool, synth: bool, engine_impl: str, offload_all: bool, preprocess: str | None,
+         save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, engine_impl: str,
+         offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
          layout: str | None,
          names_spec: str | None, allow_cpu_only: bool, debug: bool) -> None:
@@ -181,6 +186,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
         calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth, engine_impl=engine_impl,
+        clock_mhz=clock_mhz,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
         objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
         bias_correction=not no_bias_correction,

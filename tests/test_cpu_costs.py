@@ -102,9 +102,9 @@ def test_plan_records_cpu_ops_and_predict_uses_a_measured_table(tmp_path, zoo):
         assert after[s.name] < before[s.name]            # this machine is faster than the board's CPU
     fpga = [s.name for s in plan.subgraphs if s.device == "fpga"]
     assert all(after[n] == before[n] for n in fpga)
-    # `predict` names the side that bounds the rate: a CPU a hundred times slower than the table, or free
+    # `predict` names the side that bounds the rate: a CPU a thousand times slower than the table, or free
     from fpga_runtime.prediction.virtual_time import predict
-    for factor, side in ((100.0, "cpu"), (0.0, "fpga")):
+    for factor, side in ((1000.0, "cpu"), (0.0, "fpga")):
         scaled = cpu_costs.CostTable({k: cpu_costs.OpCost(c.call_s * factor, c.element_s * factor, c.mac_s * factor)
                                       for k, c in table.ops.items()}, table.default, table.gbps, "test", plan.board,
                                      table.session_s * factor, table.ghz)

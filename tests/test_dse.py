@@ -256,3 +256,25 @@ def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, mo
     why = "no engine design fits pynq-z2: the smallest, 8x8 (epilogue 2 lanes) x 1 unit, needs DSP 148 of pynq-z2's 95"
     assert any(w.startswith(why) and w.endswith("every layer stays on the CPU") for w in result.warnings)
     assert why in (tmp_path / "b" / "report.md").read_text()
+
+
+def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
+    """A fixed engine asking for more than its estimated Fmax runs at the Fmax (warned); --clock-mhz fixes the
+    clock, above the estimate with a warning in the report."""
+    from partitioner.explore.clock import design_clock
+    model = zoo("two-branch")
+    asked = EngineConfig(vec=8, pe_rows=8, clock_mhz=300)
+    reached, why = design_clock(BOARDS["zcu104"], asked)
+    assert why == "timing" and reached < 300
+    lowered = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "a", picture=False, accuracy=False,
+                                            engine=asked))
+    assert lowered.plan.engine_config["clock_mhz"] == reached
+    assert any("lowered to" in w for w in lowered.warnings)
+    fixed = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, accuracy=False,
+                                          clock_mhz=250))
+    assert fixed.plan.engine_config["clock_mhz"] == 250
+    assert any("--clock-mhz 250 is above" in w for w in fixed.warnings)
+    assert "**above** this engine's estimated Fmax" in (tmp_path / "b" / "report.md").read_text()
+    explored = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "c", picture=False, accuracy=False))
+    config = explored.plan.engine_config
+    assert config["clock_mhz"] == design_clock(BOARDS["zcu104"], EngineConfig(**config))[0] < 300

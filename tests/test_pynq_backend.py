@@ -110,7 +110,8 @@ def test_whole_models_on_the_simulated_board_equal_reference(tmp_path_factory, z
         assert_same(expected, list(board.stream(frames)))
         assert {s.unit for s in board.stats} == {0, 1}
         assert all(s.cycles > 1000 for s in board.stats)
-        assert abs(board.backend.device.pl_clock_mhz - 300) < 0.1
+        clock = out_clock(folder)                   # the engine's estimated Fmax, below the board's 300 MHz
+        assert clock < 300 and abs(board.backend.device.pl_clock_mhz / clock - 1) < 0.02   # PS divisors
         assert all(c["mac_busy"] > 0 for c in board.backend.counters)
 
 

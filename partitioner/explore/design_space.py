@@ -243,10 +243,10 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 
 
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
-            units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None
-            ) -> Exploration:
+            units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None,
+            clock_mhz: float | None = None) -> Exploration:
     """The design for `objective` among those that fit; with `stages`, rates are whole frames' (`schedule`),
-    else the FPGA's alone."""
+    else the FPGA's alone. Each design runs at its `design_clock`, or at `clock_mhz` where the user fixes it."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
@@ -254,7 +254,7 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
-    configs = [replace(c, clock_mhz=design_clock(board, c)[0]) for c in configs]
+    configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
     layers = _Layers(graph, fpga_nodes)
     sized = [layers.sized(c) for c in configs]
     # where the model has depthwise layers the window path would take, also try the engine without that logic

@@ -86,15 +86,19 @@ def design_section(exploration) -> list[str]:
               f"({CPU_WORKERS} CPU workers, frames in flight one per unit and one more); latency: one frame alone.",
               ""]
     clock = chosen.config.clock_mhz
-    if clock < b.clock_mhz:
-        lines += [f"Engine clock {clock:g} MHz: the estimated Fmax of this engine's RTL "
-                  f"({estimated_fmax_mhz(b, chosen.config):.0f} MHz, partitioner/explore/clock.py), below "
-                  f"{b.name}'s default {b.clock_mhz:g} MHz fabric clock. Every time and rate here holds at "
-                  f"{clock:g} MHz, the clock the overlay is built for; `partition --synth` estimates this build's "
-                  "own netlist.", ""]
+    fmax = estimated_fmax_mhz(b, chosen.config)
+    if clock > fmax:
+        lines += [f"Engine clock {clock:g} MHz, as fixed (--clock-mhz): **above** this engine's estimated Fmax "
+                  f"({fmax:.0f} MHz, partitioner/explore/clock.py). Times and rates here hold only if a routed "
+                  "design meets it.", ""]
+    elif clock < b.clock_mhz:
+        lines += [f"Engine clock {clock:g} MHz: the estimated Fmax of this engine's RTL ({fmax:.0f} MHz, "
+                  f"partitioner/explore/clock.py), below {b.name}'s default {b.clock_mhz:g} MHz fabric clock. Every "
+                  f"time and rate here holds at {clock:g} MHz, the clock the overlay is built for; `partition "
+                  "--synth` estimates this build's own netlist.", ""]
     else:
         lines += [f"Engine clock {clock:g} MHz, {b.name}'s default fabric clock; the engine's estimated Fmax "
-                  f"({estimated_fmax_mhz(b, chosen.config):.0f} MHz) reaches it.", ""]
+                  f"({fmax:.0f} MHz) reaches it.", ""]
     if chosen.cpu_bound:
         lines += [f"The CPU stages limit the chosen design's rate: their work per frame on {CPU_WORKERS} workers "
                   "exceeds the engine's on its units, so a bigger engine would not run faster.", ""]
