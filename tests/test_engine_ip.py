@@ -4,6 +4,7 @@ ports; the register map agrees across the IP description, the generated .hwh, do
 kernel description and fpga_runtime.abi; and the generated RTL is lint-clean as Vivado would read it."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -107,6 +108,13 @@ def test_vivado_scripts_run_to_the_end_under_stubs(builds, tmp_path, board, impl
         assert "sp=engine_1.m_axi_act:DDR[0]" in cfg and "nk=engine:" in cfg
         return
     bd = run_stubbed(fpga / "overlay" / "overlay.tcl", tmp_path)
+    # the IP, the out-of-context constraint and the processor's PL clock all run at the build's engine clock
+    clock = json.loads((fpga / "engine.json").read_text())["config"]["clock_mhz"]
+    freq = [p["value"] for h, p in ip.props.items() if h.startswith("bus_parameter:FREQ_HZ")]
+    assert freq == [str(int(round(clock * 1e6)))]
+    assert f"-period {1000 / clock:.3f}" in (fpga / "ip" / "engine_ooc.xdc").read_text()
+    ps_clock = [v for props in bd.props.values() for k, v in props.items() if k.endswith(("FREQMHZ",))]
+    assert ps_clock and all(float(v) == clock for v in ps_clock)
     repo_paths = [p for h, props in bd.props.items() for k, p in props.items() if k == "ip_repo_paths"]
     expected = fpga / "ip" / "repo" if impl == "rtl" else fpga / "hls" / "engine_prj" / "solution" / "impl" / "ip"
     assert [Path(p) for p in repo_paths] == [expected]
@@ -174,7 +182,6 @@ def test_ip_interfaces_are_the_elaborated_rtl_ports(builds, tmp_path, board):
 
 
 def _engine_json(fpga: Path) -> dict:
-    import json
     cfg = json.loads((fpga / "engine.json").read_text())["config"]
     return {k: cfg[k] for k in ("vec", "pe_rows", "pixels")}
 
