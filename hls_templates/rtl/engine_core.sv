@@ -63,12 +63,23 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
+  // what the descriptor implies (fits, window path and its geometry) is decoded once per layer into registers
+  // (S_DECODE), so its multiplies are not in series with the array, the address generator or the epilogue
   logic layer_fits, win, win_rows;
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
+  logic fits_d, win_d, win_rows_d;
+  logic [7:0] group_max_d;
+  logic [4:0] win_slots_d;
+  logic [31:0] win_phase_words_d, win_row_words_d;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(layer_fits), .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words);
+    .raw(desc_raw), .desc(d), .fits(fits_d), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
+    .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d));
+  always_ff @(posedge clk) begin
+    layer_fits <= fits_d; win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
+    win_slots <= win_slots_d; win_phase_words <= win_phase_words_d; win_row_words <= win_row_words_d;
+  end
   wire is_conv = d.op == OP_CONV;
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
@@ -382,7 +393,7 @@ module engine_core #(
         S_TAKE: case (taken_from)
           S_DESC: begin
             desc_raw <= cbuf[8 * 32'(c_off) +: 1024];      // the program header puts it 16 bytes into a beat
-            st <= S_CHECK;
+            st <= S_DECODE;
           end
           S_LUT1: st <= S_LUT2;        // layer_tables takes the table
           S_LUT2: st <= S_TILE;
@@ -393,6 +404,7 @@ module engine_core #(
             ag_start <= 1'b1;
           end
         endcase
+        S_DECODE: st <= S_CHECK;            // the decoded descriptor's registers take it this cycle
         S_CHECK: begin
           tile <= '0;
           tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (d.op == OP_GAP ? d.out_c >> VSH : 16'd1);
