@@ -28,10 +28,7 @@ from partitioner.explore.clock import rtl_digest  # noqa: E402
 def shape_config(shape: str, board) -> EngineConfig:
     """`[PIXELSx]ROWSxVEC[:LANES]`, as `partition --engine` takes it (lanes: the epilogue's, 0 for all)."""
     spec, _, lanes = shape.partition(":")
-    dims = [int(x) for x in spec.split("x")]
-    pixels, rows, vec = ([1] + dims)[-3:] if len(dims) == 2 else dims
-    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, clock_mhz=board.clock_mhz,
-                        epilogue_lanes=int(lanes or 0))
+    return EngineConfig.from_shape(spec, clock_mhz=board.clock_mhz, epilogue_lanes=int(lanes or 0))
 
 
 def main() -> None:

@@ -35,6 +35,18 @@ class EngineConfig:
     # more per 4x16x16 unit) or a tap per step on its diagonal (False); None: rows where the build's layers use them
     depthwise_rows: bool | None = None
 
+    @classmethod
+    def from_shape(cls, shape: str, **fields) -> "EngineConfig":
+        """`ROWSxVEC` or `PIXELSxROWSxVEC` (as `partition --engine` takes it); ValueError otherwise."""
+        try:
+            dims = [int(v) for v in shape.lower().split("x")]
+        except ValueError:
+            dims = []
+        if len(dims) not in (2, 3):
+            raise ValueError(f"{shape!r}: expected ROWSxVEC or PIXELSxROWSxVEC, e.g. 16x16 or 4x16x16")
+        pixels, rows, vec = dims if len(dims) == 3 else [1, *dims]
+        return cls(vec=vec, pe_rows=rows, pixels=pixels, **fields)
+
     def describe(self, units: int | None = None) -> str:
         """"4x16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""
         units = self.compute_units if units is None else units

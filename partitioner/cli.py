@@ -72,18 +72,13 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
     if shape is None:
         return None
     try:
-        parts = [int(v) for v in shape.lower().split("x")]
-    except ValueError:
-        parts = []
-    if len(parts) not in (2, 3):
-        raise click.BadParameter(f"{shape!r}: expected ROWSxVEC or PIXELSxROWSxVEC, e.g. 16x16 or 4x16x16")
-    pixels, rows, vec = parts if len(parts) == 3 else [1, *parts]
-    if rows not in (8, 16, 32, 64) or vec not in (8, 16, 32, 64):
+        config = EngineConfig.from_shape(shape, compute_units=units or 1, clock_mhz=BOARDS[board].clock_mhz)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    if config.pe_rows not in (8, 16, 32, 64) or config.vec not in (8, 16, 32, 64):
         raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
-    if pixels not in (1, 2, 4, 8, 16):
+    if config.pixels not in (1, 2, 4, 8, 16):
         raise click.BadParameter(f"{shape!r}: pixels must be 1, 2, 4, 8 or 16")
-    config = EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, compute_units=units or 1,
-                          clock_mhz=BOARDS[board].clock_mhz)
     return replace(config, clock_mhz=design_clock(BOARDS[board], config)[0])
 
 

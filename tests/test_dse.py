@@ -207,6 +207,9 @@ def test_predict_gives_the_steady_rate_the_report_gives(tmp_path, zoo):
             r"fits, (\d+x)?\d+x\d+( \(epilogue \d+ lanes\))? x \d units?, gives [\d.]+ fps \(modelled\)",
         ),
         (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
+        (["--engine", "16"], r"'16': expected ROWSxVEC or PIXELSxROWSxVEC"),
+        (["--engine", "12x16"], r"'12x16': PE rows and VEC must each be 8, 16, 32 or 64"),
+        (["--engine", "3x16x16"], r"'3x16x16': pixels must be 1, 2, 4, 8 or 16"),
     ],
 )
 def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):

@@ -91,7 +91,7 @@ def test_vivado_scripts_run_to_the_end_under_stubs(builds, tmp_path, board, impl
     ip = run_stubbed(fpga / "ip" / "package_ip.tcl", tmp_path)
     repo = ip.args("ipx::package_project")[0]
     assert Path(repo[repo.index("-root_dir") + 1]) == fpga / "ip" / "repo"
-    assert [a for a in ip.args("create_project")][0][-1] == BOARDS[board].part
+    assert ip.args("create_project")[0][-1] == BOARDS[board].part
     hls = run_stubbed(fpga / "hls" / "run_hls.tcl", tmp_path)
     export = hls.args("export_design")[0]
     vendor, library, name, version = ENGINE_VLNV.split(":")

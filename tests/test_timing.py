@@ -146,9 +146,7 @@ def test_yosys_mapped_multipliers(tmp_path):
 
 def _shape(shape: str):
     from fpga_runtime.abi import EngineConfig
-    dims = [int(v) for v in shape.split("x")]
-    pixels, rows, vec = dims if len(dims) == 3 else [1, *dims]
-    return EngineConfig(vec=vec, pe_rows=rows, pixels=pixels)
+    return EngineConfig.from_shape(shape)
 
 
 def test_fmax_model_holds_on_the_synthesised_shapes():
@@ -199,3 +197,16 @@ def test_a_block_ram_is_no_faster_than_its_data_sheet_fmax():
     report = estimate_timing(_netlist(cells, {"a": 10, "d": 11}), m, 300.0, top="top")
     assert report.estimated_fmax_mhz <= 737 + 1e-9 and 1000 / m.bram_min_period == pytest.approx(737)
     assert report.critical_ns >= m.bram_min_period
+
+
+def test_a_dsp_clock_enable_ends_a_path_at_setup():
+    """CEP is a clock enable, not the C operand: it ends the path at the DSP's registers (setup only)."""
+    m = ULTRASCALE_PLUS_2
+    dsp = _cell("DSP48E2", {"CLK": [1], "A": [60], "B": [60], "CEP": [11], "P": [12]},
+                {"CLK": "input", "A": "input", "B": "input", "CEP": "input", "P": "output"},
+                AREG=1, BREG=1, MREG=1, PREG=1)
+    cells = {"q0": _ff(70, 10), "l": _lut(10, 11), "d": dsp, "qa": _ff(71, 60), "q1": _ff(12, 72)}
+    report = estimate_timing(_netlist(cells, {"e": 10}), m, 300.0, top="top")
+    enable = next(p for p in report.worst_paths if p.end.endswith(".CEP"))
+    assert enable.delay_ns == pytest.approx(m.ff_cko + 2 * m.net + m.lut + m.dsp_setup + m.uncertainty)
+    assert any(p.end.endswith("(inside DSP48E2)") and p.dsp == 1 for p in report.worst_paths)

@@ -63,10 +63,6 @@ class TimingReport:
     def estimated_fmax_mhz(self) -> float:
         return 1000.0 / self.critical_ns
 
-    @property
-    def meets_clock(self) -> bool:
-        return self.estimated_fmax_mhz >= self.clock_mhz
-
     def to_json(self) -> dict:
         return {"clock_mhz": self.clock_mhz, "estimated_fmax_mhz": round(self.estimated_fmax_mhz, 1),
                 "margin": f"+-{MARGIN:.0%} (delay model: partitioner/targets/delay_model.py)",
@@ -199,6 +195,16 @@ class _Analysis:
             return "buffer"
         return "other"
 
+    @staticmethod
+    def dsp_pin(pin: str) -> str:
+        """What a DSP48 input feeds: "alu" (C, PCIN, CARRYIN: after the multiplier), "control" (clock enables,
+        resets, clock: they end paths at the DSP's registers) or "mult" (A, B, D and the mode inputs)."""
+        if pin == "C" or pin.startswith(("PCIN", "CARRYIN", "CARRYCASCIN", "MULTSIGNIN")):
+            return "alu"
+        if pin == "CLK" or pin.startswith(("CE", "RST")):
+            return "control"
+        return "mult"
+
     def dsp_regs(self, cell: dict) -> tuple[bool, bool, bool]:
         """(inputs registered, MREG, PREG)."""
         a = _param(cell, "AREG", 1) > 0 and _param(cell, "BREG", 1) > 0
@@ -255,9 +261,10 @@ class _Analysis:
             return self.m.lut if pin_in.startswith(("A", "DPRA", "ADDR")) and pin_in != "ADDRH" else None
         if kind == "dsp":
             ain, mreg, preg = self.dsp_regs(cell)
-            if pin_in.startswith(("PCIN", "C", "CARRYIN")) and not preg:
+            role = self.dsp_pin(pin_in)
+            if role == "alu" and not preg:
                 return self.m.dsp_alu + self.m.dsp_out
-            if ain or mreg or preg:
+            if role == "control" or ain or mreg or preg:
                 return None
             return self.m.dsp_mult + self.m.dsp_alu + self.m.dsp_out
         return None
@@ -271,14 +278,13 @@ class _Analysis:
         if kind == "uram":
             return self.m.uram_setup
         if kind == "dsp":
-            ain, mreg, preg = self.dsp_regs(cell)
-            if pin_in.startswith(("PCIN", "C", "CARRYIN")):
+            ain, mreg, _ = self.dsp_regs(cell)
+            role = self.dsp_pin(pin_in)
+            if role == "alu":
                 return self.m.dsp_alu + self.m.dsp_setup
-            if ain:
+            if role == "control" or ain:
                 return self.m.dsp_setup
             return self.m.dsp_mult + (0.0 if mreg else self.m.dsp_alu) + self.m.dsp_setup
-        if kind == "lutram":
-            return self.m.ff_setup
         return self.m.ff_setup
 
     def arrive(self, bit: int) -> _Arrival:
@@ -317,23 +323,25 @@ class _Analysis:
         return self.arrival[bit]
 
     # ---- endpoints --------------------------------------------------------------------------------------------
+    def ends_path(self, cell: dict, pin: str) -> bool:
+        """A data input of a sequential element: flip-flop D/CE/R, a RAM's write side, a registered DSP input.
+        Clock pins end nothing; combinational inputs (and a LUT RAM's read address) lead on."""
+        kind = self.kind(cell)
+        if kind in ("buffer", "other") or pin in ("C", "CLK", "CLKARDCLK", "CLKBWRCLK", "WCLK") and kind != "dsp":
+            return False
+        if kind == "dsp":
+            return pin != "CLK" and self.cell_delay(cell, pin) is None
+        if kind == "lutram":
+            return not (pin.startswith(("A", "DPRA", "ADDR")) and pin != "ADDRH")
+        return self.cell_delay(cell, pin) is None
+
     def endpoints(self):
-        """(required time, endpoint name, input bit) for every input that ends a path."""
+        """(required time, endpoint name, input bit) for every input that ends a path, and each output port."""
         for cname, cell in self.net.cells.items():
-            kind = self.kind(cell)
             for pin, b in self.net.inputs[cname]:
-                if pin in ("C", "CLK", "CLKARDCLK", "CLKBWRCLK", "WCLK") and kind != "dsp":
-                    continue
-                if kind == "dsp" and pin == "CLK":
-                    continue
-                if self.cell_delay(cell, pin) is not None and kind != "lutram":
-                    continue
-                if kind == "lutram" and pin.startswith(("A", "DPRA", "ADDR")) and pin != "ADDRH":
-                    continue
-                if kind in ("buffer", "other"):
-                    continue
-                t = self.arrive(b).time + self.route(b, cell, pin) + self.end_time(cell, pin)
-                yield t, f"{self._cell_label(cname, cell, b)}.{pin}", b
+                if self.ends_path(cell, pin):
+                    t = self.arrive(b).time + self.route(b, cell, pin) + self.end_time(cell, pin)
+                    yield t, f"{self._cell_label(cname, cell, b)}.{pin}", b
         for b, pname in self.net.port_out.items():
             yield self.arrive(b).time + self.m.net, pname, b
 
@@ -347,34 +355,27 @@ class _Analysis:
             return f"{instance_path(self.net.name(q) if q is not None else cname)}/{cell['type']}"
         return f"{instance_path(cname)}/{cell['type']}"
 
-    def internal_ram_paths(self):
-        """A block RAM's own minimum period (the data sheet's block RAM FMAX), which no fabric path shows."""
+    def internal_paths(self):
+        """Stages inside a primitive that no fabric path shows: a block RAM's own minimum period (its FMAX), and a
+        DSP48's register-to-register stages (AREG -> MREG, AREG -> PREG without MREG, MREG -> PREG)."""
         for cname, cell in self.net.cells.items():
-            if self.kind(cell) == "bram":
+            kind = self.kind(cell)
+            if kind == "bram":
                 yield self.m.bram_min_period, f"{instance_path(cname)} (inside {cell['type']})", None
-
-    def internal_dsp_paths(self):
-        """A DSP48's own register-to-register stages (e.g. AREG -> PREG without MREG), which no fabric path shows."""
-        for cname, cell in self.net.cells.items():
-            if self.kind(cell) != "dsp":
-                continue
-            ain, mreg, preg = self.dsp_regs(cell)
-            stages = []
-            if ain and mreg:
-                stages.append(self.m.dsp_cko + self.m.dsp_mult + self.m.dsp_setup)
-            if ain and not mreg and preg:
-                stages.append(self.m.dsp_cko + self.m.dsp_mult + self.m.dsp_alu + self.m.dsp_setup)
-            if mreg and preg:
-                stages.append(self.m.dsp_cko + self.m.dsp_alu + self.m.dsp_setup)
-            if stages:
-                out = next((b for p, b in self.net.outputs[cname] if p.startswith("P")), None)
-                label = self.net.name(out) if out is not None else cname
-                yield max(stages), f"{label} (inside {cell['type']})", None
+            elif kind == "dsp":
+                ain, mreg, preg = self.dsp_regs(cell)
+                stages = [1000.0 / self.m.dsp_fmax(mreg=True)] if ain and mreg else []
+                stages += [1000.0 / self.m.dsp_fmax(mreg=False)] if ain and not mreg and preg else []
+                stages += [self.m.dsp_cko + self.m.dsp_alu + self.m.dsp_setup] if mreg and preg else []
+                if stages:
+                    out = next((b for p, b in self.net.outputs[cname] if p.startswith("P")), None)
+                    label = self.net.name(out) if out is not None else cname
+                    yield max(stages), f"{label} (inside {cell['type']})", None
 
     def trace(self, end_time: float, end_name: str, bit: int | None) -> TimingPath:
         path = TimingPath(start=end_name, end=end_name, delay_ns=end_time)
-        if bit is None:
-            path.dsp = 1
+        if bit is None:                          # a stage inside one primitive
+            path.ram, path.dsp = (1, 0) if "inside RAMB" in end_name else (0, 1)
             return path
         seen_cells: list[str] = []
         b: int | None = bit
@@ -410,7 +411,7 @@ def estimate_timing(netlist: dict, model: DelayModel, clock_mhz: float, top: str
     """Every path's estimated delay; the worst `worst` of them (one per endpoint signal) and the Fmax."""
     net = _Netlist(netlist, top)
     analysis = _Analysis(net, model)
-    ends = list(analysis.endpoints()) + list(analysis.internal_dsp_paths()) + list(analysis.internal_ram_paths())
+    ends = list(analysis.endpoints()) + list(analysis.internal_paths())
     if not ends:
         raise ValueError(f"timing: no register-to-register path in module {top}")
     ends.sort(key=lambda e: -e[0])
@@ -440,8 +441,4 @@ def write_timing(report: TimingReport, folder: Path) -> Path:
     path.write_text(json.dumps(report.to_json(), indent=1) + "\n")
     return path
 
-
-def load_timing(folder: Path) -> dict | None:
-    path = folder / TIMING_FILE
-    return json.loads(path.read_text()) if path.is_file() else None
 
