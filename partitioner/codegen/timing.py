@@ -196,6 +196,11 @@ class _Analysis:
         return "other"
 
     @staticmethod
+    def lutram_read(pin: str) -> bool:
+        """A distributed RAM's or SRL's read address: combinational to its output (ADDRH is RAM32M16's write)."""
+        return pin.startswith(("A", "DPRA", "ADDR")) and pin != "ADDRH"
+
+    @staticmethod
     def dsp_pin(pin: str) -> str:
         """What a DSP48 input feeds: "alu" (C, PCIN, CARRYIN: after the multiplier), "control" (clock enables,
         resets, clock: they end paths at the DSP's registers) or "mult" (A, B, D and the mode inputs)."""
@@ -258,7 +263,7 @@ class _Analysis:
         if kind == "buffer" or kind == "other":
             return 0.0
         if kind == "lutram":
-            return self.m.lut if pin_in.startswith(("A", "DPRA", "ADDR")) and pin_in != "ADDRH" else None
+            return self.m.lut if self.lutram_read(pin_in) else None
         if kind == "dsp":
             ain, mreg, preg = self.dsp_regs(cell)
             role = self.dsp_pin(pin_in)
@@ -332,7 +337,7 @@ class _Analysis:
         if kind == "dsp":
             return pin != "CLK" and self.cell_delay(cell, pin) is None
         if kind == "lutram":
-            return not (pin.startswith(("A", "DPRA", "ADDR")) and pin != "ADDRH")
+            return not self.lutram_read(pin)
         return self.cell_delay(cell, pin) is None
 
     def endpoints(self):
