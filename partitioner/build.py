@@ -43,7 +43,7 @@ from partitioner.explore.design_space import (
     ranked,
     unit_resources,
 )
-from partitioner.explore.draft import full_offload_draft
+from partitioner.explore.draft import branch_splits, full_offload_draft
 from partitioner.frontend.float16 import widen_to_float32
 from partitioner.frontend.importer import ImportResult, import_model
 from partitioner.frontend.metadata import class_names
@@ -111,10 +111,10 @@ def _save_graph(graph, path: Path) -> None:
 
 def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
-    nodes, subgraphs, stages = full_offload_draft(graph, board, cfg.keep_on_cpu)
+    nodes, splits = branch_splits(graph, board, cfg.keep_on_cpu, split_all=cfg.offload_everything)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
-    exploration = explore(graph, nodes, subgraphs, board, cfg.target_fps, units, cfg.objective, stages,
-                          cfg.clock_mhz)
+    exploration = explore(graph, nodes, splits[0].fpga_subgraphs, board, cfg.target_fps, units, cfg.objective,
+                          clock_mhz=cfg.clock_mhz, splits=splits)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
         raise ModelError(
             exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else "")
@@ -124,6 +124,16 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
         raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
                          f"that fits, {describe(best)}, gives {best.rate:.1f} fps (modelled)")
     return exploration
+
+
+def _fixed_engine_splits(graph, board, engine: EngineConfig, cfg: PartitionConfig) -> Exploration | None:
+    """For an engine fixed by hand, the branch split its units serve best (the exploration weighs the splits
+    together with the design otherwise)."""
+    nodes, splits = branch_splits(graph, board, cfg.keep_on_cpu)
+    if not nodes:
+        return None
+    return explore(graph, nodes, splits[0].fpga_subgraphs, board, objective=cfg.objective, splits=splits,
+                   fixed=engine)
 
 
 def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
@@ -161,6 +171,7 @@ class BuildState:
     preprocess: Preprocess | None = None
     graph: Graph | None = None
     exploration: Exploration | None = None
+    splits: Exploration | None = None          # the branch splits weighed (the exploration's, or a fixed engine's)
     engine: EngineConfig | None = None
     target: ModuleType | None = None          # targets.fpga or targets.cpu
     part: Partition | None = None
@@ -188,7 +199,7 @@ class BuildState:
 
     def result(self) -> BuildResult:
         return BuildResult(self.plan, self.part, self.warnings, self.checks, self.timings, self.accuracy,
-                           self.exploration, self.layers, self.sensitivity)
+                           self.exploration, self.layers, self.sensitivity, self.splits)
 
 
 @dataclass(frozen=True)
@@ -272,7 +283,10 @@ def _save_exploration(s: BuildState, folder: Path) -> None:
     _save_json(folder / "explore.json", {
         "objective": e.objective, "note": e.note, "chosen": describe(e.chosen) if e.chosen else None,
         "designs": [{"design": describe(d), "fps": d.fps, "frame_fps": d.frame_fps, "latency_s": d.latency_s,
-                     "mac_utilisation": d.mac_utilisation, "weights_in": d.weights_in} for d in ranked(e)]})
+                     "mac_utilisation": d.mac_utilisation, "weights_in": d.weights_in,
+                     "split": d.split.label if d.split else None} for d in ranked(e)],
+        "splits": [{**o.split.as_dict(), "best": describe(o.best), "latency_s": o.best.latency_s,
+                    "frame_fps": o.best.frame_fps} for o in e.splits]})
 
 
 def _fixed_clock(s: BuildState) -> float:
@@ -307,7 +321,15 @@ def _partition(s: BuildState) -> None:
             s.warnings.append(f"--clock-mhz {cfg.clock_mhz:g} is above this engine's estimated Fmax on {s.board.name} "
                               f"({fmax:.0f} MHz, partitioner/explore/clock.py): every time and rate here assumes "
                               f"{cfg.clock_mhz:g} MHz, which only a routed design that meets it makes true")
-    s.part = partition(s.graph, s.target, CostModel(s.board, s.engine), cfg.offload_everything, cfg.keep_on_cpu)
+    s.splits = s.exploration
+    if s.exploration is None and s.target is TARGETS[TargetName.FPGA] and not cfg.offload_everything:
+        s.splits = _fixed_engine_splits(s.graph, s.board, s.engine, cfg)
+    chosen = s.splits.chosen if s.splits is not None else None
+    share = chosen.split.share if chosen is not None and chosen.split is not None else None
+    if cfg.offload_everything:
+        share = None                           # every branch split off, as that flag promises
+    s.part = partition(s.graph, s.target, CostModel(s.board, s.engine), cfg.offload_everything, cfg.keep_on_cpu,
+                       branch_share=share)
 
 
 def _save_partition(s: BuildState, folder: Path) -> None:
@@ -427,4 +449,4 @@ def write_outputs(s: BuildState) -> None:
     if s.exploration is not None and s.exploration.chosen is None:
         s.warnings.append(f"{s.exploration.note}: every layer stays on the CPU")
     write_report(s.plan, s.out_dir, s.picture, s.warnings, s.checks, s.accuracy, s.exploration, s.calibration,
-                 s.layers, s.synthesis, s.sensitivity, s.image, s.cfg.engine_impl)
+                 s.layers, s.synthesis, s.sensitivity, s.image, s.cfg.engine_impl, s.splits)

@@ -27,6 +27,7 @@ class BuildResult:
     exploration: Exploration | None = None
     layers: list[LayerAccuracy] = field(default_factory=list)
     sensitivity: list[TensorSensitivity] = field(default_factory=list)
+    splits: Exploration | None = None        # the branch splits weighed (the exploration's, or a fixed engine's)
 
     @property
     def verified(self) -> bool:

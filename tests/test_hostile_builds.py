@@ -317,7 +317,7 @@ def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp
     shutil.copytree(pooled, folder)
     engine = json.loads((folder / "fpga" / "engine.json").read_text())
     first = next(iter(engine["programs"].values()))
-    first["layers"] += 1
+    first["layers"] -= 1
     (folder / "fpga" / "engine.json").write_text(json.dumps(engine))
     from fpga_runtime.plan import file_sha256
     _edit_plan(folder, lambda raw: raw["files"].update(

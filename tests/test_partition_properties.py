@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from onnx import helper, numpy_helper
 
+from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.plan import read_plan
 from partitioner.build import PartitionConfig, run_partition
@@ -125,11 +126,11 @@ def random_nets(draw):
     return net.model(outputs)
 
 
-def _check_invariants(model: onnx.ModelProto, out: Path, offload_everything: bool, board: str) -> None:
+def _check_invariants(model: onnx.ModelProto, out: Path, offload_everything: bool, board: str, **options) -> None:
     path = out / "m.onnx"
     onnx.save(model, str(path))
     result = run_partition(PartitionConfig(model=path, out_dir=out / "build", board=board, verify=True,
-                                           picture=False, offload_everything=offload_everything))
+                                           picture=False, offload_everything=offload_everything, **options))
     plan = read_plan(out / "build")          # checks the order: every input produced before it is read
 
     placed = [n for s in plan.subgraphs for n in s.nodes] + plan.folded
@@ -238,3 +239,48 @@ def test_sequential_nodes_are_those_comparable_with_every_other(n, pairs):
     topo = list(range(n))
     brute = [v for v in topo if len(nx.descendants(dag, v)) + len(nx.ancestors(dag, v)) == n - 1]
     assert sequential_nodes(dag, topo) == brute
+
+
+def _convex(dag: nx.DiGraph, members: set[str]) -> bool:
+    """No path leaves the set and comes back into it."""
+    outside = {s for m in members for s in dag.successors(m)} - members
+    reach = set(outside)
+    for v in outside:
+        reach |= nx.descendants(dag, v)
+    return not reach & members
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_nets())
+def test_every_branch_split_candidate_keeps_the_invariants(model):
+    """Each way the exploration may cut the FPGA regions at their forks (explore/draft.py): every node placed
+    exactly once, every subgraph convex, the subgraph graph acyclic, the FPGA layers the same in all of them."""
+    from ir_helpers import ir_of
+
+    from partitioner.explore.draft import branch_splits
+    from partitioner.passes.pipeline import run_fusion
+    from partitioner.placement.cost import CostModel
+    from partitioner.placement.partition import partition
+    from partitioner.targets import fpga
+    g = run_fusion(ir_of(model))
+    b = BOARDS["zcu104"]
+    nodes, splits = branch_splits(g, b)
+    dag = g.dag()
+    for sp in splits:
+        assert sorted(n for s in sp.stages if s.device == "fpga" for n in s.nodes) == sorted(nodes)
+        part = partition(g, fpga, CostModel(b), offload_everything=True, branch_share=sp.share)
+        placed = [n for s in part.subgraphs for n in s.nodes]
+        assert sorted(placed) == sorted(g.nodes)
+        assert all(_convex(dag, set(s.nodes)) for s in part.subgraphs)
+        cg = nx.DiGraph((d, s.name) for s in part.subgraphs for d in s.depends_on)
+        assert nx.is_directed_acyclic_graph(cg)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_nets())
+def test_invariants_with_two_units_fixed_for_latency(model):
+    """A fixed two-unit engine weighs the branch splits for one frame's latency; the build keeps every invariant
+    and computes what the original computes (--verify)."""
+    with tempfile.TemporaryDirectory() as d:
+        _check_invariants(model, Path(d), False, "zcu104",
+                          engine=EngineConfig(vec=8, pe_rows=8, compute_units=2), objective="latency")

@@ -173,3 +173,17 @@ def test_a_long_stream_keeps_a_bounded_record(tiny_build, monkeypatch):
         assert len(session.stats) == 8
         assert Scheduler(session).stats.window == 20_000                            # streams are bounded by default
 
+
+
+def test_the_lower_bound_counts_the_work_a_serial_prefix_leaves():
+    """A 10 s backbone, then three 6 s branches and a 1 s join on two units: no schedule ends before
+    10 + (18 + 1) / 2 = 19.5 s (the plain bounds say 17: the critical path; 14.5: all work over two units), and
+    the policy's 23 s is optimal here (two branches, then the third, then the join)."""
+    from fpga_runtime.prediction.virtual_time import _resource_bound
+    from fpga_runtime.run.policy import upward_ranks
+    plan = _plan([("a", "fpga", []), ("b", "fpga", ["a"]), ("c", "fpga", ["a"]), ("e", "fpga", ["a"]),
+                  ("d", "fpga", ["b", "c", "e"])])
+    t = {"a": 10.0, "b": 6.0, "c": 6.0, "e": 6.0, "d": 1.0}
+    makespan, _ = simulate(plan, t, 2, 1, frames=1, in_flight=1)
+    bound = max(max(upward_ranks(plan, t).values()), _resource_bound(plan, t, "fpga", 2, 1))
+    assert bound == pytest.approx(19.5) and makespan == pytest.approx(23.0)

@@ -117,8 +117,10 @@ def limited_by(plan, durations: dict[str, float], cpu_workers: int, compute_unit
 
 
 def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes: int, frames: int) -> float:
-    """No schedule beats: the earliest any task of `device` can start, plus all its work spread over its lanes,
-    plus the shortest chain that must follow the last of them."""
+    """No schedule beats, for any time T: T, plus the work of the `device` tasks that cannot start before T (their
+    longest chain from the frame's start reaches T) spread over its lanes, plus the shortest chain that must
+    follow the last of them. T = the earliest start of all is the plain resource bound; a later T counts the
+    tail of the frame a serial prefix leaves to be shared (e.g. the branches after a long backbone)."""
     tasks = [s for s in plan.subgraphs if s.device == device]
     if not tasks:
         return 0.0
@@ -126,9 +128,13 @@ def _resource_bound(plan: Plan, durations: dict[str, float], device: str, lanes:
     head: dict[str, float] = {}
     for s in plan.subgraphs:
         head[s.name] = max((head[d] + durations[d] for d in s.depends_on), default=0.0)
-    work = sum(durations[s.name] for s in tasks)
-    return (min(head[s.name] for s in tasks) + frames * work / lanes
-            + min(rank[s.name] - durations[s.name] for s in tasks))
+    by_head = sorted(tasks, key=lambda s: head[s.name], reverse=True)
+    bound, work, tail = 0.0, 0.0, float("inf")
+    for s in by_head:                          # the tasks with head >= T, T falling through every head
+        work += durations[s.name]
+        tail = min(tail, rank[s.name] - durations[s.name])
+        bound = max(bound, head[s.name] + frames * work / lanes + tail)
+    return bound
 
 
 def build_compute_units(plan: Plan) -> int:
@@ -165,3 +171,22 @@ def _ddr_fps(plan: Plan, board: Board) -> float:
     """The units share the board's DDR, which the schedule does not see: its bandwidth caps the rate."""
     nbytes = sum(layer.bytes for s in plan.subgraphs if s.device == "fpga" for layer in s.layers)
     return board.ddr_gbps * 1e9 / nbytes if nbytes else float("inf")
+
+
+def frame_engine_cycles(plan: Plan, engine_cycles: dict[str, float], compute_units: int) -> float:
+    """One frame's wall-clock engine cycles when each FPGA subgraph takes `engine_cycles` (measured on the RTL,
+    or `model_engine_cycles`): the runtime's schedule of one frame replayed on `compute_units` units with those
+    times, CPU subgraphs, transfers and program starts left out, so that two sources of engine cycles compare
+    alone. Subgraphs of parallel branches overlap on different units: the frame takes the longest chain."""
+    durations = {s.name: float(engine_cycles.get(s.name, 0.0)) if s.device == "fpga" else 0.0
+                 for s in plan.subgraphs}
+    return simulate(plan, durations, compute_units, CPU_WORKERS, 1, 1)[0]
+
+
+def model_engine_cycles(plan: Plan, board: Board, compute_units: int) -> dict[str, float]:
+    """The cycle model's engine cycles per FPGA subgraph, each layer no faster than its DDR bytes at a
+    1/`compute_units` share of the board's bandwidth (what each unit of the RTL simulation is given)."""
+    clock = clock_mhz(plan, board) * 1e6
+    per_cycle = board.ddr_gbps * 1e9 / clock / compute_units
+    return {s.name: sum(max(layer.cycles, layer.bytes / per_cycle) for layer in s.layers)
+            for s in plan.subgraphs if s.device == "fpga"}

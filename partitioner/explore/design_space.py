@@ -14,6 +14,7 @@ post-processing included) and one frame's latency. `objective` "throughput" pick
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from fpga_runtime.abi import EngineConfig
@@ -24,6 +25,7 @@ from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fp
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
 from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers
 from partitioner.explore.clock import design_clock
+from partitioner.explore.draft import BranchSplit, Stage
 from partitioner.explore.resources import Resources, compute_unit
 from partitioner.ir.graph import Graph, OpKind, Pool
 from partitioner.placement.cost import node_cost
@@ -37,16 +39,6 @@ WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the wei
                                  # 3x3 layer's group of output-channel tiles then shares one load of its input
                                  # (stride-2 layers are bound by those loads), for BRAM or otherwise idle URAM
 OBJECTIVES = ("throughput", "latency")
-
-
-@dataclass(frozen=True)
-class Stage:
-    """A subgraph of the draft partition, as the frame schedule sees it."""
-    name: str
-    device: str                  # "cpu" or "fpga"
-    depends_on: tuple[str, ...]
-    nodes: tuple[str, ...]       # the engine layers of an FPGA stage
-    fixed_s: float               # a CPU stage's time; an FPGA stage's transfers and program start
 
 
 @dataclass(frozen=True)
@@ -67,6 +59,7 @@ class Design:
     frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
     latency_s: float | None = None   # one frame alone
     cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
+    split: BranchSplit | None = None # how the FPGA regions are cut at their forks (the best for this design)
 
     @property
     def rate(self) -> float:
@@ -80,6 +73,7 @@ class Exploration:
     feasible: list[Design] = field(default_factory=list)
     note: str = ""
     objective: str = "throughput"
+    splits: list["SplitOutcome"] = field(default_factory=list)   # per branch split tried, its best design
 
 
 @dataclass
@@ -195,13 +189,13 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             for uram in ((False, True) if board.uram else (False,))]
 
 
-def schedule(design: Design, stages: list[Stage], memo: dict | None = None) -> Design:
+def schedule(design: Design, stages: list[Stage] | tuple[Stage, ...], memo: dict | None = None) -> Design:
     """`design` with its steady whole-frame rate (the runtime's frames in flight and CPU workers; ramp-up and
     drain left out), one frame's latency, and whether the CPU stages bound the rate. `memo` keeps the virtual
-    schedules of designs with the same stage times and units (weights in BRAM or URAM: the same layers)."""
+    schedules of designs with the same stages, stage times and units (weights in BRAM or URAM: the same layers)."""
     durations = {s.name: s.fixed_s + sum(design.layer_s.get(n, 0.0) for n in s.nodes) for s in stages}
     units = design.config.compute_units
-    key = (units, tuple(durations.values()))
+    key = (id(stages), units, tuple(durations.values()))
     if memo is None or key not in memo:
         plan = _Schedule(tuple(stages))
         latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
@@ -214,6 +208,70 @@ def schedule(design: Design, stages: list[Stage], memo: dict | None = None) -> D
     # the schedule does not see the units share the DDR: the FPGA's own bound caps the rate
     rate = min(rate, design.fps)
     return replace(design, frame_fps=rate, latency_s=latency, cpu_bound=cpu_bound)
+
+
+SPLIT_GAIN = 0.005   # a split (more program starts, more segments) is kept only where it wins by more than this
+
+
+@dataclass
+class SplitOutcome:
+    """A branch split the exploration tried, and the best design under it for the objective."""
+    split: BranchSplit
+    best: Design
+
+
+def _split_design(design: Design, split: BranchSplit, base: int, board: Board) -> Design:
+    """`design` under `split`: a program start per FPGA subgraph more (or fewer) than the `base` count its FPGA
+    time was made with."""
+    frame = design.frame_s + (split.fpga_subgraphs - base) * timing.INVOKE_S
+    fps = min(design.config.compute_units / frame, board.ddr_gbps * 1e9 / max(design.ddr_bytes, 1))
+    return replace(design, frame_s=frame, fps=fps, mac_utilisation=design.mac_utilisation * fps / design.fps,
+                   split=split)
+
+
+def _better(a: Design, b: Design, objective: str, margin: float = 0.0) -> bool:
+    """Is `a` better than `b` on the objective by more than `margin` (the other figure breaks exact ties)?"""
+    if objective == "latency":
+        return a.latency_s < b.latency_s * (1 - margin) or (a.latency_s == b.latency_s and a.rate > b.rate)
+    return a.rate > b.rate * (1 + margin) or (a.rate == b.rate and a.latency_s < b.latency_s)
+
+
+def _schedule_splits(feasible: list[Design], splits: list[BranchSplit], base: int, board: Board,
+                     objective: str) -> tuple[list[Design], list[SplitOutcome]]:
+    """Every design under the first split (none), and under the others where a split could still matter: each
+    design keeps the split that serves the objective best (a split only where it beats the cuts before it by
+    SPLIT_GAIN), and each split its best design among those scheduled under it (the no-split choice always is).
+    A design is not scheduled under the other splits where no split can bring it within TIE of the best
+    no-split design, nor beat its own no-split figure: one frame's latency is at least its engine layers'
+    time spread over all its units, and no schedule runs more frames a second than the units' layer time
+    allows."""
+    memo: dict = {}
+    plain = [schedule(_split_design(d, splits[0], base, board), splits[0].stages, memo) for d in feasible]
+    if objective == "latency":
+        best = min(d.latency_s for d in plain)
+    else:
+        best = max(d.rate for d in plain)
+    leader = next(d for d in plain if (d.latency_s if objective == "latency" else d.rate) == best)
+    chosen: list[Design] = []
+    best_of: list[Design | None] = [None] * len(splits)
+    for d in plain:
+        work = sum(d.layer_s.values()) / d.config.compute_units
+        if objective == "latency":
+            hopeless = work >= best * (1 + TIE) or work >= d.latency_s * (1 - SPLIT_GAIN)
+        else:
+            hopeless = not work or 1 / work <= best * (1 - TIE) or 1 / work <= d.rate * (1 + SPLIT_GAIN)
+        if hopeless and d is not leader:
+            chosen.append(d)
+            continue
+        pick = d
+        for i, sp in enumerate(splits):
+            o = d if i == 0 else schedule(_split_design(d, sp, base, board), sp.stages, memo)
+            if i and _better(o, pick, objective, SPLIT_GAIN):
+                pick = o
+            if best_of[i] is None or _better(o, best_of[i], objective):
+                best_of[i] = o
+        chosen.append(pick)
+    return chosen, [SplitOutcome(sp, b) for sp, b in zip(splits, best_of)]
 
 
 def describe(d: Design) -> str:
@@ -244,48 +302,62 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None,
-            clock_mhz: float | None = None) -> Exploration:
-    """The design for `objective` among those that fit; with `stages`, rates are whole frames' (`schedule`),
-    else the FPGA's alone. Each design runs at its `design_clock`, or at `clock_mhz` where the user fixes it."""
+            clock_mhz: float | None = None, splits: list[BranchSplit] | None = None,
+            fixed: EngineConfig | None = None) -> Exploration:
+    """The design for `objective` among those that fit; with `stages` (one draft partition) or `splits` (the
+    ways of cutting the FPGA regions at their forks, branch_splits()), rates are whole frames' (`schedule`), else
+    the FPGA's alone, and with `splits` each design is scheduled under each and keeps its best. `subgraphs`: the
+    FPGA subgraphs the FPGA time counts program starts for (with `splits`, the first's). Each design runs at its
+    `design_clock`, or at `clock_mhz` where the user fixes it; `fixed` weighs the splits for one engine only."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
-    configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
-                            epilogue_lanes=max(v, r) // p if p > 1 else 0)
-               for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
-               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
-    # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
-    configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
     layers = _Layers(graph, fpga_nodes)
-    sized = [layers.sized(c) for c in configs]
-    # where the model has depthwise layers the window path would take, also try the engine without that logic
-    # (its LUTs against the depthwise layers' speed)
-    sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
-    sized += [replace(c, weight_rows=c.weight_rows * k) for c in sized if c.pixels > 1 for k in WEIGHT_RAM_SCALES]
+    if fixed is not None:
+        sized = [fixed if fixed.weight_rows else layers.sized(fixed)]
+    else:
+        sized = _candidates(board, units, clock_mhz, layers)
     designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
-    feasible = [d for d in designs if d.resources.fits(board)]
+    feasible = [d for d in designs if d.resources.fits(board)] or (designs if fixed is not None else [])
     if not feasible:
         smallest = min(designs, key=lambda d: len(d.resources.over_budget(board)) + d.resources.dsp / 1e6)
         return Exploration(board, None, [], f"no engine design fits {board.name}: the smallest, {describe(smallest)}, "
                                             f"needs {'; '.join(smallest.resources.over_budget(board))}")
-    if stages:
-        memo: dict = {}
-        feasible = [schedule(d, stages, memo) for d in feasible]
-    what = "whole frames" if stages else "the FPGA layers"
+    if stages and not splits:
+        splits = [BranchSplit(math.inf, tuple(stages), subgraphs, 0)]
+    outcomes: list[SplitOutcome] = []
+    if splits:
+        feasible, outcomes = _schedule_splits(feasible, splits, subgraphs, board, objective)
+    what = "whole frames" if splits else "the FPGA layers"
     if target_fps is not None:
         meeting = [d for d in feasible if d.rate >= target_fps]
         if meeting:
             best = min(meeting, key=lambda d: (d.resources.dsp, d.resources.bram36 + 8 * d.resources.uram,
                                                d.resources.lut))
             return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps ({what})",
-                               objective)
+                               objective, outcomes)
         note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
     elif objective == "latency":
         note = f"shortest frame ({what}) within the budget"
     else:
         note = f"highest throughput ({what}) within the budget"
-    exploration = Exploration(board, None, feasible, note, objective)
+    exploration = Exploration(board, None, feasible, note, objective, outcomes)
     exploration.chosen = ranked(exploration)[0]
     return exploration
+
+
+def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, layers: _Layers) -> list[EngineConfig]:
+    configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
+                            epilogue_lanes=max(v, r) // p if p > 1 else 0)
+               for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
+               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
+    # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
+    configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
+    sized = [layers.sized(c) for c in configs]
+    # where the model has depthwise layers the window path would take, also try the engine without that logic
+    # (its LUTs against the depthwise layers' speed)
+    sized += [replace(c, depthwise_rows=False) for c in sized if c.depthwise_rows]
+    sized += [replace(c, weight_rows=c.weight_rows * k) for c in sized if c.pixels > 1 for k in WEIGHT_RAM_SCALES]
+    return sized
 
 
 TIE = 0.01       # designs within 1 % on the objective count as equal; the other figure of merit decides

@@ -1,6 +1,7 @@
 """report.md for a person, and the short table printed on the console."""
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -105,6 +106,50 @@ def design_section(exploration) -> list[str]:
     return lines
 
 
+def _figure(d, objective: str) -> str:
+    return f"{d.latency_s * 1e3:.2f} ms a frame" if objective == "latency" else f"{d.rate:.2f} frames/s"
+
+
+def split_section(splits) -> list[str]:
+    """The ways of cutting the FPGA regions at their forks that were weighed, each with its best design, and
+    why the chosen one won (`splits`: the exploration, or a fixed engine's weighing of the splits)."""
+    chosen, objective = splits.chosen, splits.objective
+    if chosen is None or chosen.split is None or not splits.splits:
+        return []
+    if len(splits.splits) == 1 and not math.isinf(chosen.split.share):
+        return ["## Branch splits (parallel FPGA subgraphs)", "",
+                "--offload-all: every parallel branch with MACs is an FPGA subgraph of its own; no split was weighed.",
+                ""]
+    rows = []
+    for o in splits.splits:
+        mine = o.split == chosen.split
+        d = chosen if mine else o.best
+        rows.append(["**chosen**" if mine else "", o.split.label, o.split.fpga_subgraphs, o.split.parallel_groups,
+                     d.config.describe(), f"{d.latency_s * 1e3:.2f}", f"{d.rate:.2f}"])
+    lines = ["## Branch splits (parallel FPGA subgraphs)", "",
+             "Each candidate cuts the FPGA regions at their forks: every parallel branch holding at least that share "
+             "of the offloaded MACs becomes an FPGA subgraph of its own, which another compute unit may run while "
+             "the rest of the frame goes on (and CPU branches overlap FPGA ones). Each is scheduled in virtual time "
+             f"by the runtime's policy with every design; objective: {objective}.", ""]
+    lines += _table(["", "split", "FPGA subgraphs", "parallel groups", "best design", "latency ms", "frames/s"], rows)
+    single = splits.splits[0].best
+    if math.isinf(chosen.split.share):
+        others = [o.best for o in splits.splits[1:]]
+        if not others:
+            why = ("the FPGA regions have no fork with multiply-accumulate work on both sides, so there is nothing "
+                   "to split")
+        else:
+            best_split = min(others, key=lambda d: d.latency_s) if objective == "latency" else max(
+                others, key=lambda d: d.rate)
+            why = (f"no split: the best split design ({best_split.split.label}, {best_split.config.describe()}) gives "
+                   f"{_figure(best_split, objective)} against {_figure(chosen, objective)} without: the branches "
+                   "beside the critical path are too small for what their extra units or program starts cost")
+    else:
+        why = (f"split ({chosen.split.label}): {_figure(chosen, objective)} against {_figure(single, objective)} for "
+               f"the best single-subgraph design ({single.config.describe()})")
+    return lines + ["", f"Chosen: {why}.", ""]
+
+
 def synthesis_section(synthesis: dict, exploration) -> list[str]:
     """yosys' count for one compute unit beside the resource model's estimate (when the exploration ran)."""
     model = exploration.chosen.resources.times(1) if exploration is not None and exploration.chosen else None
@@ -165,7 +210,7 @@ def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
                  layers: list | None = None, synthesis: dict | None = None, sensitivity: list | None = None,
-                 image: EngineImage | None = None, engine_impl: str = "rtl") -> Path:
+                 image: EngineImage | None = None, engine_impl: str = "rtl", splits=None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -232,6 +277,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
                   f"{CONDITIONING_FACTOR:g}x that where it is larger.", ""]
     if exploration is not None and exploration.chosen is not None:
         lines += design_section(exploration)
+    if splits is not None:
+        lines += split_section(splits)
     if synthesis is not None:
         lines += synthesis_section(synthesis, exploration)
     if accuracy is not None:

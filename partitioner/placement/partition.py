@@ -11,7 +11,7 @@ from fpga_runtime.run.policy import CPU_WORKERS
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph
 from partitioner.placement.carve import carve, cluster_graph, split_parallel
-from partitioner.placement.cost import PARALLEL_MIN_S, PARALLEL_MIN_SHARE, CostModel, RegionEstimate
+from partitioner.placement.cost import PARALLEL_MIN_S, PARALLEL_MIN_SHARE, CostModel, RegionEstimate, node_cost
 from partitioner.placement.roles import Role, assign_roles
 from partitioner.targets import cpu as cpu_target
 
@@ -49,6 +49,8 @@ class Partition:
     fallbacks: dict[str, str]            # node -> why it is not on the FPGA (compute nodes only)
     roles: dict[str, Role]
     decisions: list[Decision]
+    fork_branches: list[int] = field(default_factory=list)   # MACs of every branch offered at a fork (the
+                                                             # exploration's split candidates come from them)
 
 
 def _place(graph: Graph, target: ModuleType, roles: dict[str, Role], demoted: dict[str, str]
@@ -96,15 +98,20 @@ def _boundary_elements(graph: Graph, part: set[str], on_fpga: dict[str, bool]) -
 
 
 def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool = False,
-              keep_on_cpu: tuple[str, ...] = (), split_all_branches: bool | None = None) -> Partition:
+              keep_on_cpu: tuple[str, ...] = (), split_all_branches: bool | None = None,
+              branch_share: float | None = None) -> Partition:
     """`offload_everything` skips the cost model's veto (tests use it to exercise every supported node) and, unless
     `split_all_branches` is False, splits every parallel branch off, except for regions without MACs: those never
-    become a subgraph of their own. `keep_on_cpu` names ONNX nodes whose layers stay on the CPU whatever the
-    target says. A lane-wise layer whose operands the target's memory layout would place differently (the
-    target's `layout_conflicts`) goes to the CPU too, and the partition is carved again without it."""
+    become a subgraph of their own. `branch_share` is the exploration's choice of which parallel branches become
+    subgraphs of their own: those holding at least that share of the model's offloaded MACs (`math.inf`: none);
+    without it, the cost model's rule (PARALLEL_MIN_S, PARALLEL_MIN_SHARE). `keep_on_cpu` names ONNX nodes whose
+    layers stay on the CPU whatever the target says. A lane-wise layer whose operands the target's memory layout
+    would place differently (the target's `layout_conflicts`) goes to the CPU too, and the partition is carved
+    again without it."""
     conflicts: dict[str, str] = {}
     while True:
-        part = _partition_once(graph, target, cost, offload_everything, keep_on_cpu, split_all_branches, conflicts)
+        part = _partition_once(graph, target, cost, offload_everything, keep_on_cpu, split_all_branches, conflicts,
+                               branch_share)
         fpga_nodes = [n for sg in part.subgraphs if sg.device is Device.FPGA for n in sg.nodes]
         found = target.layout_conflicts(graph, fpga_nodes, cost.engine) if fpga_nodes else {}
         if not found:
@@ -114,8 +121,8 @@ def partition(graph: Graph, target: ModuleType, cost: CostModel, offload_everyth
 
 def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_everything: bool,
                     keep_on_cpu: tuple[str, ...], split_all_branches: bool | None,
-                    conflicts: dict[str, str]) -> Partition:
-    split_all = offload_everything if split_all_branches is None else split_all_branches
+                    conflicts: dict[str, str], branch_share: float | None = None) -> Partition:
+    split_all = (offload_everything if split_all_branches is None else split_all_branches) and branch_share is None
     dag = graph.dag()
     order = {n: i for i, n in enumerate(graph.nodes)}
     if target is cpu_target:
@@ -125,8 +132,11 @@ def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_e
     roles = assign_roles(graph, dag)
     demoted: dict[str, str] = {**conflicts, **_kept_on_cpu(graph, keep_on_cpu)}
     decisions: list[Decision] = []
+    node_macs = {n: node_cost(node, graph).macs for n, node in graph.nodes.items()}
     while True:
         on_fpga, reasons = _place(graph, target, roles, demoted)
+        offered: list[int] = []
+        fpga_macs = sum(m for n, m in node_macs.items() if on_fpga[n])
         labels = {n: (Device.FPGA, Role.COMPUTE) if on_fpga[n] else (Device.CPU, roles[n]) for n in graph.nodes}
         parts: list[tuple[set[str], Device, Role, int | None, RegionEstimate | None]] = []
         rejected: list[Decision] = []
@@ -136,15 +146,20 @@ def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_e
                 nodes = sorted(cluster, key=order.__getitem__)
                 parts.append((cluster, device, role, None, cost.cpu_only([graph.nodes[n] for n in nodes], graph)))
                 continue
-            floor = max(PARALLEL_MIN_S, PARALLEL_MIN_SHARE * cost.region([graph.nodes[n] for n in cluster], graph,
-                                                                         0).fpga_layers_s)
+            floor = 0.0 if split_all or branch_share is not None else max(
+                PARALLEL_MIN_S,
+                PARALLEL_MIN_SHARE * cost.region([graph.nodes[n] for n in cluster], graph, 0).fpga_layers_s)
 
             def worth(branch: set[str]) -> bool:
+                if branch_share is not None:
+                    macs = sum(node_macs[n] for n in branch)
+                    offered.append(macs)
+                    return macs > 0 and macs >= branch_share * fpga_macs
                 return split_all or \
                     cost.region([graph.nodes[n] for n in branch], graph, 0).fpga_layers_s >= floor
 
             def works(part: set[str]) -> bool:
-                return cost.region([graph.nodes[n] for n in part], graph, 0).macs > 0
+                return any(node_macs[n] for n in part)
 
             for part, group in split_parallel(dag, cluster, order, worth=worth, works=works):
                 nodes = sorted(part, key=order.__getitem__)
@@ -160,7 +175,9 @@ def _partition_once(graph: Graph, target: ModuleType, cost: CostModel, offload_e
             demoted.update({n: _rejection(d.estimate) for n in d.nodes})
     decisions.extend(Decision(sorted(p[0], key=order.__getitem__), True, p[4]) for p in parts
                      if p[1] is Device.FPGA)
-    return _finish(graph, dag, order, _pack_cpu_siblings(graph, dag, order, parts, cost), reasons, roles, decisions)
+    part = _finish(graph, dag, order, _pack_cpu_siblings(graph, dag, order, parts, cost), reasons, roles, decisions)
+    part.fork_branches = offered
+    return part
 
 
 def _pack_cpu_siblings(graph: Graph, dag: nx.DiGraph, order: dict[str, int], parts: list, cost: CostModel) -> list:
