@@ -90,6 +90,7 @@ class PartitionConfig:
     engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
     target_fps: float | None = None
     objective: str = "throughput"             # what the exploration maximises: throughput | latency (dse.py)
+    in_flight: int | None = None              # frames in flight the throughput figures assume (None: fpga-run's)
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
@@ -114,7 +115,7 @@ def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
     nodes, splits = branch_splits(graph, board, cfg.keep_on_cpu, split_all=cfg.offload_everything)
     units = (cfg.compute_units,) if cfg.compute_units else UNITS
     exploration = explore(graph, nodes, splits[0].fpga_subgraphs, board, cfg.target_fps, units, cfg.objective,
-                          clock_mhz=cfg.clock_mhz, splits=splits)
+                          clock_mhz=cfg.clock_mhz, splits=splits, in_flight=cfg.in_flight)
     if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
         raise ModelError(
             exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else "")
@@ -133,7 +134,7 @@ def _fixed_engine_splits(graph, board, engine: EngineConfig, cfg: PartitionConfi
     if not nodes:
         return None
     return explore(graph, nodes, splits[0].fpga_subgraphs, board, objective=cfg.objective, splits=splits,
-                   fixed=engine)
+                   fixed=engine, in_flight=cfg.in_flight)
 
 
 def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:

@@ -111,6 +111,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--objective", type=click.Choice(["throughput", "latency"]), default="throughput", show_default=True,
               help="what the exploration maximises: whole frames per second under fpga-run's defaults (frames "
                    "in flight, CPU workers), or one frame's latency")
+@click.option("--in-flight", type=click.IntRange(min=1), default=None,
+              help="frames in flight the throughput objective assumes, as `fpga-run run --in-flight` [default: "
+                   "fpga-run's, one per compute unit and one more]; with fewer frames than units, parallel "
+                   "branches may pay")
 @click.option("--no-accuracy", is_flag=True, help="skip the int8 accuracy report")
 @click.option("--min-cosine", type=click.FloatRange(-1.0, 1.0), default=None,
               help="fail (exit 1) when an output's int8 cosine against float is below this; names the first layer "
@@ -162,7 +166,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
-         no_accuracy: bool,
+         in_flight: int | None, no_accuracy: bool,
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
          no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, engine_impl: str,
@@ -183,7 +187,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth, engine_impl=engine_impl,
         clock_mhz=clock_mhz,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
-        objective=objective, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu, preprocess=preprocess,
+        objective=objective, in_flight=in_flight, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu,
+        preprocess=preprocess,
         bias_correction=not no_bias_correction,
         preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)

@@ -149,3 +149,31 @@ def test_split_subgraphs_run_on_two_rtl_units(zoo, tmp_path):
     wall = frame_engine_cycles(sim.plan, measured, 2)
     assert abs(frame_engine_cycles(sim.plan, model, 2) / wall - 1) < 0.05
     assert wall < 0.95 * frame_engine_cycles(sim.plan, measured, 1)
+
+
+def test_throughput_with_fewer_frames_in_flight_than_units_splits(zoo, tmp_path):
+    """Throughput at fpga-run's default frames in flight (one per unit and one more) keeps both units busy with
+    whole frames, so no split pays; with one frame in flight (`--in-flight 1`) the split runs it on both units
+    and wins the rate too."""
+    rates = {}
+    for in_flight in (None, 1):
+        out = tmp_path / f"b{in_flight}"
+        result = run_partition(PartitionConfig(model=zoo("two-branch", 32), out_dir=out, picture=False,
+                                               accuracy=False, engine=TWO_UNITS, in_flight=in_flight))
+        fpga = [s for s in read_plan(out).subgraphs if s.device == "fpga"]
+        rates[in_flight] = (len(fpga), result.splits.chosen.rate, result.splits.splits[0].best.rate)
+    assert rates[None][0] == 1 and rates[1][0] >= 3
+    assert rates[1][1] > 1.05 * rates[1][2], "with one frame in flight the split's rate beats no split's"
+    assert "| **chosen** | branches >=" in (tmp_path / "b1" / "report.md").read_text()
+
+
+def test_in_flight_on_the_command_line(zoo, tmp_path):
+    from click.testing import CliRunner
+
+    from partitioner.cli import main
+    args = [str(zoo("two-branch", 32)), "-o", str(tmp_path / "b"), "--engine", "8x8", "--compute-units", "2",
+            "--no-accuracy", "--no-picture"]
+    assert CliRunner().invoke(main, args + ["--in-flight", "0"]).exit_code == 2
+    result = CliRunner().invoke(main, args + ["--in-flight", "1"])
+    assert result.exit_code == 0, result.output
+    assert sum(s.device == "fpga" for s in read_plan(tmp_path / "b").subgraphs) >= 3

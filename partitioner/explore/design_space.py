@@ -74,6 +74,7 @@ class Exploration:
     note: str = ""
     objective: str = "throughput"
     splits: list["SplitOutcome"] = field(default_factory=list)   # per branch split tried, its best design
+    in_flight: int | None = None     # the frames in flight rates assume (None: the runtime's default per design)
 
 
 @dataclass
@@ -189,17 +190,19 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
             for uram in ((False, True) if board.uram else (False,))]
 
 
-def schedule(design: Design, stages: list[Stage] | tuple[Stage, ...], memo: dict | None = None) -> Design:
-    """`design` with its steady whole-frame rate (the runtime's frames in flight and CPU workers; ramp-up and
-    drain left out), one frame's latency, and whether the CPU stages bound the rate. `memo` keeps the virtual
-    schedules of designs with the same stages, stage times and units (weights in BRAM or URAM: the same layers)."""
+def schedule(design: Design, stages: list[Stage] | tuple[Stage, ...], memo: dict | None = None,
+             in_flight: int | None = None) -> Design:
+    """`design` with its steady whole-frame rate (`in_flight` frames in flight, by default the runtime's, and its
+    CPU workers; ramp-up and drain left out), one frame's latency, and whether the CPU stages bound the rate.
+    `memo` keeps the virtual schedules of designs with the same stages, stage times and units (weights in BRAM or
+    URAM: the same layers)."""
     durations = {s.name: s.fixed_s + sum(design.layer_s.get(n, 0.0) for n in s.nodes) for s in stages}
     units = design.config.compute_units
     key = (id(stages), units, tuple(durations.values()))
     if memo is None or key not in memo:
         plan = _Schedule(tuple(stages))
         latency, _ = simulate(plan, durations, units, CPU_WORKERS, 1, 1)
-        rate = steady_fps(plan, durations, units, CPU_WORKERS, default_in_flight(units))
+        rate = steady_fps(plan, durations, units, CPU_WORKERS, in_flight or default_in_flight(units))
         found = latency, rate, limited_by(plan, durations, CPU_WORKERS, units) == "cpu"
         if memo is None:
             memo = {}
@@ -237,7 +240,7 @@ def _better(a: Design, b: Design, objective: str, margin: float = 0.0) -> bool:
 
 
 def _schedule_splits(feasible: list[Design], splits: list[BranchSplit], base: int, board: Board,
-                     objective: str) -> tuple[list[Design], list[SplitOutcome]]:
+                     objective: str, in_flight: int | None = None) -> tuple[list[Design], list[SplitOutcome]]:
     """Every design under the first split (none), and under the others where a split could still matter: each
     design keeps the split that serves the objective best (a split only where it beats the cuts before it by
     SPLIT_GAIN), and each split its best design among those scheduled under it (the no-split choice always is).
@@ -246,7 +249,7 @@ def _schedule_splits(feasible: list[Design], splits: list[BranchSplit], base: in
     time spread over all its units, and no schedule runs more frames a second than the units' layer time
     allows."""
     memo: dict = {}
-    plain = [schedule(_split_design(d, splits[0], base, board), splits[0].stages, memo) for d in feasible]
+    plain = [schedule(_split_design(d, splits[0], base, board), splits[0].stages, memo, in_flight) for d in feasible]
     if objective == "latency":
         best = min(d.latency_s for d in plain)
     else:
@@ -265,7 +268,7 @@ def _schedule_splits(feasible: list[Design], splits: list[BranchSplit], base: in
             continue
         pick = d
         for i, sp in enumerate(splits):
-            o = d if i == 0 else schedule(_split_design(d, sp, base, board), sp.stages, memo)
+            o = d if i == 0 else schedule(_split_design(d, sp, base, board), sp.stages, memo, in_flight)
             if i and _better(o, pick, objective, SPLIT_GAIN):
                 pick = o
             if best_of[i] is None or _better(o, best_of[i], objective):
@@ -303,12 +306,13 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None,
             clock_mhz: float | None = None, splits: list[BranchSplit] | None = None,
-            fixed: EngineConfig | None = None) -> Exploration:
+            fixed: EngineConfig | None = None, in_flight: int | None = None) -> Exploration:
     """The design for `objective` among those that fit; with `stages` (one draft partition) or `splits` (the
     ways of cutting the FPGA regions at their forks, branch_splits()), rates are whole frames' (`schedule`), else
     the FPGA's alone, and with `splits` each design is scheduled under each and keeps its best. `subgraphs`: the
     FPGA subgraphs the FPGA time counts program starts for (with `splits`, the first's). Each design runs at its
-    `design_clock`, or at `clock_mhz` where the user fixes it; `fixed` weighs the splits for one engine only."""
+    `design_clock`, or at `clock_mhz` where the user fixes it; `fixed` weighs the splits for one engine only.
+    `in_flight`: the frames in flight whole-frame rates assume (None: the runtime's default for each design)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     layers = _Layers(graph, fpga_nodes)
@@ -326,7 +330,7 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
         splits = [BranchSplit(math.inf, tuple(stages), subgraphs, 0)]
     outcomes: list[SplitOutcome] = []
     if splits:
-        feasible, outcomes = _schedule_splits(feasible, splits, subgraphs, board, objective)
+        feasible, outcomes = _schedule_splits(feasible, splits, subgraphs, board, objective, in_flight)
     what = "whole frames" if splits else "the FPGA layers"
     if target_fps is not None:
         meeting = [d for d in feasible if d.rate >= target_fps]
@@ -334,13 +338,13 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
             best = min(meeting, key=lambda d: (d.resources.dsp, d.resources.bram36 + 8 * d.resources.uram,
                                                d.resources.lut))
             return Exploration(board, best, feasible, f"smallest design reaching {target_fps:g} fps ({what})",
-                               objective, outcomes)
+                               objective, outcomes, in_flight)
         note = f"no design reaches {target_fps:g} fps; the fastest one is chosen"
     elif objective == "latency":
         note = f"shortest frame ({what}) within the budget"
     else:
         note = f"highest throughput ({what}) within the budget"
-    exploration = Exploration(board, None, feasible, note, objective, outcomes)
+    exploration = Exploration(board, None, feasible, note, objective, outcomes, in_flight)
     exploration.chosen = ranked(exploration)[0]
     return exploration
 

@@ -83,8 +83,10 @@ def design_section(exploration) -> list[str]:
                                                for i, d in enumerate(others)]
     lines += _table(header, rows)
     lines += ["", "FPGA fps: the engine layers alone (k units, k frames at once). frames/s: whole frames, CPU pre- "
-              "and post-processing included, scheduled as `fpga-run run` schedules them by default "
-              f"({CPU_WORKERS} CPU workers, frames in flight one per unit and one more); latency: one frame alone.",
+              "and post-processing included, scheduled as `fpga-run run` schedules them "
+              f"({CPU_WORKERS} CPU workers, frames in flight "
+              + (f"{exploration.in_flight}, as --in-flight says" if exploration.in_flight else
+                 "one per unit and one more") + "); latency: one frame alone.",
               ""]
     clock = chosen.config.clock_mhz
     fmax = estimated_fmax_mhz(b, chosen.config)
