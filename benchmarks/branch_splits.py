@@ -26,6 +26,7 @@ from fpga_runtime.boards import board
 from fpga_runtime.plan import read_plan
 from fpga_runtime.prediction.virtual_time import frame_engine_cycles, model_engine_cycles, predict
 from partitioner.build import PartitionConfig, run_partition
+from partitioner.errors import ModelError
 from partitioner.explore.design_space import explore
 from partitioner.explore.draft import branch_splits
 
@@ -107,7 +108,7 @@ def fixed(boards: list[str], corpus: Path | None, folder: Path) -> None:
         for name, path in _builds(corpus):
             try:
                 r = _build(name, path, folder, bname, engine=engine)
-            except Exception as exc:                 # a fixed engine the board cannot hold for this model
+            except ModelError as exc:                # a fixed engine the board cannot hold for this model
                 print(f"| {name} | {bname} | {engine.describe()} | - | {str(exc)[:80]} | | | | | | | |")
                 continue
             clock = read_plan(r.plan.root).engine_config["clock_mhz"]
