@@ -6,6 +6,9 @@ cycle model.
 
     python benchmarks/branch_splits.py [--boards zcu104 kv260] [--corpus build/corpus] [--no-rtl]
 
+The RTL table runs YOLOv3-tiny-416, YOLOv8n and YOLOv3-416 on two 2x16x16 units (YOLOv3: 64 million cycles,
+about 4 minutes under Verilator here).
+
 Every time is at the engine clock the build uses (the table says which): the design's estimated Fmax rounded
 down (partitioner/explore/clock.py), reachable by the timing estimate (+-15 %), not confirmed by place and route.
 YOLOv8n comes from the export corpus (`bash scripts/export_corpus.sh`, 320x320) when it is there.
@@ -33,7 +36,9 @@ from partitioner.explore.draft import branch_splits
 ZOO = ("yolov3", "yolov3-tiny", "ssd300-vgg16")
 FIXED = {"zcu104": EngineConfig(vec=16, pe_rows=16, pixels=2, compute_units=2),
          "kv260": EngineConfig(vec=8, pe_rows=8, pixels=2, compute_units=2)}
-RTL_CASES = (("two-branch", 64), ("yolov3-tiny", 128))
+SMALL = EngineConfig(vec=8, pe_rows=8, pixels=1, compute_units=2)
+RTL_CASES = (("two-branch", 64, SMALL), ("yolov3-tiny", 128, SMALL), ("yolov3-tiny", 416, FIXED["zcu104"]),
+             ("yolov8n", 320, FIXED["zcu104"]), ("yolov3", 416, FIXED["zcu104"]))
 
 
 def _builds(corpus: Path | None):
@@ -120,18 +125,23 @@ def fixed(boards: list[str], corpus: Path | None, folder: Path) -> None:
             sys.stdout.flush()
 
 
-def rtl(folder: Path) -> None:
+def rtl(folder: Path, corpus: Path | None) -> None:
+    """One frame of each case's chosen split, two Verilator units at once (YOLOv8n where the corpus has it)."""
+    import models
     from fpga_runtime.checking.frames import random_frame
     from fpga_runtime.run.session import Session
     print("\n## One frame of split subgraphs on two Verilator units (zcu104 memory timing, each unit half the DDR)\n")
     print("| model | engine | MHz | FPGA subgraphs | bit-exact | RTL cycles, 2 units | model cycles | error | "
           "RTL cycles, 1 unit (same subgraphs) | overlap gain |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    engine = EngineConfig(vec=8, pe_rows=8, pixels=1, compute_units=2)
-    for name, size in RTL_CASES:
-        import models
-        path = folder / f"rtl-{name}-{size}.onnx"
-        models.build_to_file(name, path, size)
+    for name, size, engine in RTL_CASES:
+        if name in models.ZOO:
+            path = folder / f"rtl-{name}-{size}.onnx"
+            models.build_to_file(name, path, size)
+        elif corpus is not None and (corpus / f"{name}.onnx").exists():
+            path = corpus / f"{name}.onnx"
+        else:
+            continue
         out = folder / f"rtl-{name}-{size}"
         run_partition(PartitionConfig(model=path, out_dir=out, board="zcu104", picture=False, accuracy=False,
                                       engine=engine, objective="latency"))
@@ -162,7 +172,7 @@ def main() -> None:
         explored(args.boards, corpus, folder)
         fixed(args.boards, corpus, folder)
         if not args.no_rtl:
-            rtl(folder)
+            rtl(folder, corpus)
 
 
 if __name__ == "__main__":
