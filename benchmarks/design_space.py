@@ -20,7 +20,7 @@ from _zoo import SIZES
 
 import models
 from fpga_runtime.boards import BOARDS, board
-from partitioner.build import PartitionConfig, _explore
+from partitioner.explore.choice import choose_design
 from partitioner.explore.clock import design_clock
 from partitioner.frontend.importer import import_model
 from partitioner.passes.pipeline import run_fusion
@@ -46,12 +46,11 @@ def main() -> None:
         for name in args.models.split(","):
             path = Path(tmp) / f"{name}.onnx"
             models.build_to_file(name, path, SIZES[name])
-            graphs[name] = (run_fusion(import_model(path).graph), path)
+            graphs[name] = run_fusion(import_model(path).graph)
         for bname in args.boards.split(","):
             b = board(bname)
-            for name, (graph, path) in graphs.items():
-                ex = _explore(graph, b, PartitionConfig(model=path, out_dir=Path(tmp), board=bname,
-                                                        objective=args.objective))
+            for name, graph in graphs.items():
+                ex = choose_design(graph, b, objective=args.objective)
                 d = ex.chosen
                 if d is None:
                     print(f"| {bname} | {name} |" + " - |" * 17 + " |")

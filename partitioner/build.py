@@ -33,17 +33,14 @@ from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
 from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
+from partitioner.explore.choice import check_fixed_engine, choose_design, fixed_engine_splits
 from partitioner.explore.clock import design_clock, estimated_fmax_mhz
 from partitioner.explore.design_space import (
-    UNITS,
     Exploration,
-    check_fixed,
     describe,
-    explore,
     ranked,
     unit_resources,
 )
-from partitioner.explore.draft import branch_splits, full_offload_draft
 from partitioner.frontend.float16 import widen_to_float32
 from partitioner.frontend.importer import ImportResult, import_model
 from partitioner.frontend.metadata import class_names
@@ -108,41 +105,6 @@ def _save_graph(graph, path: Path) -> None:
     model = to_model(graph, list(graph.nodes), graph.inputs, graph.outputs, graph.name, graph.opset_imports,
                      path.with_suffix(".weights"))
     onnx.save(model, str(path))
-
-
-def _explore(graph, board, cfg: PartitionConfig) -> Exploration:
-    """The design for this model and board; a board no design fits, or a rate no design reaches, is an error."""
-    nodes, splits = branch_splits(graph, board, cfg.keep_on_cpu, split_all=cfg.offload_everything)
-    units = (cfg.compute_units,) if cfg.compute_units else UNITS
-    exploration = explore(graph, nodes, splits[0].fpga_subgraphs, board, cfg.target_fps, units, cfg.objective,
-                          clock_mhz=cfg.clock_mhz, splits=splits, in_flight=cfg.in_flight)
-    if exploration.chosen is None and (cfg.compute_units or cfg.target_fps):
-        raise ModelError(
-            exploration.note + (f" (with --compute-units {cfg.compute_units})" if cfg.compute_units else "")
-        )
-    if cfg.target_fps is not None and exploration.chosen is not None and exploration.chosen.rate < cfg.target_fps:
-        best = exploration.chosen
-        raise ModelError(f"--target-fps {cfg.target_fps:g}: no engine design reaches it on {board.name}; the fastest "
-                         f"that fits, {describe(best)}, gives {best.rate:.1f} fps (modelled)")
-    return exploration
-
-
-def _fixed_engine_splits(graph, board, engine: EngineConfig, cfg: PartitionConfig) -> Exploration | None:
-    """For an engine fixed by hand, the branch split its units serve best (the exploration weighs the splits
-    together with the design otherwise)."""
-    nodes, splits = branch_splits(graph, board, cfg.keep_on_cpu)
-    if not nodes:
-        return None
-    return explore(graph, nodes, splits[0].fpga_subgraphs, board, objective=cfg.objective, splits=splits,
-                   fixed=engine, in_flight=cfg.in_flight)
-
-
-def _check_fixed_engine(graph, board, engine: EngineConfig) -> None:
-    nodes, subgraphs, _ = full_offload_draft(graph, board)
-    if nodes:
-        why = check_fixed(graph, nodes, subgraphs, engine, board)
-        if why:
-            raise ModelError(why)
 
 
 def run_partition(cfg: PartitionConfig, echo: Callable[[str], None] = lambda s: None) -> BuildResult:
@@ -276,7 +238,10 @@ def _explores(cfg: PartitionConfig) -> bool:
 
 
 def _explore_step(s: BuildState) -> None:
-    s.exploration = _explore(s.graph, s.board, s.cfg)
+    cfg = s.cfg
+    s.exploration = choose_design(s.graph, s.board, keep_on_cpu=cfg.keep_on_cpu, offload_all=cfg.offload_everything,
+                                  compute_units=cfg.compute_units, target_fps=cfg.target_fps,
+                                  objective=cfg.objective, clock_mhz=cfg.clock_mhz, in_flight=cfg.in_flight)
 
 
 def _save_exploration(s: BuildState, folder: Path) -> None:
@@ -314,7 +279,7 @@ def _partition(s: BuildState) -> None:
             s.target = cpu_target
     else:
         if cfg.engine is not None and cfg.target is TargetName.FPGA:
-            _check_fixed_engine(s.graph, s.board, cfg.engine)
+            check_fixed_engine(s.graph, s.board, cfg.engine)
         s.engine = sized_buffers(s.graph, list(s.graph.nodes), replace(s.engine, clock_mhz=_fixed_clock(s)))
     if cfg.clock_mhz is not None and cfg.target is TargetName.FPGA:
         fmax = estimated_fmax_mhz(s.board, s.engine)
@@ -324,7 +289,8 @@ def _partition(s: BuildState) -> None:
                               f"{cfg.clock_mhz:g} MHz, which only a routed design that meets it makes true")
     s.splits = s.exploration
     if s.exploration is None and s.target is TARGETS[TargetName.FPGA] and not cfg.offload_everything:
-        s.splits = _fixed_engine_splits(s.graph, s.board, s.engine, cfg)
+        s.splits = fixed_engine_splits(s.graph, s.board, s.engine, keep_on_cpu=cfg.keep_on_cpu,
+                                       objective=cfg.objective, in_flight=cfg.in_flight)
     chosen = s.splits.chosen if s.splits is not None else None
     share = chosen.split.share if chosen is not None and chosen.split is not None else None
     if cfg.offload_everything:

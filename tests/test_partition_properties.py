@@ -254,7 +254,8 @@ def _convex(dag: nx.DiGraph, members: set[str]) -> bool:
 @given(random_nets())
 def test_every_branch_split_candidate_keeps_the_invariants(model):
     """Each way the exploration may cut the FPGA regions at their forks (explore/draft.py): every node placed
-    exactly once, every subgraph convex, the subgraph graph acyclic, the FPGA layers the same in all of them."""
+    exactly once, every subgraph convex, the subgraph graph acyclic; each candidate's FPGA layers among those the
+    designs are sized for (a cut may leave a piece of data movement alone, which goes to the CPU)."""
     from ir_helpers import ir_of
 
     from partitioner.explore.draft import branch_splits
@@ -266,14 +267,18 @@ def test_every_branch_split_candidate_keeps_the_invariants(model):
     b = BOARDS["zcu104"]
     nodes, splits = branch_splits(g, b)
     dag = g.dag()
+    union: set[str] = set()
     for sp in splits:
-        assert sorted(n for s in sp.stages if s.device == "fpga" for n in s.nodes) == sorted(nodes)
+        placed = [n for s in sp.stages if s.device == "fpga" for n in s.nodes]
+        assert len(placed) == len(set(placed)) and set(placed) <= set(nodes)
+        union |= set(placed)
         part = partition(g, fpga, CostModel(b), offload_everything=True, branch_share=sp.share)
         placed = [n for s in part.subgraphs for n in s.nodes]
         assert sorted(placed) == sorted(g.nodes)
         assert all(_convex(dag, set(s.nodes)) for s in part.subgraphs)
         cg = nx.DiGraph((d, s.name) for s in part.subgraphs for d in s.depends_on)
         assert nx.is_directed_acyclic_graph(cg)
+    assert union == set(nodes), "the designs are sized for exactly the layers some candidate offloads"
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -81,29 +81,33 @@ def _thresholds(offered: list[int], total: int) -> list[float]:
 
 def branch_splits(graph: Graph, board: Board, keep: tuple[str, ...] = (),
                   split_all: bool = False) -> tuple[list[str], list[BranchSplit]]:
-    """The offloaded layers and the distinct ways of splitting their regions at forks, from no split to every
-    branch with MACs split off. Each candidate is a whole draft partition, so every piece is convex and the
+    """The layers some candidate offloads and the distinct ways of splitting the regions at forks, from no split
+    to every branch with MACs split off. Each candidate is a whole draft partition, so every piece is convex and the
     subgraph graph acyclic by the carve's construction. `split_all`: the one way `--offload-all` builds split
     (every branch), nothing to choose."""
     if split_all:
         draft = _draft(graph, board, keep, None, split_all=True)
-        pieces = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
-        groups = {sg.parallel_group for sg in pieces if sg.parallel_group is not None}
-        return ([n for sg in pieces for n in sg.nodes],
-                [BranchSplit(0.0, _stages(draft), max(1, len(pieces)), len(groups))])
+        nodes = [n for sg in draft.subgraphs if sg.device is Device.FPGA for n in sg.nodes]
+        return nodes, [_candidate(draft, 0.0)]
     everything = _draft(graph, board, keep, 0.0)
-    fpga = [sg for sg in everything.subgraphs if sg.device is Device.FPGA]
-    nodes = [n for sg in fpga for n in sg.nodes]
-    total = sum(sg.estimate.macs for sg in fpga if sg.estimate is not None)
+    total = sum(sg.estimate.macs for sg in everything.subgraphs
+                if sg.device is Device.FPGA and sg.estimate is not None)
     out: list[BranchSplit] = []
     seen: set[frozenset] = set()
+    offloaded: set[str] = set()
     for share in [math.inf, *(_thresholds(everything.fork_branches, total) if total else [])]:
         draft = _draft(graph, board, keep, share)
-        pieces = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
-        key = frozenset(frozenset(sg.nodes) for sg in pieces)
-        if key in seen:
-            continue
-        seen.add(key)
-        groups = {sg.parallel_group for sg in pieces if sg.parallel_group is not None}
-        out.append(BranchSplit(share, _stages(draft), max(1, len(pieces)), len(groups)))
-    return nodes, out
+        pieces = [frozenset(sg.nodes) for sg in draft.subgraphs if sg.device is Device.FPGA]
+        if frozenset(pieces) not in seen:
+            seen.add(frozenset(pieces))
+            offloaded.update(*pieces)
+            out.append(_candidate(draft, share))
+    # a cut can leave a piece of data movement alone, which goes to the CPU: candidates may differ in such layers,
+    # and the designs are sized and timed for all of them
+    return [n for n in graph.nodes if n in offloaded], out
+
+
+def _candidate(draft: Partition, share: float) -> BranchSplit:
+    pieces = [sg for sg in draft.subgraphs if sg.device is Device.FPGA]
+    groups = {sg.parallel_group for sg in pieces if sg.parallel_group is not None}
+    return BranchSplit(share, _stages(draft), max(1, len(pieces)), len(groups))
