@@ -1,8 +1,9 @@
 """What each int8 step buys on real exports: the worst int8 cosine (outputs a cosine judges) and the detections'
-F1 against float on the held-out frame, for plain int8, with bias correction (the default), and with
-`--auto-fallback` to a cosine target (the layers it moved to the CPU and what they cost).
+F1 against float on the held-out frames (every frame of `frames/<name>/eval`, pooled), for plain int8, with bias
+correction (the default), and with `--auto-fallback` to a cosine and an F1 target (the layers it moved to the CPU
+and what they cost).
 
-    python benchmarks/int8_steps.py [CORPUS_DIR] [--only NAME ...] [--min-cosine 0.99]
+    python benchmarks/int8_steps.py [CORPUS_DIR] [--only NAME ...] [--min-cosine 0.99] [--min-f1 0.95]
 
 CORPUS_DIR (default build/corpus) is what scripts/export_corpus.sh writes. Prints a Markdown table.
 """
@@ -37,17 +38,19 @@ def main() -> None:
     ap.add_argument("corpus", type=Path, nargs="?", default=Path("build/corpus"))
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--min-cosine", type=float, default=0.99)
+    ap.add_argument("--min-f1", type=float, default=0.95)
     args = ap.parse_args()
     print("| model | int8 cosine / F1 | + bias correction | --auto-fallback to cosine "
-          f"{args.min_cosine} | layers moved | conv MACs on FPGA | modelled frames/s (ZCU104) |")
+          f"{args.min_cosine}, F1 {args.min_f1} | layers moved | conv MACs on FPGA | modelled frames/s (ZCU104) |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, _, calib, feeds in _corpus(args.corpus, args.only):
             print(f"{name} ...", file=sys.stderr, flush=True)
+            held_out = calib.parent / "eval" if calib is not None and (calib.parent / "eval").is_dir() else None
             cfg = PartitionConfig(model=path, out_dir=Path(tmp) / name, picture=False, calibrate_dir=calib,
-                                  inputs=feeds or {})
+                                  inputs=feeds or {}, accuracy_dir=held_out)
             plain = run_partition(replace(cfg, bias_correction=False), lambda _: None)
-            fallback = meet_accuracy(cfg, args.min_cosine, None)
+            fallback = meet_accuracy(cfg, args.min_cosine, args.min_f1)
             corrected = fallback.first or fallback.result
             moved = ", ".join(fallback.kept) if fallback.kept else "none needed"
             print(f"| {name} | {' / '.join(_figures(plain))} | {' / '.join(_figures(corrected))} | "

@@ -81,6 +81,7 @@ class PartitionConfig:
     offload_everything: bool = False
     seed: int = 0
     calibrate_dir: Path | None = None        # .npy frames or images; none: seeded random frames
+    accuracy_dir: Path | None = None         # held-out .npy frames or images the int8 report is measured on
     calibration_frames: int = 4
     calibration_table: Path | None = None    # a fpga/calibration.json of an earlier build: its ranges, no frames
     calibration_method: str = "mse"          # max | percentile | mse (engine/calibrate.py)
@@ -351,15 +352,20 @@ def _save_compile(s: BuildState, folder: Path) -> None:
         "calibration": s.calibration.source})
 
 
+def _accuracy_frames(s: BuildState) -> tuple[list[dict[str, np.ndarray]], str]:
+    return accuracy_frames(s.plan, s.cfg.seed, s.cfg.inputs, s.cfg.calibrate_dir, s.calibration,
+                           s.cfg.accuracy_dir, s.preprocess)
+
+
 def _accuracy(s: BuildState) -> None:
-    frames, what = accuracy_frames(s.plan, s.cfg.seed, s.cfg.inputs, s.cfg.calibrate_dir, s.calibration)
+    frames, what = _accuracy_frames(s)
     s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, frames)
     s.accuracy.frame = what + ("" if s.plan.original_takes_numpy else
                                "; against the model widened to float32: a bfloat16 original takes no numpy feed")
 
 
 def _sensitivity(s: BuildState) -> None:
-    feeds = accuracy_frames(s.plan, s.cfg.seed, s.cfg.inputs, s.cfg.calibrate_dir, s.calibration)[0][0]
+    feeds = _accuracy_frames(s)[0][0]
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
     s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
                                      {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})

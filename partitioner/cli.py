@@ -96,6 +96,9 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="--verify: largest allowed max|a-b| / max|b| per float output")
 @click.option("--calibrate", "calibrate_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="folder of .npy frames or images for int8 calibration (default: seeded random, testing only)")
+@click.option("--accuracy-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="held-out .npy frames or images the int8 report, --min-cosine and --min-f1 are measured on "
+                   "[default: the --input frame, else the first calibration frames]")
 @click.option("--calibration-frames", type=click.IntRange(min=1), default=4, show_default=True,
               help="seeded random frames when no --calibrate folder is given")
 @click.option("--calibration-method", type=click.Choice(["max", "percentile", "mse"]), default="mse",
@@ -163,7 +166,8 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="exit 0 even where a model with conv layers gets no FPGA subgraph (the reason is printed)")
 @click.option("--debug", is_flag=True, help="show tracebacks")
 def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tuple[str, ...], verify: bool,
-         inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, calibration_frames: int,
+         inputs: tuple[str, ...], tolerance: float, calibrate_dir: Path | None, accuracy_dir: Path | None,
+         calibration_frames: int,
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          in_flight: int | None, no_accuracy: bool,
@@ -183,7 +187,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         model=model, out_dir=out_dir or Path("build") / model.stem, target=TargetName(target), board=board,
         input_shapes=dict(_shape(s) for s in shapes), verify=verify, inputs=dict(_npy(i) for i in inputs),
         tolerance=tolerance, save_steps=save_steps, picture=not no_picture, offload_everything=offload_all,
-        calibrate_dir=calibrate_dir, calibration_frames=calibration_frames, calibration_table=calibration_table,
+        calibrate_dir=calibrate_dir, accuracy_dir=accuracy_dir, calibration_frames=calibration_frames,
+        calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth, engine_impl=engine_impl,
         clock_mhz=clock_mhz,
         engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,

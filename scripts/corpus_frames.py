@@ -40,14 +40,20 @@ def frames_nchw(count: int, h: int, w: int, seed: int) -> list[np.ndarray]:
 
 
 def write_entry(out: Path, record: dict, name: str, info: dict) -> None:
-    """Calibration (8) and held-out (2) frames in the model's input format, and its record entry."""
+    """Calibration (8) and held-out frames in the model's input format, and its record entry. The held-out frames
+    are 2 scenes, or the exporter's own (`info["held_out"]`: NCHW frames of a validation set the model was not
+    trained on, where it has one)."""
     shape = info["shape"]
     nhwc = info.get("layout") == "nhwc"
     h, w = (shape[1], shape[2]) if nhwc else (shape[2], shape[3])
-    for part, count, seed in (("calibrate", 8, 100), ("eval", 2, 200)):
+    held_out = info.pop("held_out", None)
+    for part, frames in (("calibrate", frames_nchw(8, h, w, 100)),
+                         ("eval", held_out if held_out is not None else frames_nchw(2, h, w, 200))):
         folder = out / "frames" / name / part
         folder.mkdir(parents=True, exist_ok=True)
-        for i, f in enumerate(frames_nchw(count, h, w, seed)):
+        for old in folder.glob("frame*.npy"):
+            old.unlink()
+        for i, f in enumerate(frames):
             f = f.transpose(0, 2, 3, 1) if nhwc else f
             np.save(folder / f"frame{i}.npy", f.astype(info.get("dtype", "float32")))
     record[name] = info

@@ -216,11 +216,14 @@ def yolo11n_e2e_trained(size: int, out: Path, epochs: int = 40) -> dict:
     from ultralytics import YOLO
     data = out / "shapes_data"
     rng = np.random.default_rng(SEED)
+    val = []
     for part, count in (("train", 400), ("val", 40)):
         (data / "images" / part).mkdir(parents=True, exist_ok=True)
         (data / "labels" / part).mkdir(parents=True, exist_ok=True)
         for i in range(count):
             picture, labels = shapes_picture(rng, size)
+            if part == "val":
+                val.append(picture.transpose(2, 0, 1)[None].astype(np.float32) / 255.0)
             Image.fromarray(picture).save(data / "images" / part / f"{i}.png")
             (data / "labels" / part / f"{i}.txt").write_text(
                 "".join(f"{c} {x:.6f} {y:.6f} {w:.6f} {h:.6f}\n" for c, x, y, w, h in labels))
@@ -241,7 +244,8 @@ def yolo11n_e2e_trained(size: int, out: Path, epochs: int = 40) -> dict:
     return {"file": "yolo11n_e2e_trained.onnx", "input": "images", "shape": [1, 3, size, size],
             "exporter": f"ultralytics yolo11n.yaml trained {epochs} epochs on drawn shapes (3 classes) on the CPU, "
                         "+ TopK(300) end-to-end head, torch.onnx opset 17",
-            "frames": "float NCHW in [0, 1] (scenes of rectangles and ellipses: the shapes it was trained on)"}
+            "frames": "float NCHW in [0, 1]; held out: its 40 validation pictures (drawn shapes it was not trained "
+                      "on)", "held_out": val}
 
 
 # ---- a float16 CNN -------------------------------------------------------------------------------------------

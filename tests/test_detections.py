@@ -131,3 +131,36 @@ def test_an_end_to_end_head_is_judged_by_matched_boxes_not_by_its_row_order():
     got[0, 5:10, 5] = (got[0, 5:10, 5] + 1) % 80                   # five boxes change class
     d = compare(outputs, {"output0": got, "proto": outputs["proto"]}).detections
     assert d.matched == 15 and d.f1 == pytest.approx(0.75)
+
+
+def test_detections_are_compared_at_the_score_a_user_keeps_where_float_has_any():
+    """A trained head: a few confident boxes and a tail of near-zero scores that reorders under any rounding. The
+    tail is not what an application keeps, so it does not count; a confident box lost to int8 does."""
+    from fpga_runtime.checking.detections import CONFIDENCE, CONFIDENT, RANKED
+    ref = _end_to_end_rows(real=60)
+    ref[0, :4, 4] = [0.9, 0.7, 0.5, 0.3]
+    ref[0, 4:60, 4] = np.linspace(0.05, 0.01, 56)
+    got = ref.copy()
+    tail = np.r_[np.arange(4), 4 + np.random.default_rng(5).permutation(56), np.arange(60, 300)]
+    got[0] = got[0, tail]
+    got[0, 4:60, :4] += 40                     # the tail's boxes move: top-100 matching would lose them
+    d = detection_agreement({"output0": ref}, {"output0": got})
+    assert d.unit == CONFIDENT and (d.float_detections, d.int8_detections, d.matched) == (4, 4, 4)
+    assert f"scoring >= {CONFIDENCE}" in d.rule
+    got[0, 3, 4] = CONFIDENCE - 0.01           # int8 drops one confident box below the threshold
+    d = detection_agreement({"output0": ref}, {"output0": got})
+    assert (d.float_detections, d.int8_detections, d.matched) == (4, 3, 3) and d.recall == pytest.approx(0.75)
+    ref[0, :4, 4] = got[0, :4, 4] = 0.1        # nothing confident in float (untrained): the best TOP_K compare
+    d = detection_agreement({"output0": ref}, {"output0": got})
+    assert d.unit == RANKED and d.float_detections == 60 and d.matched == 4
+
+
+def test_pooled_frames_say_which_rule_each_frame_took():
+    from fpga_runtime.checking.accuracy import AccuracyReport, summarise
+    from fpga_runtime.checking.detections import CONFIDENT, RANKED, DetectionAgreement
+    reports = [AccuracyReport([], DetectionAgreement(4, 4, 4, CONFIDENT)),
+               AccuracyReport([], DetectionAgreement(10, 10, 6, RANKED)),
+               AccuracyReport([], DetectionAgreement(2, 3, 2, CONFIDENT))]
+    d = summarise(reports).detections
+    assert (d.float_detections, d.int8_detections, d.matched) == (16, 17, 12)
+    assert d.unit.startswith("2 frame(s): detections scoring") and "1 frame(s): the best 100" in d.unit

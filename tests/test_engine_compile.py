@@ -239,3 +239,45 @@ def test_a_squeeze_excite_gate_is_coded_over_its_whole_range():
         config = case.config
         tensors: dict = {}
     assert "gate offset" in (_refusal(bad, _Image(), case.const) or "")
+
+
+def test_a_table_activation_codes_only_the_span_where_its_function_moves(tmp_path, monkeypatch):
+    """SiLU is flat below about -6: a conv output reaching -40 gets its stage codes over [about -6, max] with a
+    zero point (in the bias and the table, nothing at run time), which halves the stage's step and the int8 error
+    of the layer against a symmetric stage."""
+    from fpga_runtime import Session
+    from fpga_runtime.checking.frames import original_outputs
+    from partitioner.build import PartitionConfig, run_partition
+    from partitioner.engine import layout
+    from partitioner.engine.activations import FLAT, activation_fn, useful_span
+    from partitioner.ir.graph import Activation, ActKind
+    silu = Activation(ActKind.SILU)
+    a, b, clipped_lo, clipped_hi = useful_span(silu, 0.1, -40.0, 10.0)
+    assert clipped_lo and not clipped_hi and b == 10.0 and -9.0 < a < -5.0
+    assert abs(activation_fn(silu)(np.array([a]))[0]) < FLAT * 0.1 * 1.01
+    assert useful_span(Activation(ActKind.SIGMOID), 1 / 255, -30.0, 30.0)[2:] == (True, True)
+    n = Net(channels=8, size=10, seed=3)
+    w = (n.rng.standard_normal((8, 8, 3, 3)) * 0.3).astype(np.float32)
+    bias = np.linspace(-25.0, 2.0, 8).astype(np.float32)            # deep negative pre-activations
+    n.inits += [onnx.numpy_helper.from_array(w, "c.w"), onnx.numpy_helper.from_array(bias, "c.b")]
+    y = n.node("Conv", ["x", "c.w", "c.b"], "c", kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    path = n.save([n.node("Mul", [y, n.node("Sigmoid", [y], "sig")], "silu")], tmp_path / "m.onnx")
+    rng = np.random.default_rng(1)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(4):
+        np.save(frames / f"f{i}.npy", rng.standard_normal((1, 8, 10, 10)).astype(np.float32))
+    feeds = {"x": rng.standard_normal((1, 8, 10, 10)).astype(np.float32)}
+    want = original_outputs(path, feeds)["silu"]
+
+    def error(out):
+        run_partition(PartitionConfig(model=path, out_dir=out, picture=False, offload_everything=True,
+                                      calibrate_dir=frames, accuracy=False))
+        with Session(out) as s:
+            got, = s.run(None, feeds)
+        return float(np.sqrt(np.mean((got - want) ** 2)))
+
+    spanned = error(tmp_path / "spanned")
+    monkeypatch.setattr(layout, "_table_stage", lambda *args: None)
+    symmetric = error(tmp_path / "symmetric")
+    assert spanned < 0.75 * symmetric, (spanned, symmetric)

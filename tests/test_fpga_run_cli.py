@@ -213,18 +213,19 @@ def test_models_list_shows_inputs_parameters_and_gmac():
 
 def test_paddle_boxes_and_class_scores_are_read_as_detections():
     """PaddleDetection's export without NMS: boxes [1, N, 4] and class scores [1, C, N]. A box whose class score
-    drops below every other loses its match; the class-wise NMS keeps one of two overlapping boxes."""
+    drops below every other loses its match; the class-wise NMS keeps one of two overlapping boxes; a box no class
+    scores (box 4) is no detection at the confidence a user keeps."""
     boxes = np.array([[[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60], [80, 0, 90, 9], [0, 80, 9, 90]]],
                      np.float32)
     scores = np.zeros((1, 3, 5), np.float32)
     scores[0, 0, 0], scores[0, 0, 1], scores[0, 2, 2], scores[0, 1, 3] = 0.9, 0.8, 0.7, 0.6
     want = {"boxes": boxes, "scores": scores}
     same = compare(want, {"boxes": boxes, "scores": scores.copy()}).as_dict()["detections"]
-    assert same["float_detections"] == 4 and same["precision"] == same["recall"] == 1.0
+    assert same["float_detections"] == 3 and same["precision"] == same["recall"] == 1.0
     worse = scores.copy()
     worse[0, 2, 2], worse[0, 1, 2] = 0.0, 0.7                # box 2 changes class
     moved = compare(want, {"boxes": boxes, "scores": worse}).as_dict()["detections"]
-    assert moved["matched"] == 3 and moved["recall"] == 3 / 4
+    assert moved["matched"] == 2 and moved["recall"] == 2 / 3
 
 
 def test_paddle_nms_rows_are_read_as_detections():
@@ -326,6 +327,27 @@ def test_a_float_export_calibrates_on_jpegs_and_runs_a_picture_with_no_conversio
         outputs, fit = s.run_image(tmp_path / "jpegs" / "0.jpg")
         assert np.array_equal(outputs[0], np.load(tmp_path / "b" / "run" / "frame0_b.npy"))
         assert fit.pad_y == 5.0
+
+
+def test_int8_is_measured_on_every_held_out_frame_of_accuracy_dir(tmp_path):
+    """--accuracy-dir: pictures or arrays the model was not calibrated on, every one measured (the report says how
+    many and where); a folder with no frames is refused naming the option."""
+    from graphs import Net
+    n = Net(channels=3, size=32)
+    onnx.save(n.model([n.conv(n.node("Relu", [n.conv("x", "a", cout=8)], "r"), "b", cin=8)]), str(tmp_path / "m.onnx"))
+    rng = np.random.default_rng(0)
+    for folder, count in (("calib", 2), ("held", 5)):
+        (tmp_path / folder).mkdir()
+        for i in range(count):
+            Image.fromarray(rng.integers(0, 255, (32, 32, 3), np.uint8)).save(tmp_path / folder / f"{i}.png")
+    args = [str(tmp_path / "m.onnx"), "-o", str(tmp_path / "b"), "--calibrate", str(tmp_path / "calib"),
+            "--preprocess", "unit", "--no-picture", "--offload-all"]
+    result = CliRunner().invoke(partition, args + ["--accuracy-dir", str(tmp_path / "held")])
+    assert result.exit_code == 0, result.output
+    assert f"on 5 held-out frame(s) of {tmp_path / 'held'}" in result.output
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(partition, args + ["--accuracy-dir", str(tmp_path / "empty")])
+    assert result.exit_code == 2 and "--accuracy-dir" in result.output and "no .npy or image files" in result.output
 
 
 def test_run_image_fits_a_picture_as_fpga_run_does_for_a_raw_frame_input(tmp_path, zoo):

@@ -126,3 +126,22 @@ def test_sensitivity_ranks_a_float16_models_tensors(tmp_path):
     result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, sensitivity=True,
                                            offload_everything=True))
     assert result.sensitivity and all(0.9 < s.cosine <= 1.0 for s in result.sensitivity)
+
+
+def test_a_ranked_detection_output_is_probed_through_the_raw_head_it_selects_from(tmp_path):
+    """An end-to-end head's [1, K, 6] rows reorder under any rounding, so a cosine over them ranks noise: the
+    probes are judged on what the selecting subgraph reads (the raw head the engine computes) instead."""
+    from fpga_runtime.onnx_chain import Chain
+    from partitioner.evaluate.sensitivity import compared_tensors
+    n = Net(channels=3, size=8, seed=2)
+    head = n.conv(n.node("Relu", [n.conv("x", "a", cout=8)], "r"), "head", cin=8, cout=5, k=1)
+    rows = n.node("Concat", [head, n.const("cls", np.zeros((1, 1, 8, 8), np.float32))], "cat", axis=1)
+    rows = n.node("Reshape", [rows, n.const("shape", np.array([1, 6, 64], np.int64))], "flat")
+    path = n.save([n.node("Transpose", [rows], "rows", perm=[0, 2, 1])], tmp_path / "e2e.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, offload_everything=True,
+                                           sensitivity=True))
+    plan = read_plan(tmp_path / "b")
+    values = Chain(plan).run({"x": np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)})
+    assert values["rows"].shape == (1, 64, 6)
+    assert compared_tensors(plan, values) == ["head"]
+    assert result.sensitivity and all(s.cosine > 0.9 for s in result.sensitivity)

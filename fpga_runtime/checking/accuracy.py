@@ -93,6 +93,9 @@ def summarise(reports: list[AccuracyReport]) -> AccuracyReport:
                                       max(o.max_abs for o in per), max(o.ref_max_abs for o in per),
                                       next((o.note for o in per if o.note), ""), any(o.ranked for o in per)))
     dets = [r.detections for r in reports if r.detections is not None]
+    units = list(dict.fromkeys(d.unit for d in dets))
+    unit = units[0] if len(units) == 1 else "; ".join(
+        f"{sum(d.unit == u for d in dets)} frame(s): {u}" for u in units)
     pooled = DetectionAgreement(sum(d.float_detections for d in dets), sum(d.int8_detections for d in dets),
-                                sum(d.matched for d in dets), dets[0].unit) if dets else None
+                                sum(d.matched for d in dets), unit) if dets else None
     return AccuracyReport(outputs, pooled)

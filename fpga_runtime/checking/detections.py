@@ -6,7 +6,12 @@ Detections are read from these layouts: this project's zoo (boxes [N, B, 4] and 
 torchvision's post-processed ones (boxes [K, 4], scores and labels [K]), end-to-end heads ([1, K, 6] rows of x1 y1
 x2 y2 score class, NMS or TopK in the graph), PaddleDetection's and darknet2onnx's, and raw YOLO heads (RawHead:
 YOLOv5u/v8/v11's [1, 4 + classes, anchors], YOLOv5/YOLOX's [1, anchors, 5 + classes]; the best TOP_K after
-class-wise NMS, so that untrained or unusual models with no confident box still compare)."""
+class-wise NMS, so that untrained or unusual models with no confident box still compare).
+
+Detections are compared at the score a user acts on (CONFIDENCE, ultralytics' predict default) wherever the float
+run has any box at or above it: the low-score tail of a top-K list reorders under any rounding and is not what an
+application keeps. A frame whose float run has no confident box (an untrained model) compares the best TOP_K
+instead, and the summary says which rule held."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +20,9 @@ import numpy as np
 
 IOU_MATCH = 0.5
 TOP_K = 100
+CONFIDENCE = 0.25          # ultralytics' predict default
+CONFIDENT = f"detections scoring >= {CONFIDENCE}"
+RANKED = f"the best {TOP_K} detections (float has none scoring >= {CONFIDENCE})"
 MAP_THRESHOLD = 0.3        # DBNet's binarisation threshold
 
 
@@ -23,7 +31,7 @@ class DetectionAgreement:
     float_detections: int
     int8_detections: int
     matched: int
-    unit: str = "detections"         # or "map pixels"
+    unit: str = CONFIDENT            # or RANKED, "map pixels", or a mix of the first two over several frames
 
     @property
     def precision(self) -> float | None:
@@ -48,7 +56,7 @@ class DetectionAgreement:
     @property
     def rule(self) -> str:
         return (f"Map pixels above {MAP_THRESHOLD}" if self.unit == "map pixels"
-                else f"Detections (IoU >= {IOU_MATCH}, same class)")
+                else f"Detections (IoU >= {IOU_MATCH}, same class; {self.unit})")
 
 
 def _ratio(value: float | None) -> str:
@@ -65,9 +73,13 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
-def detections(boxes: np.ndarray, selected: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    """(batch, class, box) for every row (batch, class, box index) of an NMS output."""
-    return [(int(n), int(c), boxes[int(n), int(i)]) for n, c, i in selected]
+Detection = tuple[int, int, np.ndarray, float]       # batch, class, box x1 y1 x2 y2, score
+
+
+def detections(boxes: np.ndarray, selected: np.ndarray) -> list[Detection]:
+    """Every row (batch, class, box index) of an NMS output; the graph's own NMS chose them, at its own score
+    threshold, so each counts as confident."""
+    return [(int(n), int(c), boxes[int(n), int(i)], np.inf) for n, c, i in selected]
 
 
 def _class_nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, keep: int, iou: float = IOU_MATCH
@@ -105,32 +117,33 @@ class RawHead:
         return boxes, scores
 
 
-def _raw_yolo(head: RawHead, value: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
-    """Every anchor's best class, class-wise NMS at IOU_MATCH, the best TOP_K: no score threshold, so untrained
-    models still compare."""
-    return [(0, c, box) for c, _, box in decode_yolo(head, value, -np.inf, IOU_MATCH, TOP_K)]
+def _raw_yolo(head: RawHead, value: np.ndarray) -> list[Detection]:
+    """Every anchor's best class, class-wise NMS at IOU_MATCH, the best TOP_K: no score threshold here, so
+    untrained models still compare (detection_agreement applies CONFIDENCE)."""
+    return [(0, c, box, score) for c, score, box in decode_yolo(head, value, -np.inf, IOU_MATCH, TOP_K)]
 
 
-def _boxes_and_class_scores(boxes: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+def _boxes_and_class_scores(boxes: np.ndarray, scores: np.ndarray) -> list[Detection]:
     """PaddleDetection's export without NMS: boxes [1, N, 4] (x1 y1 x2 y2) and class scores [1, C, N]."""
     rows = scores[0].T.astype(np.float64)
     classes = np.argmax(rows, axis=1)
     best = rows[np.arange(len(rows)), classes]
     b = boxes[0].astype(np.float64)
-    return [(0, int(classes[i]), b[i]) for i in _class_nms(b, best, classes, TOP_K)]
+    return [(0, int(classes[i]), b[i], float(best[i])) for i in _class_nms(b, best, classes, TOP_K)]
 
 
 def detection_reader(outputs: dict[str, np.ndarray]):
-    """A function from a model's outputs to its detections [(batch, class, box)], for the layout these outputs
-    have (the float reference's), or None when they are not a detector's."""
+    """A function from a model's outputs to its detections [(batch, class, box, score)], for the layout these
+    outputs have (the float reference's), or None when they are not a detector's."""
     names = find_detection_outputs(outputs)
     if names:
         b, s = names
         return lambda out: detections(out[b], out[s])
     post = post_processed(outputs)
     if post is not None:
-        b, _, lab = post
-        return lambda out: [(0, int(c), box) for c, box in zip(out[lab], out[b])]
+        b, sc, lab = post
+        return lambda out: [(0, int(c), box, float(out[sc][i]) if sc else np.inf)
+                            for i, (c, box) in enumerate(zip(out[lab], out[b]))]
     e2e = end_to_end_output(outputs)
     if e2e is not None:
         return lambda out: _end_to_end_rows(out[e2e])
@@ -140,7 +153,8 @@ def detection_reader(outputs: dict[str, np.ndarray]):
     rows = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 2 and v.shape[1] == 6]
     counts = [k for k, v in outputs.items() if v.dtype.kind in "iu" and v.ndim in (1, 2) and v.shape[-1:] != (3,)]
     if len(rows) == 1 and len(outputs) - len(counts) == 1:       # PaddleDetection's NMS: label, score, x1y1x2y2
-        return lambda out: [(0, int(r[0]), r[2:6].astype(np.float64)) for r in out[rows[0]] if r[0] >= 0]
+        return lambda out: [(0, int(r[0]), r[2:6].astype(np.float64), float(r[1])) for r in out[rows[0]]
+                            if r[0] >= 0]
     boxes = [k for k, v in outputs.items() if v.dtype.kind == "f" and v.ndim == 4 and v.shape[0] == 1
              and v.shape[2:] == (1, 4)]
     if len(boxes) == 1 and len(outputs) == 2:           # darknet2onnx: boxes [1, N, 1, 4], confidences [1, N, C]
@@ -160,11 +174,17 @@ def detection_reader(outputs: dict[str, np.ndarray]):
     return None
 
 
-def _agreement(ref: list, got: list) -> DetectionAgreement:
+def _agreement(ref: list[Detection], got: list[Detection]) -> DetectionAgreement:
+    """The detections both runs keep: those scoring >= CONFIDENCE where float has any, else the best TOP_K."""
+    unit = CONFIDENT if any(d[3] >= CONFIDENCE for d in ref) else RANKED
+    if unit == CONFIDENT:
+        ref, got = [d for d in ref if d[3] >= CONFIDENCE], [d for d in got if d[3] >= CONFIDENCE]
+    else:
+        ref, got = _best(ref), _best(got)
     used = np.zeros(len(ref), bool)
     matched = 0
-    for n, c, box in got:
-        candidates = [i for i, (rn, rc, _) in enumerate(ref) if rn == n and rc == c and not used[i]]
+    for n, c, box, _ in got:
+        candidates = [i for i, (rn, rc, _, _) in enumerate(ref) if rn == n and rc == c and not used[i]]
         if not candidates:
             continue
         ious = _iou(box, np.stack([ref[i][2] for i in candidates]))
@@ -172,7 +192,11 @@ def _agreement(ref: list, got: list) -> DetectionAgreement:
         if ious[best] >= IOU_MATCH:
             used[candidates[best]] = True
             matched += 1
-    return DetectionAgreement(len(ref), len(got), matched)
+    return DetectionAgreement(len(ref), len(got), matched, unit)
+
+
+def _best(found: list[Detection]) -> list[Detection]:
+    return sorted(found, key=lambda d: -d[3])[:TOP_K]
 
 
 def probability_map(outputs: dict[str, np.ndarray]) -> str | None:
@@ -234,11 +258,11 @@ def end_to_end_output(outputs: dict[str, np.ndarray]) -> str | None:
     return rows[0] if len(rows) == 1 else None
 
 
-def _end_to_end_rows(value: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+def _end_to_end_rows(value: np.ndarray) -> list[Detection]:
     """The rows with a score, best first, at most TOP_K: the padding rows of a fixed-K output score 0."""
     rows = value[0].astype(np.float64)
     order = np.argsort(-rows[:, 4], kind="stable")[:TOP_K]
-    return [(0, int(rows[i, 5]), rows[i, :4]) for i in order if rows[i, 4] > 0]
+    return [(0, int(rows[i, 5]), rows[i, :4], float(rows[i, 4])) for i in order if rows[i, 4] > 0]
 
 
 def ranked_outputs(outputs: dict[str, np.ndarray]) -> set[str]:

@@ -27,15 +27,14 @@ def _picture(path: Path, spec: TensorSpec, preprocess: Preprocess | None) -> np.
         raise ModelError(f"{path.name}: {exc}") from None
 
 
-def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess | None = None
-                ) -> list[dict[str, np.ndarray]]:
+def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess | None = None,
+                option: str = "--calibrate") -> list[dict[str, np.ndarray]]:
     """Every .npy array and image of `folder` as a frame; images through the build's `preprocess` (a float
-    model's) or, without one, as the uint8 frame itself."""
+    model's) or, without one, as the uint8 frame itself. `option` names the folder in errors."""
     if not folder.is_dir():
-        raise ModelError(f"--calibrate {folder}: not a folder")
+        raise ModelError(f"{option} {folder}: not a folder")
     if len(inputs) != 1:
-        raise ModelError("--calibrate folders serve single-input models; this model has "
-                         f"{len(inputs)} inputs")
+        raise ModelError(f"{option} folders serve single-input models; this model has {len(inputs)} inputs")
     spec = inputs[0]
     frames = []
     for path in sorted(folder.iterdir()):
@@ -48,7 +47,7 @@ def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess |
         elif path.suffix.lower() in PICTURE_SUFFIXES:
             frames.append({spec.name: _picture(path, spec, preprocess)})
     if not frames:
-        raise ModelError(f"--calibrate {folder}: no .npy or image files")
+        raise ModelError(f"{option} {folder}: no .npy or image files")
     return frames
 
 
@@ -79,15 +78,20 @@ ACCURACY_FRAMES = 4     # calibration frames the int8 report pools, where no --i
 
 
 def accuracy_frames(plan: Plan, seed: int, given: dict[str, np.ndarray], folder: Path | None,
-                    calibration: Calibration | None) -> tuple[list[dict[str, np.ndarray]], str]:
-    """The frames int8 is measured on, and what they are: --input; else, with --calibrate DIR, the first few
+                    calibration: Calibration | None, held_out: Path | None = None,
+                    preprocess: Preprocess | None = None) -> tuple[list[dict[str, np.ndarray]], str]:
+    """The frames int8 is measured on, and what they are: every frame of --accuracy-dir (held out: what a
+    detector's F1 needs, many frames of its own domain); else --input; else, with --calibrate DIR, the first few
     calibration frames (in-sample, but in the model's input domain: a random normal frame goes where no picture
     goes, and an input calibrated on pictures clips its negative half; several, because one frame's detections
     are few); else a seeded random one."""
+    if held_out is not None:
+        frames = load_frames(held_out, plan.inputs, preprocess, "--accuracy-dir")
+        return frames, f"{len(frames)} held-out frame(s) of {held_out} (the worst cosine, detections pooled)"
     if given:
         return [seeded_frame(plan, seed + 1000, given)], "the --input frame"
     if folder is not None and calibration is not None and calibration.frames:
         frames = [dict(f) for f in calibration.frames[:ACCURACY_FRAMES]]
         return frames, (f"{len(frames)} calibration frame(s) (in-sample; the worst cosine, detections pooled; "
-                        "--input gives a held-out one)")
-    return [seeded_frame(plan, seed + 1000)], "a seeded random frame (--input gives a real one)"
+                        "--accuracy-dir gives held-out ones)")
+    return [seeded_frame(plan, seed + 1000)], "a seeded random frame (--accuracy-dir or --input gives real ones)"

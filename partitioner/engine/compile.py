@@ -45,7 +45,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     layout = plan_layout(graph, nodes, scales, config, activations, zeros)
     consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts,
-                           calibration.means if bias_correction else None)
+                           calibration.means if bias_correction else None, zeros)
     programs: dict[str, Program] = {}
     every: list = []
     layer_id = 0

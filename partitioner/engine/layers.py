@@ -1,7 +1,6 @@
 """One IR node -> layer descriptors and their constants (quantised weights, biases, requantisation, LUTs)."""
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
@@ -17,9 +16,9 @@ from fpga_runtime.abi import (
     ScaleRangeError,
     pack_requant_word,
     quantize_multiplier,
-    saturate8,
 )
 from fpga_runtime.engine_image import TensorView
+from partitioner.engine.activations import lut
 from partitioner.engine.geometry import conv_output_hw
 from partitioner.engine.layout import layout_conflict
 from partitioner.engine.memory import ConstArena
@@ -28,47 +27,6 @@ from partitioner.errors import ModelError
 from partitioner.ir.graph import CLAMPS, Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from partitioner.ir.op_facts import gate_operands, pool_of
 from partitioner.ir.to_onnx import stage_names
-
-_erf = np.vectorize(math.erf, otypes=[np.float64])      # tables have 256 entries: no need for a fast erf
-
-
-def activation_fn(act: Activation):
-    k = act.kind
-    if k is ActKind.RELU:
-        return lambda x: np.maximum(x, 0)
-    if k is ActKind.RELU6:
-        return lambda x: np.clip(x, 0, 6)
-    if k is ActKind.CLIP:
-        return lambda x: np.clip(x, -np.inf if act.lo is None else act.lo, np.inf if act.hi is None else act.hi)
-    if k is ActKind.LEAKY_RELU:
-        return lambda x: np.where(x >= 0, x, x * act.alpha)
-    if k is ActKind.SIGMOID:
-        return lambda x: 1 / (1 + np.exp(-x))
-    if k is ActKind.SILU:
-        return lambda x: x / (1 + np.exp(-x))
-    if k is ActKind.HARD_SIGMOID:
-        return lambda x: np.clip(act.alpha * x + act.beta, 0, 1)
-    if k is ActKind.MISH:
-        return lambda x: x * np.tanh(np.logaddexp(0, x))
-    if k is ActKind.TANH:
-        return np.tanh
-    if k is ActKind.SOFTPLUS:
-        return lambda x: np.logaddexp(0, x)
-    if k is ActKind.ELU:
-        return lambda x: np.where(x >= 0, x, act.alpha * np.expm1(np.minimum(x, 0)))
-    if k is ActKind.SELU:
-        return lambda x: act.beta * np.where(x >= 0, x, act.alpha * np.expm1(np.minimum(x, 0)))
-    if k is ActKind.GELU:
-        return lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2.0)))
-    if k is ActKind.GELU_TANH:
-        return lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
-    return lambda x: x * np.clip(x / 6 + 0.5, 0, 1)          # HardSwish
-
-
-def lut(act: Activation, s_in: float, s_out: float, zero_out: int = 0) -> np.ndarray:
-    """256 int8 entries: LUT[q + 128] = saturate(rint(f(q * s_in) / s_out) + zero_out)."""
-    q = np.arange(-128, 128, dtype=np.float64)
-    return saturate8(np.rint(activation_fn(act)(q * s_in) / s_out) + zero_out)
 
 
 def prelu_requant(ratio: np.ndarray, slopes: np.ndarray) -> np.ndarray:
@@ -162,8 +120,10 @@ def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> lis
 
 class LayerEmitter:
     def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
-                 config: EngineConfig, arena: ConstArena, means: dict[str, list[float]] | None = None):
+                 config: EngineConfig, arena: ConstArena, means: dict[str, list[float]] | None = None,
+                 zeros: dict[str, int] | None = None):
         self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
+        self.zeros = zeros or {}           # zero points by ONNX name; a table's stage is the one not in a view
         self.means = means or {}           # calibrated channel means of tensors: the weights' rounding bias removed
         self.bias_dominated: list[tuple[str, int, int, float, int]] = []   # bias_dominance_warning's
         self.bias_corrected: list[tuple[str, int, int]] = []   # (node, channels corrected, of)
@@ -304,6 +264,9 @@ class LayerEmitter:
         if y.zero and not writes_zero_point(node):
             raise ModelError("internal: an asymmetric output the layer cannot write", node.label, "Conv")
         zero_in_bias = y.zero if last is None or clamp and last == act1 else 0    # else a table writes it
+        stage_zero = self.zeros.get(spec.stages[0], 0) if act1 == 0 and not clamp and not prelu else 0
+        if stage_zero:
+            zero_in_bias = stage_zero          # the table's index: the conv output, coded over its useful span
 
         float_bias = g.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(cout)
         float_bias = float_bias + zero_in_bias * target         # in the bias: the output's zero point
@@ -354,7 +317,7 @@ class LayerEmitter:
         elif act1 is not None and not prelu:
             d.act1 = Act.LUT
             d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1],
-                                             y.zero if last == act1 else 0))
+                                             y.zero if last == act1 else 0, stage_zero))
         after_act1 = stages[act1 + 1] if act1 is not None else stages[0]
         requant = np.zeros((oc_p, 2), np.int32)
         if prelu:

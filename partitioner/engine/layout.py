@@ -19,8 +19,9 @@ import numpy as np
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import TensorView
 from partitioner.engine.memory import ActivationArena
-from partitioner.engine.zero_points import asymmetric, eligible_tensors
-from partitioner.ir.graph import Graph, OpKind, ResidualAdd
+from partitioner.engine.activations import useful_span
+from partitioner.engine.zero_points import ASYMMETRIC_GAIN, UNBOUNDED_MARGIN, asymmetric, eligible_tensors
+from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph, OpKind, ResidualAdd
 from partitioner.ir.op_facts import gate_operands
 from partitioner.ir.to_onnx import stage_names
 
@@ -56,8 +57,8 @@ def engine_tensor_names(graph: Graph, fpga_nodes: list[str]) -> list[str]:
 def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float], warnings: list[str],
                   bounds: dict[str, tuple[float, float]] | None = None) -> tuple[dict[str, float], dict[str, int]]:
     """Scale and zero point per ONNX tensor name: every tensor an FPGA node reads or writes, and every fused stage
-    (stages are symmetric). Zero points come from the calibrated signed bounds (`zero_points`); without them
-    every tensor is symmetric."""
+    (symmetric, but for the stage a table activation reads: `_table_stage`). Zero points come from the calibrated
+    signed bounds (`zero_points`); without them every tensor is symmetric."""
     groups = _Groups()
     names: list[str] = []
     for n in fpga_nodes:
@@ -108,7 +109,42 @@ def tensor_scales(graph: Graph, fpga_nodes: list[str], ranges: dict[str, float],
         if chosen is not None:
             for m in group:
                 scales[m], zeros[m] = chosen
+    for n in fpga_nodes:
+        node = graph.nodes[n]
+        if node.conv is not None and node.conv.epilogue and table_first(node.conv.epilogue[0]) \
+                and node.conv.stages[0] not in fixed:
+            names = stage_names(graph, node)
+            chosen = _table_stage(node.conv.epilogue[0], best[groups.find(names[0])], bounds.get(names[0]),
+                                  scales[names[1]])
+            if chosen is not None:
+                scales[names[0]], zeros[names[0]] = chosen
     return scales, zeros
+
+
+def table_first(step) -> bool:
+    """Whether a fused conv's first epilogue step is a table activation (its stage, the conv output, is the
+    table's index)."""
+    return isinstance(step, Activation) and step.kind not in BY_REQUANTISER
+
+
+def _table_stage(act: Activation, threshold: float, bounds: tuple[float, float] | None, s_out: float
+                 ) -> tuple[float, int] | None:
+    """(scale, zero) of the stage a table activation reads: only the span where the function still moves its
+    output (`useful_span`: SiLU's flat negative tail, a sigmoid's two) gets codes, with a zero point where the span
+    is lopsided. The stage is internal to the layer (the requantiser writes it, the table reads it), so its zero
+    point costs nothing at run time: it is in the bias and in the table. An end the function did not clip has its
+    calibrated reach widened, as for any tensor whose writer does not bound it (`zero_points`)."""
+    if bounds is None or not threshold > 0 or not np.isfinite(threshold):
+        return None
+    lo, hi = max(min(bounds[0], 0.0), -threshold), min(max(bounds[1], 0.0), threshold)
+    a, b, clipped_lo, clipped_hi = useful_span(act, s_out, lo, hi)
+    a = a if clipped_lo else max(a * UNBOUNDED_MARGIN, -threshold)
+    b = b if clipped_hi else min(b * UNBOUNDED_MARGIN, threshold)
+    a, b = min(a, 0.0), max(b, 0.0)
+    scale = (b - a) / 255.0
+    if not scale > 0 or scale > ASYMMETRIC_GAIN * threshold / 127.0:
+        return None
+    return scale, int(np.clip(np.rint(-128.0 - a / scale), -128, 127))
 
 
 @dataclass

@@ -19,6 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from fpga_runtime.checking.accuracy import output_accuracy
+from fpga_runtime.checking.detections import ranked_outputs
 from fpga_runtime.onnx_chain import Chain, cpu_session
 from fpga_runtime.plan import Plan
 from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph
@@ -83,7 +84,7 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
     models = {sg.name: onnx.load(str(root / sg.onnx)) for sg in plan.subgraphs if sg.device == "fpga"}
     chain = Chain(plan, optimise=False)
     reference = chain.run(feeds)
-    outputs = [t.name for t in plan.outputs if reference[t.name].dtype.kind == "f"]     # float16 models' too
+    outputs = compared_tensors(plan, reference)
     results: list[TensorSensitivity] = []
     before = dict(feeds)
     probes = sum(1 for sg in plan.subgraphs if sg.device == "fpga"
@@ -108,6 +109,21 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
                     echo(f"sensitivity: {done}/{probes} tensors")
         before = chain.run(before, start=k, stop=k + 1)
     return sorted(results, key=lambda r: r.cosine)
+
+
+def compared_tensors(plan: Plan, values: dict[str, np.ndarray]) -> list[str]:
+    """The float tensors a probe is judged on: the model's outputs (float16 models' too), except rows of detections
+    chosen and ordered by score (a TopK/NMS head's), whose order flips under any rounding; for those, what the
+    subgraph selecting them reads (the raw head), which moves in proportion to the rounding."""
+    outputs = {t.name: values[t.name] for t in plan.outputs if values[t.name].dtype.kind == "f"}
+    ranked = ranked_outputs(outputs)
+    names = [n for n in outputs if n not in ranked]
+    model_inputs = {t.name for t in plan.inputs}
+    for sg in plan.subgraphs:
+        if any(t.name in ranked for t in sg.outputs):
+            names += [t.name for t in sg.inputs if t.name not in model_inputs and t.name not in names
+                      and values[t.name].dtype.kind == "f"]
+    return names
 
 
 def _probed(model: onnx.ModelProto, sg, ranges: dict[str, float], rounded: dict) -> list[tuple[str, bool]]:
