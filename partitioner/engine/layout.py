@@ -18,8 +18,8 @@ import numpy as np
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import TensorView
-from partitioner.engine.memory import ActivationArena
 from partitioner.engine.activations import useful_span
+from partitioner.engine.memory import ActivationArena
 from partitioner.engine.zero_points import ASYMMETRIC_GAIN, UNBOUNDED_MARGIN, asymmetric, eligible_tensors
 from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph, OpKind, ResidualAdd
 from partitioner.ir.op_facts import gate_operands
