@@ -4,6 +4,7 @@ correction (the default), and with `--auto-fallback` to a cosine and an F1 targe
 and what they cost).
 
     python benchmarks/int8_steps.py [CORPUS_DIR] [--only NAME ...] [--min-cosine 0.99] [--min-f1 0.95]
+        [--fallback-budget 0.05]
 
 CORPUS_DIR (default build/corpus) is what scripts/export_corpus.sh writes. Prints a Markdown table.
 """
@@ -24,6 +25,8 @@ from partitioner.mixed_precision import meet_accuracy  # noqa: E402
 
 def _figures(result) -> tuple[str, str]:
     acc = result.accuracy
+    if acc is None:                     # every layer moved: nothing left in int8
+        return "float", "float"
     cos = [o.cosine for o in acc.outputs if not o.ranked]
     f1 = acc.detections.f1 if acc.detections is not None else None
     return (f"{min(cos):.5f}" if cos else "n/a"), ("n/a" if f1 is None else f"{f1:.3f}")
@@ -39,9 +42,11 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--min-cosine", type=float, default=0.99)
     ap.add_argument("--min-f1", type=float, default=0.95)
+    ap.add_argument("--fallback-budget", type=float, default=0.05)
     args = ap.parse_args()
     print("| model | int8 cosine / F1 | + bias correction | --auto-fallback to cosine "
-          f"{args.min_cosine}, F1 {args.min_f1} | layers moved | conv MACs on FPGA | modelled frames/s (ZCU104) |")
+          f"{args.min_cosine}, F1 {args.min_f1} (budget {args.fallback_budget:.0%} of MACs) | layers moved | "
+          "conv MACs on FPGA | modelled frames/s (ZCU104) |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, path, _, calib, feeds in _corpus(args.corpus, args.only):
@@ -50,9 +55,10 @@ def main() -> None:
             cfg = PartitionConfig(model=path, out_dir=Path(tmp) / name, picture=False, calibrate_dir=calib,
                                   inputs=feeds or {}, accuracy_dir=held_out)
             plain = run_partition(replace(cfg, bias_correction=False), lambda _: None)
-            fallback = meet_accuracy(cfg, args.min_cosine, args.min_f1)
+            fallback = meet_accuracy(cfg, args.min_cosine, args.min_f1, budget=args.fallback_budget)
             corrected = fallback.first or fallback.result
-            moved = ", ".join(fallback.kept) if fallback.kept else "none needed"
+            moved = (f"{len(fallback.kept)}: {', '.join(fallback.kept[:4])}{', ...' if len(fallback.kept) > 4 else ''}"
+                     if fallback.kept else "none needed" if fallback.first is None else "none within the budget")
             print(f"| {name} | {' / '.join(_figures(plain))} | {' / '.join(_figures(corrected))} | "
                   f"{' / '.join(_figures(fallback.result))} | {moved} | {corrected.fpga_mac_share:.1%} -> "
                   f"{fallback.result.fpga_mac_share:.1%} | {_rate(corrected)} -> {_rate(fallback.result)} |",

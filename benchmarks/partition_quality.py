@@ -190,9 +190,9 @@ def main() -> None:
         if not r.get("int8") and "segments" in r:
             print(f"| {r['model']} | | | | | {reasons} |")
     print()
-    print("Detections of int8 against float on the held-out frame (`fpga_runtime/accuracy.py`: boxes matched at "
-          "IoU >= 0.5 with the same class; raw YOLO heads: their best 100 boxes after class-wise NMS; probability "
-          "maps: pixels above 0.3):")
+    print("Detections of int8 against float on the held-out frame (`fpga_runtime/checking/detections.py`: boxes "
+          "matched at IoU >= 0.5 with the same class, those scoring >= 0.25 where float has any, else the best 100 "
+          "after class-wise NMS; probability maps: pixels above 0.3):")
     print()
     print("| model | compared | int8 precision | int8 recall | int8 F1 | onnxruntime QDQ precision | "
           "onnxruntime QDQ recall | onnxruntime QDQ F1 |")
@@ -202,7 +202,7 @@ def main() -> None:
         a, o = r.get("agreement"), r.get("ort_agreement")
         if a is None:
             continue
-        print(f"| {r['model']} | {a.float_detections} float {a.unit} | {fmt(a.precision)} | {fmt(a.recall)} | "
+        print(f"| {r['model']} | {a.float_detections} float: {a.unit} | {fmt(a.precision)} | {fmt(a.recall)} | "
               f"{fmt(a.f1)} | {fmt(o.precision if o else None)} | {fmt(o.recall if o else None)} | "
               f"{fmt(o.f1 if o else None)} |")
 

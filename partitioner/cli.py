@@ -128,6 +128,9 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
 @click.option("--auto-fallback", is_flag=True,
               help="with --min-cosine/--min-f1: keep the fewest most sensitive layers in float on the CPU until "
                    "the targets are met (says which, and what it costs)")
+@click.option("--fallback-budget", type=click.FloatRange(0.0, 1.0, min_open=True), default=None,
+              help="--auto-fallback: the largest share of the FPGA's conv MACs the layers kept in float may take "
+                   "(e.g. 0.05); the ranking skips layers that would pass it [default: no limit]")
 @click.option("--sensitivity", is_flag=True,
               help="rank the engine's tensors by what int8 rounding of each alone costs the outputs (report.md)")
 @click.option("--no-bias-correction", is_flag=True,
@@ -171,7 +174,8 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          calibration_method: str, calibration_table: Path | None,
          compute_units: int | None, engine_shape: str | None, target_fps: float | None, objective: str,
          in_flight: int | None, no_accuracy: bool,
-         min_cosine: float | None, min_f1: float | None, auto_fallback: bool, sensitivity: bool,
+         min_cosine: float | None, min_f1: float | None, auto_fallback: bool, fallback_budget: float | None,
+         sensitivity: bool,
          no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, engine_impl: str,
          offload_all: bool, preprocess: str | None,
@@ -200,12 +204,14 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
     if auto_fallback and min_cosine is None and min_f1 is None:
         raise click.UsageError("--auto-fallback needs a target: --min-cosine and/or --min-f1")
+    if fallback_budget is not None and not auto_fallback:
+        raise click.UsageError("--fallback-budget limits --auto-fallback: give both")
     if auto_fallback and no_accuracy:
         raise click.UsageError("--auto-fallback measures int8 accuracy: it cannot go with --no-accuracy")
     fallback = None
     try:
         if auto_fallback:
-            fallback = meet_accuracy(cfg, min_cosine, min_f1, click.echo)
+            fallback = meet_accuracy(cfg, min_cosine, min_f1, click.echo, fallback_budget)
             result = fallback.result
         else:
             result = run_partition(cfg, click.echo)

@@ -5,6 +5,7 @@ The build ranks the engine's tensors by what int8 rounding of each alone costs t
 prefixes of that ranking are tried, growing by doubling until one meets the targets and then narrowed by
 bisection, so k layers moved cost about 2 log2 k builds. Each try is a whole build with `--keep-on-cpu` for the
 layers of the prefix: the calibration ranges are the float model's and do not change, so the ranking stays valid.
+`--fallback-budget` caps the conv MACs the moved layers may take: the ranking loses the tensors that would pass it.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from partitioner.build import PartitionConfig, run_partition
+from partitioner.evaluate.sensitivity import TensorSensitivity
+from partitioner.placement.cost import node_cost
 from partitioner.result import BuildResult
 
 MAX_TRIES = 16
@@ -45,15 +48,46 @@ def _prefix(ranking, k: int) -> tuple[list[str], list[str]]:
     return nodes, [s.tensor for s in ranking[:k]]
 
 
+def layer_macs(result: BuildResult) -> dict[str, int]:
+    """Conv MACs per engine layer, by the first ONNX node's name (what --keep-on-cpu and the ranking use)."""
+    graph = result.partition.graph
+    macs: dict[str, int] = {}
+    for node in graph.nodes.values():
+        label = node.origin[0] if node.origin else node.name
+        macs[label] = macs.get(label, 0) + node_cost(node, graph).macs
+    return macs
+
+
+def within_budget(ranking: list[TensorSensitivity], macs: dict[str, int], allowed: float
+                  ) -> list[TensorSensitivity]:
+    """The ranking, worst first, without the tensors whose layers would take the layers moved so far past
+    `allowed` MACs: a budget keeps an expensive early layer from buying a target the cheaper ones can meet."""
+    kept, moved, spent = [], set(), 0
+    for s in ranking:
+        extra = sum(macs.get(n, 0) for n in set(s.layers) - moved)
+        if spent + extra <= allowed:
+            kept.append(s)
+            moved |= set(s.layers)
+            spent += extra
+    return kept
+
+
 def meet_accuracy(cfg: PartitionConfig, min_cosine: float | None, min_f1: float | None,
-                  echo: Callable[[str], None] = lambda _: None) -> Fallback:
-    """Builds `cfg`; where it misses the targets, moves the fewest most sensitive layers to the CPU. The build left
-    in cfg.out_dir is the returned one."""
+                  echo: Callable[[str], None] = lambda _: None, budget: float | None = None) -> Fallback:
+    """Builds `cfg`; where it misses the targets, moves the fewest most sensitive layers to the CPU, with `budget`
+    the largest share of the FPGA's conv MACs they may take (None: no limit). The build left in cfg.out_dir is the
+    returned one."""
     first = run_partition(replace(cfg, sensitivity=True), echo)
     why = shortfall(first, min_cosine, min_f1)
     if why is None:
         return Fallback(first)
     ranking = [s for s in first.sensitivity if s.layers]
+    if budget is not None:
+        macs = layer_macs(first)
+        fpga = sum((sg.estimate or {}).get("macs", 0) for sg in first.plan.subgraphs if sg.device == "fpga")
+        ranking = within_budget(ranking, macs, budget * fpga)
+        echo(f"auto-fallback: {len(ranking)} engine tensors whose layers fit the budget of {budget:.0%} of the "
+             "FPGA's conv MACs")
     echo(f"auto-fallback: {why} in all-int8; trying the most sensitive of {len(ranking)} engine tensors in float")
     fallback = Fallback(first, first=first)
     built: dict[int, BuildResult] = {}

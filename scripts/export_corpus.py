@@ -9,8 +9,8 @@ class-prior biases of trained detection heads, small weight ranges), so that int
     python scripts/export_corpus.py OUT_DIR [--only NAME ...]
 
 OUT_DIR gets `<name>.onnx` per model, `frames/<name>/calibrate/*.npy` (8 calibration frames in the model's own
-input format), `frames/<name>/eval/*.npy` (2 held-out frames) and `corpus.json` (file, input name, shape, how it
-was exported).
+input format), `frames/<name>/eval/*.npy` (2 held-out frames, or a trained model's validation pictures) and
+`corpus.json` (file, input name, shape, how it was exported).
 """
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def test_detections_are_compared_at_the_score_a_user_keeps_where_float_has_any()
     got[0, 4:60, :4] += 40                     # the tail's boxes move: top-100 matching would lose them
     d = detection_agreement({"output0": ref}, {"output0": got})
     assert d.unit == CONFIDENT and (d.float_detections, d.int8_detections, d.matched) == (4, 4, 4)
-    assert f"scoring >= {CONFIDENCE}" in d.rule
+    assert d.summary().endswith(f"4 of 4 float / 4 int8 detections matched; detections scoring >= {CONFIDENCE})")
     got[0, 3, 4] = CONFIDENCE - 0.01           # int8 drops one confident box below the threshold
     d = detection_agreement({"output0": ref}, {"output0": got})
     assert (d.float_detections, d.int8_detections, d.matched) == (4, 3, 3) and d.recall == pytest.approx(0.75)

@@ -116,6 +116,30 @@ def test_auto_fallback_on_the_command_line_says_what_it_moved_and_what_it_costs(
     assert bad.exit_code == 2 and "--auto-fallback needs a target" in bad.output
 
 
+def test_a_fallback_budget_skips_the_layers_that_would_pass_it(tmp_path):
+    """--fallback-budget: tensors stay in the ranking, worst first, while the layers moved so far fit the share of
+    conv MACs allowed; an expensive one is skipped, cheaper ones after it still come. On the outlier model, a budget
+    below conv a's MACs leaves the fallback nothing that meets the target, and it says so; the option alone is a
+    usage error."""
+    from partitioner.evaluate.sensitivity import TensorSensitivity
+    from partitioner.mixed_precision import meet_accuracy, within_budget
+    ranking = [TensorSensitivity("t0", ["big"], "fpga_0", 0.9), TensorSensitivity("t1", ["small", "big"], "fpga_0",
+                                                                                   0.95),
+               TensorSensitivity("t2", ["small"], "fpga_0", 0.97), TensorSensitivity("t3", ["tiny"], "fpga_0", 0.99)]
+    macs = {"big": 80, "small": 15, "tiny": 5}
+    assert [s.tensor for s in within_budget(ranking, macs, 20)] == ["t2", "t3"]
+    assert [s.tensor for s in within_budget(ranking, macs, 100)] == ["t0", "t1", "t2", "t3"]
+    model = _outlier_model(tmp_path)
+    cfg = PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, offload_everything=True,
+                          calibration_method="max")
+    lines = []
+    fallback = meet_accuracy(cfg, 0.995, None, lines.append, budget=0.01)
+    assert "a" not in fallback.kept and fallback.result.accuracy.outputs[0].cosine < 0.995
+    assert any("fit the budget of 1% of the FPGA's conv MACs" in line for line in lines)
+    bad = CliRunner().invoke(main, [str(model), "-o", str(tmp_path / "c"), "--fallback-budget", "0.05"])
+    assert bad.exit_code == 2 and "--fallback-budget limits --auto-fallback" in bad.output
+
+
 def test_sensitivity_ranks_a_float16_models_tensors(tmp_path):
     """Its outputs are float16: they are compared as floats (the ranking used to find no output to compare)."""
     from graphs import float16_model

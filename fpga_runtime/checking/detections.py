@@ -49,14 +49,15 @@ class DetectionAgreement:
         return 2 * self.matched / total if total else None
 
     def summary(self) -> str:
+        noun, rule = ("map pixels", "") if self.unit == "map pixels" else ("detections", f"; {self.unit}")
         return (f"precision {_ratio(self.precision)}, recall {_ratio(self.recall)}, F1 {_ratio(self.f1)} "
-                f"({self.matched} of {self.float_detections} float / {self.int8_detections} int8 {self.unit} "
-                "matched)")
+                f"({self.matched} of {self.float_detections} float / {self.int8_detections} int8 {noun} "
+                f"matched{rule})")
 
     @property
     def rule(self) -> str:
         return (f"Map pixels above {MAP_THRESHOLD}" if self.unit == "map pixels"
-                else f"Detections (IoU >= {IOU_MATCH}, same class; {self.unit})")
+                else f"Detections (IoU >= {IOU_MATCH}, same class)")
 
 
 def _ratio(value: float | None) -> str:
