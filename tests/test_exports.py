@@ -27,6 +27,9 @@ MAX_SEGMENTS = {"ssd300_vgg16": 4, "yolov3-tinyu": 4, "yolov3_darknet": 4, "yolo
                 "face_onet_keras": 1, "text_det_gelu": 1, "mobilenet_v3_fp16": 1}
 # int8 cosine at least 0.99 on every output a cosine judges (not detections ordered by score)
 HOLDS_INT8 = {"face_onet_keras", "text_det_gelu", "mobilenet_v3_fp16"}
+# int8 detection F1 against float on the held-out frames, where it means something: trained models (confident
+# boxes) and probability maps; measured 0.947 (YOLO11n, 40 validation pictures), 0.998 and 0.996 (text maps)
+MIN_F1 = {"yolo11n_e2e_trained": 0.93, "text_det_gelu": 0.99, "dbnet_mobilenetv3": 0.99}
 
 pytestmark = [pytest.mark.exports, pytest.mark.skipif(not RECORD, reason="run scripts/export_corpus.sh first")]
 
@@ -37,16 +40,19 @@ def test_real_export_partitions_verifies_and_stays_on_the_fpga(name, tmp_path):
     frames = CORPUS / "frames" / name
     held_out = {info["input"]: np.load(sorted((frames / "eval").glob("*.npy"))[0])}
     result = run_partition(PartitionConfig(model=CORPUS / info["file"], out_dir=tmp_path / "b", verify=True,
-                                           picture=False, calibrate_dir=frames / "calibrate", inputs=held_out))
+                                           picture=False, calibrate_dir=frames / "calibrate", inputs=held_out,
+                                           accuracy_dir=frames / "eval"))
     assert result.verified, result.checks
     plan = read_plan(tmp_path / "b")
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs = sum((s.estimate or {}).get("macs", 0) for s in plan.subgraphs)
     assert sum(s.estimate["macs"] for s in fpga) >= 0.99 * macs
     assert len(plan.fpga_chain()) <= MAX_SEGMENTS.get(name, 8), plan.fpga_chain()
-    assert all(o.cosine > 0.7 for o in result.accuracy.outputs), result.accuracy.outputs
+    assert all(o.cosine > 0.7 for o in result.accuracy.outputs if not o.ranked), result.accuracy.outputs
     if name in HOLDS_INT8:
         assert all(o.cosine >= 0.99 for o in result.accuracy.outputs if not o.ranked), result.accuracy.outputs
+    if name in MIN_F1:
+        assert result.accuracy.detections.f1 >= MIN_F1[name], result.accuracy.detections.summary()
 
 
 BREADTH = CORPUS / "breadth"
