@@ -359,7 +359,7 @@ def _accuracy_frames(s: BuildState) -> tuple[list[dict[str, np.ndarray]], str]:
 
 def _accuracy(s: BuildState) -> None:
     frames, what = _accuracy_frames(s)
-    s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, frames)
+    s.accuracy, s.layers = int8_accuracy(s.plan, s.image, s.out_dir, s.cfg.model, frames, s.echo)
     s.accuracy.frame = what + ("" if s.plan.original_takes_numpy else
                                "; against the model widened to float32: a bfloat16 original takes no numpy feed")
 

@@ -104,7 +104,7 @@ def test_calibration_frames_from_a_folder_of_arrays_and_images(tmp_path):
     only_images = tmp_path / "photos"
     only_images.mkdir()
     (tmp_path / "b.png").rename(only_images / "b.png")
-    with pytest.raises(ModelError, match="images calibrate only a uint8"):
+    with pytest.raises(ModelError, match="--calibrate b.png: pictures feed only a uint8"):
         load_frames(only_images, [TensorSpec("x", [1, 3, 8, 10], "float32")])
     from fpga_runtime.preprocess import PRESETS
     yolo = load_frames(only_images, [frame], PRESETS["yolo"])      # a raw frame input takes the picture itself,

@@ -13,13 +13,13 @@ from partitioner.engine.calibration import Calibration
 from partitioner.errors import ModelError
 
 
-def _picture(path: Path, spec: TensorSpec, preprocess: Preprocess | None) -> np.ndarray:
+def _picture(path: Path, spec: TensorSpec, preprocess: Preprocess | None, option: str) -> np.ndarray:
     """An image fitted as `fpga-run run --image` fits it (`picture_fitting`): through the build's pre-processing,
     or, for a uint8 NHWC frame input, as the frame itself."""
     try:
         preprocess = picture_fitting(spec, preprocess)
     except ImageError:
-        raise ModelError(f"{path.name}: images calibrate only a uint8 [N, H, W, 3] input or a model with "
+        raise ModelError(f"{option} {path.name}: pictures feed only a uint8 [N, H, W, 3] input or a model with "
                          f"--preprocess; {spec.name!r} is {spec.dtype} {spec.shape} (or give .npy files)") from None
     try:
         return load_picture(path, spec, preprocess)[0]
@@ -45,7 +45,7 @@ def load_frames(folder: Path, inputs: list[TensorSpec], preprocess: Preprocess |
                                  f"{spec.dtype} {spec.shape}")
             frames.append({spec.name: x})
         elif path.suffix.lower() in PICTURE_SUFFIXES:
-            frames.append({spec.name: _picture(path, spec, preprocess)})
+            frames.append({spec.name: _picture(path, spec, preprocess, option)})
     if not frames:
         raise ModelError(f"{option} {folder}: no .npy or image files")
     return frames

@@ -26,7 +26,8 @@ class LayerAccuracy:
 
 
 def int8_accuracy(plan: Plan, image: EngineImage, build_dir: Path, model_path: Path,
-                  frames: list[dict[str, np.ndarray]]) -> tuple[AccuracyReport, list[LayerAccuracy]]:
+                  frames: list[dict[str, np.ndarray]], echo=lambda s: None
+                  ) -> tuple[AccuracyReport, list[LayerAccuracy]]:
     """The int8 pipeline (reference backend) against the float original on `frames`: per model output (the worst
     frame's figures, detections pooled), and per FPGA layer against the float partition's same tensor (read back
     from engine memory), on the first frame, in execution order. A bfloat16 original takes no numpy feed: the float
@@ -44,4 +45,6 @@ def int8_accuracy(plan: Plan, image: EngineImage, build_dir: Path, model_path: P
             float_out = (original_outputs(model_path, feeds) if plan.original_takes_numpy
                          else run_plan_on_onnxruntime(plan, feeds))
             reports.append(accuracy_compare(float_out, got))
+            if len(frames) > 10 and (k + 1) % 10 == 0:
+                echo(f"accuracy: {k + 1}/{len(frames)} frames")
     return summarise(reports), layers
