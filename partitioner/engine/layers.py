@@ -20,7 +20,7 @@ from fpga_runtime.abi import (
 from fpga_runtime.engine_image import TensorView
 from partitioner.engine.activations import lut
 from partitioner.engine.geometry import conv_output_hw
-from partitioner.engine.layout import layout_conflict
+from partitioner.engine.layout import layout_conflict, table_first
 from partitioner.engine.memory import ConstArena
 from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
 from partitioner.errors import ModelError
@@ -264,7 +264,7 @@ class LayerEmitter:
         if y.zero and not writes_zero_point(node):
             raise ModelError("internal: an asymmetric output the layer cannot write", node.label, "Conv")
         zero_in_bias = y.zero if last is None or clamp and last == act1 else 0    # else a table writes it
-        stage_zero = self.zeros.get(spec.stages[0], 0) if act1 == 0 and not clamp and not prelu else 0
+        stage_zero = self.zeros.get(spec.stages[0], 0) if steps and table_first(steps[0]) else 0
         if stage_zero:
             zero_in_bias = stage_zero          # the table's index: the conv output, coded over its useful span
 
