@@ -29,6 +29,7 @@ from partitioner.engine.calibration import Calibration
 from partitioner.engine.calibration_frames import accuracy_frames, choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
 from partitioner.engine.geometry import sized_buffers
+from partitioner.engine.layout import tensor_scales
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
@@ -367,8 +368,10 @@ def _accuracy(s: BuildState) -> None:
 def _sensitivity(s: BuildState) -> None:
     feeds = _accuracy_frames(s)[0][0]
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
+    # every tensor's codes as the compiler chose them, the table stages' zero points included
+    scales, zeros = tensor_scales(s.graph, nodes, s.calibration.table, [], s.calibration.bounds)
     s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
-                                     {v.name: (v.scale, v.zero) for v in s.image.tensors.values()})
+                                     {name: (scales[name], zeros[name]) for name in scales})
 
 
 def _synth(s: BuildState) -> None:

@@ -77,7 +77,7 @@ def int8_sensitivity(plan: Plan, graph: Graph, fpga_nodes: list[str], ranges: di
                      feeds: dict[str, np.ndarray], echo=lambda s: None,
                      quantisation: dict[str, tuple[float, int]] | None = None) -> list[TensorSensitivity]:
     """Worst first. Subgraphs before the one being probed run once; each probe runs its subgraph and the rest.
-    `quantisation`: (scale, zero point) of the tensors the build placed in engine memory."""
+    `quantisation`: (scale, zero point) of the tensors as the build coded them (fused stages included)."""
     quantisation = quantisation or {}
     touching = layers_of_tensor(graph, fpga_nodes)
     root = Path(plan.root)
