@@ -29,7 +29,6 @@ from partitioner.engine.calibration import Calibration
 from partitioner.engine.calibration_frames import accuracy_frames, choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
 from partitioner.engine.geometry import sized_buffers
-from partitioner.engine.layout import tensor_scales
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
@@ -146,6 +145,7 @@ class BuildState:
     calibration: Calibration | None = None
     image: EngineImage | None = None
     descriptors: list = field(default_factory=list)
+    codes: dict[str, tuple[float, int]] = field(default_factory=dict)   # (scale, zero) per engine tensor
     accuracy: AccuracyReport | None = None
     layers: list[LayerAccuracy] = field(default_factory=list)
     sensitivity: list[TensorSensitivity] = field(default_factory=list)
@@ -330,9 +330,10 @@ def _compile(s: BuildState) -> None:
     cfg = s.cfg
     s.calibration = choose_calibration(s.plan, cfg.calibration_table, cfg.calibrate_dir, cfg.calibration_frames,
                                        cfg.calibration_method, cfg.seed, s.preprocess, s.warnings)
-    s.image, more, s.descriptors = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board,
-                                                  s.build_id, cfg.bias_correction)
-    s.warnings += more
+    compiled = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id,
+                              cfg.bias_correction)
+    s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
+    s.warnings += compiled.warnings
     s.plan.engine = f"{ENGINE_DIR}/engine.json"
     fpga = s.fpga_subgraphs
     s.plan.unit_resources = unit_resources(s.graph, [n for sg in fpga for n in sg.nodes], len(fpga), s.engine,
@@ -368,10 +369,7 @@ def _accuracy(s: BuildState) -> None:
 def _sensitivity(s: BuildState) -> None:
     feeds = _accuracy_frames(s)[0][0]
     nodes = [n for sg in s.fpga_subgraphs for n in sg.nodes]
-    # every tensor's codes as the compiler chose them, the table stages' zero points included
-    scales, zeros = tensor_scales(s.graph, nodes, s.calibration.table, [], s.calibration.bounds)
-    s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo,
-                                     {name: (scales[name], zeros[name]) for name in scales})
+    s.sensitivity = int8_sensitivity(s.plan, s.graph, nodes, s.calibration.table, feeds, s.echo, s.codes)
 
 
 def _synth(s: BuildState) -> None:

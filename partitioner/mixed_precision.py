@@ -53,8 +53,7 @@ def layer_macs(result: BuildResult) -> dict[str, int]:
     graph = result.partition.graph
     macs: dict[str, int] = {}
     for node in graph.nodes.values():
-        label = node.origin[0] if node.origin else node.name
-        macs[label] = macs.get(label, 0) + node_cost(node, graph).macs
+        macs[node.label] = macs.get(node.label, 0) + node_cost(node, graph).macs
     return macs
 
 
@@ -84,8 +83,7 @@ def meet_accuracy(cfg: PartitionConfig, min_cosine: float | None, min_f1: float 
     ranking = [s for s in first.sensitivity if s.layers]
     if budget is not None:
         macs = layer_macs(first)
-        fpga = sum((sg.estimate or {}).get("macs", 0) for sg in first.plan.subgraphs if sg.device == "fpga")
-        ranking = within_budget(ranking, macs, budget * fpga)
+        ranking = within_budget(ranking, macs, budget * first.fpga_macs)
         echo(f"auto-fallback: {len(ranking)} engine tensors whose layers fit the budget of {budget:.0%} of the "
              "FPGA's conv MACs")
     echo(f"auto-fallback: {why} in all-int8; trying the most sensitive of {len(ranking)} engine tensors in float")

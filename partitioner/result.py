@@ -34,11 +34,15 @@ class BuildResult:
         return self.checks is not None and all(c.ok for c in self.checks)
 
     @property
+    def fpga_macs(self) -> int:
+        """The conv MACs the FPGA subgraphs run."""
+        return sum((s.estimate or {}).get("macs", 0) for s in self.plan.subgraphs if s.device == "fpga")
+
+    @property
     def fpga_mac_share(self) -> float:
         """The share of the model's conv MACs the FPGA subgraphs run."""
-        macs = [(s.device, (s.estimate or {}).get("macs", 0)) for s in self.plan.subgraphs]
-        total = sum(m for _, m in macs)
-        return sum(m for d, m in macs if d == "fpga") / total if total else 0.0
+        total = sum((s.estimate or {}).get("macs", 0) for s in self.plan.subgraphs)
+        return self.fpga_macs / total if total else 0.0
 
     @property
     def modelled_rate(self) -> float | None:

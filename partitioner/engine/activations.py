@@ -51,8 +51,6 @@ def lut(act: Activation, s_in: float, s_out: float, zero_out: int = 0, zero_in: 
     return saturate8(np.rint(activation_fn(act)((q - zero_in) * s_in) / s_out) + zero_out)
 
 
-
-
 FLAT = 1 / 8          # of an output step: how far f may move over a stretch of input the stage codes leave out
 
 

@@ -2,7 +2,7 @@
 sources for that image are the code generator's (`codegen.sources.write_engine_sources`), a step of their own."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +23,17 @@ from partitioner.placement.cost import node_cost
 from partitioner.placement.partition import Device, Partition
 
 
+@dataclass
+class Compiled:
+    image: EngineImage                     # saved with its memory and calibration table
+    warnings: list[str]
+    descriptors: list[Descriptor]          # every program's: what the generated engine must be sized for
+    codes: dict[str, tuple[float, int]]    # (scale, zero point) per ONNX tensor name, fused stages included
+
+
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
                    board: Board | None = None, build_id: str | None = None, bias_correction: bool = True
-                   ) -> tuple[EngineImage, list[str], list[Descriptor]]:
-    """The engine image (saved with its memory and calibration table), warnings, and every descriptor of every
-    program (what the generated engine must be sized for)."""
+                   ) -> Compiled:
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
@@ -93,4 +99,4 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
         raise ModelError(f"internal: the compiler wrote a program the engines refuse: {exc}") from None
     image.save(out_dir / ENGINE_DIR, const)
     calibration.save(out_dir / ENGINE_DIR)
-    return image, warnings, every
+    return Compiled(image, warnings, every, {name: (scales[name], zeros[name]) for name in scales})

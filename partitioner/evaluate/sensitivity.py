@@ -61,7 +61,7 @@ def layers_of_tensor(graph: Graph, nodes: list[str]) -> dict[str, list[str]]:
     touching: dict[str, list[str]] = {}
     for n in nodes:
         node = graph.nodes[n]
-        label = node.origin[0] if node.origin else n
+        label = node.label
         names = stage_names(graph, node)[:-1] if node.conv is not None else []
         if names and isinstance(node.conv.epilogue[0], Activation) and node.conv.epilogue[0].kind in BY_REQUANTISER:
             names = names[1:]      # requantised straight to the clamp's output scale: never int8 at its own
