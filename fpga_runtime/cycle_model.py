@@ -48,6 +48,7 @@ ELEMENTWISE_OVERHEAD = (2.0, 36.0)
 WINDOW_RUN_OVERHEAD = (2.0, 27.0)
 DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 L2NORM_QUEUE = 11                # results an L2NORM pixel's scaling pass leaves queued for a narrow epilogue
+L2NORM_FACTOR = 3                # cycles a pixel's scaling pass waits for its factor (mac_stage.sv L2_STAGES)
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
         # per pixel: its channels summed (c_tiles beats), then read again and scaled, a result per beat into the
         # epilogue queue, which a narrow epilogue drains at one per `passes` cycles while the next pixel is summed
         scaling = max(beat * c_tiles, (c_tiles - L2NORM_QUEUE) * passes)
-        per_pixel = max(beat * c_tiles + scaling, passes * c_tiles)
+        per_pixel = max(beat * c_tiles + L2NORM_FACTOR + scaling, passes * c_tiles)
         return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + per_pixel * pixels)
     beats = {Op.ADD: 2, Op.SCALE: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
     return round(fixed + _cost(ELEMENTWISE_OVERHEAD, latency) + max(beat * beats, passes) * pixels * c_tiles)

@@ -1,5 +1,7 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
-// each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle. The MAC stage walks the
+// each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle, AG_LATENCY cycles after the
+// nest reaches it: P1 decodes the run (its tag, the operands of its two pixel addresses, the input tap's
+// coordinates), then pixel_address.sv takes three stages for each address, one multiply per stage. The MAC stage walks the
 // same nest by the tags alone. On the window path (`win`) the runs are the layer's input rows in order
 // instead (a whole row where its channels are contiguous, else a pixel at a time), each issued only once
 // the window has room for it (`win_limit`).
@@ -34,8 +36,6 @@ module address_generator #(
   wire dw = is_conv && d.flags[F_DEPTHWISE];
   wire has_res = is_conv && d.flags[F_RESIDUAL];
   wire up = d.flags[F_UPSAMPLE2];
-  engine_pkg::tag_t a_tag;
-  assign a_tag_bits = a_tag;
 
   logic [15:0] ag_n, ag_y, ag_x, ag_c;
   logic [7:0]  ag_ky, ag_kx;
@@ -56,122 +56,6 @@ module address_generator #(
     endcase
   end
 
-  logic signed [31:0] iy, ix;
-  logic inb;
-  logic [63:0] w_run_addr;               // the window path's run (below): declared before the selection reads it
-  logic [23:0] w_run_beats;
-  engine_pkg::tag_t w_tag;
-  always_comb begin
-    logic last_tap;
-    logic [31:0] cv, in_pix, out_pix;
-    last_tap = ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1;
-    cv = 32'(ag_c) << VSH;
-    if (is_conv) begin
-      iy = 32'(ag_y) * 32'(d.stride_h) - 32'(d.pad_t) + 32'(ag_ky) * 32'(d.dil_h);
-      ix = 32'(ag_x) * 32'(d.stride_w) - 32'(d.pad_l) + 32'(ag_kx) * 32'(d.dil_w);
-    end else if (d.op == OP_MAXPOOL) begin
-      iy = 32'(ag_y) * 32'(d.pool_sh) - 32'(d.pool_pad_t) + 32'(ag_ky);
-      ix = 32'(ag_x) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(ag_kx);
-    end else begin
-      iy = 32'(ag_y);
-      ix = 32'(ag_x);
-    end
-    inb = iy >= 0 && ix >= 0 && iy < (32'(d.in_h) << up) && ix < (32'(d.in_w) << up);
-    in_pix = pixel(d.in_addr, ag_n, 32'(iy) >> up, 32'(ix) >> up, d.in_h, d.in_w, d.in_c_stride) + 32'(d.in_c_offset);
-    out_pix = out_pixel(d, ag_n, 32'(ag_y), 32'(ag_x));
-    a_tag = '0;
-    a_tag.n = ag_n; a_tag.y = ag_y; a_tag.x = ag_x;
-    a_run_pad = 1'b0;
-    a_run_fill = 8'd0;
-    a_run_beats = 24'd1;
-    a_run_addr = '0;
-    if (!ag_ph) begin
-      a_run_pad = !inb;
-      case (d.op)
-        OP_CONV: begin
-          a_run_fill = d.in_zero;                                   // padding taps: the input's zero point
-          a_tag.first = ag_ky == 0 && ag_kx == 0;
-          a_tag.last = last_tap && !has_res;
-          a_tag.oaddr = out_pix + 32'(c0);
-          if (dw) begin
-            a_tag.kind = K_DW;
-            a_run_addr = 64'(in_pix + 32'(c0));
-            a_tag.waddr = 16'(ag_ky) * 16'(d.kw) + 16'(ag_kx);
-          end else begin
-            a_tag.kind = K_MAC;
-            a_run_addr = 64'(in_pix);
-            a_run_beats = 24'(d.in_c >> VSH);
-            a_tag.waddr = (16'(ag_ky) * 16'(d.kw) + 16'(ag_kx)) * (d.in_c >> VSH);
-          end
-        end
-        OP_MAXPOOL: begin
-          a_tag.kind = K_POOL;
-          a_tag.first = ag_ky == 0 && ag_kx == 0;
-          a_tag.last = last_tap;
-          a_run_fill = d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80;   // padding taps: 0, or -128 that never wins
-          a_run_addr = 64'(in_pix + cv);
-          a_tag.oaddr = out_pix + cv;
-        end
-        OP_COPY: begin
-          a_tag.kind = K_COPY;
-          a_tag.last = 1'b1;
-          a_run_addr = 64'(in_pix);
-          a_run_beats = 24'(d.in_c >> VSH);
-          a_tag.oaddr = out_pix;
-        end
-        OP_L2NORM: begin       // the pixel's channels, summed as squares (mac_stage)
-          a_tag.kind = K_GAP;
-          a_tag.first = 1'b1;
-          a_run_addr = 64'(in_pix);
-          a_run_beats = 24'(d.in_c >> VSH);
-        end
-        OP_GAP: begin
-          a_tag.kind = K_GAP;
-          a_tag.first = ag_y == 0 && ag_x == 0;
-          a_tag.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
-          a_run_pad = 1'b0;
-          a_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), 32'(ag_x), d.in_h, d.in_w, d.in_c_stride))
-                            + 64'(d.in_c_offset) + 64'(c0);
-          a_tag.oaddr = d.out_addr + 32'(ag_n) * 32'(d.out_c_stride) + 32'(d.out_c_offset) + 32'(c0);
-        end
-        default: begin        // ADD, SCALE: the first operand
-          a_tag.kind = K_A;
-          a_run_addr = 64'(in_pix + cv);
-          a_tag.oaddr = out_pix + cv;
-        end
-      endcase
-    end else begin
-      a_tag.last = 1'b1;
-      a_tag.oaddr = out_pix + (is_conv ? 32'(c0) : cv);
-      if (d.op == OP_L2NORM) begin     // the pixel's channels again, each beat scaled and written
-        a_tag.kind = K_COPY;
-        a_tag.oaddr = out_pix;
-        a_run_addr = 64'(in_pix);
-        a_run_beats = 24'(d.in_c >> VSH);
-      end else if (is_conv) begin
-        a_tag.kind = K_RES;
-        a_run_addr = (64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.conv_h, d.conv_w, d.in2_c_stride))
-                          + 64'(d.in2_c_offset) + 64'(c0)) & ~64'(B - 1);
-        a_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-      end else if (d.op == OP_ADD) begin
-        a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'(ag_y), 32'(ag_x), d.out_h, d.out_w, d.in2_c_stride))
-                          + 64'(d.in2_c_offset) + 64'(cv);
-      end else begin
-        a_tag.kind = K_B;
-        a_run_addr = 64'(pixel(d.in2_addr, ag_n, 32'd0, 32'd0, 16'd1, 16'd1, d.in2_c_stride))
-                          + 64'(d.in2_c_offset) + 64'(cv);
-      end
-    end
-    if (win) begin
-      a_run_pad = 1'b0;
-      a_run_fill = 8'd0;
-      a_run_addr = w_run_addr;
-      a_run_beats = w_run_beats;
-      a_tag = w_tag;
-    end
-  end
-
   // the window path's runs: rows of the input, image after image; with a fused residual, an output row's
   // residual operands right after the last input row it reads, so they wait in the window's queue while the
   // next rows load
@@ -181,52 +65,237 @@ module address_generator #(
   wire contiguous = !dw && d.in_c == d.in_c_stride;     // a depthwise tile reads VEC channels of each pixel
   wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
   wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
+  // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2..P4)
+  localparam int AG_LATENCY = 4;
+  logic nest_active;
+  logic [AG_LATENCY-1:0] v_q;
+  wire en = !v_q[AG_LATENCY-1] || a_run_ready;
+  assign a_run_valid = v_q[AG_LATENCY-1];
+  assign ag_active = nest_active || |v_q;
+  // a run enters the pipeline (the nest moves on) when the nest has one and the pipeline moves
+  wire want = nest_active && (!win || res_due || (!w_loaded && ag_row < win_limit));
+  wire issue = want && en;
+  wire [31:0] cv = 32'(ag_c) << VSH;
+  wire [15:0] cin_beats = d.in_c >> VSH;
+  wire last_tap = ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1;
+
+  // P1: the run's tag, beats and fill; the operands of its read address (A) and of its result's address (B)
+  engine_pkg::tag_t tag1;
+  logic [23:0] beats1;
+  logic [7:0] fill1;
+  logic pad_check1, from_tap1;       // the read is an input tap (padding checked; y, x from iy, ix)
+  logic [15:0] tap1, tap_mult1;      // weight row: tap * tap_mult
+  logic [15:0] ha, wa, sa, hb, wb, sb;
+  logic [31:0] base_a, add_a, ya, xa, base_b, add_b, yb, xb;
+  logic wide_a, align_a, zero_b;
+  logic signed [31:0] iy_d, ix_d;
   always_comb begin
-    w_tag = '0;
-    if (res_due) begin
-      w_run_addr = (64'(pixel(d.in2_addr, ag_n, 32'(res_y), 32'(res_x), d.conv_h, d.conv_w, d.in2_c_stride))
-                       + 64'(d.in2_c_offset) + 64'(c0)) & ~64'(B - 1);
-      w_run_beats = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-      w_tag.kind = K_RES;
-      w_tag.n = ag_n; w_tag.y = res_y; w_tag.x = res_x;
+    if (is_conv) begin
+      iy_d = 32'(ag_y) * 32'(d.stride_h) - 32'(d.pad_t) + 32'(ag_ky) * 32'(d.dil_h);
+      ix_d = 32'(ag_x) * 32'(d.stride_w) - 32'(d.pad_l) + 32'(ag_kx) * 32'(d.dil_w);
+    end else if (d.op == OP_MAXPOOL) begin
+      iy_d = 32'(ag_y) * 32'(d.pool_sh) - 32'(d.pool_pad_t) + 32'(ag_ky);
+      ix_d = 32'(ag_x) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(ag_kx);
     end else begin
-      w_run_addr = 64'(pixel(d.in_addr, ag_n, 32'(ag_y), contiguous ? 32'd0 : 32'(ag_x), d.in_h, d.in_w,
-                             d.in_c_stride)) + 64'(d.in_c_offset) + (dw ? 64'(c0) : 64'd0);
-      w_run_beats = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(d.in_c >> VSH)) : 24'(d.in_c >> VSH);
-      w_tag.kind = K_MAC;
-      w_tag.last = contiguous || ag_x == d.in_w - 16'd1;
-      w_tag.n = ag_n; w_tag.y = ag_y; w_tag.x = ag_x;
+      iy_d = 32'(ag_y);
+      ix_d = 32'(ag_x);
+    end
+    tag1 = '0;
+    tag1.n = ag_n; tag1.y = ag_y; tag1.x = ag_x;
+    beats1 = 24'd1;
+    fill1 = 8'd0;
+    pad_check1 = 1'b0;
+    tap1 = 16'(ag_ky) * 16'(d.kw) + 16'(ag_kx);
+    tap_mult1 = 16'd0;
+    // A: the input pixel by default (tap coordinates, the input's geometry)
+    from_tap1 = 1'b1;
+    base_a = d.in_addr; ha = d.in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
+    add_a = 32'(d.in_c_offset); wide_a = 1'b0; align_a = 1'b0;
+    // B: the output pixel (out_pixel: a transposed conv's phase on a twice-as-large output)
+    base_b = d.out_addr; sb = d.out_c_stride; add_b = 32'(d.out_c_offset); zero_b = 1'b0;
+    if (d.out_step == 8'd2) begin
+      yb = {15'd0, ag_y, d.out_phase_y[0]}; xb = {15'd0, ag_x, d.out_phase_x[0]};
+      hb = {d.out_h[14:0], 1'b0}; wb = {d.out_w[14:0], 1'b0};
+    end else begin
+      yb = 32'(ag_y); xb = 32'(ag_x); hb = d.out_h; wb = d.out_w;
+    end
+    if (win) begin
+      from_tap1 = 1'b0; zero_b = 1'b1; wide_a = 1'b1;
+      if (res_due) begin
+        base_a = d.in2_addr; ha = d.conv_h; wa = d.conv_w; sa = d.in2_c_stride; ya = 32'(res_y); xa = 32'(res_x);
+        add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
+        beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
+        tag1.kind = K_RES;
+        tag1.y = res_y; tag1.x = res_x;
+      end else begin
+        xa = contiguous ? 32'd0 : 32'(ag_x);
+        add_a = 32'(d.in_c_offset) + (dw ? 32'(c0) : 32'd0);
+        beats1 = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(cin_beats)) : 24'(cin_beats);
+        tag1.kind = K_MAC;
+        tag1.last = contiguous || ag_x == d.in_w - 16'd1;
+      end
+    end else if (!ag_ph) begin
+      pad_check1 = 1'b1;
+      case (d.op)
+        OP_CONV: begin
+          fill1 = d.in_zero;                                        // padding taps: the input's zero point
+          tag1.first = ag_ky == 0 && ag_kx == 0;
+          tag1.last = last_tap && !has_res;
+          add_b = add_b + 32'(c0);
+          if (dw) begin
+            tag1.kind = K_DW;
+            add_a = add_a + 32'(c0);
+            tap_mult1 = 16'd1;
+          end else begin
+            tag1.kind = K_MAC;
+            beats1 = 24'(cin_beats);
+            tap_mult1 = cin_beats;
+          end
+        end
+        OP_MAXPOOL: begin
+          tag1.kind = K_POOL;
+          tag1.first = ag_ky == 0 && ag_kx == 0;
+          tag1.last = last_tap;
+          fill1 = d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80;        // padding taps: 0, or -128 that never wins
+          add_a = add_a + cv;
+          add_b = add_b + cv;
+        end
+        OP_COPY: begin
+          tag1.kind = K_COPY;
+          tag1.last = 1'b1;
+          beats1 = 24'(cin_beats);
+        end
+        OP_L2NORM: begin       // the pixel's channels, summed as squares (mac_stage)
+          tag1.kind = K_GAP;
+          tag1.first = 1'b1;
+          beats1 = 24'(cin_beats);
+          zero_b = 1'b1;
+        end
+        OP_GAP: begin
+          tag1.kind = K_GAP;
+          tag1.first = ag_y == 0 && ag_x == 0;
+          tag1.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
+          pad_check1 = 1'b0;
+          from_tap1 = 1'b0;
+          add_a = add_a + 32'(c0); wide_a = 1'b1;
+          base_b = d.out_addr; hb = 16'd1; wb = 16'd1; yb = 32'd0; xb = 32'd0;
+          add_b = 32'(d.out_c_offset) + 32'(c0);
+        end
+        default: begin        // ADD, SCALE: the first operand
+          tag1.kind = K_A;
+          add_a = add_a + cv;
+          add_b = add_b + cv;
+        end
+      endcase
+    end else begin
+      tag1.last = 1'b1;
+      add_b = add_b + (is_conv ? 32'(c0) : cv);
+      if (d.op == OP_L2NORM) begin     // the pixel's channels again, each beat scaled and written
+        tag1.kind = K_COPY;
+        add_b = 32'(d.out_c_offset);
+        beats1 = 24'(cin_beats);
+      end else begin
+        from_tap1 = 1'b0; wide_a = 1'b1;
+        base_a = d.in2_addr; sa = d.in2_c_stride;
+        if (is_conv) begin
+          tag1.kind = K_RES;
+          ha = d.conv_h; wa = d.conv_w;
+          add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
+          beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
+        end else begin
+          tag1.kind = K_B;
+          ha = d.out_h; wa = d.out_w;
+          add_a = 32'(d.in2_c_offset) + cv;
+          if (d.op != OP_ADD) begin    // SCALE: the image's gate vector
+            ha = 16'd1; wa = 16'd1; ya = 32'd0; xa = 32'd0;
+          end
+        end
+      end
     end
   end
 
-  assign a_run_valid = ag_active && (!win || res_due || (!w_loaded && ag_row < win_limit));
+  // P1 registers
+  localparam int TW = engine_pkg::TAG_BITS;
+  localparam int LAST = AG_LATENCY - 1;
+  logic [AG_LATENCY*TW-1:0] tag_q;         // stage k's at [TW*k +: TW]; beats, fill and pad alike
+  logic [AG_LATENCY*24-1:0] beats_q;
+  logic [AG_LATENCY*8-1:0] fill_q;
+  logic [AG_LATENCY-1:0] pad_q;
+  logic pad_check_q, from_tap_q;
+  logic [15:0] tap_q, tap_mult_q, wa_q, sa_q, wb_q, sb_q;
+  logic [31:0] nha_q, nhb_q, ya_q, xa_q, yb_q, xb_q, base_a_q, add_a_q, base_b_q, add_b_q;
+  logic wide_a_q, align_a_q, zero_b_q;
+  logic signed [31:0] iy_q, ix_q;
+  always_ff @(posedge clk) begin
+    engine_pkg::tag_t t;
+    if (!rst_n) v_q <= '0;
+    else if (en) v_q <= {v_q[AG_LATENCY-2:0], issue};
+    if (en) begin
+      tag_q[0 +: TW] <= tag1; beats_q[0 +: 24] <= beats1; fill_q[0 +: 8] <= fill1; pad_q[0] <= 1'b0;
+      pad_check_q <= pad_check1; from_tap_q <= from_tap1; tap_q <= tap1; tap_mult_q <= tap_mult1;
+      iy_q <= iy_d; ix_q <= ix_d;
+      nha_q <= 32'(ag_n) * 32'(ha); ya_q <= ya; xa_q <= xa; wa_q <= wa; sa_q <= sa;
+      base_a_q <= base_a; add_a_q <= add_a; wide_a_q <= wide_a; align_a_q <= align_a;
+      nhb_q <= 32'(ag_n) * 32'(hb); yb_q <= yb; xb_q <= xb; wb_q <= wb; sb_q <= sb;
+      base_b_q <= base_b; add_b_q <= add_b; zero_b_q <= zero_b;
+      // P2: the weight row and the padding check, from P1's registers
+      t = tag_q[0 +: TW];
+      t.waddr = tap_q * tap_mult_q;
+      tag_q[TW +: TW] <= t;
+      beats_q[24 +: 24] <= beats_q[0 +: 24]; fill_q[8 +: 8] <= fill_q[0 +: 8];
+      pad_q[1] <= pad_check_q && !(iy_q >= 0 && ix_q >= 0 && iy_q < (32'(d.in_h) << up) && ix_q < (32'(d.in_w) << up));
+      tag_q[AG_LATENCY*TW-1:2*TW] <= tag_q[(AG_LATENCY-1)*TW-1:TW];
+      beats_q[AG_LATENCY*24-1:2*24] <= beats_q[(AG_LATENCY-1)*24-1:24];
+      fill_q[AG_LATENCY*8-1:2*8] <= fill_q[(AG_LATENCY-1)*8-1:8];
+      pad_q[AG_LATENCY-1:2] <= pad_q[AG_LATENCY-2:1];
+    end
+  end
+  wire [31:0] tap_y = 32'(iy_q) >> up, tap_x = 32'(ix_q) >> up;
+  logic [63:0] oaddr64;
+  pixel_address #(.B(B)) read_address (
+    .clk_i(clk), .en_i(en), .nh_i(nha_q), .y_i(from_tap_q ? tap_y : ya_q), .x_i(from_tap_q ? tap_x : xa_q),
+    .w_i(wa_q), .stride_i(sa_q), .base_i(base_a_q), .add_i(add_a_q), .wide_i(wide_a_q), .align_i(align_a_q),
+    .zero_i(1'b0), .addr_o(a_run_addr));
+  pixel_address #(.B(B)) result_address (
+    .clk_i(clk), .en_i(en), .nh_i(nhb_q), .y_i(yb_q), .x_i(xb_q), .w_i(wb_q), .stride_i(sb_q), .base_i(base_b_q),
+    .add_i(add_b_q), .wide_i(1'b0), .align_i(1'b0), .zero_i(zero_b_q), .addr_o(oaddr64));
+  always_comb begin
+    engine_pkg::tag_t t;
+    t = tag_q[LAST*TW +: TW];
+    t.oaddr = oaddr64[31:0];
+    a_tag_bits = t;
+  end
+  assign a_run_beats = beats_q[LAST*24 +: 24];
+  assign a_run_fill = fill_q[LAST*8 +: 8];
+  assign a_run_pad = pad_q[LAST];
+
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      ag_active <= 1'b0;
+      nest_active <= 1'b0;
     end else if (ag_start) begin
-      ag_active <= 1'b1;
+      nest_active <= 1'b1;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
-    end else if (win && a_run_valid && a_run_ready && res_due) begin
+    end else if (win && issue && res_due) begin
       if (res_x != d.conv_w - 16'd1) res_x <= res_x + 16'd1;
       else begin
         res_x <= '0;
         res_y <= res_y + 16'd1;
         res_last <= res_last + 32'(d.stride_h);
       end
-    end else if (win && a_run_valid && a_run_ready) begin
+    end else if (win && issue) begin
       if (!contiguous && ag_x != d.in_w - 16'd1) ag_x <= ag_x + 16'd1;
       else begin
         ag_x <= '0;
         ag_row <= ag_row + 32'd1;
         ag_y <= ag_y + 16'd1;
       end
-    end else if (win && ag_active && w_loaded && !res_due) begin     // the image is issued: the next one
+    end else if (win && nest_active && w_loaded && !res_due) begin     // the image is issued: the next one
       ag_y <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
       if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
-      else ag_active <= 1'b0;
-    end else if (a_run_valid && a_run_ready) begin
+      else nest_active <= 1'b0;
+    end else if (issue) begin
       if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
         if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
         else ag_kx <= ag_kx + 8'd1;
@@ -244,7 +313,7 @@ module address_generator #(
             else begin
               ag_y <= '0;
               if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
-              else ag_active <= 1'b0;
+              else nest_active <= 1'b0;
             end
           end
         end

@@ -12,6 +12,7 @@ weight_ram.sv
 array_weights.sv
 window_ram.sv
 mac_array.sv
+pixel_address.sv
 address_generator.sv
 mac_stage.sv
 window_conv.sv

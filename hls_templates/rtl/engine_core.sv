@@ -292,18 +292,20 @@ module engine_core #(
   localparam int WITEMW = G * 8 + 32;
   logic wq_push, wq_pop, wq_empty;
   logic [WITEMW-1:0] wq_din, wq_dout;
-  logic [4:0] wq_count;
+  localparam int WQ_DEPTH = 32;
+  logic [5:0] wq_count;
   logic p_room, p_valid, p_done, p_busy;
   logic [G*8-1:0] p_q;
   logic [31:0] p_oaddr;
   pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W)) pool (
     .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
     .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
-    .out_room(wq_count <= 5'd10), .done(p_done), .busy(p_busy));
-  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_count <= 5'd11);
+    .out_room(wq_count <= 6'd26), .done(p_done), .busy(p_busy));
+  // room for the result popped and for every one inside the epilogue's pipeline
+  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_count <= 6'(WQ_DEPTH - EPI_LATENCY - 5));
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
-  sync_fifo #(.W(WITEMW), .DEPTH(16)) wq (
+  sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH)) wq (
     .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout), .empty(wq_empty),
     .count(wq_count));
 

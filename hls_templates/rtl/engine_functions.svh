@@ -25,31 +25,28 @@
     else sat8 = v[7:0];
   endfunction
 
-  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity
+  // 2^(s-1), 0 for s = 0: what a rounding shift adds before it shifts
+  function automatic logic signed [63:0] round_half(input logic [7:0] s);
+    round_half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
+  endfunction
+
+  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity. The epilogue's requantisation
+  // sat8(shift_round(x * m + y * n, s)) (y = 0 but for ADD) is this over three of its pipeline stages.
   function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
-    logic signed [63:0] half;
-    half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
-    shift_round = (v + half) >>> s;
+    shift_round = (v + round_half(s)) >>> s;
   endfunction
 
-  // sat8(round((x * m + y * n) >> shift)): the epilogue's first stage for every op (requantisation: y = 0; ADD:
-  // both operands; SCALE: x = input * gate). Multipliers are below 2^17 (ABI v2): 18-bit DSP48 ports.
-  function automatic logic signed [7:0] scale_sum(input logic signed [31:0] x, input logic signed [17:0] m,
-                                                  input logic signed [7:0] y, input logic signed [17:0] n,
-                                                  input logic [7:0] sh);
-    scale_sum = sat8(shift_round(64'(x) * 64'(m) + 64'(y) * 64'(n), sh));
+  // The residual rescale sat8(round((a * ma + b * mb) >> s)) over two stages: a * ma + b * mb + residual_half(s),
+  // then residual_shift. The sum needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27
+  // on the result is 0), so the adders and shifter are 48 bits wide, not 64.
+  function automatic logic signed [47:0] residual_half(input logic [7:0] s);
+    residual_half = s == 8'd0 || s > 8'd47 ? 48'sd0 : 48'sd1 <<< (s - 8'd1);
   endfunction
 
-  // a * ma + b * mb needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27 on the
-  // result is 0), so the shifter and adders are 48 bits wide, not 64
-  function automatic logic signed [7:0] rescale2(input logic signed [7:0] a, input logic signed [7:0] b,
-                                                 input logic signed [17:0] ma, input logic signed [17:0] mb,
-                                                 input logic [7:0] sh);
-    logic signed [47:0] total, half;
-    total = 48'(a) * 48'(ma) + 48'(b) * 48'(mb);
-    half = sh == 8'd0 || sh > 8'd47 ? 48'sd0 : 48'sd1 <<< (sh - 8'd1);
-    total = sh > 8'd47 ? 48'sd0 : (total + half) >>> sh;
-    rescale2 = sat8(64'(total));
+  function automatic logic signed [7:0] residual_shift(input logic signed [47:0] t, input logic [7:0] s);
+    logic signed [47:0] shifted;
+    shifted = t >>> s;
+    residual_shift = s > 8'd47 ? 8'sd0 : sat8(64'(shifted));
   endfunction
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,

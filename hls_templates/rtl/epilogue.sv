@@ -1,7 +1,17 @@
-// Epilogue, two pipelined stages per pixel result of G lanes: E1 requantises a conv or global-average-pool
-// accumulator (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value or ADD's two operands (int64 products, rounding shift, saturation) and
-// applies act1; E2 adds a conv's residual operand and applies act2. Activations are a clamp or a 256-entry table,
-// each lane's own copy in distributed RAM (lut_ram.sv).
+// Epilogue: EPI_LATENCY pipelined stages per pixel result of G lanes, one result accepted per cycle.
+//   S0 operands   pick the product and shift of each lane: a conv or GAP accumulator by its requantisation
+//                 multiplier (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value
+//                 or ADD's two operands
+//   S1 product    x * m + y * n (DSP48)
+//   S2 round      + 2^(shift-1)
+//   S3 shift      >>> shift, saturate to int8
+//   S4 act1       clamp or table (a conv's or ADD's first activation) -> E1
+//   S5 residual   a conv's residual rescale: e1 * ma + b * mb + half (two 8x18 products)
+//   S6 shift      >>> res_shift, saturate
+//   S7 act2       clamp or table -> the result
+// Each stage is one of the steps the old two-stage epilogue chained in a cycle (requantise, round, saturate,
+// table) so the arithmetic, and so every result, is the same; the split is what lets it meet the board clock.
+// Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
 import engine_pkg::*;
 
 module epilogue #(
@@ -32,10 +42,17 @@ module epilogue #(
   output logic            busy
 );
   `include "engine_functions.svh"
+  localparam int L = EPI_LATENCY;
+  localparam int MW = 32 + 3 * 16;       // a result's address and coordinates, carried beside its lanes
   engine_pkg::desc_t d;
   assign d = desc;
   wire has_res = d.op == OP_CONV && d.flags[F_RESIDUAL];
   wire prelu = d.op == OP_CONV && d.flags[F_PRELU];
+  wire per_channel = d.op == OP_CONV || d.op == OP_GAP;
+  wire act1_applies = d.op == OP_CONV || d.op == OP_ADD;
+  wire act2_applies = has_res || d.op == OP_ADD;
+  // ops that requantise; the others (MAXPOOL, COPY) pass their first operand through
+  wire requantises = d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
 
   function automatic logic signed [7:0] activate(input logic [7:0] kind, input logic signed [7:0] q,
                                                  input logic signed [7:0] looked_up);
@@ -44,72 +61,67 @@ module epilogue #(
     else activate = q;
   endfunction
 
-  logic e1_valid;
-  logic [G*8-1:0] e1_q, e1_b;
-  logic [31:0] e1_oaddr;
-  logic [15:0] e1_n, e1_y, e1_x;
-  assign busy = e1_valid || out_valid;
-
-  // each stage's value before its activation, and what the lane's tables hold for it
-  logic [G*8-1:0] q1_pre, q2_pre, t1, t2;
-  for (genvar i = 0; i < G; i++) begin : tables
-    wire [7:0] i1 = {~q1_pre[8*i+7], q1_pre[8*i +: 7]};     // lut_index
-    wire [7:0] i2 = {~q2_pre[8*i+7], q2_pre[8*i +: 7]};
-    lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(i1),
-                              .rdata(t1[8*i +: 8]));
-    lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(i2),
-                              .rdata(t2[8*i +: 8]));
+  // valid and (address, coordinates) of each stage's result: stage k's are valid_q[k], meta_q[k]
+  logic [L-1:0] valid_q;
+  logic [L*MW-1:0] meta_q;                // stage k's at [MW*k +: MW]
+  always_ff @(posedge clk) begin
+    if (!rst_n) valid_q <= '0;
+    else valid_q <= {valid_q[L-2:0], in_valid};
+    meta_q <= {meta_q[(L-1)*MW-1:0], in_oaddr, in_n, in_y, in_x};
   end
+  assign out_valid = valid_q[L-1];
+  assign {out_oaddr, out_n, out_y, out_x} = meta_q[(L-1)*MW +: MW];
+  assign busy = |valid_q;
 
-  // E1 per lane: one 32x18 product (a conv or GAP accumulator by its requantisation multiplier, SCALE's x * g or
-  // ADD's first operand by res_mult_a) plus ADD's second product, one rounding shift, act1 for conv and ADD;
-  // E2: a conv's residual rescale (two 8x32 products, 48 bits) and act2. Two table lookups per lane, not three.
-  always_comb
-    for (int i = 0; i < G; i++) begin
+  for (genvar i = 0; i < G; i++) begin : lane
+    // S0: operands
+    logic signed [31:0] x_q;
+    logic signed [17:0] m_q;
+    logic signed [7:0]  y_q;
+    logic [3*8-1:0]     sh_q;              // the shift at S0..S2 (S k's at [8*k +: 8])
+    logic [4*8-1:0]     a_q;               // the pass-through operand at S0..S3
+    logic [5*8-1:0]     b_q;               // the residual operand at S0..S4
+    // S1..S3: requantisation; S4: E1
+    logic signed [63:0] p_q, r_q;
+    logic signed [7:0]  q1_q, e1_q;
+    // S5..S7: residual; the result
+    logic signed [47:0] t_q;
+    logic signed [7:0]  pass5_q, q2_q, q_q;
+    logic [7:0] t1, t2;
+
+    always_ff @(posedge clk) begin
       logic signed [7:0] a8, b8;
-      logic signed [9:0] g10;          // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
+      logic signed [9:0] g10;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
       logic signed [17:0] g18;
       logic signed [31:0] x32;
-      logic signed [17:0] m18;         // every multiplier is below 2^17 (ABI v2)
-      logic [7:0] s;
-      logic per_channel;
       a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
       b8 = in_b[8*i +: 8];
       g10 = 10'(b8) + $signed({2'b00, d.res_mult_b[7:0]});
       g18 = a8 * g10;
-      per_channel = d.op == OP_CONV || d.op == OP_GAP;
       x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
-      m18 = prelu && x32[31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
-          : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];     // PRELU: a negative acc's own
-      s = per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift;  // L2NORM: the pixel's
-      q1_pre[8*i +: 8] = scale_sum(x32, m18, d.op == OP_ADD ? b8 : 8'sd0, d.res_mult_b[17:0], s);
-      q2_pre[8*i +: 8] = has_res ? rescale2(e1_q[8*i +: 8], e1_b[8*i +: 8], d.res_mult_a[17:0], d.res_mult_b[17:0],
-                                            d.res_shift) : e1_q[8*i +: 8];
+      x_q <= x32;
+      // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
+      m_q <= prelu && x32[31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+             : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
+      y_q <= d.op == OP_ADD ? b8 : 8'sd0;
+      sh_q <= {sh_q[15:0], per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift};
+      a_q <= {a_q[23:0], a8};
+      b_q <= {b_q[31:0], b8};
+      p_q <= 64'(x_q) * 64'(m_q) + 64'(y_q) * 64'($signed(d.res_mult_b[17:0]));        // S1
+      r_q <= p_q + round_half(sh_q[15:8]);                                                   // S2
+      q1_q <= sat8(r_q >>> sh_q[23:16]);                                                      // S3
+      e1_q <= act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[31:24]);    // S4
+      t_q <= 48'(e1_q) * 48'($signed(d.res_mult_a[17:0])) + 48'($signed(b_q[39:32])) * 48'($signed(d.res_mult_b[17:0]))
+             + residual_half(d.res_shift);                                                // S5
+      pass5_q <= e1_q;
+      q2_q <= has_res ? residual_shift(t_q, d.res_shift) : pass5_q;                       // S6
+      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S7
     end
+    assign out_q[8*i +: 8] = q_q;
 
-  always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      e1_valid <= 1'b0; out_valid <= 1'b0;
-    end else begin
-      e1_valid <= in_valid;
-      e1_b <= in_b;
-      e1_oaddr <= in_oaddr; e1_n <= in_n; e1_y <= in_y; e1_x <= in_x;
-      for (int i = 0; i < G; i++) begin
-        logic signed [7:0] q;
-        q = q1_pre[8*i +: 8];
-        if (d.op == OP_CONV || d.op == OP_ADD) q = activate(d.act1, q, t1[8*i +: 8]);
-        else if (d.op != OP_CONV && d.op != OP_GAP && d.op != OP_SCALE && d.op != OP_L2NORM)
-          q = i < V ? in_a[8*i +: 8] : 8'sd0;                     // other ops pass their input
-        e1_q[8*i +: 8] <= q;
-      end
-      out_valid <= e1_valid;
-      out_oaddr <= e1_oaddr; out_n <= e1_n; out_y <= e1_y; out_x <= e1_x;
-      for (int i = 0; i < G; i++) begin
-        logic signed [7:0] q;
-        q = q2_pre[8*i +: 8];
-        if (has_res || d.op == OP_ADD) q = activate(d.act2, q, t2[8*i +: 8]);
-        out_q[8*i +: 8] <= q;
-      end
-    end
+    lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),
+                              .rdata(t1));
+    lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q2_q)),
+                              .rdata(t2));
   end
 endmodule

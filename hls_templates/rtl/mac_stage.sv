@@ -47,22 +47,26 @@ module mac_stage #(
   `include "engine_functions.svh"
   `include "rsqrt_rom.svh"
 
-  // (K, sh) of an L2NORM pixel from its sum of squares: l2norm_factor in fpga_runtime/abi.py
-  function automatic logic [39:0] l2_factor(input logic [31:0] ss, input logic signed [17:0] m, input logic [7:0] s);
+  // (K, sh) of an L2NORM pixel from its sum of squares (l2norm_factor in fpga_runtime/abi.py), over L2_STAGES
+  // cycles after the sum: leading zeros and normalise, the reciprocal-square-root ROM, the multiply and round.
+  // The pixel's scaled beats, which read the factor, are held back at the input for as long.
+  localparam int L2_STAGES = 3;
+  function automatic logic [5:0] even_leading_zeros(input logic [31:0] ss);
     logic [5:0] z;
-    logic [31:0] u;
-    logic signed [63:0] k;
     z = 6'd0;
     for (int b = 31; b >= 0; b--) if (ss[b] == 1'b0 && z == 6'(31 - b)) z = 6'(32 - b);
-    z = {z[5:1], 1'b0};
-    u = ss << z;
-    k = shift_round(64'(rsqrt_rom(u[31:22])) * 64'(m), 8'd23);
-    l2_factor = ss == 32'd0 ? 40'd0 : {8'(s + 8'd14 - 8'(z >> 1)), k[31:0]};
+    even_leading_zeros = {z[5:1], 1'b0};
   endfunction
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
-  assign ab_ready = room;
+  logic [1:0] l2_hold_q;                   // cycles the factor of the pixel just summed still takes
+  assign ab_ready = room && l2_hold_q == 2'd0;
   wire ab_fire = ab_valid && ab_ready;
+  always_ff @(posedge clk) begin
+    if (!rst_n) l2_hold_q <= '0;
+    else if (ab_fire && l2 && ab_tag.kind == K_GAP && ab_last) l2_hold_q <= 2'(L2_STAGES);
+    else if (l2_hold_q != 2'd0) l2_hold_q <= l2_hold_q - 2'd1;
+  end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
   logic c1_valid, c1_last;
@@ -138,13 +142,27 @@ module mac_stage #(
   end
   // an L2NORM pixel's factor, from the last beat of its sum: ready for its scaled beats, which follow
   logic [39:0] l2_ksh;
+  logic [31:0] l2_ss_q;
+  logic [9:0] l2_u_q;                      // the normalised sum's top bits: the ROM's index
+  logic [5:0] l2_z_q, l2_z2_q;
+  logic l2_zero_q, l2_zero2_q;
+  logic [31:0] l2_rom_q;
   always_ff @(posedge clk) begin
+    logic signed [63:0] k;
     if (c2_valid) begin
       for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
       res <= res_next;
       abuf <= abuf_next;
-      if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ksh <= l2_factor(acc_next[0], l2_mult[17:0], l2_shift);
+      if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ss_q <= acc_next[0];
     end
+    l2_z_q <= even_leading_zeros(l2_ss_q);
+    l2_u_q <= 10'((l2_ss_q << even_leading_zeros(l2_ss_q)) >> 22);
+    l2_zero_q <= l2_ss_q == 32'd0;
+    l2_rom_q <= 32'(rsqrt_rom(l2_u_q));
+    l2_z2_q <= l2_z_q;
+    l2_zero2_q <= l2_zero_q;
+    k = shift_round(64'(l2_rom_q) * 64'($signed(l2_mult[17:0])), 8'd23);
+    l2_ksh <= l2_zero2_q ? 40'd0 : {8'(l2_shift + 8'd14 - 8'(l2_z2_q >> 1)), k[31:0]};
   end
   always_comb begin
     item_valid = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));

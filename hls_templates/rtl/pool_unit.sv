@@ -36,14 +36,15 @@ module pool_unit #(
 
   logic rq_pop, rq_empty;
   logic [QW-1:0] rq_dout;
-  logic [4:0] rq_count;
+  localparam int RQ_DEPTH = 32;
+  logic [5:0] rq_count;
   logic [G*8-1:0] rq_q;
   logic [15:0] rq_n, rq_y, rq_x;
-  sync_fifo #(.W(QW), .DEPTH(16)) rq (
+  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH)) rq (
     .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
     .empty(rq_empty), .count(rq_count));
   assign {rq_q, rq_n, rq_y, rq_x} = rq_dout;
-  assign room = rq_count <= 5'd12;
+  assign room = rq_count <= 6'(RQ_DEPTH - EPI_LATENCY - 4);     // what the epilogue's pipeline holds fits
 
   // pool emitter state
   logic [15:0] em_n, em_py, em_px;
@@ -72,6 +73,8 @@ module pool_unit #(
   logic er_in;
   logic tap_valid, tap_in, tap_last, tap_first;
   logic [31:0] tap_oaddr;
+  logic [31:0] em_oaddr;             // where pooled pixel (em_n, em_py, em_px) goes: dense NHWC, so the next
+                                     // pixel, row or image is always one stride on
   logic [G*8-1:0] best;
   wire [31:0] need_rows = (em_first + 32'(d.pool_kh) > 32'(d.conv_h)) ? 32'(d.conv_h) : 32'(em_first + 32'(d.pool_kh));
   wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
@@ -88,14 +91,14 @@ module pool_unit #(
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
       em_done <= !has_pool; tap_valid <= 1'b0;
       em_first <= 32'sd0 - 32'(d.pool_pad_t);
+      em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
       if (ring_we && rq_x == d.conv_w - 16'd1) rows_done <= rq_y + 16'd1;
       tap_valid <= em_step;
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;
       tap_last <= em_ky == d.pool_kh - 8'd1 && em_kx == d.pool_kw - 8'd1;
-      tap_oaddr <= pixel(d.out_addr, em_n, 32'(em_py), 32'(em_px), d.out_h, d.out_w, d.out_c_stride)
-                   + 32'(d.out_c_offset) + 32'(c0);
+      tap_oaddr <= em_oaddr;
       if (em_step) begin
         em_busy <= 1'b1;
         if (em_kx != d.pool_kw - 8'd1) em_kx <= em_kx + 8'd1;
@@ -104,6 +107,7 @@ module pool_unit #(
           if (em_ky != d.pool_kh - 8'd1) em_ky <= em_ky + 8'd1;
           else begin
             em_ky <= '0;
+            em_oaddr <= em_oaddr + 32'(d.out_c_stride);
             if (em_px != d.out_w - 16'd1) em_px <= em_px + 16'd1;
             else begin
               em_px <= '0;

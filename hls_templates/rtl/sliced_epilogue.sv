@@ -1,4 +1,4 @@
-// The epilogue at E of the G result lanes, applied to a pixel result in G/E passes. Most layers give the
+// The epilogue at E of the G result lanes, applied to a pixel result in G/E passes, one a cycle into its pipeline. Most layers give the
 // epilogue a result every few cycles (a 3x3 conv over 2 beats of input channels: one per 18), so a narrower
 // epilogue costs cycles only on layers that produce a result per cycle or two (1x1 convs over VEC channels,
 // element-wise ops) and saves its multipliers and table lookups (most of a unit's LUTs) on every layer.
@@ -56,8 +56,10 @@ module sliced_epilogue #(
     logic [G*8-1:0] b, a;
     logic [31:0] oaddr;
     logic [15:0] n, y, x;
-    // the pass of each result in the epilogue's two stages, and the results gathered so far
-    logic [KW-1:0] k1, k2;
+    // the pass of each result in the epilogue's stages (k_q[EPI_LATENCY-1]: the one leaving it), and the results
+    // gathered so far
+    logic [EPI_LATENCY*KW-1:0] k_q;
+    wire [KW-1:0] k_out = k_q[(EPI_LATENCY-1)*KW +: KW];
     logic [G*8-1:0] gathered;
     logic s_valid, s_busy;
     logic [E*8-1:0] s_q;
@@ -78,8 +80,7 @@ module sliced_epilogue #(
       if (!rst_n) begin
         active <= 1'b0; k <= '0; out_valid <= 1'b0;
       end else begin
-        k1 <= k;
-        k2 <= k1;
+        k_q <= {k_q[(EPI_LATENCY-1)*KW-1:0], k};
         if (in_valid && in_ready) begin
           active <= 1'b1; k <= '0;
           acc <= in_acc; b <= in_b; tile <= in_tile;
@@ -92,8 +93,8 @@ module sliced_epilogue #(
         end
         out_valid <= 1'b0;
         if (s_valid) begin
-          gathered[8*E*k2 +: 8*E] <= s_q;
-          if (k2 == KW'(P - 1)) begin
+          gathered[8*E*k_out +: 8*E] <= s_q;
+          if (k_out == KW'(P - 1)) begin
             out_valid <= 1'b1;
             out_q <= {s_q, gathered[8*E*(P-1)-1:0]};
             out_oaddr <= s_oaddr; out_n <= s_n; out_y <= s_y; out_x <= s_x;

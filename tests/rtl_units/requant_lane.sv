@@ -1,4 +1,5 @@
-// Test wrapper: the epilogue's integer arithmetic (engine_functions.svh) on one lane.
+// Test wrapper: the epilogue's integer arithmetic (engine_functions.svh) on one lane, its pipeline stages
+// (epilogue.sv) chained in one cycle.
 module requant_lane (
   input  logic signed [31:0] acc,
   input  logic signed [17:0] mult,          // ABI v2: every multiplier below 2^17
@@ -14,9 +15,18 @@ module requant_lane (
 );
   `include "engine_functions.svh"
   logic signed [15:0] g16;
+  // S1 product, S2 + half, S3 shift and saturate
+  function automatic logic signed [7:0] requantise(input logic signed [31:0] x, input logic signed [17:0] m,
+                                                   input logic signed [7:0] y, input logic signed [17:0] n,
+                                                   input logic [7:0] s);
+    logic signed [63:0] r;
+    r = 64'(x) * 64'(m) + 64'(y) * 64'(n) + round_half(s);
+    requantise = sat8(r >>> s);
+  endfunction
   assign g16 = a * b;
-  assign q = scale_sum(acc, mult, 8'sd0, mult_b, shift);          // requantisation
-  assign added = scale_sum(32'(a), mult_a, b, mult_b, shift);      // ADD
-  assign residual = rescale2(a, b, mult_a, mult_b, shift);         // a conv's residual, 48 bits wide
-  assign gated = scale_sum(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
+  assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
+  assign added = requantise(32'(a), mult_a, b, mult_b, shift);      // ADD
+  // S5 products and half, S6 shift and saturate: a conv's residual, 48 bits wide
+  assign residual = residual_shift(48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b) + residual_half(shift), shift);
+  assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule
