@@ -2,13 +2,18 @@
 // descriptor (from the program), its lookup tables, or a group of output-channel tiles' biases,
 // requantisation table or weights (a depthwise tile's kh x kw x V bytes; a standard tile's kh x kw x in_c x R,
 // for each tile of the group). `offset`: where the wanted bytes start in the first beat.
+// The run is computed from the request's fields and registered: `fresh` says the registered run is the one
+// asked for now, a cycle after the request last changed (what is collected, and for whom: the main sequence or
+// the prefetch; its tile and layer do not change while it is asked for).
 import engine_pkg::*;
 
 module constant_request #(
   parameter int V = 16,
   parameter int R = 16
 ) (
+  input  logic clk,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
+  input  logic by_main,                // the main sequence asks, not the prefetch
   input  engine_pkg::state_t what,
   input  logic [31:0] layer,
   input  logic [63:0] program_addr,
@@ -19,7 +24,8 @@ module constant_request #(
   input  logic [7:0]  lanes,           // channels a tile's tables hold
   output logic [63:0] run_addr,
   output logic [23:0] run_beats,
-  output logic [7:0]  offset
+  output logic [7:0]  offset,
+  output logic        fresh
 );
   localparam int VSH = $clog2(V);
   engine_pkg::desc_t d;
@@ -48,7 +54,14 @@ module constant_request #(
       default: ;
     endcase
   end
-  assign run_addr = addr & ~64'(V - 1);
-  assign run_beats = 24'((64'(addr[VSH-1:0]) + 64'(len) + 64'(V - 1)) >> VSH);
-  assign offset = 8'(addr[VSH-1:0]);
+  engine_pkg::state_t what_q;
+  logic by_main_q;
+  always_ff @(posedge clk) begin
+    run_addr <= addr & ~64'(V - 1);
+    run_beats <= 24'((64'(addr[VSH-1:0]) + 64'(len) + 64'(V - 1)) >> VSH);
+    offset <= 8'(addr[VSH-1:0]);
+    what_q <= what;
+    by_main_q <= by_main;
+  end
+  assign fresh = what_q == what && by_main_q == by_main;
 endmodule

@@ -74,7 +74,7 @@ module engine_core #(
   logic [4:0] win_slots_d;
   logic [31:0] win_phase_words_d, win_row_words_d;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
-    .raw(desc_raw), .desc(d), .fits(fits_d), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
+    .clk, .raw(desc_raw), .desc(d), .fits(fits_d), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
     .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d));
   always_ff @(posedge clk) begin
     layer_fits <= fits_d; win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
@@ -143,15 +143,16 @@ module engine_core #(
   wire ld_bank = main_collecting ? cur_bank : !cur_bank;
 
   logic [7:0] c_want_off;
+  logic c_fresh;
   constant_request #(.V(V), .R(R)) creq (
-    .desc(d), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl),
-    .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off));
+    .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl),
+    .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
   wire need_lut1 = d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
   wire need_lut2 = d.act2 == ACT_LUT && (has_res || d.op == OP_ADD);
   assign main_collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
                            || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && d.op != OP_GAP);
   wire collecting = main_collecting || pf_collecting;
-  assign c_run_valid = collecting && !c_issued;
+  assign c_run_valid = collecting && !c_issued && c_fresh;
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
 
   // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile); the array's view of it --------
@@ -223,14 +224,15 @@ module engine_core #(
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
   logic [2*P*V*20-1:0] array_taps;
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.x(array_x), .w(array_w), .sums(array_sums),
-                                                      .taps(array_taps));
+  logic wc_array_en;
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.clk_i(clk), .en_i(!win || wc_array_en), .x(array_x),
+                                                      .w(array_w), .sums(array_sums), .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
-    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'd12), .w_raddr(mac_raddr),
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(12 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 
@@ -246,12 +248,12 @@ module engine_core #(
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
-      .array_x(wc_x_bits), .array_sums, .array_taps, .dw_phase,
+      .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase,
       .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
-    assign win_limit = '1; assign wc_re = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
+    assign win_limit = '1; assign wc_re = 1'b1; assign wc_array_en = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
     assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end

@@ -37,7 +37,8 @@ package engine_pkg;
   } desc_t;
 
   localparam int DESC_BITS = 824;
-  localparam int EPI_LATENCY = 8;                  // cycles from a result into the epilogue to it out (epilogue.sv)                  // $bits(desc_t), spelt out for yosys
+  localparam int EPI_LATENCY = 8;                  // cycles from a result into the epilogue to it out (epilogue.sv)
+  localparam int ARRAY_LATENCY = 3;                // cycles from the MAC array's operands to its sums (mac_array.sv)                  // $bits(desc_t), spelt out for yosys
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

@@ -2,6 +2,8 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
+// The window geometry takes two cycles (its products registered first): the controller reads it from S_LUT1 on,
+// two cycles after the descriptor, `fits` from S_CHECK, one cycle after.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -15,6 +17,7 @@ module layer_descriptor #(
   parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
   parameter bit DWW = 1            // the depthwise kernel-row logic is built
 ) (
+  input  logic clk,
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
   output logic fits,
@@ -83,14 +86,23 @@ module layer_descriptor #(
     fits = ok;
   end
 
-  always_comb begin
+  // first cycle: a row's words per bank and stride phase, a tile's weight rows per output-channel tile
+  logic [31:0] tile_rows_q;
+  always_ff @(posedge clk) begin
     logic s2;
     logic [31:0] cols;
     s2 = d.stride_w == 8'd2;
     cols = (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
-    win_phase_words = cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH));
-    win_row_words = win_phase_words << s2;
+    win_phase_words <= cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH));
+    win_row_words <= (cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH))) << s2;
+    tile_rows_q <= 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH);
+  end
+
+  // second cycle
+  always_comb begin
+    logic s2;
+    s2 = d.stride_w == 8'd2;
     win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
     win = P > 1 && d.op == OP_CONV
           && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
@@ -101,6 +113,6 @@ module layer_descriptor #(
     group_max = 8'd1;
     if (win && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
       for (int m = 2; m <= P; m *= 2)
-        if (32'(m) * 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= 32'(WROWS)) group_max = 8'(m);
+        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max = 8'(m);
   end
 endmodule

@@ -4,6 +4,9 @@
 // A depthwise layer on the window path puts in row e the tap of a kernel row that reaches e columns (of the
 // stride phase) to the right: every row multiplies the same P input columns, and pixel p's product in row e
 // belongs to output pixel p - e, which `taps` sums per lane for the outputs -P .. P-1 of the group.
+// Pipelined over engine_pkg::ARRAY_LATENCY cycles of en_i: operands and products in the DSP48s' registers,
+// then the sums over the lanes into registers.
+
 module mac_array #(
   parameter int V = 16,
   parameter int R = 16,
@@ -11,6 +14,8 @@ module mac_array #(
   parameter bit PACK = 1,
   parameter bit TAPS = 1                 // build the depthwise sums (`taps`)
 ) (
+  input  logic clk_i,
+  input  logic en_i,                     // the pipeline moves
   input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
   output logic [P*R*32-1:0] sums,        // pixel p, channel r at [(p*R + r)*32 +: 32]
@@ -23,35 +28,44 @@ module mac_array #(
     for (genvar r = 0; r < R; r += 2) begin : g_rows
       for (genvar v = 0; v < V; v++) begin : g_lanes
         if (r + 1 < R) begin : g_pair
-          mac_pair #(.PACK(PACK)) mp (.x(x[p*DW + 8*v +: 8]), .w_hi(w[(r + 1) * DW + 8*v +: 8]),
-                                      .w_lo(w[r * DW + 8*v +: 8]), .p_hi(prod[p][r + 1][v]), .p_lo(prod[p][r][v]));
+          mac_pair #(.PACK(PACK)) mp (.clk_i, .en_i, .x_i(x[p*DW + 8*v +: 8]), .w_hi_i(w[(r + 1) * DW + 8*v +: 8]),
+                                      .w_lo_i(w[r * DW + 8*v +: 8]), .p_hi_o(prod[p][r + 1][v]),
+                                      .p_lo_o(prod[p][r][v]));
         end else begin : g_single
-          assign prod[p][r][v] = $signed(x[p*DW + 8*v +: 8]) * $signed(w[r * DW + 8*v +: 8]);
+          logic signed [7:0] x_q, w_q;
+          always_ff @(posedge clk_i)
+            if (en_i) begin
+              x_q <= x[p*DW + 8*v +: 8];
+              w_q <= w[r * DW + 8*v +: 8];
+              prod[p][r][v] <= x_q * w_q;
+            end
         end
       end
     end
   end
-  always_comb
-    for (int p = 0; p < P; p++)
-      for (int r = 0; r < R; r++) begin
-        logic signed [31:0] s;
-        s = '0;
-        for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
-        sums[(p*R + r)*32 +: 32] = s;
-      end
+  always_ff @(posedge clk_i)
+    if (en_i)
+      for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++) begin
+          logic signed [31:0] s;
+          s = '0;
+          for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
+          sums[(p*R + r)*32 +: 32] <= s;
+        end
 
   localparam int RD = R < P + 1 ? R : P + 1;      // rows a depthwise kernel row takes (window_path.py)
   if (P > 1 && TAPS) begin : g_taps
-    always_comb
-      for (int k = 0; k < 2 * P; k++)
-        for (int v = 0; v < V; v++) begin
-          logic signed [TB-1:0] a;
-          a = '0;
-          for (int p = 0; p < P; p++)
-            for (int r = 0; r < RD; r++)
-              if (p - r == k - P) a = a + TB'(prod[p][r][v]);
-          taps[(k*V + v)*TB +: TB] = a;
-        end
+    always_ff @(posedge clk_i)
+      if (en_i)
+        for (int k = 0; k < 2 * P; k++)
+          for (int v = 0; v < V; v++) begin
+            logic signed [TB-1:0] a;
+            a = '0;
+            for (int p = 0; p < P; p++)
+              for (int r = 0; r < RD; r++)
+                if (p - r == k - P) a = a + TB'(prod[p][r][v]);
+            taps[(k*V + v)*TB +: TB] <= a;
+          end
   end else begin : g_no_taps
     assign taps = '0;
   end

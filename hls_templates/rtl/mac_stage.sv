@@ -69,10 +69,23 @@ module mac_stage #(
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
+  // C1 -> P1 -> P2 -> P3 -> C2: the array's sums of C1's beat are out at P3 (engine_pkg::ARRAY_LATENCY after C1)
+  localparam int PS = ARRAY_LATENCY;
+  localparam int TB = engine_pkg::TAG_BITS;
   logic c1_valid, c1_last;
   logic [DW-1:0] c1_data;
   engine_pkg::tag_t c1_tag;
   logic [23:0] c1_idx;
+  logic [PS-1:0] p_valid, p_last;          // P1..P3 at bit 0..2, data and tags alike
+  logic [PS*DW-1:0] p_data;
+  logic [PS*TB-1:0] p_tags;
+  logic [PS*24-1:0] p_idx;
+  engine_pkg::tag_t p3_tag;
+  assign p3_tag = p_tags[(PS-1)*TB +: TB];
+  wire [DW-1:0] p3_data = p_data[(PS-1)*DW +: DW];
+  logic [V*16-1:0] dw1_q, dw2_q, dw3_q;    // a depthwise beat's lane products (P1..P3)
+  logic [V*16-1:0] sq2_q;                  // an L2NORM beat's squares (P2) and their sum (P3)
+  logic signed [31:0] sq3_q;
   logic c2_valid, c2_last;
   engine_pkg::tag_t c2_tag;
   logic [23:0] c2_idx;
@@ -86,24 +99,40 @@ module mac_stage #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      c1_valid <= 1'b0; c2_valid <= 1'b0;
+      c1_valid <= 1'b0; p_valid <= '0; c2_valid <= 1'b0;
     end else begin
       c1_valid <= ab_fire;
       c1_data <= ab_data; c1_tag <= ab_tag; c1_idx <= ab_idx; c1_last <= ab_last;
-      c2_valid <= c1_valid;
-      c2_data <= c1_data; c2_tag <= c1_tag; c2_idx <= c1_idx; c2_last <= c1_last;
+      p_valid <= {p_valid[PS-2:0], c1_valid};
+      p_last <= {p_last[PS-2:0], c1_last};
+      p_data <= {p_data[(PS-1)*DW-1:0], c1_data};
+      p_tags <= {p_tags[(PS-1)*TB-1:0], TB'(c1_tag)};
+      p_idx <= {p_idx[(PS-1)*24-1:0], c1_idx};
+      for (int v = 0; v < V; v++) begin
+        dw1_q[16*v +: 16] <= $signed(c1_data[8*v +: 8]) * $signed(w_rdata[8*v +: 8]);
+        sq2_q[16*v +: 16] <= $signed(p_data[8*v +: 8]) * $signed(p_data[8*v +: 8]);
+      end
+      dw2_q <= dw1_q;
+      dw3_q <= dw2_q;
+      begin
+        logic signed [31:0] t;
+        t = '0;
+        for (int v = 0; v < V; v++) t = t + 32'($signed(sq2_q[16*v +: 16]));
+        sq3_q <= t;
+      end
+      c2_valid <= p_valid[PS-1];
+      c2_data <= p3_data; c2_tag <= p3_tag; c2_idx <= p_idx[(PS-1)*24 +: 24]; c2_last <= p_last[PS-1];
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
         s = '0;
-        if (c1_tag.kind == K_MAC) begin
+        if (p3_tag.kind == K_MAC) begin
           if (i < R) s = $signed(array_sums[32*i +: 32]);
-        end else if (c1_tag.kind == K_DW) begin
-          if (i < V) s = 32'($signed(c1_data[8*i +: 8])) * 32'($signed(w_rdata[8*i +: 8]));
-        end else if (l2 && c1_tag.kind == K_GAP) begin
-          if (i == 0)
-            for (int v = 0; v < V; v++) s = s + 32'($signed(c1_data[8*v +: 8])) * 32'($signed(c1_data[8*v +: 8]));
+        end else if (p3_tag.kind == K_DW) begin
+          if (i < V) s = 32'($signed(dw3_q[16*i +: 16]));
+        end else if (l2 && p3_tag.kind == K_GAP) begin
+          if (i == 0) s = sq3_q;
         end else if (i < V) begin
-          s = 32'($signed(c1_data[8*i +: 8]));
+          s = 32'($signed(p3_data[8*i +: 8]));
         end
         c2_sum[i] <= s;
       end
@@ -175,6 +204,6 @@ module mac_stage #(
     item_y = c2_tag.y;
     item_x = c2_tag.x;
   end
-  assign busy = c1_valid || c2_valid;
+  assign busy = c1_valid || |p_valid || c2_valid;
   assign mac_beat = c2_valid && (c2_tag.kind == K_MAC || c2_tag.kind == K_DW);
 endmodule

@@ -48,7 +48,8 @@ module window_conv #(
   output logic [WAW-1:0] w_raddr,
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
   output logic [P*8*V-1:0] array_x,
-  input  logic [P*R*32-1:0] array_sums,
+  output logic array_en,                    // the array's pipeline moves with this one
+  input  logic [P*R*32-1:0] array_sums,     // ARRAY_LATENCY steps after array_x
   input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
   output logic dw_phase,                    // depthwise: the stride phase of the step in the array
   // finished pixels
@@ -226,6 +227,8 @@ module window_conv #(
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
+  logic [31:0] t1_nh;                            // the group's image times the output's rows (its address)
+  wire out2 = d.out_step == 8'd2;                // a transposed conv's phase: out_pixel's twice-as-large output
   logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
     if (!rst_n) t1_valid <= 1'b0;
@@ -235,6 +238,7 @@ module window_conv #(
       t1_first <= first_step; t1_last <= last_step; t1_mask <= t0_mask; t1_rot <= t0_rot;
       t1_flush <= flush; t1_phase <= kx[0];
       t1_n <= n; t1_y <= y; t1_x <= x0;
+      t1_nh <= 32'(n) * (out2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h));
     end
   end
 
@@ -244,6 +248,31 @@ module window_conv #(
       array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
                                        : {(DW / 8){d.in_zero}};      // padding: the input's zero point
 
+  // ---- T1 -> T2 through the array's pipeline: the step's fields wait ARRAY_LATENCY steps for its sums -------
+  assign array_en = adv;
+  localparam int AL = ARRAY_LATENCY;
+  localparam int SW = 4 + TW + 3 * 16;          // valid, first, last, flush, tile, n, y, x
+  logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
+  logic a_valid, a_first, a_last, a_flush;
+  logic [TW-1:0] a_m;
+  logic [15:0] a_n, a_y, a_x;
+  always_ff @(posedge clk) begin
+    if (!rst_n) a_steps <= '0;
+    else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x};
+  end
+  assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
+  // the group's output address (out_pixel, the tile's channels) beside it: pixel_address takes three steps, as the
+  // array does (AL)
+  logic [63:0] a_oaddr;
+  logic [31:0] t2_oaddr;
+  pixel_address #(.B(V)) group_address (
+    .clk_i(clk), .en_i(adv), .nh_i(t1_nh), .y_i(out2 ? {15'd0, t1_y, d.out_phase_y[0]} : 32'(t1_y)),
+    .x_i(out2 ? {15'd0, t1_x, d.out_phase_x[0]} : 32'(t1_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
+    .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(t1_m) * 32'(R)),
+    .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(a_oaddr));
+  logic [AL-1:0] a_busy;
+  always_comb for (int k = 0; k < AL; k++) a_busy[k] = a_steps[k*SW + SW - 1];
+
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
   logic t2_valid, t2_first, t2_last, t2_flush;
   logic [15:0] t2_n, t2_y, t2_x;
@@ -252,9 +281,10 @@ module window_conv #(
   always_ff @(posedge clk) begin
     if (!rst_n) t2_valid <= 1'b0;
     else if (adv) begin
-      t2_valid <= t1_valid;
-      t2_first <= t1_first; t2_last <= t1_last; t2_m <= t1_m; t2_n <= t1_n; t2_y <= t1_y; t2_x <= t1_x;
-      t2_flush <= t1_flush;
+      t2_valid <= a_valid;
+      t2_first <= a_first; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
+      t2_flush <= a_flush;
+      t2_oaddr <= a_oaddr[31:0];
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
       if (dw)
@@ -321,7 +351,7 @@ module window_conv #(
   assign adv = !(t2_valid && t2_last && emit && !ob_free);
   wire group_end = t2_valid && t2_last && adv;
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
-  wire [31:0] g_oaddr = out_pixel(d, t2_n, 32'(t2_y), 32'(t2_x)) + 32'(c0) + 32'(t2_m) * 32'(R);
+  wire [31:0] g_oaddr = t2_oaddr;
   wire [31:0] o_step = d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);   // between pixels
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
@@ -379,5 +409,5 @@ module window_conv #(
   assign item_n = ob_n;
   assign item_y = ob_y;
   assign item_x = ob_x;
-  assign busy = active || t1_valid || t2_valid || ob_count != 0;
+  assign busy = active || t1_valid || |a_busy || t2_valid || ob_count != 0;
 endmodule
