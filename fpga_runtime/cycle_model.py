@@ -39,13 +39,15 @@ MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric
 
 # Fitted to Verilator cycles (benchmarks/rtl_cycles.py): cycles a tile's load (biases, requantisation table,
 # weights), a tile's run, a layer and a lookup table cost beyond their beats, as (per memory latency, constant).
-TILE_LOAD_OVERHEAD = (3.0, 20.0)
-TILE_RUN_OVERHEAD = (2.0, 27.0)
-LAYER_OVERHEAD = (1.0, 12.0)
+# The pipelined RTL (epilogue 8 stages, address generator 4, MAC array 3, constant runs 3) added to the constants:
+# a tile's run +6, its load +9 (three constant runs), a layer +3, an element-wise layer +8.
+TILE_LOAD_OVERHEAD = (3.0, 29.0)
+TILE_RUN_OVERHEAD = (2.0, 33.0)
+LAYER_OVERHEAD = (1.0, 15.0)
 LUT_OVERHEAD = (1.0, 3.0)
-GAP_LOAD_OVERHEAD = (1.0, 8.0)
-ELEMENTWISE_OVERHEAD = (2.0, 36.0)
-WINDOW_RUN_OVERHEAD = (2.0, 27.0)
+GAP_LOAD_OVERHEAD = (1.0, 11.0)
+ELEMENTWISE_OVERHEAD = (2.0, 44.0)
+WINDOW_RUN_OVERHEAD = (2.0, 33.0)
 DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 L2NORM_QUEUE = 11                # results an L2NORM pixel's scaling pass leaves queued for a narrow epilogue
 L2NORM_FACTOR = 3                # cycles a pixel's scaling pass waits for its factor (mac_stage.sv L2_STAGES)

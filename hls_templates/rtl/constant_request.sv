@@ -2,9 +2,9 @@
 // descriptor (from the program), its lookup tables, or a group of output-channel tiles' biases,
 // requantisation table or weights (a depthwise tile's kh x kw x V bytes; a standard tile's kh x kw x in_c x R,
 // for each tile of the group). `offset`: where the wanted bytes start in the first beat.
-// The run is computed from the request's fields and registered: `fresh` says the registered run is the one
-// asked for now, a cycle after the request last changed (what is collected, and for whom: the main sequence or
-// the prefetch; its tile and layer do not change while it is asked for).
+// The run is computed from the request's fields over three registered stages: `fresh` says the run out is the
+// one asked for now, three cycles after the request last changed (what is collected, and for whom: the main
+// sequence or the prefetch; its tile, layer and descriptor do not change while it is asked for).
 import engine_pkg::*;
 
 module constant_request #(
@@ -22,46 +22,67 @@ module constant_request #(
   input  logic [15:0] c0,              // its first output channel
   input  logic [15:0] tiles,           // tiles in the group
   input  logic [7:0]  lanes,           // channels a tile's tables hold
+  input  logic [31:0] tile_rows,       // weight RAM rows of a standard conv's tile (layer_descriptor)
   output logic [63:0] run_addr,
   output logic [23:0] run_beats,
   output logic [7:0]  offset,
   output logic        fresh
 );
   localparam int VSH = $clog2(V);
+  localparam int RSH = $clog2(R);
   engine_pkg::desc_t d;
   assign d = desc;
   wire dw = d.op == OP_CONV && d.flags[F_DEPTHWISE];
-  logic [63:0] addr;
-  logic [31:0] len;
-  always_comb begin
-    addr = '0;
-    len = 32'd0;
+
+  // C1: the run's parts: a base, a shifted index (a descriptor or table row), a tile's weights as a product
+  // (a tile's bytes are per-layer: tile_rows x VEC x PE rows, or kh x kw x VEC for depthwise), its length as one
+  logic [63:0] base_q, index_q;
+  logic [15:0] tile_q, len_b_q;
+  logic [31:0] tile_bytes_q, len_a_q;
+  always_ff @(posedge clk) begin
+    logic [31:0] tile_bytes;
+    tile_bytes = dw ? 32'(d.kh) * 32'(d.kw) * 32'(V) : tile_rows << (VSH + RSH);
+    base_q <= const_base;
+    index_q <= '0;
+    tile_q <= '0;
+    tile_bytes_q <= tile_bytes;
+    len_a_q <= 32'd0;
+    len_b_q <= 16'd1;
     case (what)
-      S_DESC: begin addr = program_addr + 64'd16 + 64'(layer) * 64'd128; len = 32'd128; end
-      S_LUT1: begin addr = const_base + 64'(d.lut1_addr); len = 32'd256; end
-      S_LUT2: begin addr = const_base + 64'(d.lut2_addr); len = 32'd256; end
-      S_BIAS: begin addr = const_base + 64'(d.bias_addr) + 64'(c0) * 64'd4; len = 32'(lanes) * 32'd4 * 32'(tiles); end
-      S_RQ:   begin addr = const_base + 64'(d.requant_addr) + 64'(c0) * 64'd8; len = 32'(lanes) * 32'd8 * 32'(tiles); end
-      S_WEIGHTS: begin
-        if (dw) begin
-          addr = const_base + 64'(d.weight_addr) + 64'(tile) * 64'(d.kh) * 64'(d.kw) * 64'(V);
-          len = 32'(d.kh) * 32'(d.kw) * 32'(V);
-        end else begin
-          addr = const_base + 64'(d.weight_addr) + 64'(tile) * 64'(d.kh) * 64'(d.kw) * 64'(d.in_c) * 64'(R);
-          len = 32'(d.kh) * 32'(d.kw) * 32'(d.in_c) * 32'(R) * 32'(tiles);
-        end
+      S_DESC: begin base_q <= program_addr + 64'd16; index_q <= 64'(layer) << 7; len_a_q <= 32'd128; end
+      S_LUT1: begin base_q <= const_base + 64'(d.lut1_addr); len_a_q <= 32'd256; end
+      S_LUT2: begin base_q <= const_base + 64'(d.lut2_addr); len_a_q <= 32'd256; end
+      S_BIAS: begin
+        base_q <= const_base + 64'(d.bias_addr); index_q <= 64'(c0) << 2;
+        len_a_q <= 32'(lanes) << 2; len_b_q <= tiles;
       end
-      default: ;
+      S_RQ: begin
+        base_q <= const_base + 64'(d.requant_addr); index_q <= 64'(c0) << 3;
+        len_a_q <= 32'(lanes) << 3; len_b_q <= tiles;
+      end
+      S_WEIGHTS: begin
+        base_q <= const_base + 64'(d.weight_addr); tile_q <= tile;
+        len_a_q <= tile_bytes; len_b_q <= dw ? 16'd1 : tiles;
+      end
+      default: base_q <= '0;
     endcase
   end
-  engine_pkg::state_t what_q;
-  logic by_main_q;
+
+  // C2: the address and length; C3: the run of whole beats
+  logic [63:0] addr_q;
+  logic [31:0] len_q;
   always_ff @(posedge clk) begin
-    run_addr <= addr & ~64'(V - 1);
-    run_beats <= 24'((64'(addr[VSH-1:0]) + 64'(len) + 64'(V - 1)) >> VSH);
-    offset <= 8'(addr[VSH-1:0]);
-    what_q <= what;
-    by_main_q <= by_main;
+    addr_q <= base_q + index_q + 64'(48'(tile_q) * 48'(tile_bytes_q));
+    len_q <= len_a_q * 32'(len_b_q);
+    run_addr <= addr_q & ~64'(V - 1);
+    run_beats <= 24'((64'(addr_q[VSH-1:0]) + 64'(len_q) + 64'(V - 1)) >> VSH);
+    offset <= 8'(addr_q[VSH-1:0]);
   end
-  assign fresh = what_q == what && by_main_q == by_main;
+
+  // the run out now was asked for three cycles ago: fresh while the request has not changed since
+  localparam int KW = 1 + 4;                       // by_main and the state (engine_pkg::state_t, 4 bits)
+  logic [3*KW-1:0] asked_q;
+  wire [KW-1:0] asking = {by_main, what};
+  always_ff @(posedge clk) asked_q <= {asked_q[2*KW-1:0], asking};
+  assign fresh = asked_q == {3{asking}};
 endmodule

@@ -73,9 +73,11 @@ module engine_core #(
   logic [7:0] group_max_d;
   logic [4:0] win_slots_d;
   logic [31:0] win_phase_words_d, win_row_words_d;
+  logic [31:0] tile_rows;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
     .clk, .raw(desc_raw), .desc(d), .fits(fits_d), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
-    .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d));
+    .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d),
+    .tile_rows(tile_rows));
   always_ff @(posedge clk) begin
     layer_fits <= fits_d; win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
     win_slots <= win_slots_d; win_phase_words <= win_phase_words_d; win_row_words <= win_row_words_d;
@@ -145,7 +147,7 @@ module engine_core #(
   logic [7:0] c_want_off;
   logic c_fresh;
   constant_request #(.V(V), .R(R)) creq (
-    .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl),
+    .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
   wire need_lut1 = d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
   wire need_lut2 = d.act2 == ACT_LUT && (has_res || d.op == OP_ADD);

@@ -26,7 +26,8 @@ module layer_descriptor #(
   output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
   output logic [4:0] win_slots,    // input rows the window holds
   output logic [31:0] win_phase_words,  // words of one stride phase of a row in each bank
-  output logic [31:0] win_row_words     // words of a row in each bank
+  output logic [31:0] win_row_words,    // words of a row in each bank
+  output logic [31:0] tile_rows         // weight RAM rows of a standard conv's output-channel tile
 );
   `include "engine_functions.svh"
   localparam int LP = P > 1 ? $clog2(P) : 0;
@@ -88,6 +89,7 @@ module layer_descriptor #(
 
   // first cycle: a row's words per bank and stride phase, a tile's weight rows per output-channel tile
   logic [31:0] tile_rows_q;
+  assign tile_rows = tile_rows_q;
   always_ff @(posedge clk) begin
     logic s2;
     logic [31:0] cols;
