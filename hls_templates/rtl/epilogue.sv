@@ -88,13 +88,19 @@ module epilogue #(
     logic signed [47:0] t_q;
     logic signed [7:0]  pass5_q, q2_q, q_q;
     logic [7:0] t1, t2;
+    logic signed [7:0] a_lane;             // the first operand: lanes past VEC have none
+    if (i < V) begin : g_a
+      assign a_lane = in_a[8*i +: 8];
+    end else begin : g_no_a
+      assign a_lane = 8'sd0;
+    end
 
     always_ff @(posedge clk) begin
       logic signed [7:0] a8, b8;
       logic signed [9:0] g10;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
       logic signed [17:0] g18;
       logic signed [31:0] x32;
-      a8 = i < V ? in_a[8*i +: 8] : 8'sd0;
+      a8 = a_lane;
       b8 = in_b[8*i +: 8];
       g10 = 10'(b8) + $signed({2'b00, d.res_mult_b[7:0]});
       g18 = a8 * g10;
