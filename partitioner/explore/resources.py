@@ -2,24 +2,25 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, ABI v2, distributed RAM counted as the LUTs it occupies): the whole 16x16
-engine with a 16-lane epilogue 312 DSP, 36.5 BRAM36, 54,269 LUT, 10,106 FF (the model: 312, 37, 55,030,
-10,089); the 4-pixel 16x16 engine with an 8-lane epilogue 658 DSP, 46.5 BRAM36, 86,514 LUT, 26,775 FF (the
-model: 658, 45, 86,258, 26,175); an 8x8 unit with 8 lanes 152 DSP, 19.5 BRAM36, 35,322 LUT, 7,871 FF (the model:
-152, 20, 34,666, 7,871); the MAC stage alone at 8x8, 16x16, 16x32 and 32x16 (2,809 / 9,755 / 21,073 / 18,450
-LUT); the epilogue alone at 8 lanes: 48 DSP, 10,497 LUT. Before the activation tables moved into each lane's
-LUTRAM (`lut_ram.sv`) the same units took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone
-26,498 LUT: a 256:1 multiplexer per table bit and lane.
+Measured (yosys 0.70, one unit, the pipelined RTL of stop 39, `benchmarks/results/timing_estimate.jsonl`):
+fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (121 / 193 / 281 / 287 DSP, 35,382 / 49,968 / 60,467 / 64,467 LUT,
+13,088 / 19,490 / 23,913 / 29,395 FF; the model within 2.1 % in LUT and 0.1 % in FF), checked on shapes it was
+not fitted on: 4x16x16 on xcup (671 DSP exact, LUT -2.5 %, FF +0.5 %) and 8x8 on the PYNQ-Z2's xc7 (153 DSP
+exact, LUT +4.2 %, FF +10.9 %: yosys packs some pipeline registers into the DSP48E1s there). Before the
+pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
+Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
+52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
-  one per DSP48E1, plus VEC DSPs of the depthwise path. LUTs: 32.4 per MAC + 161 per lane - 752.
+  one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
-  default): per lane a 32x18 and an 8x18 product, the 8x8 gate and the residual's two 8x18 products (6 DSP; every
-  multiplier is below 2^17 since ABI v2), its two copies of the activation tables (16 RAM32M16 each), 64- and
+  default): per lane a 32x18 and an 8x18 product and the residual's two 8x18 products (5 DSP; every multiplier is
+  below 2^17 since ABI v2), the gate's product in the VEC lanes, its two copies of the activation tables (16 RAM32M16 each), 64- and
   48-bit rounding shifts (1,000 LUT); with several passes, 38 LUT and 80 FF per result lane to hold and slice
   the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  56 DSP, 19,200 LUT, 5,564 FF plus 1 DSP, 607 LUT and 140 FF per result lane (refitted on the three units).
+  25 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; 3 DSP per VEC lane (depthwise product,
+  L2NORM square, gate); the pipeline's registers (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -43,11 +44,20 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
-EPILOGUE_DSP, EPILOGUE_LUT = 6, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 56, 19_200, 5_564
+EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 25, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
-CONTROL_DSP_PER_LANE, CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 1, 607, 140
-WINDOW_DSP = 10           # the window path's address arithmetic (yosys)
+CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
+# per VEC lane: the depthwise product and the L2 norm's square (MAC stage), SCALE's gate product (epilogue)
+VEC_DSP = 3
+WINDOW_DSP = 6            # the window path's address arithmetic (yosys)
+# The pipeline registers of stop 39's RTL (yosys keeps them in the fabric on UltraScale+, where it packs no DSP48E2
+# register; on 7-series it packs them into the DSP48E1s): per packed MAC pair its operands and product, per result
+# lane the epilogue's eight stages, per window pixel its array stages; and the rest (address generator, constant
+# reader, MAC stage).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 60.5, 350, 950, 482
+# ... and their LUTs, a fit (per VEC lane, not derived from the structure): 500 at VEC 8, 5,564 at VEC 16
+PIPE_LUT_PER_VEC, PIPE_LUT = 633, -4_564
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
@@ -97,8 +107,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
-    dsp = math.ceil(macs / board.int8_macs_per_dsp) + cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP \
-        + CONTROL_DSP_PER_LANE * cfg.granule
+    dsp = math.ceil(macs / board.int8_macs_per_dsp) + VEC_DSP * cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
@@ -106,15 +115,17 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
-                + EPILOGUE_LUT * lanes + 38 * sliced)
-    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + 34 * lanes + 80 * sliced)
+                + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT)
+    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + 34 * lanes + 80 * sliced
+               + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
+               + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0))
     if cfg.pixels > 1:
         p = cfg.pixels
         dsp += WINDOW_DSP
         bram += p * _memories(cfg.window_words, cfg.vec * 8)
         lut += round(RESIDUAL_QUEUE_LUT + 64 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4)
                      + GROUP_LUT * cfg.granule * (p - 1))
-        ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1)
+        ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1) + PIPE_FF_PER_PIXEL * p
         if cfg.depthwise_rows is not False:
             lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)
             ff += DEPTHWISE_FF * p * cfg.vec
