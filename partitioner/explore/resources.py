@@ -15,9 +15,9 @@ Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the un
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
   default): per lane a 32x18 and an 8x18 product and the residual's two 8x18 products (5 DSP; every multiplier is
-  below 2^17 since ABI v2), the gate's product in the VEC lanes, its two copies of the activation tables (16 RAM32M16 each), 64- and
-  48-bit rounding shifts (1,000 LUT); with several passes, 38 LUT and 80 FF per result lane to hold and slice
-  the result.
+  below 2^17 since ABI v2; the gate's product in the VEC lanes is counted under "The rest"), its two copies of
+  the activation tables (16 RAM32M16 each), 64- and 48-bit rounding shifts (1,000 LUT); with several passes,
+  38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
   25 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; 3 DSP per VEC lane (depthwise product,
   L2NORM square, gate); the pipeline's registers (PIPE_*).
