@@ -8,6 +8,7 @@ cost model to decide what is worth offloading; it is marked as an estimate in ev
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -93,3 +94,19 @@ def port_bytes(name: str | None) -> int:
     """Bytes per cycle of one fabric port to DDR on the named board (a ZU+ HP port's without a known board)."""
     b = BOARDS.get((name or "").lower())
     return b.port_bits // 8 if b is not None else 16
+
+
+# The PL clock's source PLL on a Zynq's PS (the IOPLL, as the PS configuration presets have it): a PL clock is this
+# rate over two 6-bit divisors, so the PS makes only some clocks (1500 / 14 = 107.1 MHz, 1500 / 15 = 100 MHz).
+PL_PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
+
+
+def pl_clock_at_most(family: str, mhz: float) -> float | None:
+    """The fastest PL clock the PS makes that is not above `mhz` (None on a board without a PS: Alveo)."""
+    pll = PL_PLL_MHZ.get(family)
+    if pll is None:
+        return None
+    n = max(1, math.ceil(pll / mhz - 1e-9))
+    while not any(n % a == 0 and n // a <= 63 for a in range(1, 64)):
+        n += 1
+    return pll / n

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
-from fpga_runtime.boards import Board
+from fpga_runtime.boards import PL_PLL_MHZ, Board
 from partitioner.codegen.engine_ip import ACT_MASTER, CONST_MASTER, IP_DIR, REGISTER_SPAN
 
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
@@ -71,8 +71,6 @@ ZYNQMP = ProcessingSystem(
                                "div0": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR0",
                                "div1": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR1",
                                "srcsel": "PSU__CRL_APB__PL{i}_REF_CTRL__SRCSEL"})
-# the PL clock's source PLL and its rate on the board's PS (IOPLL), as the PS configuration presets have them
-PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
 
 
 def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
@@ -87,7 +85,7 @@ def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
 def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl") -> dict:
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
     ip = ENGINE_IPS[engine_impl]
-    div0, div1, achieved = pl_divisors(PLL_MHZ[board.family], clock_mhz)
+    div0, div1, achieved = pl_divisors(PL_PLL_MHZ[board.family], clock_mhz)
     engines = [
         {
             "name": f"engine_{i}",

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.boards import Board
+from fpga_runtime.boards import Board, pl_clock_at_most
 from partitioner.targets.delay_model import SEVEN_SERIES_1, ULTRASCALE_PLUS_1, ULTRASCALE_PLUS_2LV, delay_model
 
 FIT_TOLERANCE = 0.02      # the fit against the estimates it was fitted on
@@ -69,8 +69,11 @@ def estimated_fmax_mhz(board: Board, config: EngineConfig) -> float:
 
 
 def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
-    """(MHz, what limits it): the board's default clock, or the engine's estimated Fmax rounded down to 5 MHz."""
+    """(MHz, what limits it): the board's default clock, or below the engine's estimated Fmax the fastest clock the
+    board's PS makes (its PLL over two divisors: a clock it cannot make would be rounded up, past the estimate), on
+    a board without a PS the Fmax rounded down to 5 MHz."""
     fmax = estimated_fmax_mhz(board, config)
     if fmax >= board.clock_mhz:
         return board.clock_mhz, "board"
-    return max(5.0, math.floor(fmax / 5.0) * 5.0), "timing"
+    made = pl_clock_at_most(board.family, fmax)
+    return (round(made, 3) if made is not None else max(5.0, math.floor(fmax / 5.0) * 5.0)), "timing"   # kHz
