@@ -69,8 +69,9 @@ def test_fpga_chain_is_the_longest_dependency_path_of_fpga_subgraphs(build):
 
 
 def test_board_clocks_are_the_engines_clock_on_each_board(build):
-    """plan.json records, per board, the clock the engine runs at there (the board's default or the RTL's
-    estimated Fmax, whichever is lower); predictions for another board use it; a malformed entry is refused."""
+    """plan.json records, per board, the clock the engine runs at there (the board's default or, below the RTL's
+    estimated Fmax, a clock its PS makes, whichever is lower); predictions for another board use it; a malformed
+    entry is refused."""
     from fpga_runtime.abi import EngineConfig
     from fpga_runtime.boards import BOARDS
     from fpga_runtime.prediction.virtual_time import clock_mhz
@@ -80,7 +81,8 @@ def test_board_clocks_are_the_engines_clock_on_each_board(build):
     for name, clock in plan.board_clocks.items():
         board = BOARDS[name]
         fmax = estimated_fmax_mhz(board, EngineConfig(**plan.engine_config))
-        assert clock <= min(board.clock_mhz, fmax) + 1e-9 and clock >= min(board.clock_mhz, fmax) - 5
+        # at most the lower of the two, and the fastest clock the board's PS makes below it (steps of ~7 % at 100 MHz)
+        assert clock <= min(board.clock_mhz, fmax) + 1e-9 and clock >= min(board.clock_mhz, fmax) * 0.92
         if name != plan.board:
             assert clock_mhz(plan, board) == clock
     assert clock_mhz(plan, BOARDS[plan.board]) == plan.engine_config["clock_mhz"] == plan.board_clocks[plan.board]
