@@ -8,7 +8,6 @@ cost model to decide what is worth offloading; it is marked as an estimate in ev
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 
@@ -101,12 +100,28 @@ def port_bytes(name: str | None) -> int:
 PL_PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
 
 
+def _divisor_pairs() -> dict[int, tuple[int, int]]:
+    """Each product two 6-bit divisors make, with its lowest pair."""
+    pairs: dict[int, tuple[int, int]] = {}
+    for a in range(1, 64):
+        for b in range(1, 64):
+            pairs.setdefault(a * b, (a, b))
+    return pairs
+
+
+DIVISOR_PAIRS = _divisor_pairs()
+
+
+def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
+    """Two 6-bit divisors whose product comes closest to pll / clock, and the clock they give."""
+    n = min(DIVISOR_PAIRS, key=lambda k: (abs(pll_mhz / k - clock_mhz), DIVISOR_PAIRS[k]))
+    return (*DIVISOR_PAIRS[n], pll_mhz / n)
+
+
 def pl_clock_at_most(family: str, mhz: float) -> float | None:
     """The fastest PL clock the PS makes that is not above `mhz` (None on a board without a PS: Alveo)."""
     pll = PL_PLL_MHZ.get(family)
     if pll is None:
         return None
-    n = max(1, math.ceil(pll / mhz - 1e-9))
-    while not any(n % a == 0 and n // a <= 63 for a in range(1, 64)):
-        n += 1
+    n = min(k for k in DIVISOR_PAIRS if pll / k <= mhz + 1e-9)
     return pll / n

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
-from fpga_runtime.boards import PL_PLL_MHZ, Board
+from fpga_runtime.boards import PL_PLL_MHZ, Board, pl_divisors
 from partitioner.codegen.engine_ip import ACT_MASTER, CONST_MASTER, IP_DIR, REGISTER_SPAN
 
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
@@ -71,15 +71,6 @@ ZYNQMP = ProcessingSystem(
                                "div0": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR0",
                                "div1": "PSU__CRL_APB__PL{i}_REF_CTRL__DIVISOR1",
                                "srcsel": "PSU__CRL_APB__PL{i}_REF_CTRL__SRCSEL"})
-
-
-def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
-    """Two 6-bit divisors whose product comes closest to pll / clock, and the clock they give."""
-    best = min(
-        ((a, b) for a in range(1, 64) for b in range(1, 64)),
-        key=lambda d: (abs(pll_mhz / (d[0] * d[1]) - clock_mhz), d),
-    )
-    return best[0], best[1], pll_mhz / (best[0] * best[1])
 
 
 def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl") -> dict:

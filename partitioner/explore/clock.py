@@ -76,4 +76,6 @@ def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
     if fmax >= board.clock_mhz:
         return board.clock_mhz, "board"
     made = pl_clock_at_most(board.family, fmax)
-    return (round(made, 3) if made is not None else max(5.0, math.floor(fmax / 5.0) * 5.0)), "timing"   # kHz
+    if made is None:
+        return max(5.0, math.floor(fmax / 5.0) * 5.0), "timing"
+    return round(made, 3), "timing"      # to the kHz the IP's FREQ_HZ and the overlay's clock are written in
