@@ -43,12 +43,12 @@ MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric
 # hand against the golden layers under Verilator (mean error +0.08 %, all within 3.6 %): a tile's run +6, its load
 # +9 (three constant runs), a layer +3, an element-wise layer +8, a global average pool's load +3.
 TILE_LOAD_OVERHEAD = (3.0, 29.0)
-TILE_RUN_OVERHEAD = (2.0, 33.0)
+TILE_RUN_OVERHEAD = (2.0, 46.0)
 LAYER_OVERHEAD = (1.0, 15.0)
 LUT_OVERHEAD = (1.0, 3.0)
 GAP_LOAD_OVERHEAD = (1.0, 11.0)
-ELEMENTWISE_OVERHEAD = (2.0, 44.0)
-WINDOW_RUN_OVERHEAD = (2.0, 33.0)
+ELEMENTWISE_OVERHEAD = (2.0, 56.0)
+WINDOW_RUN_OVERHEAD = (2.0, 46.0)
 DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 L2NORM_QUEUE = 11                # results an L2NORM pixel's scaling pass leaves queued for a narrow epilogue
 L2NORM_FACTOR = 3                # cycles a pixel's scaling pass waits for its factor (mac_stage.sv L2_STAGES)

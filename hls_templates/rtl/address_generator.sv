@@ -85,7 +85,12 @@ module address_generator #(
   logic [7:0] fill1;
   logic pad_check1, from_tap1;       // the read is an input tap (padding checked; y, x from iy, ix)
   logic [15:0] tap1, tap_mult1;      // weight row: tap * tap_mult
-  logic [15:0] ha, wa, sa, hb, wb, sb;
+  logic [15:0] wa, sa, wb, sb;
+  // n x (image height) for either address: the three heights' products side by side, picked where each address's
+  // geometry is chosen, so no multiply sits behind the nest's decode
+  wire [31:0] n_in_h = 32'(ag_n) * 32'(d.in_h), n_conv_h = 32'(ag_n) * 32'(d.conv_h);
+  wire [31:0] n_out_h = 32'(ag_n) * 32'(d.out_h);
+  logic [31:0] nh_a, nh_b;
   logic [31:0] base_a, add_a, ya, xa, base_b, add_b, yb, xb;
   logic wide_a, align_a, zero_b;
   logic signed [31:0] iy_d, ix_d;
@@ -109,20 +114,20 @@ module address_generator #(
     tap_mult1 = 16'd0;
     // A: the input pixel by default (tap coordinates, the input's geometry)
     from_tap1 = 1'b1;
-    base_a = d.in_addr; ha = d.in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
+    base_a = d.in_addr; nh_a = n_in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
     add_a = 32'(d.in_c_offset); wide_a = 1'b0; align_a = 1'b0;
     // B: the output pixel (out_pixel: a transposed conv's phase on a twice-as-large output)
     base_b = d.out_addr; sb = d.out_c_stride; add_b = 32'(d.out_c_offset); zero_b = 1'b0;
     if (d.out_step == 8'd2) begin
       yb = {15'd0, ag_y, d.out_phase_y[0]}; xb = {15'd0, ag_x, d.out_phase_x[0]};
-      hb = {d.out_h[14:0], 1'b0}; wb = {d.out_w[14:0], 1'b0};
+      nh_b = n_out_h << 1; wb = {d.out_w[14:0], 1'b0};
     end else begin
-      yb = 32'(ag_y); xb = 32'(ag_x); hb = d.out_h; wb = d.out_w;
+      yb = 32'(ag_y); xb = 32'(ag_x); nh_b = n_out_h; wb = d.out_w;
     end
     if (win) begin
       from_tap1 = 1'b0; zero_b = 1'b1; wide_a = 1'b1;
       if (res_due) begin
-        base_a = d.in2_addr; ha = d.conv_h; wa = d.conv_w; sa = d.in2_c_stride; ya = 32'(res_y); xa = 32'(res_x);
+        base_a = d.in2_addr; nh_a = n_conv_h; wa = d.conv_w; sa = d.in2_c_stride; ya = 32'(res_y); xa = 32'(res_x);
         add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
         beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
         tag1.kind = K_RES;
@@ -178,7 +183,7 @@ module address_generator #(
           pad_check1 = 1'b0;
           from_tap1 = 1'b0;
           add_a = add_a + 32'(c0); wide_a = 1'b1;
-          base_b = d.out_addr; hb = 16'd1; wb = 16'd1; yb = 32'd0; xb = 32'd0;
+          base_b = d.out_addr; nh_b = 32'(ag_n); wb = 16'd1; yb = 32'd0; xb = 32'd0;
           add_b = 32'(d.out_c_offset) + 32'(c0);
         end
         default: begin        // ADD, SCALE: the first operand
@@ -199,15 +204,15 @@ module address_generator #(
         base_a = d.in2_addr; sa = d.in2_c_stride;
         if (is_conv) begin
           tag1.kind = K_RES;
-          ha = d.conv_h; wa = d.conv_w;
+          nh_a = n_conv_h; wa = d.conv_w;
           add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
           beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
         end else begin
           tag1.kind = K_B;
-          ha = d.out_h; wa = d.out_w;
+          nh_a = n_out_h; wa = d.out_w;
           add_a = 32'(d.in2_c_offset) + cv;
           if (d.op != OP_ADD) begin    // SCALE: the image's gate vector
-            ha = 16'd1; wa = 16'd1; ya = 32'd0; xa = 32'd0;
+            nh_a = 32'(ag_n); wa = 16'd1; ya = 32'd0; xa = 32'd0;
           end
         end
       end
@@ -234,9 +239,9 @@ module address_generator #(
       tag_q[0 +: TW] <= tag1; beats_q[0 +: 24] <= beats1; fill_q[0 +: 8] <= fill1; pad_q[0] <= 1'b0;
       pad_check_q <= pad_check1; from_tap_q <= from_tap1; tap_q <= tap1; tap_mult_q <= tap_mult1;
       iy_q <= iy_d; ix_q <= ix_d;
-      nha_q <= 32'(ag_n) * 32'(ha); ya_q <= ya; xa_q <= xa; wa_q <= wa; sa_q <= sa;
+      nha_q <= nh_a; ya_q <= ya; xa_q <= xa; wa_q <= wa; sa_q <= sa;
       base_a_q <= base_a; add_a_q <= add_a; wide_a_q <= wide_a; align_a_q <= align_a;
-      nhb_q <= 32'(ag_n) * 32'(hb); yb_q <= yb; xb_q <= xb; wb_q <= wb; sb_q <= sb;
+      nhb_q <= nh_b; yb_q <= yb; xb_q <= xb; wb_q <= wb; sb_q <= sb;
       base_b_q <= base_b; add_b_q <= add_b; zero_b_q <= zero_b;
       // P2: the weight row and the padding check, from P1's registers
       t = tag_q[0 +: TW];

@@ -45,8 +45,10 @@ module axi_beat_writer #(
   logic [63:0]   g_addr;
   logic [BW-1:0] g_count;
   logic [$clog2(IDLE_CLOSE+1)-1:0] g_idle;
-  wire [63:0] g_next = g_addr + (64'(g_count) << BEAT_SHIFT);
-  wire continues = g_open && in_addr == g_next && g_count != BW'(MAX_BURST) && g_next[11:0] != 12'd0;
+  logic [63:0]   g_next;           // the address a beat continuing the burst has
+  logic          g_page_end;       // g_next starts a 4 KiB page
+  wire continues = g_open && in_addr == g_next && g_count != BW'(MAX_BURST) && !g_page_end;
+  wire [63:0] next_d = (continues ? g_next : in_addr) + 64'(B);
 
   // ---- queues: data beats, closed bursts (address, length), lengths of bursts whose address went out
   logic wq_push, wq_pop, wq_empty;
@@ -93,10 +95,12 @@ module axi_beat_writer #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      g_open <= 1'b0; g_count <= '0; g_idle <= '0; g_addr <= '0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
+      g_open <= 1'b0; g_count <= '0; g_idle <= '0; g_addr <= '0; g_next <= '0; g_page_end <= 1'b0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
     end else begin
       if (fire) begin
         g_idle <= '0;
+        g_next <= next_d;
+        g_page_end <= next_d[11:0] == 12'd0;
         if (continues) begin
           g_count <= g_count + 1'b1;
         end else begin

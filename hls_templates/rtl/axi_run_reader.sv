@@ -2,10 +2,13 @@
 // of a fill byte that cost no memory access. Runs are cut into INCR bursts of at most 256 beats that never
 // cross a 4 KiB boundary; up to MAX_OUT bursts are in flight. Beats come out in run order, each with its
 // run's tag, its index in the run and a last flag, so the consumer needs no loop nest of its own.
+// Pipelined for the clock: a run is taken into a register before the queue, and the address side is two
+// register stages (the run being cut, the AR channel): a run's first burst is on the AR channel three cycles
+// after the run is offered (one before this pipelining).
 module axi_run_reader #(
   parameter int DW = 128,          // data bits (one beat)
   parameter int TAGW = 8,
-  parameter int QDEPTH = 64,       // runs in flight, power of two
+  parameter int QDEPTH = 64,       // runs in flight, power of two, >= 4
   parameter int MAX_OUT = 16       // outstanding bursts
 ) (
   input  logic clk,
@@ -42,39 +45,63 @@ module axi_run_reader #(
   localparam int B = DW / 8;
   localparam int QW = $clog2(QDEPTH);
   localparam int BEAT_SHIFT = $clog2(B);
+  localparam int PAGE = 4096 / B;                 // beats in a 4 KiB page
+  localparam int CAPW = $clog2(PAGE + 1);
+  localparam int MAXB = PAGE < 256 ? PAGE : 256;  // beats in a burst: AXI4's 256, and one page
 
+  // ---- runs in: one registered stage, then the queue (LUT RAM) ---------------------------------------
+  logic            in_q;
+  logic [63:0]     in_addr_q;
+  logic [23:0]     in_beats_q;
+  logic            in_pad_q;
+  logic [7:0]      in_fill_q;
+  logic [TAGW-1:0] in_tag_q;
   logic [63:0]     q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
+  logic [23:0]     q_last [QDEPTH];  // index of the run's last beat
   logic            q_pad  [QDEPTH];
   logic [7:0]      q_fill [QDEPTH];
   logic [TAGW-1:0] q_tag  [QDEPTH];
   logic [QW:0] wr, iss, rd;          // one extra bit tells full from empty
-  logic [23:0] iss_off, rd_off;      // beats of the run already requested / delivered
-  localparam int OW = $clog2(MAX_OUT + 1);
-  logic [OW-1:0] outstanding;
-
-  assign run_ready = (wr - rd) != QDEPTH[QW:0];
-  assign idle = (wr == rd) && (outstanding == 0);
-
-  // ---- address side -------------------------------------------------------------------------------
-  wire [QW-1:0] ii = iss[QW-1:0];
-  wire issue_pending = iss != wr;
-  wire [63:0] burst_addr = q_addr[ii] + (64'(iss_off) << BEAT_SHIFT);
-  wire [23:0] remaining = q_beats[ii] - iss_off;
-  wire [12:0] to_boundary = 13'(13'd4096 - {1'b0, burst_addr[11:0]}) >> BEAT_SHIFT;   // beats before 4 KiB
-  logic [23:0] burst_beats;
-  always_comb begin
-    burst_beats = remaining;
-    if (burst_beats > 24'd256) burst_beats = 24'd256;
-    if (burst_beats > 24'(to_boundary)) burst_beats = 24'(to_boundary);
+  // room, from last cycle's fill: that cycle's run (in_q now) and this cycle's may still arrive
+  logic room_q;
+  assign run_ready = room_q;
+  always_ff @(posedge clk) begin
+    in_addr_q <= run_addr; in_beats_q <= run_beats; in_pad_q <= run_pad; in_fill_q <= run_fill; in_tag_q <= run_tag;
   end
-  assign m_arvalid = issue_pending && !q_pad[ii] && (outstanding < OW'(MAX_OUT));
-  assign m_araddr = burst_addr;
-  assign m_arlen = 8'(burst_beats - 24'd1);
+
+  // ---- address side: the run being cut into bursts, the burst on the AR channel ------------------------
+  // The current run is taken from the queue, or straight from the input register when the queue has nothing
+  // older, as its predecessor issues its last burst, so one-burst runs still go out one per cycle; a pad run
+  // is passed over there. `cu_page` counts the beats left in the current 4 KiB page, so no address add is in
+  // the burst's length.
+  localparam int OW = $clog2(MAX_OUT + 1);
+  logic [OW-1:0] outstanding;        // bursts on the AR channel or with data still to come
+  wire [QW-1:0] ii = iss[QW-1:0];
+  logic          cu_v, ar_v;
+  logic [63:0]   cu_addr;
+  logic [23:0]   cu_left;
+  logic [CAPW-1:0] cu_page;
+  wire [CAPW-1:0] cap = cu_page > CAPW'(MAXB) ? CAPW'(MAXB) : cu_page;
+  wire cu_last = cu_left <= 24'(cap);                  // this burst ends the run
+  wire [CAPW-1:0] burst = cu_last ? CAPW'(cu_left) : cap;
+  // a burst never crosses a page, so only its low 12 address bits add; the page number steps when it ends one
+  wire page_end = cu_last ? 24'(cu_page) == cu_left : cu_page <= CAPW'(MAXB);
+  wire [51:0] cu_next_page = cu_addr[63:12] + 52'd1;
+  wire ar_free = !ar_v || m_arready;
+  wire issue = cu_v && ar_free && outstanding < OW'(MAX_OUT);
+  wire cu_free = !cu_v || (issue && cu_last);
+  wire queued = iss != wr;
+  wire take = (queued || in_q) && cu_free;
+  wire src_pad = queued ? q_pad[ii] : in_pad_q;
+  wire [63:0] src_addr = queued ? q_addr[ii] : in_addr_q;
+  wire [23:0] src_beats = queued ? q_beats[ii] : in_beats_q;
+  assign m_arvalid = ar_v;
   assign m_arsize = 3'(BEAT_SHIFT);
   assign m_arburst = 2'b01;
 
-  // ---- data side ----------------------------------------------------------------------------------
+  // ---- data side: beats in run order, pad runs from the queue without a memory access -------------------
+  logic [23:0] rd_off;               // beats of the head run already delivered
   wire [QW-1:0] ri = rd[QW-1:0];
   wire head = rd != wr;
   wire head_pad = head && q_pad[ri];
@@ -83,35 +110,49 @@ module axi_run_reader #(
   assign beat_data = head_pad ? {B{q_fill[ri]}} : m_rdata;
   assign beat_tag = q_tag[ri];
   assign beat_idx = rd_off;
-  assign beat_last = rd_off == q_beats[ri] - 24'd1;
+  assign beat_last = rd_off == q_last[ri];
+  assign idle = !in_q && (wr == rd) && (outstanding == 0);
 
   wire beat_fire = beat_valid && beat_ready;
-  wire ar_fire = m_arvalid && m_arready;
   wire rlast_fire = m_rvalid && m_rready && m_rlast;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      wr <= '0; iss <= '0; rd <= '0; iss_off <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
+      in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
+      cu_v <= 1'b0; ar_v <= 1'b0;
     end else begin
-      if (run_valid && run_ready) begin
-        q_addr[wr[QW-1:0]] <= run_addr;
-        q_beats[wr[QW-1:0]] <= run_beats;
-        q_pad[wr[QW-1:0]] <= run_pad;
-        q_fill[wr[QW-1:0]] <= run_fill;
-        q_tag[wr[QW-1:0]] <= run_tag;
+      in_q <= run_valid && run_ready;
+      room_q <= wr - rd <= (QW + 1)'(QDEPTH - 4);
+      if (in_q) begin
+        q_addr[wr[QW-1:0]] <= in_addr_q;
+        q_beats[wr[QW-1:0]] <= in_beats_q;
+        q_last[wr[QW-1:0]] <= in_beats_q - 24'd1;
+        q_pad[wr[QW-1:0]] <= in_pad_q;
+        q_fill[wr[QW-1:0]] <= in_fill_q;
+        q_tag[wr[QW-1:0]] <= in_tag_q;
         wr <= wr + 1'b1;
       end
-      if (issue_pending && q_pad[ii]) begin
-        iss <= iss + 1'b1;
-      end else if (ar_fire) begin
-        if (iss_off + burst_beats == q_beats[ii]) begin
-          iss <= iss + 1'b1;
-          iss_off <= '0;
-        end else begin
-          iss_off <= iss_off + burst_beats;
-        end
+      if (issue) begin
+        ar_v <= 1'b1;
+        m_araddr <= cu_addr;
+        m_arlen <= 8'(burst - 1'b1);
+        cu_addr[11:0] <= cu_addr[11:0] + 12'(32'(burst) << BEAT_SHIFT);
+        cu_addr[63:12] <= page_end ? cu_next_page : cu_addr[63:12];
+        cu_left <= cu_left - 24'(burst);
+        cu_page <= cu_page == burst ? CAPW'(PAGE) : cu_page - burst;
+      end else if (m_arready) begin
+        ar_v <= 1'b0;
       end
-      outstanding <= outstanding + OW'(ar_fire) - OW'(rlast_fire);
+      if (take) begin                  // a pad run only passes the issue pointer
+        iss <= iss + 1'b1;
+        cu_v <= !src_pad;
+        cu_addr <= src_addr;
+        cu_left <= src_beats;
+        cu_page <= CAPW'((13'd4096 - {1'b0, src_addr[11:0]}) >> BEAT_SHIFT);
+      end else if (cu_free) begin
+        cu_v <= 1'b0;
+      end
+      outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
       if (beat_fire) begin
         if (beat_last) begin

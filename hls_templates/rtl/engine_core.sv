@@ -65,27 +65,34 @@ module engine_core #(
   engine_pkg::desc_t d;
   // what the descriptor implies (fits, window path and its geometry) is decoded once per layer into registers
   // (S_DECODE), so its multiplies are not in series with the array, the address generator or the epilogue
-  logic layer_fits, win, win_rows;
+  logic layer_fits, win, win_rows;           // layer_fits: combinational from layer_descriptor's registers
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words;
-  logic fits_d, win_d, win_rows_d;
+  logic win_d, win_rows_d;
   logic [7:0] group_max_d;
   logic [4:0] win_slots_d;
   logic [31:0] win_phase_words_d, win_row_words_d;
   logic [31:0] tile_rows;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
-    .clk, .raw(desc_raw), .desc(d), .fits(fits_d), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
+    .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
     .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d),
     .tile_rows(tile_rows));
   always_ff @(posedge clk) begin
-    layer_fits <= fits_d; win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
+    win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
     win_slots <= win_slots_d; win_phase_words <= win_phase_words_d; win_row_words <= win_row_words_d;
   end
-  wire is_conv = d.op == OP_CONV;
-  wire dw = is_conv && d.flags[F_DEPTHWISE];
-  wire has_res = is_conv && d.flags[F_RESIDUAL];
-  wire has_pool = is_conv && d.flags[F_POOL];
+  // the layer's kind, registered in S_DECODE (the controller first asks in S_CHECK), so the op code's compares
+  // are not in series with the controller's and the constant reader's decisions
+  logic is_conv, dw, has_pool, is_gap, need_lut1, need_lut2;
+  always_ff @(posedge clk) begin
+    is_conv <= d.op == OP_CONV;
+    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
+    has_pool <= d.op == OP_CONV && d.flags[F_POOL];
+    is_gap <= d.op == OP_GAP;
+    need_lut1 <= d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
+    need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
+  end
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
@@ -149,10 +156,8 @@ module engine_core #(
   constant_request #(.V(V), .R(R)) creq (
     .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
-  wire need_lut1 = d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
-  wire need_lut2 = d.act2 == ACT_LUT && (has_res || d.op == OP_ADD);
   assign main_collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
-                           || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && d.op != OP_GAP);
+                           || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && !is_gap);
   wire collecting = main_collecting || pf_collecting;
   assign c_run_valid = collecting && !c_issued && c_fresh;
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
@@ -323,7 +328,9 @@ module engine_core #(
     .m_wdata(m_act_wdata), .m_wstrb(m_act_wstrb), .m_wlast(m_act_wlast), .m_bvalid(m_act_bvalid),
     .m_bready(m_act_bready));
 
-  wire drained = !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
+  // registered: everything was idle last cycle, and nothing starts again in S_DRAIN
+  logic drained;
+  always_ff @(posedge clk) drained <= !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
                  && !p_busy && wr_idle;
 
   // ---- controller sequence ---------------------------------------------------------------------------------
@@ -369,8 +376,8 @@ module engine_core #(
         case (pf_st)
           PF_BIAS: pf_st <= PF_RQ;
           PF_RQ: begin
-            pf_st <= d.op == OP_GAP ? PF_IDLE : PF_WEIGHTS;
-            pf_ready <= d.op == OP_GAP;
+            pf_st <= is_gap ? PF_IDLE : PF_WEIGHTS;
+            pf_ready <= is_gap;
           end
           default: begin
             pf_st <= PF_IDLE;
@@ -379,7 +386,7 @@ module engine_core #(
         endcase
       end
       // a tile starts: prefetch the next one of the layer
-      if (ag_start && (is_conv || d.op == OP_GAP) && tile + gsz_cur < tiles) begin
+      if (ag_start && (is_conv || is_gap) && tile + gsz_cur < tiles) begin
         pf_st <= is_conv ? PF_BIAS : PF_RQ;
         pf_tile <= tile + gsz_cur;
         pf_g <= gsz_next;
@@ -413,7 +420,7 @@ module engine_core #(
         S_DECODE: st <= S_CHECK;            // the decoded descriptor's registers take it this cycle
         S_CHECK: begin
           tile <= '0;
-          tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (d.op == OP_GAP ? d.out_c >> VSH : 16'd1);
+          tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
           nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
           if (!layer_fits) begin
             status <= 32'd1;
@@ -433,13 +440,13 @@ module engine_core #(
             st <= S_RUN;
             ag_start <= 1'b1;
           end else if (is_conv) st <= S_BIAS;
-          else if (d.op == OP_GAP) st <= S_RQ;
+          else if (is_gap) st <= S_RQ;
           else begin
             st <= S_RUN;
             ag_start <= 1'b1;
           end
         end
-        S_WEIGHTS: if (d.op == OP_GAP) begin
+        S_WEIGHTS: if (is_gap) begin
           st <= S_RUN;
           ag_start <= 1'b1;
         end

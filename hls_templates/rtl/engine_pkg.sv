@@ -36,9 +36,9 @@ package engine_pkg;
     logic [7:0]  out_step, out_phase_y, out_phase_x;
   } desc_t;
 
-  localparam int DESC_BITS = 824;
-  localparam int EPI_LATENCY = 8;                  // cycles from a result into the epilogue to it out (epilogue.sv)
-  localparam int ARRAY_LATENCY = 3;                // cycles from the MAC array's operands to its sums (mac_array.sv)                  // $bits(desc_t), spelt out for yosys
+  localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
+  localparam int EPI_LATENCY = 9;                  // cycles from a result into the epilogue to it out (epilogue.sv)
+  localparam int ARRAY_LATENCY = 3;                // cycles from the MAC array's operands to its sums (mac_array.sv)
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

@@ -6,9 +6,10 @@
 //   S2 round      + 2^(shift-1)
 //   S3 shift      >>> shift, saturate to int8
 //   S4 act1       clamp or table (a conv's or ADD's first activation) -> E1
-//   S5 residual   a conv's residual rescale: e1 * ma + b * mb + half (two 8x18 products)
-//   S6 shift      >>> res_shift, saturate
-//   S7 act2       clamp or table -> the result
+//   S5 residual   a conv's residual rescale: e1 * ma, b * mb (two 8x18 products)
+//   S6 sum        + half
+//   S7 shift      >>> res_shift, saturate
+//   S8 act2       clamp or table -> the result
 // Each stage is one of the steps the old two-stage epilogue chained in a cycle (requantise, round, saturate,
 // table) so the arithmetic, and so every result, is the same; the split is what lets it meet the board clock.
 // Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
@@ -84,9 +85,10 @@ module epilogue #(
     // S1..S3: requantisation; S4: E1
     logic signed [63:0] p_q, r_q;
     logic signed [7:0]  q1_q, e1_q;
-    // S5..S7: residual; the result
+    // S5..S8: residual; the result
+    logic signed [25:0] ta_q, tb_q;
     logic signed [47:0] t_q;
-    logic signed [7:0]  pass5_q, q2_q, q_q;
+    logic signed [7:0]  pass5_q, pass6_q, q2_q, q_q;
     logic [7:0] t1, t2;
     logic signed [7:0] a_lane;             // the first operand: lanes past VEC have none
     if (i < V) begin : g_a
@@ -107,7 +109,7 @@ module epilogue #(
       x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
       x_q <= x32;
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
-      m_q <= prelu && x32[31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+      m_q <= prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
              : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
       y_q <= d.op == OP_ADD ? b8 : 8'sd0;
       sh_q <= {sh_q[15:0], per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift};
@@ -117,11 +119,13 @@ module epilogue #(
       r_q <= p_q + round_half(sh_q[15:8]);                                                   // S2
       q1_q <= sat8(r_q >>> sh_q[23:16]);                                                      // S3
       e1_q <= act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[31:24]);    // S4
-      t_q <= 48'(e1_q) * 48'($signed(d.res_mult_a[17:0])) + 48'($signed(b_q[39:32])) * 48'($signed(d.res_mult_b[17:0]))
-             + residual_half(d.res_shift);                                                // S5
+      ta_q <= 26'(e1_q) * 26'($signed(d.res_mult_a[17:0]));                               // S5
+      tb_q <= 26'($signed(b_q[39:32])) * 26'($signed(d.res_mult_b[17:0]));
       pass5_q <= e1_q;
-      q2_q <= has_res ? residual_shift(t_q, d.res_shift) : pass5_q;                       // S6
-      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S7
+      t_q <= 48'(ta_q) + 48'(tb_q) + residual_half(d.res_shift);                          // S6
+      pass6_q <= pass5_q;
+      q2_q <= has_res ? residual_shift(t_q, d.res_shift) : pass6_q;                       // S7
+      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S8
     end
     assign out_q[8*i +: 8] = q_q;
 

@@ -2,8 +2,8 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// The window geometry takes two cycles (its products registered first): the controller reads it from S_LUT1 on,
-// two cycles after the descriptor, `fits` from S_CHECK, one cycle after.
+// `fits` and the window geometry take two cycles (their products registered first): the controller reads
+// `fits` in S_CHECK, the cycle after S_DECODE, the window geometry from S_LUT1 on.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -59,6 +59,9 @@ module layer_descriptor #(
   end
 
   // a program built for a bigger engine is refused, never run past a buffer
+  logic fits_parts, fits_parts_q;
+  logic [15:0] taps_q;
+  logic [31:0] tile_rows_q;
   always_comb begin
     logic ok;
     ok = d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
@@ -74,9 +77,9 @@ module layer_descriptor #(
       ok = ok && d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0 && d.stride_w != 0
               && d.dil_h != 0 && d.dil_w != 0;
       if (d.flags[F_DEPTHWISE])
-        ok = ok && d.out_c == d.in_c && 32'(d.kh) * 32'(d.kw) <= WROWS;
+        ok = ok && d.out_c == d.in_c;
       else
-        ok = ok && (d.out_c & 16'(R - 1)) == 0 && 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH) <= WROWS;
+        ok = ok && (d.out_c & 16'(R - 1)) == 0;
       if (d.flags[F_POOL])
         ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
                 && 32'(d.conv_w) <= MAX_W && 32'(d.pool_sh) <= RINGK;
@@ -84,11 +87,13 @@ module layer_descriptor #(
       ok = ok && (d.out_c & 16'(V - 1)) == 0;
       if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
     end
-    fits = ok;
+    fits_parts = ok;
   end
+  // the weight rows it needs, from the first cycle's products
+  assign fits = fits_parts_q && (d.op != OP_CONV
+                                 || (d.flags[F_DEPTHWISE] ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
 
   // first cycle: a row's words per bank and stride phase, a tile's weight rows per output-channel tile
-  logic [31:0] tile_rows_q;
   assign tile_rows = tile_rows_q;
   always_ff @(posedge clk) begin
     logic s2;
@@ -99,6 +104,8 @@ module layer_descriptor #(
     win_phase_words <= cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH));
     win_row_words <= (cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH))) << s2;
     tile_rows_q <= 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH);
+    taps_q <= 16'(d.kh) * 16'(d.kw);
+    fits_parts_q <= fits_parts;
   end
 
   // second cycle

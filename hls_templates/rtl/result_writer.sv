@@ -1,5 +1,5 @@
 // Results to memory: a result of nl channels becomes nl / V beats, or (nl < V) one beat with byte strobes at
-// the channels' lanes, handed to the AXI burst writer of the activation port.
+// the channels' lanes, handed to the AXI burst writer of the activation port through one register stage.
 module result_writer #(
   parameter int V = 16,
   parameter int G = 16
@@ -40,14 +40,30 @@ module result_writer #(
       w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
     end
   end
-  assign in_pop = in_valid && w_ready && ser_k == ser_beats - 8'd1;
+  // a beat is formed into registers, then offered to the burst writer
+  logic          s_valid, w_idle;
+  logic [63:0]   s_addr;
+  logic [DW-1:0] s_data;
+  logic [V-1:0]  s_strb;
+  assign idle = w_idle && !s_valid;
+  wire take = in_valid && (!s_valid || w_ready);
+  assign in_pop = take && ser_k == ser_beats - 8'd1;
   always_ff @(posedge clk) begin
-    if (!rst_n) ser_k <= '0;
-    else if (in_valid && w_ready) ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
+    if (!rst_n) begin
+      ser_k <= '0;
+      s_valid <= 1'b0;
+    end else begin
+      if (take) ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
+      if (take) s_valid <= 1'b1;
+      else if (w_ready) s_valid <= 1'b0;
+    end
+    if (take) begin
+      s_addr <= w_addr; s_data <= w_data; s_strb <= w_strb;
+    end
   end
 
   axi_beat_writer #(.DW(DW), .MAX_BURST(16), .MAX_OUT(64)) writer (
-    .clk, .rst_n, .in_valid, .in_ready(w_ready), .in_addr(w_addr), .in_data(w_data), .in_strb(w_strb),
-    .idle, .bytes_written, .m_awvalid, .m_awready, .m_awaddr, .m_awlen, .m_awsize, .m_awburst, .m_wvalid,
+    .clk, .rst_n, .in_valid(s_valid), .in_ready(w_ready), .in_addr(s_addr), .in_data(s_data), .in_strb(s_strb),
+    .idle(w_idle), .bytes_written, .m_awvalid, .m_awready, .m_awaddr, .m_awlen, .m_awsize, .m_awburst, .m_wvalid,
     .m_wready, .m_wdata, .m_wstrb, .m_wlast, .m_bvalid, .m_bready);
 endmodule
