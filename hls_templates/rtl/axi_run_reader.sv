@@ -56,18 +56,21 @@ module axi_run_reader #(
   logic            in_pad_q;
   logic [7:0]      in_fill_q;
   logic [TAGW-1:0] in_tag_q;
+  logic [CAPW-1:0] in_page_q;        // beats from the run's start to the end of its 4 KiB page
   logic [63:0]     q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
   logic [23:0]     q_last [QDEPTH];  // index of the run's last beat
   logic            q_pad  [QDEPTH];
   logic [7:0]      q_fill [QDEPTH];
   logic [TAGW-1:0] q_tag  [QDEPTH];
+  logic [CAPW-1:0] q_page [QDEPTH];
   logic [QW:0] wr, iss, rd;          // one extra bit tells full from empty
   // room, from last cycle's fill: that cycle's run (in_q now) and this cycle's may still arrive
   logic room_q;
   assign run_ready = room_q;
   always_ff @(posedge clk) begin
     in_addr_q <= run_addr; in_beats_q <= run_beats; in_pad_q <= run_pad; in_fill_q <= run_fill; in_tag_q <= run_tag;
+    in_page_q <= CAPW'((13'd4096 - {1'b0, run_addr[11:0]}) >> BEAT_SHIFT);
   end
 
   // ---- address side: the run being cut into bursts, the burst on the AR channel ------------------------
@@ -96,6 +99,7 @@ module axi_run_reader #(
   wire src_pad = queued ? q_pad[ii] : in_pad_q;
   wire [63:0] src_addr = queued ? q_addr[ii] : in_addr_q;
   wire [23:0] src_beats = queued ? q_beats[ii] : in_beats_q;
+  wire [CAPW-1:0] src_page = queued ? q_page[ii] : in_page_q;
   assign m_arvalid = ar_v;
   assign m_arsize = 3'(BEAT_SHIFT);
   assign m_arburst = 2'b01;
@@ -130,6 +134,7 @@ module axi_run_reader #(
         q_pad[wr[QW-1:0]] <= in_pad_q;
         q_fill[wr[QW-1:0]] <= in_fill_q;
         q_tag[wr[QW-1:0]] <= in_tag_q;
+        q_page[wr[QW-1:0]] <= in_page_q;
         wr <= wr + 1'b1;
       end
       if (issue) begin
@@ -148,7 +153,7 @@ module axi_run_reader #(
         cu_v <= !src_pad;
         cu_addr <= src_addr;
         cu_left <= src_beats;
-        cu_page <= CAPW'((13'd4096 - {1'b0, src_addr[11:0]}) >> BEAT_SHIFT);
+        cu_page <= src_page;
       end else if (cu_free) begin
         cu_v <= 1'b0;
       end

@@ -25,6 +25,16 @@
     else sat8 = v[7:0];
   endfunction
 
+  // sat8(v >>> s), with the saturation decided beside the shift rather than after it: v >>> s is above 127 exactly
+  // when v >= 128 * 2^s and below -128 when v < -128 * 2^s; from s = 56 on, v >>> s of a 64-bit v is in range
+  function automatic logic signed [7:0] shift_sat8(input logic signed [63:0] v, input logic [7:0] s);
+    logic signed [63:0] limit;
+    limit = 64'sd128 <<< s;
+    if (s < 8'd56 && v >= limit) shift_sat8 = 8'sd127;
+    else if (s < 8'd56 && v < -limit) shift_sat8 = -8'sd128;
+    else shift_sat8 = 8'(v >>> s);
+  endfunction
+
   // 2^(s-1), 0 for s = 0: what a rounding shift adds before it shifts
   function automatic logic signed [63:0] round_half(input logic [7:0] s);
     round_half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
@@ -44,9 +54,7 @@
   endfunction
 
   function automatic logic signed [7:0] residual_shift(input logic signed [47:0] t, input logic [7:0] s);
-    logic signed [47:0] shifted;
-    shifted = t >>> s;
-    residual_shift = s > 8'd47 ? 8'sd0 : sat8(64'(shifted));
+    residual_shift = s > 8'd47 ? 8'sd0 : shift_sat8(64'(t), s);
   endfunction
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,

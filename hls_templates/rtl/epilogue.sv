@@ -73,6 +73,9 @@ module epilogue #(
   assign out_valid = valid_q[L-1];
   assign {out_oaddr, out_n, out_y, out_x} = meta_q[(L-1)*MW +: MW];
   assign busy = |valid_q;
+  // the residual's rounding half, the layer's constant, from a register
+  logic signed [47:0] res_half_q;
+  always_ff @(posedge clk) res_half_q <= residual_half(d.res_shift);
 
   for (genvar i = 0; i < G; i++) begin : lane
     // S0: operands
@@ -117,12 +120,12 @@ module epilogue #(
       b_q <= {b_q[31:0], b8};
       p_q <= 64'(x_q) * 64'(m_q) + 64'(y_q) * 64'($signed(d.res_mult_b[17:0]));        // S1
       r_q <= p_q + round_half(sh_q[15:8]);                                                   // S2
-      q1_q <= sat8(r_q >>> sh_q[23:16]);                                                      // S3
+      q1_q <= shift_sat8(r_q, sh_q[23:16]);                                               // S3
       e1_q <= act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[31:24]);    // S4
       ta_q <= 26'(e1_q) * 26'($signed(d.res_mult_a[17:0]));                               // S5
       tb_q <= 26'($signed(b_q[39:32])) * 26'($signed(d.res_mult_b[17:0]));
       pass5_q <= e1_q;
-      t_q <= 48'(ta_q) + 48'(tb_q) + residual_half(d.res_shift);                          // S6
+      t_q <= 48'(ta_q) + 48'(tb_q) + res_half_q;                                          // S6
       pass6_q <= pass5_q;
       q2_q <= has_res ? residual_shift(t_q, d.res_shift) : pass6_q;                       // S7
       q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S8

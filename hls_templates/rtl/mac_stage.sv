@@ -87,8 +87,10 @@ module mac_stage #(
   logic [V*16-1:0] sq2_q;                  // an L2NORM beat's squares (P2) and their sum (P3)
   logic signed [31:0] sq3_q;
   logic c2_valid, c2_last;
+  logic c2_start;                          // the beat starts its pixel's sums (decoded at P3)
+  logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
   engine_pkg::tag_t c2_tag;
-  logic [23:0] c2_idx;
+  logic [7:0] c2_idx;                      // a residual beat's index in its pixel's result
   logic [DW-1:0] c2_data;
   logic signed [31:0] c2_sum[G];
   logic signed [31:0] acc[G];
@@ -121,7 +123,9 @@ module mac_stage #(
         sq3_q <= t;
       end
       c2_valid <= p_valid[PS-1];
-      c2_data <= p3_data; c2_tag <= p3_tag; c2_idx <= p_idx[(PS-1)*24 +: 24]; c2_last <= p_last[PS-1];
+      c2_data <= p3_data; c2_tag <= p3_tag; c2_idx <= p_idx[(PS-1)*24 +: 8]; c2_last <= p_last[PS-1];
+      c2_start <= p3_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_oaddr <= p3_tag.kind == K_COPY ? p3_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : p3_tag.oaddr;
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
         s = '0;
@@ -145,7 +149,7 @@ module mac_stage #(
   logic [DW-1:0] abuf_next;
   always_comb begin
     logic start;
-    start = c2_tag.first && c2_idx == 0;
+    start = c2_start;
     res_next = res;
     abuf_next = abuf;
     for (int i = 0; i < G; i++) begin
@@ -199,7 +203,7 @@ module mac_stage #(
     item_b = res_next;
     if (l2) for (int i = 0; i < G; i++) item_b[8*i +: 8] = l2_ksh[39:32];
     item_a = abuf_next;
-    item_oaddr = c2_tag.kind == K_COPY ? c2_tag.oaddr + 32'(c2_idx) * 32'(V) : c2_tag.oaddr;
+    item_oaddr = c2_oaddr;
     item_n = c2_tag.n;
     item_y = c2_tag.y;
     item_x = c2_tag.x;

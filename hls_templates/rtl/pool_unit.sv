@@ -52,6 +52,9 @@ module pool_unit #(
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
+  logic signed [31:0] em_left;                   // first conv column of pooled pixel em_px
+  logic signed [31:0] em_ring_end;               // em_first + RINGK: rows past it are not yet in the ring
+  logic [31:0] need_rows;                        // conv rows pooled row em_py needs: min(em_first + kh, conv_h)
 
   // ring RAM: RINGK rows x MAX_W pixels x G bytes
   localparam int RAW = $clog2(RINGK * MAX_W);
@@ -63,7 +66,7 @@ module pool_unit #(
     if (ring_we) ring[ring_waddr] <= rq_q;
     ring_rdata <= ring[ring_raddr];
   end
-  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < em_first + RINGK;
+  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < em_ring_end;
   assign rq_pop = rq_ok;
   assign ring_we = rq_ok;
   assign ring_waddr = RAW'((32'(rq_y) % RINGK) * MAX_W + 32'(rq_x));
@@ -76,12 +79,16 @@ module pool_unit #(
   logic [31:0] em_oaddr;             // where pooled pixel (em_n, em_py, em_px) goes: dense NHWC, so the next
                                      // pixel, row or image is always one stride on
   logic [G*8-1:0] best;
-  wire [31:0] need_rows = (em_first + 32'(d.pool_kh) > 32'(d.conv_h)) ? 32'(d.conv_h) : 32'(em_first + 32'(d.pool_kh));
+  // the emitter's next first row, and what depends on it, all kept in registers beside em_first
+  function automatic logic [31:0] rows_needed(input logic signed [31:0] first);
+    rows_needed = first + 32'(d.pool_kh) > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(first + 32'(d.pool_kh));
+  endfunction
+  wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t), first_next = em_first + 32'(d.pool_sh);
   wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
   wire em_step = has_pool && !em_done && em_can_row && out_room;
   always_comb begin
     er_y = em_first + 32'(em_ky);
-    er_x = 32'(em_px) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(em_kx);
+    er_x = em_left + 32'(em_kx);
     er_in = er_y >= 0 && er_x >= 0 && er_y < 32'(d.conv_h) && er_x < 32'(d.conv_w);
     ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
   end
@@ -90,7 +97,8 @@ module pool_unit #(
     if (!rst_n || start) begin
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
       em_done <= !has_pool; tap_valid <= 1'b0;
-      em_first <= 32'sd0 - 32'(d.pool_pad_t);
+      em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
+      em_left <= 32'sd0 - 32'(d.pool_pad_l);
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
       if (ring_we && rq_x == d.conv_w - 16'd1) rows_done <= rq_y + 16'd1;
@@ -108,16 +116,19 @@ module pool_unit #(
           else begin
             em_ky <= '0;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
-            if (em_px != d.out_w - 16'd1) em_px <= em_px + 16'd1;
-            else begin
+            if (em_px != d.out_w - 16'd1) begin
+              em_px <= em_px + 16'd1;
+              em_left <= em_left + 32'(d.pool_sw);
+            end else begin
               em_px <= '0;
+              em_left <= 32'sd0 - 32'(d.pool_pad_l);
               em_busy <= 1'b0;
               if (em_py != d.out_h - 16'd1) begin
                 em_py <= em_py + 16'd1;
-                em_first <= em_first + 32'(d.pool_sh);
+                em_first <= first_next; em_ring_end <= first_next + RINGK; need_rows <= rows_needed(first_next);
               end else begin
                 em_py <= '0;
-                em_first <= 32'sd0 - 32'(d.pool_pad_t);
+                em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
                 rows_done <= '0;
                 if (em_n != d.batch - 16'd1) em_n <= em_n + 16'd1;
                 else em_done <= 1'b1;

@@ -132,6 +132,7 @@ module window_conv #(
   logic adv;                                     // the pipeline moves this cycle
 
   logic signed [31:0] iy, ix0, need;
+  logic [31:0] limit_d;
   logic ready_rows, t0_fire;
   logic [P*WA-1:0] win_raddr;
   logic [P-1:0] t0_mask;
@@ -160,8 +161,13 @@ module window_conv #(
     need = img_base + (last_row < 32'(d.in_h) - 32'sd1 ? last_row : 32'(d.in_h) - 32'sd1);
     ready_rows = $signed({1'b0, rows_loaded}) > 33'(need);
     lowest = img_base + (row0 > 0 ? row0 : 32'sd0);
-    load_limit = active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
+    limit_d = active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
   end
+  // registered, so the address generator's issue does not wait on this sum; cleared at a tile's start, and it
+  // only grows within a tile, so a cycle late is only a cycle cautious
+  always_ff @(posedge clk)
+    if (!rst_n || start) load_limit <= '0;
+    else load_limit <= limit_d;
   assign t0_fire = active && ready_rows && adv;
   assign w_re = adv;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row

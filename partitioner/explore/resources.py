@@ -45,19 +45,21 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 25, 19_200, 5_564
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 27, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage), SCALE's gate product (epilogue)
 VEC_DSP = 3
 WINDOW_DSP = 6            # the window path's address arithmetic (yosys)
-# The pipeline registers of stop 39's RTL (yosys keeps them in the fabric on UltraScale+, where it packs no DSP48E2
-# register; on 7-series it packs them into the DSP48E1s): per packed MAC pair its operands and product, per result
-# lane the epilogue's eight stages, per window pixel its array stages; and the rest (address generator, constant
-# reader, MAC stage).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 60.5, 350, 950, 482
-# ... and their LUTs, a fit (per VEC lane, not derived from the structure): 500 at VEC 8, 5,564 at VEC 16
-PIPE_LUT_PER_VEC, PIPE_LUT = 633, -4_564
+# The pipeline registers of the pipelined RTL (yosys keeps them in the fabric on UltraScale+, where it packs no
+# DSP48E2 register; on 7-series it packs them into the DSP48E1s): per packed MAC pair its operands and product, per
+# result lane the epilogue's nine stages, per window pixel its array stages; and the rest (address generator,
+# readers' input and burst registers, writer's beat register, MAC stage). The second pipelining's registers (per
+# lane +67, +965 elsewhere) and its 2 DSPs (the address generator's third n x h product, the residual's split
+# products) are least squares over 8x8, 16x8, 16x16 and 2x8x16 of its yosys runs.
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 60.5, 417, 950, 1_447
+# ... and their LUTs, a fit (per VEC lane, not derived from the structure)
+PIPE_LUT_PER_VEC, PIPE_LUT = 479, -4_382
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)

@@ -8,6 +8,8 @@ module requant_lane (
   input  logic signed [7:0]  b,
   input  logic signed [17:0] mult_a,
   input  logic signed [17:0] mult_b,
+  input  logic signed [63:0] wide,          // shift_sat8 on any 64-bit value
+  output logic signed [7:0]  wide_q,
   output logic signed [7:0]  q,
   output logic signed [7:0]  added,
   output logic signed [7:0]  residual,
@@ -21,12 +23,13 @@ module requant_lane (
                                                    input logic [7:0] s);
     logic signed [63:0] r;
     r = 64'(x) * 64'(m) + 64'(y) * 64'(n) + round_half(s);
-    requantise = sat8(r >>> s);
+    requantise = shift_sat8(r, s);
   endfunction
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
   assign added = requantise(32'(a), mult_a, b, mult_b, shift);      // ADD
-  // S5 products and half, S6 shift and saturate: a conv's residual, 48 bits wide
+  // S5 products, S6 + half, S7 shift and saturate: a conv's residual, 48 bits wide
   assign residual = residual_shift(48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b) + residual_half(shift), shift);
+  assign wide_q = shift_sat8(wide, shift);
   assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule

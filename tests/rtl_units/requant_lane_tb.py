@@ -28,3 +28,23 @@ async def integer_semantics_match_the_abi(dut):
         assert dut.residual.value.to_signed() == added, (a, b, ma, mb, shift)
         gated = int(saturate8(shift_round(np.int64(a) * b * ma, shift)))
         assert dut.gated.value.to_signed() == gated, (a, b, ma, shift)
+
+
+@cocotb.test()
+async def saturating_shift_decided_beside_the_shift(dut):
+    """shift_sat8 against saturate8(v >> s) on the values where saturation starts (+-128 * 2^s and one either
+    side), at every shift, and on the 64-bit extremes."""
+    rng = random.Random(5)
+    for shift in range(256):
+        s = min(shift, 70)
+        edges = [128 << s, -(128 << s)] if s < 56 else []
+        values = [v + e for v in edges for e in (-1, 0, 1)]
+        values += [-(2 ** 63), 2 ** 63 - 1, 0, -1] + [rng.randint(-(2 ** 63), 2 ** 63 - 1) for _ in range(8)]
+        for v in values:
+            if not -(2 ** 63) <= v < 2 ** 63:
+                continue
+            dut.wide.value, dut.shift.value = v, shift
+            await Timer(1, unit="ns")
+            want = max(-128, min(127, v >> shift))
+            assert dut.wide_q.value.to_signed() == want, (v, shift)
+
