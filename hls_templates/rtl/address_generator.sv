@@ -116,7 +116,7 @@ module address_generator #(
     from_tap1 = 1'b1;
     base_a = d.in_addr; nh_a = n_in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
     add_a = 32'(d.in_c_offset); wide_a = 1'b0; align_a = 1'b0;
-    // B: the output pixel (out_pixel: a transposed conv's phase on a twice-as-large output)
+    // B: the output pixel (a transposed conv's phase: a pixel of the twice-as-large output)
     base_b = d.out_addr; sb = d.out_c_stride; add_b = 32'(d.out_c_offset); zero_b = 1'b0;
     if (d.out_step == 8'd2) begin
       yb = {15'd0, ag_y, d.out_phase_y[0]}; xb = {15'd0, ag_x, d.out_phase_x[0]};

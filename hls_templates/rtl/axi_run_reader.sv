@@ -59,7 +59,7 @@ module axi_run_reader #(
   logic [CAPW-1:0] in_page_q;        // beats from the run's start to the end of its 4 KiB page
   logic [63:0]     q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
-  logic [23:0]     q_last [QDEPTH];  // index of the run's last beat
+  logic [23:0]     q_last [QDEPTH];  // beats - 1: the data side's last-beat test needs no subtract
   logic            q_pad  [QDEPTH];
   logic [7:0]      q_fill [QDEPTH];
   logic [TAGW-1:0] q_tag  [QDEPTH];

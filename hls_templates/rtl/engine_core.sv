@@ -63,36 +63,16 @@ module engine_core #(
   // the descriptor of the running layer: 128 little-endian bytes as fields
   logic [1023:0] desc_raw;
   engine_pkg::desc_t d;
-  // what the descriptor implies (fits, window path and its geometry) is decoded once per layer into registers
-  // (S_DECODE), so its multiplies are not in series with the array, the address generator or the epilogue
-  logic layer_fits, win, win_rows;           // layer_fits: combinational from layer_descriptor's registers
+  // what the descriptor implies (its kind, fits, window path and geometry) is decoded once per layer into
+  // registers (layer_descriptor), so its multiplies and compares are not in series with the controller, the
+  // array, the address generator or the epilogue
+  logic layer_fits, is_conv, dw, has_pool, is_gap, need_lut1, need_lut2, win, win_rows;
   logic [7:0] group_max;
   logic [4:0] win_slots;
-  logic [31:0] win_phase_words, win_row_words;
-  logic win_d, win_rows_d;
-  logic [7:0] group_max_d;
-  logic [4:0] win_slots_d;
-  logic [31:0] win_phase_words_d, win_row_words_d;
-  logic [31:0] tile_rows;
+  logic [31:0] win_phase_words, win_row_words, tile_rows;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
-    .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .win(win_d), .win_rows(win_rows_d), .group_max(group_max_d),
-    .win_slots(win_slots_d), .win_phase_words(win_phase_words_d), .win_row_words(win_row_words_d),
-    .tile_rows(tile_rows));
-  always_ff @(posedge clk) begin
-    win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d;
-    win_slots <= win_slots_d; win_phase_words <= win_phase_words_d; win_row_words <= win_row_words_d;
-  end
-  // the layer's kind, registered in S_DECODE (the controller first asks in S_CHECK), so the op code's compares
-  // are not in series with the controller's and the constant reader's decisions
-  logic is_conv, dw, has_pool, is_gap, need_lut1, need_lut2;
-  always_ff @(posedge clk) begin
-    is_conv <= d.op == OP_CONV;
-    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
-    has_pool <= d.op == OP_CONV && d.flags[F_POOL];
-    is_gap <= d.op == OP_GAP;
-    need_lut1 <= d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
-    need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
-  end
+    .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1, .need_lut2,
+    .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows);
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
@@ -330,8 +310,9 @@ module engine_core #(
 
   // registered: everything was idle last cycle, and nothing starts again in S_DRAIN
   logic drained;
-  always_ff @(posedge clk) drained <= !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty && (!has_pool || p_done)
-                 && !p_busy && wr_idle;
+  always_ff @(posedge clk)
+    drained <= !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty
+               && (!has_pool || p_done) && !p_busy && wr_idle;
 
   // ---- controller sequence ---------------------------------------------------------------------------------
   wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);

@@ -1,32 +1,9 @@
-// The integer arithmetic of fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine) and
-// tensor addressing, `include`d inside each module that needs them.
+// The integer arithmetic of fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine),
+// `include`d inside each module that needs it. Tensor addresses are pixel_address.sv's.
 
-  // byte offset of pixel (n, y, x) of an NHWC tensor at `base` with `stride` channels per pixel
-  function automatic logic [31:0] pixel(input logic [31:0] base, input logic [15:0] n, input logic [31:0] y,
-                                        input logic [31:0] x, input logic [15:0] h, input logic [15:0] w,
-                                        input logic [15:0] stride);
-    pixel = base + ((32'(n) * 32'(h) + y) * 32'(w) + x) * 32'(stride);
-  endfunction
-
-  // where output pixel (n, y, x) of layer d goes: dense, or (out_step 2) pixel (2y + phase_y, 2x + phase_x) of
-  // a 2 out_h x 2 out_w tensor, a transposed conv's phase
-  function automatic logic [31:0] out_pixel(input engine_pkg::desc_t d, input logic [15:0] n, input logic [31:0] y,
-                                            input logic [31:0] x);
-    logic s2;
-    s2 = d.out_step == 8'd2;
-    out_pixel = pixel(d.out_addr, n, s2 ? {y[30:0], d.out_phase_y[0]} : y, s2 ? {x[30:0], d.out_phase_x[0]} : x,
-                      s2 ? {d.out_h[14:0], 1'b0} : d.out_h, s2 ? {d.out_w[14:0], 1'b0} : d.out_w, d.out_c_stride)
-                + 32'(d.out_c_offset);
-  endfunction
-
-  function automatic logic signed [7:0] sat8(input logic signed [63:0] v);
-    if (v < -64'sd128) sat8 = -8'sd128;
-    else if (v > 64'sd127) sat8 = 8'sd127;
-    else sat8 = v[7:0];
-  endfunction
-
-  // sat8(v >>> s), with the saturation decided beside the shift rather than after it: v >>> s is above 127 exactly
-  // when v >= 128 * 2^s and below -128 when v < -128 * 2^s; from s = 56 on, v >>> s of a 64-bit v is in range
+  // v >>> s saturated to int8, the saturation decided beside the shift rather than after it: v >>> s is above 127
+  // exactly when v >= 128 * 2^s and below -128 when v < -128 * 2^s; from s = 56 on, v >>> s of a 64-bit v is in
+  // range
   function automatic logic signed [7:0] shift_sat8(input logic signed [63:0] v, input logic [7:0] s);
     logic signed [63:0] limit;
     limit = 64'sd128 <<< s;
@@ -40,14 +17,15 @@
     round_half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
   endfunction
 
-  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity. The epilogue's requantisation
-  // sat8(shift_round(x * m + y * n, s)) (y = 0 but for ADD) is this over three of its pipeline stages.
+  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity. The epilogue's requantisation,
+  // saturate(shift_round(x * m + y * n, s)) (y = 0 but for ADD), is this over three of its pipeline stages: the
+  // product, + round_half, shift_sat8.
   function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
     shift_round = (v + round_half(s)) >>> s;
   endfunction
 
-  // The residual rescale sat8(round((a * ma + b * mb) >> s)) over two stages: a * ma + b * mb + residual_half(s),
-  // then residual_shift. The sum needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27
+  // The residual rescale saturate(round((a * ma + b * mb) >> s)) over three stages: the two products, their sum
+  // + residual_half(s), then residual_shift. The sum needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27
   // on the result is 0), so the adders and shifter are 48 bits wide, not 64.
   function automatic logic signed [47:0] residual_half(input logic [7:0] s);
     residual_half = s == 8'd0 || s > 8'd47 ? 48'sd0 : 48'sd1 <<< (s - 8'd1);

@@ -2,8 +2,9 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// `fits` and the window geometry take two cycles (their products registered first): the controller reads
-// `fits` in S_CHECK, the cycle after S_DECODE, the window geometry from S_LUT1 on.
+// The layer's kind flags are registered a cycle after the descriptor, `fits` takes two cycles (its products
+// registered first), the window path's choice and geometry three: the controller reads the flags and `fits` in
+// S_CHECK, the cycle after S_DECODE, the window path from S_LUT1 on.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -21,6 +22,8 @@ module layer_descriptor #(
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
   output logic fits,
+  output logic is_conv, dw, has_pool, is_gap,   // the layer's kind (dw, has_pool: a conv's flags)
+  output logic need_lut1, need_lut2,            // its activations take lookup tables 1 and 2
   output logic win,                // the layer runs on the window path
   output logic win_rows,           // a depthwise layer there takes a kernel row per step (else a tap, diagonally)
   output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
@@ -108,20 +111,35 @@ module layer_descriptor #(
     fits_parts_q <= fits_parts;
   end
 
-  // second cycle
+  always_ff @(posedge clk) begin
+    is_conv <= d.op == OP_CONV;
+    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
+    has_pool <= d.op == OP_CONV && d.flags[F_POOL];
+    is_gap <= d.op == OP_GAP;
+    need_lut1 <= d.act1 == ACT_LUT && (d.op == OP_CONV || d.op == OP_ADD);
+    need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
+  end
+
+  // second cycle, registered
+  logic win_d, win_rows_d;
+  logic [7:0] group_max_d;
+  logic [4:0] win_slots_d;
+  always_ff @(posedge clk) begin
+    win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d; win_slots <= win_slots_d;
+  end
   always_comb begin
     logic s2;
     s2 = d.stride_w == 8'd2;
-    win_slots = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
-    win = P > 1 && d.op == OP_CONV
+    win_slots_d = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
+    win_d = P > 1 && d.op == OP_CONV
           && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
           && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
           && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
-          && (d.stride_w == 8'd1 || s2) && win_slots != 5'd0;
-    win_rows = DWW && win && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
-    group_max = 8'd1;
-    if (win && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
+          && (d.stride_w == 8'd1 || s2) && win_slots_d != 5'd0;
+    win_rows_d = DWW && win_d && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
+    group_max_d = 8'd1;
+    if (win_d && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
       for (int m = 2; m <= P; m *= 2)
-        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max = 8'(m);
+        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max_d = 8'(m);
   end
 endmodule

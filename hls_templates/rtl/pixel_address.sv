@@ -1,8 +1,7 @@
 // The byte address of pixel (n, y, x) of an NHWC tensor, base + ((n * h + y) * w + x) * stride + add, over three
-// pipelined stages with one multiply each (the function `pixel` of engine_functions.svh chains three in a
-// cycle). The caller passes n * h, already multiplied. All arithmetic wraps at 32 bits as `pixel` does; `wide_i`
-// adds `add_i` in 33 bits instead (the runs whose offset the old address generator added in 64 bits), `align_i`
-// clears the address's low bits to a beat, `zero_i` gives 0.
+// pipelined stages with one multiply each. The caller passes n * h, already multiplied. All arithmetic wraps at
+// 32 bits, as the reference's addresses do; `wide_i` adds `add_i` in 33 bits instead (the runs whose offset the old
+// address generator added in 64 bits), `align_i` clears the address's low bits to a beat, `zero_i` gives 0.
 module pixel_address #(
   parameter int B = 16                 // bytes per beat (align_i)
 ) (

@@ -84,6 +84,7 @@ module pool_unit #(
     rows_needed = first + 32'(d.pool_kh) > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(first + 32'(d.pool_kh));
   endfunction
   wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t), first_next = em_first + 32'(d.pool_sh);
+  wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
   wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
   wire em_step = has_pool && !em_done && em_can_row && out_room;
   always_comb begin
@@ -98,7 +99,7 @@ module pool_unit #(
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
       em_done <= !has_pool; tap_valid <= 1'b0;
       em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
-      em_left <= 32'sd0 - 32'(d.pool_pad_l);
+      em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
       if (ring_we && rq_x == d.conv_w - 16'd1) rows_done <= rq_y + 16'd1;
@@ -121,7 +122,7 @@ module pool_unit #(
               em_left <= em_left + 32'(d.pool_sw);
             end else begin
               em_px <= '0;
-              em_left <= 32'sd0 - 32'(d.pool_pad_l);
+              em_left <= left_edge;
               em_busy <= 1'b0;
               if (em_py != d.out_h - 16'd1) begin
                 em_py <= em_py + 16'd1;

@@ -53,9 +53,12 @@ module result_writer #(
       ser_k <= '0;
       s_valid <= 1'b0;
     end else begin
-      if (take) ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
-      if (take) s_valid <= 1'b1;
-      else if (w_ready) s_valid <= 1'b0;
+      if (take) begin
+        ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
+        s_valid <= 1'b1;
+      end else if (w_ready) begin
+        s_valid <= 1'b0;
+      end
     end
     if (take) begin
       s_addr <= w_addr; s_data <= w_data; s_strb <= w_strb;

@@ -234,7 +234,7 @@ module window_conv #(
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
   logic [31:0] t1_nh;                            // the group's image times the output's rows (its address)
-  wire out2 = d.out_step == 8'd2;                // a transposed conv's phase: out_pixel's twice-as-large output
+  wire out2 = d.out_step == 8'd2;                // a transposed conv's phase: on the twice-as-large output
   logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
     if (!rst_n) t1_valid <= 1'b0;
@@ -267,7 +267,7 @@ module window_conv #(
     else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x};
   end
   assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
-  // the group's output address (out_pixel, the tile's channels) beside it: pixel_address takes three steps, as the
+  // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes three steps, as the
   // array does (AL)
   logic [63:0] a_oaddr;
   logic [31:0] t2_oaddr;
