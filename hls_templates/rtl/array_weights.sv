@@ -25,7 +25,7 @@ module array_weights #(
   input  logic re,
   input  logic [$clog2(WROWS)-1:0] raddr,
   input  logic dw_phase,                   // the stride phase of the array's depthwise step
-  output logic [R*8*V-1:0] rdata,          // the row as stored (the per-tap path)
+  output logic [8*V-1:0] rdata,            // the row's first bank: a depthwise beat's weights (per-tap path)
   output logic [R*8*V-1:0] array_w         // the row as the array takes it
 );
   localparam int DW = 8 * V;
@@ -47,20 +47,22 @@ module array_weights #(
     end
   wire [7:0] lane = phases == 8'd2 ? kx >> 1 : kx;
   logic [WAW-1:0] wrow;
+  logic [R*DW-1:0] row;
   logic [RSH > 0 ? RSH-1 : 0:0] wlane;
   assign wrow = dw ? (win_rows ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : WAW'(beat)) : WAW'(beat >> RSH);
   assign wlane = dw ? (win_rows ? lane[RSH > 0 ? RSH-1 : 0:0] : '0) : beat[RSH > 0 ? RSH-1 : 0:0];
   weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
-    .clk, .we, .wbank, .wrow, .wlane, .wdata, .rbank, .re, .rrow(raddr), .rdata);
+    .clk, .we, .wbank, .wrow, .wlane, .wdata, .rbank, .re, .rrow(raddr), .rdata(row));
+  assign rdata = row[DW-1:0];
 
   wire [7:0] taps = phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
   always_comb begin
-    array_w = rdata;
+    array_w = row;
     if (win_rows) begin
       for (int e = 0; e < RD; e++) if (8'(e) >= taps) array_w[e*DW +: DW] = '0;
     end else if (win && dw) begin
       array_w = '0;
-      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = rdata[8*r +: 8];
+      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = row[8*r +: 8];
     end
   end
 endmodule

@@ -4,7 +4,8 @@
 // run's tag, its index in the run and a last flag, so the consumer needs no loop nest of its own.
 // Pipelined for the clock: a run is taken into a register before the queue, and the address side is two
 // register stages (the run being cut, the AR channel): a run's first burst is on the AR channel three cycles
-// after the run is offered (one before this pipelining).
+// after the run is offered (one before this pipelining). Beats leave from a register (the queue's read port is
+// a block RAM whose output would otherwise reach into the consumer), a cycle after they arrive.
 module axi_run_reader #(
   parameter int DW = 128,          // data bits (one beat)
   parameter int TAGW = 8,
@@ -105,19 +106,29 @@ module axi_run_reader #(
   assign m_arburst = 2'b01;
 
   // ---- data side: beats in run order, pad runs from the queue without a memory access -------------------
-  logic [23:0] rd_off;               // beats of the head run already delivered
+  logic [23:0] rd_off;               // beats of the head run already taken
   wire [QW-1:0] ri = rd[QW-1:0];
   wire head = rd != wr;
   wire head_pad = head && q_pad[ri];
-  assign beat_valid = head && (head_pad || m_rvalid);
-  assign m_rready = head && !head_pad && beat_ready;
-  assign beat_data = head_pad ? {B{q_fill[ri]}} : m_rdata;
-  assign beat_tag = q_tag[ri];
-  assign beat_idx = rd_off;
-  assign beat_last = rd_off == q_last[ri];
-  assign idle = !in_q && (wr == rd) && (outstanding == 0);
+  logic out_v;                       // the output register holds a beat
+  wire out_free = !out_v || beat_ready;
+  wire h_valid = head && (head_pad || m_rvalid);
+  wire h_last = rd_off == q_last[ri];
+  assign m_rready = head && !head_pad && out_free;
+  wire beat_fire = h_valid && out_free;        // the head beat moves to the output register
+  always_ff @(posedge clk) begin
+    if (!rst_n) out_v <= 1'b0;
+    else if (out_free) out_v <= h_valid;
+    if (beat_fire) begin
+      beat_data <= head_pad ? {B{q_fill[ri]}} : m_rdata;
+      beat_tag <= q_tag[ri];
+      beat_idx <= rd_off;
+      beat_last <= h_last;
+    end
+  end
+  assign beat_valid = out_v;
+  assign idle = !in_q && (wr == rd) && (outstanding == 0) && !out_v;
 
-  wire beat_fire = beat_valid && beat_ready;
   wire rlast_fire = m_rvalid && m_rready && m_rlast;
 
   always_ff @(posedge clk) begin
@@ -160,7 +171,7 @@ module axi_run_reader #(
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
       if (beat_fire) begin
-        if (beat_last) begin
+        if (h_last) begin
           rd <= rd + 1'b1;
           rd_off <= '0;
         end else begin

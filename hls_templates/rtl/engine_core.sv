@@ -148,7 +148,8 @@ module engine_core #(
   logic [WAW-1:0] w_raddr, mac_raddr, wc_raddr;
   logic          wc_re;
   assign w_raddr = win ? wc_raddr : mac_raddr;
-  logic [R*DW-1:0] w_rdata_bits, array_w;
+  logic [DW-1:0] w_rdata_bits;
+  logic [R*DW-1:0] array_w;
   logic dw_phase;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS)) weights (
@@ -216,7 +217,7 @@ module engine_core #(
                                                       .w(array_w), .sums(array_sums), .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
-  mac_stage #(.V(V), .R(R), .WAW(WAW)) mac (
+  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(12 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
@@ -231,12 +232,15 @@ module engine_core #(
   logic [31:0] wc_oaddr;
   logic [15:0] wc_n, wc_y, wc_x;
   if (P > 1) begin : g_window
+    // its room in the epilogue queue, a cycle old: one result a cycle goes in, so 12 then is at most 13 now
+    logic room_q;
+    always_ff @(posedge clk) room_q <= epi_count <= 5'd12;
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
       .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase,
-      .room(epi_count <= 5'd13), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
+      .room(room_q), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window

@@ -52,15 +52,24 @@
     pow2_at_least = v <= 8'd1 ? 5'd1 : v <= 8'd2 ? 5'd2 : v <= 8'd4 ? 5'd4 : v <= 8'd8 ? 5'd8 : 5'd16;
   endfunction
 
-  // Input rows the window keeps for a conv layer whose rows take `row_words` words of each bank: kh + stride + 1
-  // rows (rounded up to a power of two, at most 8) when they fit, so the next rows load, latency hidden, while
-  // the array reads these; else kh rows; 0 when not even those fit (the layer takes the per-tap path).
-  function automatic logic [4:0] window_slots(input logic [7:0] kh, input logic [7:0] stride,
+  // words * p for p a power of two up to 16: a shift, no multiplier
+  function automatic logic [35:0] times_pow2(input logic [31:0] words, input logic [4:0] p);
+    case (p)
+      5'd16: times_pow2 = {words, 4'd0};
+      5'd8: times_pow2 = {1'b0, words, 3'd0};
+      5'd4: times_pow2 = {2'd0, words, 2'd0};
+      5'd2: times_pow2 = {3'd0, words, 1'b0};
+      default: times_pow2 = {4'd0, words};
+    endcase
+  endfunction
+
+  // Input rows the window keeps for a conv layer whose rows take `words` words of each bank: kh + stride + 1
+  // rows (`ahead`, rounded up to a power of two, at most 8) when they fit, so the next rows load, latency hidden,
+  // while the array reads these; else kh rows (`least`, rounded up); 0 when not even those fit (the layer takes
+  // the per-tap path).
+  function automatic logic [4:0] window_slots(input logic [4:0] ahead, input logic [4:0] least,
                                               input logic [31:0] words, input logic [31:0] depth);
-    logic [4:0] ahead, least;
-    ahead = pow2_at_least(kh + stride + 8'd1);
-    least = pow2_at_least(kh);
-    if (ahead <= 5'd8 && 64'(ahead) * 64'(words) <= 64'(depth)) window_slots = ahead;
-    else if (least <= 5'd8 && 64'(least) * 64'(words) <= 64'(depth)) window_slots = least;
+    if (ahead <= 5'd8 && times_pow2(words, ahead) <= 36'(depth)) window_slots = ahead;
+    else if (least <= 5'd8 && times_pow2(words, least) <= 36'(depth)) window_slots = least;
     else window_slots = 5'd0;
   endfunction

@@ -3,8 +3,8 @@
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
 // The layer's kind flags are registered a cycle after the descriptor, `fits` takes two cycles (its products
-// registered first), the window path's choice and geometry three: the controller reads the flags and `fits` in
-// S_CHECK, the cycle after S_DECODE, the window path from S_LUT1 on.
+// registered first), the window path's geometry three and its choice four: the controller reads the flags and
+// `fits` in S_CHECK, the cycle after S_DECODE, the window path from S_LUT2 on.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -96,16 +96,30 @@ module layer_descriptor #(
   assign fits = fits_parts_q && (d.op != OP_CONV
                                  || (d.flags[F_DEPTHWISE] ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
 
-  // first cycle: a row's words per bank and stride phase, a tile's weight rows per output-channel tile
+  // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
+  // to try, and the window path's conditions that do not depend on its geometry
   assign tile_rows = tile_rows_q;
+  logic [31:0] cols_q;
+  logic [15:0] cbs_q;
+  logic s2_q;
+  logic [4:0] ahead_q, least_q;
+  logic win_ok_q, rows_ok_q, group_ok_q;
   always_ff @(posedge clk) begin
     logic s2;
-    logic [31:0] cols;
     s2 = d.stride_w == 8'd2;
-    cols = (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
+    s2_q <= s2;
+    cols_q <= (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
-    win_phase_words <= cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH));
-    win_row_words <= (cols * (d.flags[F_DEPTHWISE] ? 32'd1 : 32'(d.in_c >> VSH))) << s2;
+    cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
+    ahead_q <= pow2_at_least(d.kh + d.stride_h + 8'd1);
+    least_q <= pow2_at_least(d.kh);
+    win_ok_q <= P > 1 && d.op == OP_CONV
+                && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
+                && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
+                && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
+                && (d.stride_w == 8'd1 || s2);
+    rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
+    group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
     tile_rows_q <= 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH);
     taps_q <= 16'(d.kh) * 16'(d.kw);
     fits_parts_q <= fits_parts;
@@ -120,26 +134,26 @@ module layer_descriptor #(
     need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
   end
 
-  // second cycle, registered
-  logic win_d, win_rows_d;
-  logic [7:0] group_max_d;
-  logic [4:0] win_slots_d;
+  // second cycle: a row's words per bank and stride phase
   always_ff @(posedge clk) begin
-    win <= win_d; win_rows <= win_rows_d; group_max <= group_max_d; win_slots <= win_slots_d;
+    win_phase_words <= cols_q * 32'(cbs_q);
+    win_row_words <= (cols_q * 32'(cbs_q)) << s2_q;
   end
+
+  // third cycle: the rows the window holds, and from them the choice of the window path
+  logic win_d;
+  logic [4:0] win_slots_d;
   always_comb begin
-    logic s2;
-    s2 = d.stride_w == 8'd2;
-    win_slots_d = window_slots(d.kh, d.stride_h, win_row_words, 32'(WDEPTH));
-    win_d = P > 1 && d.op == OP_CONV
-          && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
-          && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
-          && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
-          && (d.stride_w == 8'd1 || s2) && win_slots_d != 5'd0;
-    win_rows_d = DWW && win_d && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
-    group_max_d = 8'd1;
-    if (win_d && R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL])
+    win_slots_d = window_slots(ahead_q, least_q, win_row_words, 32'(WDEPTH));
+    win_d = win_ok_q && win_slots_d != 5'd0;
+  end
+  always_ff @(posedge clk) begin
+    win <= win_d;
+    win_rows <= win_d && rows_ok_q;
+    win_slots <= win_slots_d;
+    group_max <= 8'd1;
+    if (win_d && group_ok_q)
       for (int m = 2; m <= P; m *= 2)
-        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max_d = 8'(m);
+        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max <= 8'(m);
   end
 endmodule

@@ -4,8 +4,8 @@
 // A depthwise layer on the window path puts in row e the tap of a kernel row that reaches e columns (of the
 // stride phase) to the right: every row multiplies the same P input columns, and pixel p's product in row e
 // belongs to output pixel p - e, which `taps` sums per lane for the outputs -P .. P-1 of the group.
-// Pipelined over engine_pkg::ARRAY_LATENCY cycles of en_i: operands and products in the DSP48s' registers,
-// then the sums over the lanes into registers.
+// Pipelined over engine_pkg::ARRAY_LATENCY (5) cycles of en_i: operands, products and outputs in the DSP48s'
+// registers (mac_pair), then the lanes summed in two registered steps: groups of four lanes, then the groups.
 
 module mac_array #(
   parameter int V = 16,
@@ -33,30 +33,41 @@ module mac_array #(
                                       .p_lo_o(prod[p][r][v]));
         end else begin : g_single
           logic signed [7:0] x_q, w_q;
+          logic signed [15:0] m_q;
           always_ff @(posedge clk_i)
             if (en_i) begin
               x_q <= x[p*DW + 8*v +: 8];
               w_q <= w[r * DW + 8*v +: 8];
-              prod[p][r][v] <= x_q * w_q;
+              m_q <= x_q * w_q;
+              prod[p][r][v] <= m_q;
             end
         end
       end
     end
   end
+  localparam int NG = (V + 3) / 4;       // lane groups of the first sum step
+  logic signed [17:0] part[P][R][NG];
   always_ff @(posedge clk_i)
     if (en_i)
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) begin
           logic signed [31:0] s;
+          for (int g = 0; g < NG; g++) begin
+            logic signed [17:0] a;
+            a = '0;
+            for (int v = 4 * g; v < 4 * g + 4 && v < V; v++) a = a + 18'(prod[p][r][v]);
+            part[p][r][g] <= a;
+          end
           s = '0;
-          for (int v = 0; v < V; v++) s = s + 32'(prod[p][r][v]);
+          for (int g = 0; g < NG; g++) s = s + 32'(part[p][r][g]);
           sums[(p*R + r)*32 +: 32] <= s;
         end
 
   localparam int RD = R < P + 1 ? R : P + 1;      // rows a depthwise kernel row takes (window_path.py)
   if (P > 1 && TAPS) begin : g_taps
+    logic [2*P*V*TB-1:0] taps_q;         // summed beside the first step, out with the sums
     always_ff @(posedge clk_i)
-      if (en_i)
+      if (en_i) begin
         for (int k = 0; k < 2 * P; k++)
           for (int v = 0; v < V; v++) begin
             logic signed [TB-1:0] a;
@@ -64,8 +75,10 @@ module mac_array #(
             for (int p = 0; p < P; p++)
               for (int r = 0; r < RD; r++)
                 if (p - r == k - P) a = a + TB'(prod[p][r][v]);
-            taps[(k*V + v)*TB +: TB] <= a;
+            taps_q[(k*V + v)*TB +: TB] <= a;
           end
+        taps <= taps_q;
+      end
   end else begin : g_no_taps
     assign taps = '0;
   end

@@ -7,6 +7,7 @@ import engine_pkg::*;
 
 module mac_stage #(
   parameter int V = 16,
+  parameter bit PACK = 1,          // the lane products two per multiplier (mac_pair)
   parameter int R = 16,
   parameter int WAW = 10           // weight RAM address bits
 ) (
@@ -28,7 +29,7 @@ module mac_stage #(
   input  logic        room,                  // the epilogue queue can take what C1 and C2 hold
   // weight RAM read port
   output logic [WAW-1:0] w_raddr,
-  input  logic [R*8*V-1:0] w_rdata,
+  input  logic [8*V-1:0] w_rdata,           // its first row: a depthwise beat's weights (the array reads all)
   // the shared MAC array: C1's beat in, its R sums out
   output logic [8*V-1:0] array_x,
   input  logic [R*32-1:0] array_sums,
@@ -69,23 +70,33 @@ module mac_stage #(
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
-  // C1 -> P1 -> P2 -> P3 -> C2: the array's sums of C1's beat are out at P3 (engine_pkg::ARRAY_LATENCY after C1)
+  // C1 -> P1 .. P5 -> C2: the array's sums of C1's beat are out at P5 (engine_pkg::ARRAY_LATENCY after C1)
   localparam int PS = ARRAY_LATENCY;
   localparam int TB = engine_pkg::TAG_BITS;
   logic c1_valid, c1_last;
   logic [DW-1:0] c1_data;
   engine_pkg::tag_t c1_tag;
   logic [23:0] c1_idx;
-  logic [PS-1:0] p_valid, p_last;          // P1..P3 at bit 0..2, data and tags alike
+  logic [PS-1:0] p_valid, p_last;          // P1..P5 at bit 0..4, data and tags alike
   logic [PS*DW-1:0] p_data;
   logic [PS*TB-1:0] p_tags;
   logic [PS*24-1:0] p_idx;
-  engine_pkg::tag_t p3_tag;
-  assign p3_tag = p_tags[(PS-1)*TB +: TB];
-  wire [DW-1:0] p3_data = p_data[(PS-1)*DW +: DW];
-  logic [V*16-1:0] dw1_q, dw2_q, dw3_q;    // a depthwise beat's lane products (P1..P3)
-  logic [V*16-1:0] sq2_q;                  // an L2NORM beat's squares (P2) and their sum (P3)
-  logic signed [31:0] sq3_q;
+  engine_pkg::tag_t pl_tag;
+  assign pl_tag = p_tags[(PS-1)*TB +: TB];
+  wire [DW-1:0] pl_data = p_data[(PS-1)*DW +: DW];
+  // per lane one multiplier pair: a depthwise beat's product x * w and an L2NORM beat's square x * x share x;
+  // out at P3 (mac_pair), then waiting for the array's sums (depthwise) or summed in two steps (squares)
+  localparam int DD = PS - 3;
+  localparam int NG = (V + 3) / 4;
+  logic [V*16-1:0] dw_p, sq_p;
+  logic [DD*V*16-1:0] dw_q;                // P4 .. P(PS)
+  logic signed [17:0] sq_part_q[NG];       // P4: the squares summed by groups of four lanes
+  logic signed [31:0] sq_q[PS-4];          // P5 .. P(PS): their sum
+  wire [V*16-1:0] dw_out = dw_q[(DD-1)*V*16 +: V*16];
+  for (genvar v = 0; v < V; v++) begin : g_lane
+    mac_pair #(.PACK(PACK)) lane_products (.clk_i(clk), .en_i(1'b1), .x_i(c1_data[8*v +: 8]),
+      .w_hi_i(c1_data[8*v +: 8]), .w_lo_i(w_rdata[8*v +: 8]), .p_hi_o(sq_p[16*v +: 16]), .p_lo_o(dw_p[16*v +: 16]));
+  end
   logic c2_valid, c2_last;
   logic c2_start;                          // the beat starts its pixel's sums (decoded at P3)
   logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
@@ -110,33 +121,35 @@ module mac_stage #(
       p_data <= {p_data[(PS-1)*DW-1:0], c1_data};
       p_tags <= {p_tags[(PS-1)*TB-1:0], TB'(c1_tag)};
       p_idx <= {p_idx[(PS-1)*24-1:0], c1_idx};
-      for (int v = 0; v < V; v++) begin
-        dw1_q[16*v +: 16] <= $signed(c1_data[8*v +: 8]) * $signed(w_rdata[8*v +: 8]);
-        sq2_q[16*v +: 16] <= $signed(p_data[8*v +: 8]) * $signed(p_data[8*v +: 8]);
+      dw_q <= {dw_q[(DD-1)*V*16-1:0], dw_p};
+      for (int g = 0; g < NG; g++) begin
+        logic signed [17:0] a;
+        a = '0;
+        for (int v = 4 * g; v < 4 * g + 4 && v < V; v++) a = a + 18'($signed(sq_p[16*v +: 16]));
+        sq_part_q[g] <= a;
       end
-      dw2_q <= dw1_q;
-      dw3_q <= dw2_q;
       begin
         logic signed [31:0] t;
         t = '0;
-        for (int v = 0; v < V; v++) t = t + 32'($signed(sq2_q[16*v +: 16]));
-        sq3_q <= t;
+        for (int g = 0; g < NG; g++) t = t + 32'(sq_part_q[g]);
+        sq_q[0] <= t;
+        for (int k = 1; k < PS - 4; k++) sq_q[k] <= sq_q[k - 1];
       end
       c2_valid <= p_valid[PS-1];
-      c2_data <= p3_data; c2_tag <= p3_tag; c2_idx <= p_idx[(PS-1)*24 +: 8]; c2_last <= p_last[PS-1];
-      c2_start <= p3_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
-      c2_oaddr <= p3_tag.kind == K_COPY ? p3_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : p3_tag.oaddr;
+      c2_data <= pl_data; c2_tag <= pl_tag; c2_idx <= p_idx[(PS-1)*24 +: 8]; c2_last <= p_last[PS-1];
+      c2_start <= pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_oaddr <= pl_tag.kind == K_COPY ? pl_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : pl_tag.oaddr;
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
         s = '0;
-        if (p3_tag.kind == K_MAC) begin
+        if (pl_tag.kind == K_MAC) begin
           if (i < R) s = $signed(array_sums[32*i +: 32]);
-        end else if (p3_tag.kind == K_DW) begin
-          if (i < V) s = 32'($signed(dw3_q[16*i +: 16]));
-        end else if (l2 && p3_tag.kind == K_GAP) begin
-          if (i == 0) s = sq3_q;
+        end else if (pl_tag.kind == K_DW) begin
+          if (i < V) s = 32'($signed(dw_out[16*i +: 16]));
+        end else if (l2 && pl_tag.kind == K_GAP) begin
+          if (i == 0) s = sq_q[PS-5];
         end else if (i < V) begin
-          s = 32'($signed(p3_data[8*i +: 8]));
+          s = 32'($signed(pl_data[8*i +: 8]));
         end
         c2_sum[i] <= s;
       end

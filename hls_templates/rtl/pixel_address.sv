@@ -1,6 +1,7 @@
-// The byte address of pixel (n, y, x) of an NHWC tensor, base + ((n * h + y) * w + x) * stride + add, over three
-// pipelined stages with one multiply each. The caller passes n * h, already multiplied. All arithmetic wraps at
-// 32 bits, as the reference's addresses do; `wide_i` adds `add_i` in 33 bits instead (the runs whose offset the old
+// The byte address of pixel (n, y, x) of an NHWC tensor, base + ((n * h + y) * w + x) * stride + add, over
+// engine_pkg::ADDRESS_LATENCY (5) pipelined stages, each one add or one multiply: n * h + y, times w, plus x,
+// times stride, plus base and add. The caller passes n * h, already multiplied. All arithmetic wraps at 32 bits,
+// as the reference's addresses do; `wide_i` adds `add_i` in 33 bits instead (the runs whose offset the old
 // address generator added in 64 bits), `align_i` clears the address's low bits to a beat, `zero_i` gives 0.
 module pixel_address #(
   parameter int B = 16                 // bytes per beat (align_i)
@@ -17,11 +18,15 @@ module pixel_address #(
   input  logic        wide_i,
   input  logic        align_i,
   input  logic        zero_i,
-  output logic [63:0] addr_o           // three cycles of en_i later
+  output logic [63:0] addr_o           // engine_pkg::ADDRESS_LATENCY cycles of en_i later
 );
-  logic [31:0] row_q, x_q, base_q, base2_q, add_q, add2_q, px_q;
-  logic [15:0] stride_q;
-  logic [1:0]  wide_q, align_q, zero_q;
+  localparam int S = 4;                // stages before the last
+  logic [31:0] ny_q, row_q, rx_q, px_q;
+  logic [15:0] w_q;
+  logic [2*32-1:0] x_q;                // x to stage 3, stride to stage 4, the rest to stage 5
+  logic [3*16-1:0] stride_q;
+  logic [S*32-1:0] base_q, add_q;
+  logic [S-1:0] wide_q, align_q, zero_q;
   function automatic logic [32:0] sum_at(input logic [31:0] base, input logic [31:0] px, input logic [31:0] add,
                                          input logic wide);
     logic [31:0] pixel;
@@ -32,14 +37,19 @@ module pixel_address #(
   endfunction
   always_ff @(posedge clk_i) begin
     if (en_i) begin
-      row_q <= (nh_i + y_i) * 32'(w_i);                 // stage 1
-      x_q <= x_i; stride_q <= stride_i; base_q <= base_i; add_q <= add_i;
-      px_q <= (row_q + x_q) * 32'(stride_q);            // stage 2
-      base2_q <= base_q; add2_q <= add_q;
-      wide_q <= {wide_q[0], wide_i}; align_q <= {align_q[0], align_i}; zero_q <= {zero_q[0], zero_i};
-      addr_o <= zero_q[1] ? 64'd0 : align_q[1] ? 64'(sum_at(base2_q, px_q, add2_q, wide_q[1])) & ~64'(B - 1)
-                : 64'(sum_at(base2_q, px_q, add2_q, wide_q[1]));      // stage 3
+      ny_q <= nh_i + y_i;                                  // stage 1
+      w_q <= w_i;
+      row_q <= ny_q * 32'(w_q);                            // stage 2
+      rx_q <= row_q + x_q[32 +: 32];                       // stage 3
+      px_q <= rx_q * 32'(stride_q[32 +: 16]);              // stage 4
+      x_q <= {x_q[31:0], x_i};
+      stride_q <= {stride_q[2*16-1:0], stride_i};
+      base_q <= {base_q[(S-1)*32-1:0], base_i};
+      add_q <= {add_q[(S-1)*32-1:0], add_i};
+      wide_q <= {wide_q[S-2:0], wide_i}; align_q <= {align_q[S-2:0], align_i}; zero_q <= {zero_q[S-2:0], zero_i};
+      addr_o <= zero_q[S-1] ? 64'd0                                                           // stage 5
+                : align_q[S-1] ? 64'(sum_at(base_q[(S-1)*32 +: 32], px_q, add_q[(S-1)*32 +: 32], wide_q[S-1])) & ~64'(B - 1)
+                : 64'(sum_at(base_q[(S-1)*32 +: 32], px_q, add_q[(S-1)*32 +: 32], wide_q[S-1]));
     end
   end
-
 endmodule

@@ -121,6 +121,8 @@ module window_conv #(
   end
 
   // ---- the step sequencer (stage T0) ---------------------------------------------------------------
+  // A step is issued at T0, its window address formed over TA (the slot, phase and column) and TB (the column
+  // times the channel beats), the RAMs read at TB's end; its words are out at T1.
   logic active;
   logic [15:0] n, y, x0;
   logic [7:0] ky, kx;
@@ -129,57 +131,62 @@ module window_conv #(
   logic flush;                                   // depthwise: the group past a row's end
   logic [WAW-1:0] wrow;
   logic signed [31:0] img_base, row0, col0;     // first input row of the image; y * S - pad_t; x0 * S - pad_l
+  logic signed [31:0] last_q;                    // row0 + kh - 1: the last input row the output row reads
+  logic signed [31:0] need_q;                    // img_base + min(last_q, in_h - 1): loaded before the row starts
+  logic signed [31:0] first_last_q, in_h_last_q; // per layer: kh - 1 - pad_t; in_h - 1
   logic adv;                                     // the pipeline moves this cycle
 
-  logic signed [31:0] iy, ix0, need;
-  logic [31:0] limit_d;
+  logic signed [31:0] iy, ix0, lowest;
   logic ready_rows, t0_fire;
-  logic [P*WA-1:0] win_raddr;
   logic [P-1:0] t0_mask;
   logic [PB-1:0] t0_rot;
+  logic [2:0] t0_slot;
+  logic [15:0] t0_jc;
   always_comb begin
-    logic signed [31:0] j0, jc, g, last_row, lowest;
-    logic [31:0] slot, base;
+    logic signed [31:0] j0, g;
     iy = row0 + 32'(ky);
     ix0 = col0 + 32'(kx);
     j0 = ix0 >>> s2;
-    jc = j0 >>> PB;
     g = img_base + iy;
-    slot = 32'(g) & slot_mask;
-    base = (slot[0] ? row_words : 32'd0) + (slot[1] ? row_words << 1 : 32'd0) + (slot[2] ? row_words << 2 : 32'd0)
-           + (s2 && ix0[0] ? phase_words : 32'd0) + 32'(jc * 32'(cbs)) + 32'(cb);
+    t0_slot = 3'(32'(g) & slot_mask);
+    t0_jc = 16'(j0 >>> PB);
     t0_rot = PB'($unsigned(j0));
-    for (int b = 0; b < P; b++)
-      win_raddr[b*WA +: WA] = WA'(base + ((P > 1 && 32'(b) < 32'(t0_rot)) ? 32'(cbs) : 32'd0));
     for (int p = 0; p < P; p++) begin
       logic signed [31:0] ix;
       ix = ix0 + (32'(p) << s2);
       t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w)
                    && (dw || 32'(x0) + 32'(p) < 32'(d.conv_w));
     end
-    last_row = row0 + 32'(d.kh) - 32'sd1;
-    need = img_base + (last_row < 32'(d.in_h) - 32'sd1 ? last_row : 32'(d.in_h) - 32'sd1);
-    ready_rows = $signed({1'b0, rows_loaded}) > 33'(need);
     lowest = img_base + (row0 > 0 ? row0 : 32'sd0);
-    limit_d = active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
   end
-  // registered, so the address generator's issue does not wait on this sum; cleared at a tile's start, and it
-  // only grows within a tile, so a cycle late is only a cycle cautious
-  always_ff @(posedge clk)
-    if (!rst_n || start) load_limit <= '0;
-    else load_limit <= limit_d;
+  assign ready_rows = $signed({1'b0, rows_loaded}) > 33'(need_q);
   assign t0_fire = active && ready_rows && adv;
-  assign w_re = adv;
-  wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
-  assign w_raddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
   assign wait_input = active && !ready_rows;
+  wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
+  wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
 
-  wire last_cb = cb == cbs - 16'd1;
-  wire last_kx = dw ? kx == phases - 8'd1 : kx == d.kw - 8'd1;
-  wire last_ky = ky == d.kh - 8'd1;
+  // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers
+  logic [15:0] cb_last_q, y_last_q, n_last_q, x_more_q;
+  logic [7:0] kx_last_q, ky_last_q;
+  logic [TW-1:0] m_last_q;
+  always_ff @(posedge clk) begin
+    first_last_q <= 32'(d.kh) - 32'sd1 - 32'(d.pad_t);
+    in_h_last_q <= 32'(d.in_h) - 32'sd1;
+    cb_last_q <= cbs - 16'd1;
+    kx_last_q <= dw ? phases - 8'd1 : d.kw - 8'd1;
+    ky_last_q <= d.kh - 8'd1;
+    y_last_q <= d.conv_h - 16'd1;
+    n_last_q <= d.batch - 16'd1;
+    x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
+    m_last_q <= TW'(group_tiles - 8'd1);
+  end
+  wire last_cb = cb == cb_last_q;
+  wire last_kx = kx == kx_last_q;
+  wire last_ky = ky == ky_last_q;
   wire last_step = last_cb && last_kx && last_ky;
-  wire last_tile = 32'(m) == 32'(group_tiles) - 32'd1;
+  wire last_tile = m == m_last_q;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
+  wire more_groups = x0 < x_more_q;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       active <= 1'b0;
@@ -187,6 +194,8 @@ module window_conv #(
       active <= 1'b1;
       n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
       img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
+      last_q <= first_last_q;
+      need_q <= first_last_q < in_h_last_q ? first_last_q : in_h_last_q;
     end else if (t0_fire) begin
       if (!last_step || !last_tile) begin
         wrow <= wrow + WAW'(1);
@@ -199,28 +208,81 @@ module window_conv #(
         end
       end else begin                       // the group is issued: the next group, row or image
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
-        if (32'(x0) + 32'(P) < 32'(d.conv_w) || (dw && !flush)) begin
-          if (32'(x0) + 32'(P) >= 32'(d.conv_w)) flush <= 1'b1;
+        if (more_groups || (dw && !flush)) begin
+          if (!more_groups) flush <= 1'b1;
           x0 <= x0 + 16'(P);
           col0 <= col0 + (32'(P) << s2);
         end else begin
           flush <= 1'b0;
           x0 <= '0;
           col0 <= 32'sd0 - 32'(d.pad_l);
-          if (y != d.conv_h - 16'd1) begin
+          if (y != y_last_q) begin
+            logic signed [31:0] nl;
+            nl = last_q + (32'sd1 << s2);
             y <= y + 16'd1;
             row0 <= row0 + (32'sd1 << s2);
+            last_q <= nl;
+            need_q <= img_base + (nl < in_h_last_q ? nl : in_h_last_q);
           end else begin
             y <= '0;
             row0 <= 32'sd0 - 32'(d.pad_t);
             img_base <= img_base + 32'(d.in_h);
-            if (n != d.batch - 16'd1) n <= n + 16'd1;
+            last_q <= first_last_q;
+            need_q <= img_base + 32'(d.in_h) + (first_last_q < in_h_last_q ? first_last_q : in_h_last_q);
+            if (n != n_last_q) n <= n + 16'd1;
             else active <= 1'b0;
           end
         end
       end
     end
   end
+
+  // ---- TA, TB: the step's window address ------------------------------------------------------------
+  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW;       // the step's fields carried to T1
+  logic ta_valid, tb_valid;
+  logic [FW-1:0] ta_f, tb_f;
+  logic [2:0] ta_slot;
+  logic ta_phase;
+  logic [15:0] ta_jc, ta_cb;
+  logic signed [31:0] ta_lowest, tb_lowest;
+  logic [WA-1:0] tb_part, tb_cols;               // slot, phase and channel beat; column times channel beats
+  logic [WA-1:0] cbs_q;
+  always_ff @(posedge clk) cbs_q <= WA'(cbs);
+  always_ff @(posedge clk) begin
+    if (!rst_n || start) begin
+      ta_valid <= 1'b0; tb_valid <= 1'b0;
+    end else if (adv) begin
+      ta_valid <= t0_fire; tb_valid <= ta_valid;
+    end
+    if (adv) begin
+      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, t0_wraddr};
+      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_jc <= t0_jc; ta_cb <= cb; ta_lowest <= lowest;
+      tb_f <= ta_f;
+      tb_part <= WA'((ta_slot[0] ? row_words : 32'd0) + (ta_slot[1] ? row_words << 1 : 32'd0)
+                     + (ta_slot[2] ? row_words << 2 : 32'd0) + (ta_phase ? phase_words : 32'd0) + 32'(ta_cb));
+      tb_cols <= WA'(32'(ta_jc) * 32'(cbs_q));
+      tb_lowest <= ta_lowest;
+    end
+  end
+  logic tb_first, tb_last, tb_flush, tb_phase;
+  logic [TW-1:0] tb_m;
+  logic [PB-1:0] tb_rot;
+  logic [P-1:0] tb_mask;
+  logic [15:0] tb_n, tb_y, tb_x;
+  logic [WAW-1:0] tb_wraddr;
+  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_wraddr} = tb_f;
+  logic [P*WA-1:0] win_raddr;
+  always_comb
+    for (int b = 0; b < P; b++)
+      win_raddr[b*WA +: WA] = tb_part + tb_cols + ((P > 1 && 32'(b) < 32'(tb_rot)) ? cbs_q : WA'(0));
+  assign w_re = adv;
+  assign w_raddr = tb_wraddr;
+  // registered, so the address generator's issue does not wait on this sum; the oldest step in flight reads the
+  // lowest row, and rows only grow within a tile (cleared at its start), so a cycle late is only a cycle cautious
+  always_ff @(posedge clk)
+    if (!rst_n || start) load_limit <= '0;
+    else load_limit <= tb_valid ? 32'(tb_lowest) + 32'(slots) : ta_valid ? 32'(ta_lowest) + 32'(slots)
+                       : active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
 
   logic [P*DW-1:0] win_rdata;
   window_ram #(.V(V), .P(P), .WDEPTH(WDEPTH)) wram (
@@ -238,13 +300,13 @@ module window_conv #(
   logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
     if (!rst_n) t1_valid <= 1'b0;
-    else if (adv) begin
-      t1_valid <= t0_fire;
-      t1_m <= m;
-      t1_first <= first_step; t1_last <= last_step; t1_mask <= t0_mask; t1_rot <= t0_rot;
-      t1_flush <= flush; t1_phase <= kx[0];
-      t1_n <= n; t1_y <= y; t1_x <= x0;
-      t1_nh <= 32'(n) * (out2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h));
+    else if (adv) t1_valid <= tb_valid;
+    if (adv) begin
+      t1_m <= tb_m;
+      t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
+      t1_flush <= tb_flush; t1_phase <= tb_phase;
+      t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
+      t1_nh <= 32'(tb_n) * (out2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h));
     end
   end
 
@@ -267,15 +329,27 @@ module window_conv #(
     else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x};
   end
   assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
-  // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes three steps, as the
-  // array does (AL)
-  logic [63:0] a_oaddr;
-  logic [31:0] t2_oaddr;
+  // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes ADDRESS_LATENCY
+  // steps, then it waits out the array's others
+  localparam int OD = AL - ADDRESS_LATENCY;
+  logic [63:0] pa_oaddr;
+  logic [31:0] a_oaddr, t2_oaddr;
   pixel_address #(.B(V)) group_address (
     .clk_i(clk), .en_i(adv), .nh_i(t1_nh), .y_i(out2 ? {15'd0, t1_y, d.out_phase_y[0]} : 32'(t1_y)),
     .x_i(out2 ? {15'd0, t1_x, d.out_phase_x[0]} : 32'(t1_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
     .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(t1_m) * 32'(R)),
-    .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(a_oaddr));
+    .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(pa_oaddr));
+  if (OD > 0) begin : g_oaddr_wait
+    logic [31:0] od_q[OD];
+    always_ff @(posedge clk)
+      if (adv) begin
+        od_q[0] <= pa_oaddr[31:0];
+        for (int k = 1; k < OD; k++) od_q[k] <= od_q[k - 1];
+      end
+    assign a_oaddr = od_q[OD-1];
+  end else begin : g_oaddr_now
+    assign a_oaddr = pa_oaddr[31:0];
+  end
   logic [AL-1:0] a_busy;
   always_comb for (int k = 0; k < AL; k++) a_busy[k] = a_steps[k*SW + SW - 1];
 
@@ -290,7 +364,7 @@ module window_conv #(
       t2_valid <= a_valid;
       t2_first <= a_first; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
       t2_flush <= a_flush;
-      t2_oaddr <= a_oaddr[31:0];
+      t2_oaddr <= a_oaddr;
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
       if (dw)
@@ -318,6 +392,7 @@ module window_conv #(
 
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
+  logic ob_empty_q, ob_one_q;                    // ob_count == 0, == 1
   logic [31:0] ob_oaddr;
   logic [TW-1:0] ob_tile;
   // residual operands: a pixel's RB beats, the last one still at the head of the queue when it leaves
@@ -333,7 +408,7 @@ module window_conv #(
   localparam int CW = RB > 1 ? $clog2(RB) : 1;
   logic [7:0] ccount;
   wire res_ready = !rq_empty && ccount == 8'(RB - 1);
-  wire drain = ob_count != 0 && room && (!has_res || res_ready);
+  wire drain = !ob_empty_q && room && (!has_res || res_ready);
   assign rq_pop = has_res && (drain || (!rq_empty && ccount != 8'(RB - 1)));
   always_ff @(posedge clk) begin
     if (!rst_n || start) ccount <= '0;
@@ -352,7 +427,9 @@ module window_conv #(
       item_b[DW-1:0] = rq_head >> (8 * (c0 & 16'(V - 1)));
     end
   end
-  wire ob_free = ob_count == 0 || (ob_count == 16'd1 && drain);
+  // the output buffer takes a finished group when it is empty or gives its last pixel now: decided from its
+  // registered fill, as the pipeline's move (`adv`) fans out to the whole array
+  wire ob_free = ob_empty_q || (ob_one_q && drain);
   wire emit = !dw || prev_valid;                 // a finished group hands a group to the output buffer
   assign adv = !(t2_valid && t2_last && emit && !ob_free);
   wire group_end = t2_valid && t2_last && adv;
@@ -378,7 +455,7 @@ module window_conv #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      ob_count <= '0;
+      ob_count <= '0; ob_empty_q <= 1'b1; ob_one_q <= 1'b0;
     end else begin
       if (t2_valid && adv)
         for (int p = 0; p < P; p++)
@@ -389,16 +466,19 @@ module window_conv #(
           for (int v = 0; v < DL; v++) ob[p][v] <= prev_next[p][v];
         end
         ob_count <= prev_count;
+        ob_empty_q <= prev_count == 16'd0; ob_one_q <= prev_count == 16'd1;
         ob_n <= prev_n; ob_y <= prev_y; ob_x <= prev_x; ob_tile <= '0; ob_oaddr <= prev_oaddr;
       end else if (group_end && emit) begin
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= acc_next[p][r];
         ob_count <= g_count;
+        ob_empty_q <= g_count == 16'd0; ob_one_q <= g_count == 16'd1;
         ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x; ob_tile <= t2_m; ob_oaddr <= g_oaddr;
       end else if (drain) begin
         for (int p = 0; p + 1 < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
         ob_count <= ob_count - 16'd1;
+        ob_empty_q <= ob_one_q; ob_one_q <= ob_count == 16'd2;
         ob_x <= ob_x + 16'd1;
         ob_oaddr <= ob_oaddr + o_step;
       end
@@ -415,5 +495,5 @@ module window_conv #(
   assign item_n = ob_n;
   assign item_y = ob_y;
   assign item_x = ob_x;
-  assign busy = active || t1_valid || |a_busy || t2_valid || ob_count != 0;
+  assign busy = active || ta_valid || tb_valid || t1_valid || |a_busy || t2_valid || !ob_empty_q;
 endmodule

@@ -78,7 +78,9 @@ def slang_lint(rtl: Path) -> LintResult:
 
 
 def yosys_read(rtl: Path) -> LintResult:
-    """yosys reads and elaborates the engine (`read_verilog -sv`, `hierarchy -check`), as `make synth` will."""
+    """yosys reads and elaborates the engine (`read_verilog -sv`, `hierarchy -check`), as `make synth` will: with
+    `SYNTHESIS` defined (yosys's default), so the DSP48E2 that mac_pair instantiates is checked against the cell's
+    ports as yosys knows them."""
     from partitioner.codegen.synth import yosys_command
     from partitioner.errors import ModelError
     rtl = rtl.resolve()
@@ -87,7 +89,9 @@ def yosys_read(rtl: Path) -> LintResult:
     except ModelError as exc:
         return LintResult("yosys read_verilog", [str(exc)])
     sources = " ".join(f"{rtl.name}/{f}" for f in rtl_sources(rtl))
-    proc = subprocess.run(cmd + ["-q", "-p", f"read_verilog -sv -I{rtl.name} {sources}; hierarchy -check -top {TOP}"],
+    script = (f"read_verilog -lib +/xilinx/cells_xtra.v; read_verilog -sv -I{rtl.name} {sources}; "
+              f"hierarchy -check -top {TOP}")
+    proc = subprocess.run(cmd + ["-q", "-p", script],
                           capture_output=True, text=True, cwd=rtl.parent)
     findings = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
     if proc.returncode != 0 and not findings:

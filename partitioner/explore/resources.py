@@ -2,12 +2,14 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the pipelined RTL of stop 39, `benchmarks/results/timing_estimate.jsonl`):
-fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (121 / 193 / 281 / 287 DSP, 35,382 / 49,968 / 60,467 / 64,467 LUT,
-13,088 / 19,490 / 23,913 / 29,395 FF; the model within 2.1 % in LUT and 0.1 % in FF), checked on shapes it was
-not fitted on: 4x16x16 on xcup (671 DSP exact, LUT -2.5 %, FF +0.5 %) and 8x8 on the PYNQ-Z2's xc7 (153 DSP
-exact, LUT +4.2 %, FF +10.9 %: yosys packs some pipeline registers into the DSP48E1s there). Before the
-pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
+Measured (yosys 0.70, one unit, the RTL of the third pipelining, `benchmarks/results/timing_estimate.jsonl`):
+fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (111 / 183 / 263 / 269 DSP, 34,248 / 47,318 / 56,064 / 60,331 LUT,
+13,034 / 18,316 / 19,667 / 25,500 FF; the model within 2.7 % in LUT and 0.8 % in FF), checked on shapes it was
+not fitted on: 4x16x16 and 2x16x16 on xcup (653 / 397 DSP exact, LUT +5.1 / +5.2 %, FF +3.2 / +1.8 %) and 8x8
+on the PYNQ-Z2's xc7 (151 DSP exact, LUT -0.2 %, FF +6.2 %: yosys packs some pipeline registers into the
+DSP48E1s there). Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
+121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the
+16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
 Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
 
@@ -19,8 +21,9 @@ Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the un
   the activation tables (16 RAM32M16 each), 64- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  25 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; 3 DSP per VEC lane (depthwise product,
-  L2NORM square, gate); the pipeline's registers (PIPE_*).
+  23 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
+  the L2NORM square (one packed DSP48E2, or two DSP48E1s) and the gate's product; the pipeline's registers
+  (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -45,21 +48,22 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 27, 19_200, 5_564
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 23, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
-# per VEC lane: the depthwise product and the L2 norm's square (MAC stage), SCALE's gate product (epilogue)
-VEC_DSP = 3
+# per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
+# DSP48E1s), SCALE's gate product (epilogue)
+VEC_DSP = {2: 2, 1: 3}
 WINDOW_DSP = 6            # the window path's address arithmetic (yosys)
-# The pipeline registers of the pipelined RTL (yosys keeps them in the fabric on UltraScale+, where it packs no
-# DSP48E2 register; on 7-series it packs them into the DSP48E1s): per packed MAC pair its operands and product, per
-# result lane the epilogue's nine stages, per window pixel its array stages; and the rest (address generator,
-# readers' input and burst registers, writer's beat register, MAC stage). The second pipelining's registers (per
-# lane +67, +965 elsewhere) and its 2 DSPs (the address generator's third n x h product, the residual's split
-# products) are least squares over 8x8, 16x8, 16x16 and 2x8x16 of its yosys runs.
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 60.5, 417, 950, 1_447
+# The pipeline registers of the pipelined RTL: per packed MAC pair the array's partial sums (its operand, product and
+# output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
+# into the DSP48E1s), per result lane the epilogue's nine stages, per window pixel its array stages; and the rest
+# (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
+# over 8x8, 16x8, 16x16 and 2x8x16 of the third pipelining's yosys runs (per pair and the constant; the LUTs'
+# per-VEC term and constant likewise).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 417, 950, 1_332
 # ... and their LUTs, a fit (per VEC lane, not derived from the structure)
-PIPE_LUT_PER_VEC, PIPE_LUT = 479, -4_382
+PIPE_LUT_PER_VEC, PIPE_LUT = 236, -3_235
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
@@ -109,7 +113,8 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
-    dsp = math.ceil(macs / board.int8_macs_per_dsp) + VEC_DSP * cfg.vec + EPILOGUE_DSP * lanes + CONTROL_DSP
+    dsp = (math.ceil(macs / board.int8_macs_per_dsp) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
+           + EPILOGUE_DSP * lanes + CONTROL_DSP)
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))

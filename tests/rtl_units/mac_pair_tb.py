@@ -1,5 +1,5 @@
 """cocotb: two int8 products from one packed multiplier equal the plain products, edge values and random, one
-operand set a clock, out two enabled clocks later; with en_i low the pipeline holds."""
+operand set a clock, out three enabled clocks later (AREG, MREG, PREG); with en_i low the pipeline holds."""
 import itertools
 import random
 
@@ -8,7 +8,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
 EDGES = [-128, -127, -64, -1, 0, 1, 2, 63, 127]
-LATENCY = 2
+LATENCY = 3
 
 
 @cocotb.test()
