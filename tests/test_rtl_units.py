@@ -1,6 +1,7 @@
 """RTL modules alone, under cocotb (the field's Python testbench) with Verilator: the packed two-product
-multiplier, the requantiser's integer arithmetic against fpga_runtime.abi, and the AXI burst reader under random
-back-pressure. Plus the packing identity itself, over every int8 triple."""
+multiplier (as simulated, both packings; and the DSP48E2 instance synthesis gets, on AMD's model where
+XILINX_UNISIM points at it), the requantiser's integer arithmetic against fpga_runtime.abi, and the AXI burst
+reader under random back-pressure. Plus the packing identity itself, over every int8 triple."""
 from __future__ import annotations
 
 import os
