@@ -88,6 +88,7 @@ def test_requantiser(tmp_path):
 
 
 @needs_toolchain
-def test_axi_run_reader_under_backpressure(tmp_path):
+@pytest.mark.parametrize("dw", [128, 64])      # a page of 256 beats (one burst) or of 512 (two)
+def test_axi_run_reader_under_backpressure(tmp_path, dw):
     _run(tmp_path, "axi_run_reader", [RTL / "axi_run_reader.sv"], "axi_run_reader_tb",
-         {"DW": 128, "TAGW": 8, "QDEPTH": 8, "MAX_OUT": 4})
+         {"DW": dw, "TAGW": 8, "QDEPTH": 8, "MAX_OUT": 4})

@@ -32,20 +32,16 @@ module address_generator #(
   localparam int VSH = $clog2(V);
   engine_pkg::desc_t d;
   assign d = desc;
-  wire is_conv = d.op == OP_CONV;
-  wire dw = is_conv && d.flags[F_DEPTHWISE];
-  wire has_res = is_conv && d.flags[F_RESIDUAL];
-  wire up = d.flags[F_UPSAMPLE2];
 
-  logic [15:0] ag_n, ag_y, ag_x, ag_c;
-  logic [7:0]  ag_ky, ag_kx;
-  logic        ag_ph;
-  logic [15:0] lim_y, lim_x, lim_c;
-  logic [7:0]  lim_ky, lim_kx;
-  logic        has_ph1;
-  always_comb begin
+  // the layer's kind and the nest's loop ends (each bound less one), in registers: the descriptor is steady for
+  // cycles before a tile starts, and the nest's step tests equalities of registers
+  logic is_conv, dw, has_res, up, has_ph1, contiguous;
+  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, in_w_last, in_h_last;
+  logic [7:0]  ky_last, kx_last;
+  always_ff @(posedge clk) begin
+    logic [15:0] lim_y, lim_x, lim_c;
+    logic [7:0]  lim_ky, lim_kx;
     lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
-    has_ph1 = has_res || d.op == OP_ADD || d.op == OP_SCALE || d.op == OP_L2NORM;
     case (d.op)
       OP_CONV: begin lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw; end
       OP_GAP:  begin lim_y = d.in_h; lim_x = d.in_w; end
@@ -54,7 +50,21 @@ module address_generator #(
       OP_COPY, OP_L2NORM: begin lim_y = d.out_h; lim_x = d.out_w; end
       default: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; end
     endcase
+    y_last <= lim_y - 16'd1; x_last <= lim_x - 16'd1; c_last <= lim_c - 16'd1;
+    ky_last <= lim_ky - 8'd1; kx_last <= lim_kx - 8'd1;
+    n_last <= d.batch - 16'd1; conv_w_last <= d.conv_w - 16'd1;
+    in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1;
+    is_conv <= d.op == OP_CONV;
+    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
+    has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
+    up <= d.flags[F_UPSAMPLE2];
+    has_ph1 <= (d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD || d.op == OP_SCALE || d.op == OP_L2NORM;
+    contiguous <= !(d.op == OP_CONV && d.flags[F_DEPTHWISE]) && d.in_c == d.in_c_stride;   // depthwise: VEC channels
   end
+
+  logic [15:0] ag_n, ag_y, ag_x, ag_c;
+  logic [7:0]  ag_ky, ag_kx;
+  logic        ag_ph;
 
   // the window path's runs: rows of the input, image after image; with a fused residual, an output row's
   // residual operands right after the last input row it reads, so they wait in the window's queue while the
@@ -62,7 +72,6 @@ module address_generator #(
   logic [31:0] ag_row;                   // input rows issued so far, over the batch
   logic [15:0] res_y, res_x;
   logic signed [31:0] res_last;          // the last input row output row res_y reads
-  wire contiguous = !dw && d.in_c == d.in_c_stride;     // a depthwise tile reads VEC channels of each pixel
   wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
   wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
@@ -77,7 +86,7 @@ module address_generator #(
   wire issue = want && en;
   wire [31:0] cv = 32'(ag_c) << VSH;
   wire [15:0] cin_beats = d.in_c >> VSH;
-  wire last_tap = ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1;
+  wire last_tap = ag_ky == ky_last && ag_kx == kx_last;
 
   // P1: the run's tag, beats and fill; the operands of its read address (A) and of its result's address (B)
   engine_pkg::tag_t tag1;
@@ -137,7 +146,7 @@ module address_generator #(
         add_a = 32'(d.in_c_offset) + (dw ? 32'(c0) : 32'd0);
         beats1 = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(cin_beats)) : 24'(cin_beats);
         tag1.kind = K_MAC;
-        tag1.last = contiguous || ag_x == d.in_w - 16'd1;
+        tag1.last = contiguous || ag_x == in_w_last;
       end
     end else if (!ag_ph) begin
       pad_check1 = 1'b1;
@@ -179,7 +188,7 @@ module address_generator #(
         OP_GAP: begin
           tag1.kind = K_GAP;
           tag1.first = ag_y == 0 && ag_x == 0;
-          tag1.last = ag_y == d.in_h - 16'd1 && ag_x == d.in_w - 16'd1;
+          tag1.last = ag_y == in_h_last && ag_x == in_w_last;
           pad_check1 = 1'b0;
           from_tap1 = 1'b0;
           add_a = add_a + 32'(c0); wide_a = 1'b1;
@@ -282,14 +291,14 @@ module address_generator #(
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
     end else if (win && issue && res_due) begin
-      if (res_x != d.conv_w - 16'd1) res_x <= res_x + 16'd1;
+      if (res_x != conv_w_last) res_x <= res_x + 16'd1;
       else begin
         res_x <= '0;
         res_y <= res_y + 16'd1;
         res_last <= res_last + 32'(d.stride_h);
       end
     end else if (win && issue) begin
-      if (!contiguous && ag_x != d.in_w - 16'd1) ag_x <= ag_x + 16'd1;
+      if (!contiguous && ag_x != in_w_last) ag_x <= ag_x + 16'd1;
       else begin
         ag_x <= '0;
         ag_row <= ag_row + 32'd1;
@@ -298,26 +307,26 @@ module address_generator #(
     end else if (win && nest_active && w_loaded && !res_due) begin     // the image is issued: the next one
       ag_y <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
-      if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
+      if (ag_n != n_last) ag_n <= ag_n + 16'd1;
       else nest_active <= 1'b0;
     end else if (issue) begin
-      if (!ag_ph && !(ag_ky == lim_ky - 8'd1 && ag_kx == lim_kx - 8'd1)) begin
-        if (ag_kx == lim_kx - 8'd1) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
+      if (!ag_ph && !last_tap) begin
+        if (ag_kx == kx_last) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
         else ag_kx <= ag_kx + 8'd1;
       end else if (!ag_ph && has_ph1) begin
         ag_ph <= 1'b1;
       end else begin
         ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0;
-        if (ag_c != lim_c - 16'd1) ag_c <= ag_c + 16'd1;
+        if (ag_c != c_last) ag_c <= ag_c + 16'd1;
         else begin
           ag_c <= '0;
-          if (ag_x != lim_x - 16'd1) ag_x <= ag_x + 16'd1;
+          if (ag_x != x_last) ag_x <= ag_x + 16'd1;
           else begin
             ag_x <= '0;
-            if (ag_y != lim_y - 16'd1) ag_y <= ag_y + 16'd1;
+            if (ag_y != y_last) ag_y <= ag_y + 16'd1;
             else begin
               ag_y <= '0;
-              if (ag_n != d.batch - 16'd1) ag_n <= ag_n + 16'd1;
+              if (ag_n != n_last) ag_n <= ag_n + 16'd1;
               else nest_active <= 1'b0;
             end
           end

@@ -4,8 +4,11 @@
 // run's tag, its index in the run and a last flag, so the consumer needs no loop nest of its own.
 // Pipelined for the clock: a run is taken into a register before the queue, and the address side is two
 // register stages (the run being cut, the AR channel): a run's first burst is on the AR channel three cycles
-// after the run is offered (one before this pipelining). Beats leave from a register (the queue's read port is
-// a block RAM whose output would otherwise reach into the consumer), a cycle after they arrive.
+// after the run is offered. A run's first burst ends at the next MAXB-beat boundary (MAXB divides the 4 KiB
+// page), so every later one is MAXB beats at an aligned address: the burst lengths and whether a burst ends its
+// run are registers, not a compare with the page's end. On the data side the head run's length, pad flag and
+// tag are in registers (loaded from the queue as the run before it ends); beats leave from a register, a cycle
+// after they arrive, with a skid register behind it, so the consumer's ready reaches no further than these two.
 module axi_run_reader #(
   parameter int DW = 128,          // data bits (one beat)
   parameter int TAGW = 8,
@@ -47,8 +50,9 @@ module axi_run_reader #(
   localparam int QW = $clog2(QDEPTH);
   localparam int BEAT_SHIFT = $clog2(B);
   localparam int PAGE = 4096 / B;                 // beats in a 4 KiB page
-  localparam int CAPW = $clog2(PAGE + 1);
   localparam int MAXB = PAGE < 256 ? PAGE : 256;  // beats in a burst: AXI4's 256, and one page
+  localparam int MW = $clog2(MAXB);
+  localparam int CAPW = MW + 1;
 
   // ---- runs in: one registered stage, then the queue (LUT RAM) ---------------------------------------
   logic            in_q;
@@ -57,87 +61,103 @@ module axi_run_reader #(
   logic            in_pad_q;
   logic [7:0]      in_fill_q;
   logic [TAGW-1:0] in_tag_q;
-  logic [CAPW-1:0] in_page_q;        // beats from the run's start to the end of its 4 KiB page
+  logic [CAPW-1:0] in_cap_q;         // the first burst's most beats: to the next MAXB-beat boundary
   logic [63:0]     q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
   logic [23:0]     q_last [QDEPTH];  // beats - 1: the data side's last-beat test needs no subtract
   logic            q_pad  [QDEPTH];
   logic [7:0]      q_fill [QDEPTH];
   logic [TAGW-1:0] q_tag  [QDEPTH];
-  logic [CAPW-1:0] q_page [QDEPTH];
+  logic [CAPW-1:0] q_cap  [QDEPTH];
+  logic            q_one  [QDEPTH];  // the run is one burst
   logic [QW:0] wr, iss, rd;          // one extra bit tells full from empty
   // room, from last cycle's fill: that cycle's run (in_q now) and this cycle's may still arrive
   logic room_q;
   assign run_ready = room_q;
   always_ff @(posedge clk) begin
     in_addr_q <= run_addr; in_beats_q <= run_beats; in_pad_q <= run_pad; in_fill_q <= run_fill; in_tag_q <= run_tag;
-    in_page_q <= CAPW'((13'd4096 - {1'b0, run_addr[11:0]}) >> BEAT_SHIFT);
+    in_cap_q <= CAPW'(MAXB) - CAPW'(run_addr[BEAT_SHIFT +: MW]);
   end
+  wire in_one = in_beats_q <= 24'(in_cap_q);
 
   // ---- address side: the run being cut into bursts, the burst on the AR channel ------------------------
   // The current run is taken from the queue, or straight from the input register when the queue has nothing
   // older, as its predecessor issues its last burst, so one-burst runs still go out one per cycle; a pad run
-  // is passed over there. `cu_page` counts the beats left in the current 4 KiB page, so no address add is in
-  // the burst's length.
+  // is passed over there.
   localparam int OW = $clog2(MAX_OUT + 1);
   logic [OW-1:0] outstanding;        // bursts on the AR channel or with data still to come
   wire [QW-1:0] ii = iss[QW-1:0];
   logic          cu_v, ar_v;
   logic [63:0]   cu_addr;
   logic [23:0]   cu_left;
-  logic [CAPW-1:0] cu_page;
-  wire [CAPW-1:0] cap = cu_page > CAPW'(MAXB) ? CAPW'(MAXB) : cu_page;
-  wire cu_last = cu_left <= 24'(cap);                  // this burst ends the run
-  wire [CAPW-1:0] burst = cu_last ? CAPW'(cu_left) : cap;
-  // a burst never crosses a page, so only its low 12 address bits add; the page number steps when it ends one
-  wire page_end = cu_last ? 24'(cu_page) == cu_left : cu_page <= CAPW'(MAXB);
+  logic [CAPW-1:0] cu_cap;           // the burst's beats unless it ends the run
+  logic          cu_last;            // this burst ends the run
+  wire [CAPW-1:0] burst = cu_last ? CAPW'(cu_left) : cu_cap;
+  // a burst never crosses a page, so only the low 12 address bits add; their carry steps the page number
+  wire [12:0] cu_low_next = {1'b0, cu_addr[11:0]} + 13'(32'(burst) << BEAT_SHIFT);
   wire [51:0] cu_next_page = cu_addr[63:12] + 52'd1;
   wire ar_free = !ar_v || m_arready;
-  wire issue = cu_v && ar_free && outstanding < OW'(MAX_OUT);
+  wire issue = cu_v && ar_free && outstanding != OW'(MAX_OUT);
   wire cu_free = !cu_v || (issue && cu_last);
   wire queued = iss != wr;
   wire take = (queued || in_q) && cu_free;
   wire src_pad = queued ? q_pad[ii] : in_pad_q;
   wire [63:0] src_addr = queued ? q_addr[ii] : in_addr_q;
   wire [23:0] src_beats = queued ? q_beats[ii] : in_beats_q;
-  wire [CAPW-1:0] src_page = queued ? q_page[ii] : in_page_q;
+  wire [CAPW-1:0] src_cap = queued ? q_cap[ii] : in_cap_q;
+  wire src_one = queued ? q_one[ii] : in_one;
   assign m_arvalid = ar_v;
   assign m_arsize = 3'(BEAT_SHIFT);
   assign m_arburst = 2'b01;
 
   // ---- data side: beats in run order, pad runs from the queue without a memory access -------------------
-  logic [23:0] rd_off;               // beats of the head run already taken
+  // the head run in registers, loaded from the queue at `rd` when the head register is empty or its run ends
+  logic          hd_v, hd_pad;
+  logic [23:0]   hd_last, rd_off;    // the head run's beats - 1; beats of it already taken
+  logic [7:0]    hd_fill;
+  logic [TAGW-1:0] hd_tag;
+  // two registers out: the beat offered, and a skid register that catches the one arriving as the consumer
+  // stalls, so what the reader takes (m_rready) waits on its own register, not on the consumer's ready
+  localparam int OUTW = DW + TAGW + 24 + 1;
+  logic out_v, skid_v;
+  logic [OUTW-1:0] skid_q;
+  wire h_valid = hd_v && (hd_pad || m_rvalid);
+  wire h_last = rd_off == hd_last;
+  assign m_rready = hd_v && !hd_pad && !skid_v;
+  wire beat_fire = h_valid && !skid_v;         // the head beat is taken into one of the two registers
+  wire hd_end = beat_fire && h_last;
+  wire hd_load = (!hd_v || hd_end) && rd != wr;
   wire [QW-1:0] ri = rd[QW-1:0];
-  wire head = rd != wr;
-  wire head_pad = head && q_pad[ri];
-  logic out_v;                       // the output register holds a beat
-  wire out_free = !out_v || beat_ready;
-  wire h_valid = head && (head_pad || m_rvalid);
-  wire h_last = rd_off == q_last[ri];
-  assign m_rready = head && !head_pad && out_free;
-  wire beat_fire = h_valid && out_free;        // the head beat moves to the output register
+  wire [OUTW-1:0] h_beat = {hd_pad ? {B{hd_fill}} : m_rdata, hd_tag, rd_off, h_last};
+  wire out_move = !out_v || beat_ready;        // the offered register takes the next beat
   always_ff @(posedge clk) begin
-    if (!rst_n) out_v <= 1'b0;
-    else if (out_free) out_v <= h_valid;
-    if (beat_fire) begin
-      beat_data <= head_pad ? {B{q_fill[ri]}} : m_rdata;
-      beat_tag <= q_tag[ri];
-      beat_idx <= rd_off;
-      beat_last <= h_last;
+    if (!rst_n) begin
+      out_v <= 1'b0; skid_v <= 1'b0;
+    end else if (out_move) begin
+      out_v <= skid_v || beat_fire;
+      skid_v <= 1'b0;
+    end else if (beat_fire) begin
+      skid_v <= 1'b1;
+    end
+    if (out_move) {beat_data, beat_tag, beat_idx, beat_last} <= skid_v ? skid_q : h_beat;
+    else if (beat_fire) skid_q <= h_beat;
+    if (hd_load) begin
+      hd_pad <= q_pad[ri]; hd_last <= q_last[ri]; hd_fill <= q_fill[ri]; hd_tag <= q_tag[ri];
     end
   end
   assign beat_valid = out_v;
-  assign idle = !in_q && (wr == rd) && (outstanding == 0) && !out_v;
+  assign idle = !in_q && (wr == rd) && !hd_v && (outstanding == 0) && !out_v && !skid_v;
 
   wire rlast_fire = m_rvalid && m_rready && m_rlast;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
-      cu_v <= 1'b0; ar_v <= 1'b0;
+      cu_v <= 1'b0; ar_v <= 1'b0; hd_v <= 1'b0;
     end else begin
       in_q <= run_valid && run_ready;
-      room_q <= wr - rd <= (QW + 1)'(QDEPTH - 4);
+      // an entry is free once both sides have passed it: the data side may run ahead over pad runs and the head
+      room_q <= wr - rd <= (QW + 1)'(QDEPTH - 4) && wr - iss <= (QW + 1)'(QDEPTH - 4);
       if (in_q) begin
         q_addr[wr[QW-1:0]] <= in_addr_q;
         q_beats[wr[QW-1:0]] <= in_beats_q;
@@ -145,17 +165,19 @@ module axi_run_reader #(
         q_pad[wr[QW-1:0]] <= in_pad_q;
         q_fill[wr[QW-1:0]] <= in_fill_q;
         q_tag[wr[QW-1:0]] <= in_tag_q;
-        q_page[wr[QW-1:0]] <= in_page_q;
+        q_cap[wr[QW-1:0]] <= in_cap_q;
+        q_one[wr[QW-1:0]] <= in_one;
         wr <= wr + 1'b1;
       end
       if (issue) begin
         ar_v <= 1'b1;
         m_araddr <= cu_addr;
         m_arlen <= 8'(burst - 1'b1);
-        cu_addr[11:0] <= cu_addr[11:0] + 12'(32'(burst) << BEAT_SHIFT);
-        cu_addr[63:12] <= page_end ? cu_next_page : cu_addr[63:12];
-        cu_left <= cu_left - 24'(burst);
-        cu_page <= cu_page == burst ? CAPW'(PAGE) : cu_page - burst;
+        cu_addr[11:0] <= cu_low_next[11:0];
+        cu_addr[63:12] <= cu_low_next[12] ? cu_next_page : cu_addr[63:12];
+        cu_left <= cu_left - 24'(cu_cap);          // what is left matters only when the burst did not end the run
+        cu_cap <= CAPW'(MAXB);
+        cu_last <= cu_left <= 24'(cu_cap) + 24'(MAXB);
       end else if (m_arready) begin
         ar_v <= 1'b0;
       end
@@ -164,20 +186,21 @@ module axi_run_reader #(
         cu_v <= !src_pad;
         cu_addr <= src_addr;
         cu_left <= src_beats;
-        cu_page <= src_page;
+        cu_cap <= src_cap;
+        cu_last <= src_one;
       end else if (cu_free) begin
         cu_v <= 1'b0;
       end
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
-      if (beat_fire) begin
-        if (h_last) begin
-          rd <= rd + 1'b1;
-          rd_off <= '0;
-        end else begin
-          rd_off <= rd_off + 24'd1;
-        end
+      if (hd_load) begin
+        rd <= rd + 1'b1;
+        hd_v <= 1'b1;
+      end else if (hd_end) begin
+        hd_v <= 1'b0;
       end
+      if (hd_end) rd_off <= '0;
+      else if (beat_fire) rd_off <= rd_off + 24'd1;
     end
   end
 endmodule

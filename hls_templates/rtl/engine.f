@@ -2,6 +2,7 @@
 // generator read. Include files (*.svh) are found through +incdir / -I on this folder.
 engine_pkg.sv
 sync_fifo.sv
+residual_queue.sv
 mac_pair.sv
 axi_run_reader.sv
 axi_beat_writer.sv

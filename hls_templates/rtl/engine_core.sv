@@ -136,8 +136,12 @@ module engine_core #(
   constant_request #(.V(V), .R(R)) creq (
     .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
-  assign main_collecting = st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
-                           || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && !is_gap);
+  // a register: the main sequence collects from the cycle after it enters a collecting state, so what is asked
+  // (and whether it is fresh) does not wait on the state's decode; it leaves for S_TAKE on the last beat, with
+  // nothing left to collect, so the cycle this flag lags there asks for nothing
+  always_ff @(posedge clk)
+    main_collecting <= rst_n && (st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
+                                 || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && !is_gap));
   wire collecting = main_collecting || pf_collecting;
   assign c_run_valid = collecting && !c_issued && c_fresh;
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
@@ -288,14 +292,20 @@ module engine_core #(
   localparam int WQ_DEPTH = 32;
   logic [5:0] wq_count;
   logic p_room, p_valid, p_done, p_busy;
+  logic wq_room_pool, wq_room_epi;
   logic [G*8-1:0] p_q;
   logic [31:0] p_oaddr;
   pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W)) pool (
     .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
     .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
-    .out_room(wq_count <= 6'd26), .done(p_done), .busy(p_busy));
-  // room for the result popped and for every one inside the epilogue's pipeline
-  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_count <= 6'(WQ_DEPTH - EPI_LATENCY - 5));
+    .out_room(wq_room_pool), .done(p_done), .busy(p_busy));
+  // room for the result popped and for every one inside the epilogue's pipeline; both from last cycle's fill,
+  // one result more cautious, so the queue's pointers reach no further than these registers
+  always_ff @(posedge clk) begin
+    wq_room_pool <= wq_count <= 6'd25;
+    wq_room_epi <= wq_count <= 6'(WQ_DEPTH - EPI_LATENCY - 6);
+  end
+  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_room_epi);
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH)) wq (
@@ -347,7 +357,8 @@ module engine_core #(
         c_issued <= 1'b1;
         c_off <= c_want_off;
       end
-      if (collecting && cst != S_WEIGHTS && cb_valid) cbuf[32'(cb_idx) * DW +: DW] <= cb_data;
+      if (collecting && cst != S_WEIGHTS && cb_valid)       // a beat into its slot: a compare per slot, no index arithmetic
+        for (int k = 0; k < CB / B; k++) if (cb_idx == 24'(k)) cbuf[k * DW +: DW] <= cb_data;
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
       take_rq <= cst == S_RQ;

@@ -2,14 +2,17 @@
 // `include`d inside each module that needs it. Tensor addresses are pixel_address.sv's.
 
   // v >>> s saturated to int8, the saturation decided beside the shift rather than after it: v >>> s is above 127
-  // exactly when v >= 128 * 2^s and below -128 when v < -128 * 2^s; from s = 56 on, v >>> s of a 64-bit v is in
-  // range
+  // exactly when v >= hi = 128 * 2^s and below -128 when v < lo = -128 * 2^s (bounds a caller may keep in registers)
+  function automatic logic signed [7:0] shift_sat8_within(input logic signed [63:0] v, input logic [7:0] s,
+                                                          input logic signed [63:0] hi, input logic signed [63:0] lo);
+    if (v >= hi) shift_sat8_within = 8'sd127;
+    else if (v < lo) shift_sat8_within = -8'sd128;
+    else shift_sat8_within = 8'(v >>> s);
+  endfunction
+
+  // the same with the bounds computed; from s = 56 on, v >>> s of a 64-bit v is in range
   function automatic logic signed [7:0] shift_sat8(input logic signed [63:0] v, input logic [7:0] s);
-    logic signed [63:0] limit;
-    limit = 64'sd128 <<< s;
-    if (s < 8'd56 && v >= limit) shift_sat8 = 8'sd127;
-    else if (s < 8'd56 && v < -limit) shift_sat8 = -8'sd128;
-    else shift_sat8 = 8'(v >>> s);
+    shift_sat8 = s < 8'd56 ? shift_sat8_within(v, s, 64'sd128 <<< s, -(64'sd128 <<< s)) : 8'(v >>> s);
   endfunction
 
   // 2^(s-1), 0 for s = 0: what a rounding shift adds before it shifts
@@ -22,17 +25,6 @@
   // product, + round_half, shift_sat8.
   function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
     shift_round = (v + round_half(s)) >>> s;
-  endfunction
-
-  // The residual rescale saturate(round((a * ma + b * mb) >> s)) over three stages: the two products, their sum
-  // + residual_half(s), then residual_shift. The sum needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27
-  // on the result is 0), so the adders and shifter are 48 bits wide, not 64.
-  function automatic logic signed [47:0] residual_half(input logic [7:0] s);
-    residual_half = s == 8'd0 || s > 8'd47 ? 48'sd0 : 48'sd1 <<< (s - 8'd1);
-  endfunction
-
-  function automatic logic signed [7:0] residual_shift(input logic signed [47:0] t, input logic [7:0] s);
-    residual_shift = s > 8'd47 ? 8'sd0 : shift_sat8(64'(t), s);
   endfunction
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,

@@ -47,13 +47,17 @@ module epilogue #(
   localparam int MW = 32 + 3 * 16;       // a result's address and coordinates, carried beside its lanes
   engine_pkg::desc_t d;
   assign d = desc;
-  wire has_res = d.op == OP_CONV && d.flags[F_RESIDUAL];
-  wire prelu = d.op == OP_CONV && d.flags[F_PRELU];
-  wire per_channel = d.op == OP_CONV || d.op == OP_GAP;
-  wire act1_applies = d.op == OP_CONV || d.op == OP_ADD;
-  wire act2_applies = has_res || d.op == OP_ADD;
-  // ops that requantise; the others (MAXPOOL, COPY) pass their first operand through
-  wire requantises = d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
+  // the layer's kind, in registers: the descriptor is steady for cycles before its first result comes in
+  logic has_res, prelu, per_channel, act1_applies, act2_applies;
+  logic requantises;                     // the others (MAXPOOL, COPY) pass their first operand through
+  always_ff @(posedge clk) begin
+    has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
+    prelu <= d.op == OP_CONV && d.flags[F_PRELU];
+    per_channel <= d.op == OP_CONV || d.op == OP_GAP;
+    act1_applies <= d.op == OP_CONV || d.op == OP_ADD;
+    act2_applies <= (d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD;
+    requantises <= d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
+  end
 
   function automatic logic signed [7:0] activate(input logic [7:0] kind, input logic signed [7:0] q,
                                                  input logic signed [7:0] looked_up);
@@ -73,9 +77,23 @@ module epilogue #(
   assign out_valid = valid_q[L-1];
   assign {out_oaddr, out_n, out_y, out_x} = meta_q[(L-1)*MW +: MW];
   assign busy = |valid_q;
-  // the residual's rounding half, the layer's constant, from a register
+  // The residual rescale saturate(round((a * ma + b * mb) >> s)) over three stages: the two products (S5), their
+  // sum + 2^(s-1) (S6), the shift saturated as shift_sat8 does (S7; 0 from s = 48 on). The sum needs 27 bits; at 48
+  // bits the rounding shift is exact for every shift (from 27 on the result is 0), so the adders and shifter are 48
+  // bits wide, not 64. Its rounding half and saturation bounds are the layer's constants, in registers
+  // over two stages (the shift's decode, then the constants), as they have the cycles before the layer's first result
   logic signed [47:0] res_half_q;
-  always_ff @(posedge clk) res_half_q <= residual_half(d.res_shift);
+  logic signed [63:0] res_hi_q, res_lo_q;
+  logic res_zero_q, res_whole_q;
+  logic [5:0] res_s_q;
+  always_ff @(posedge clk) begin
+    res_s_q <= d.res_shift[5:0];
+    res_zero_q <= d.res_shift > 8'd47;                  // from 48 on the result is 0 (residual_half's range)
+    res_whole_q <= d.res_shift == 8'd0;
+    res_half_q <= res_zero_q || res_whole_q ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
+    res_hi_q <= 64'sd128 <<< res_s_q;                   // used while res_shift < 48 only
+    res_lo_q <= -64'sd128 <<< res_s_q;
+  end
 
   for (genvar i = 0; i < G; i++) begin : lane
     // S0: operands
@@ -127,7 +145,8 @@ module epilogue #(
       pass5_q <= e1_q;
       t_q <= 48'(ta_q) + 48'(tb_q) + res_half_q;                                          // S6
       pass6_q <= pass5_q;
-      q2_q <= has_res ? residual_shift(t_q, d.res_shift) : pass6_q;                       // S7
+      q2_q <= !has_res ? pass6_q : res_zero_q ? 8'sd0                                          // S7
+              : shift_sat8_within(64'(t_q), 8'(res_s_q), res_hi_q, res_lo_q);
       q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S8
     end
     assign out_q[8*i +: 8] = q_q;

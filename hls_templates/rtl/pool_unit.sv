@@ -31,7 +31,20 @@ module pool_unit #(
   localparam int QW = G * 8 + 3 * 16;
   engine_pkg::desc_t d;
   assign d = desc;
-  wire has_pool = d.op == OP_CONV && d.flags[F_POOL];
+  // per layer, in registers (the descriptor is steady for cycles before a tile starts), so the emitter's loop
+  // ends are equalities of registers
+  logic has_pool;
+  logic [7:0] kw_last_q, kh_last_q;
+  logic [15:0] w_last_q, h_last_q, n_last_q, conv_w_last_q;
+  always_ff @(posedge clk) begin
+    has_pool <= d.op == OP_CONV && d.flags[F_POOL];
+    kw_last_q <= d.pool_kw - 8'd1;
+    kh_last_q <= d.pool_kh - 8'd1;
+    w_last_q <= d.out_w - 16'd1;
+    h_last_q <= d.out_h - 16'd1;
+    n_last_q <= d.batch - 16'd1;
+    conv_w_last_q <= d.conv_w - 16'd1;
+  end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];
 
   logic rq_pop, rq_empty;
@@ -102,36 +115,36 @@ module pool_unit #(
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
-      if (ring_we && rq_x == d.conv_w - 16'd1) rows_done <= rq_y + 16'd1;
+      if (ring_we && rq_x == conv_w_last_q) rows_done <= rq_y + 16'd1;
       tap_valid <= em_step;
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;
-      tap_last <= em_ky == d.pool_kh - 8'd1 && em_kx == d.pool_kw - 8'd1;
+      tap_last <= em_ky == kh_last_q && em_kx == kw_last_q;
       tap_oaddr <= em_oaddr;
       if (em_step) begin
         em_busy <= 1'b1;
-        if (em_kx != d.pool_kw - 8'd1) em_kx <= em_kx + 8'd1;
+        if (em_kx != kw_last_q) em_kx <= em_kx + 8'd1;
         else begin
           em_kx <= '0;
-          if (em_ky != d.pool_kh - 8'd1) em_ky <= em_ky + 8'd1;
+          if (em_ky != kh_last_q) em_ky <= em_ky + 8'd1;
           else begin
             em_ky <= '0;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
-            if (em_px != d.out_w - 16'd1) begin
+            if (em_px != w_last_q) begin
               em_px <= em_px + 16'd1;
               em_left <= em_left + 32'(d.pool_sw);
             end else begin
               em_px <= '0;
               em_left <= left_edge;
               em_busy <= 1'b0;
-              if (em_py != d.out_h - 16'd1) begin
+              if (em_py != h_last_q) begin
                 em_py <= em_py + 16'd1;
                 em_first <= first_next; em_ring_end <= first_next + RINGK; need_rows <= rows_needed(first_next);
               end else begin
                 em_py <= '0;
                 em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
                 rows_done <= '0;
-                if (em_n != d.batch - 16'd1) em_n <= em_n + 16'd1;
+                if (em_n != n_last_q) em_n <= em_n + 16'd1;
                 else em_done <= 1'b1;
               end
             end

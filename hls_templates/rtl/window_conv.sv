@@ -77,10 +77,16 @@ module window_conv #(
   assign d = desc;
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
-  wire s2 = d.stride_w == 8'd2;
+  // per layer, in registers: the descriptor is steady for cycles before a tile starts
+  logic s2;
+  logic [15:0] cbs;                              // channel beats of a pixel in the window
+  logic [15:0] cb_last_q;
+  always_ff @(posedge clk) begin
+    s2 <= d.stride_w == 8'd2;
+    cbs <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
+    cb_last_q <= d.flags[F_DEPTHWISE] ? 16'd0 : (d.in_c >> VSH) - 16'd1;
+  end
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
-  wire any_dw = d.flags[F_DEPTHWISE];
-  wire [15:0] cbs = any_dw ? 16'd1 : d.in_c >> VSH;        // channel beats of a pixel in the window
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
   // ---- window writes: pixels of each row in order, a row's channel beats one after another ---------
@@ -106,7 +112,7 @@ module window_conv #(
         rows_loaded <= rows_loaded + 32'd1;
         w_slot_base <= ((rows_loaded + 32'd1) & slot_mask) == 0 ? 32'd0 : w_slot_base + row_words;
         w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
-      end else if (w_cb != cbs - 16'd1) begin
+      end else if (w_cb != cb_last_q) begin
         w_cb <= w_cb + 16'd1;
       end else begin                          // the next pixel: the other phase, or the next bank and column
         w_cb <= '0;
@@ -166,13 +172,12 @@ module window_conv #(
   wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
 
   // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers
-  logic [15:0] cb_last_q, y_last_q, n_last_q, x_more_q;
+  logic [15:0] y_last_q, n_last_q, x_more_q;
   logic [7:0] kx_last_q, ky_last_q;
   logic [TW-1:0] m_last_q;
   always_ff @(posedge clk) begin
     first_last_q <= 32'(d.kh) - 32'sd1 - 32'(d.pad_t);
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
-    cb_last_q <= cbs - 16'd1;
     kx_last_q <= dw ? phases - 8'd1 : d.kw - 8'd1;
     ky_last_q <= d.kh - 8'd1;
     y_last_q <= d.conv_h - 16'd1;
@@ -180,57 +185,81 @@ module window_conv #(
     x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
     m_last_q <= TW'(group_tiles - 8'd1);
   end
-  wire last_cb = cb == cb_last_q;
-  wire last_kx = kx == kx_last_q;
-  wire last_ky = ky == ky_last_q;
+  // where the step is in its loops, as flags kept beside the counters (each set from the counter's next value),
+  // so the step's advance decides from registers what it resets and what it counts
+  logic last_cb, last_kx, last_ky, last_tile, last_y, last_n, more_groups;
   wire last_step = last_cb && last_kx && last_ky;
-  wire last_tile = m == m_last_q;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
-  wire more_groups = x0 < x_more_q;
+  // the input row that must be in before an output row whose last input row is `last`, in the image at `base`
+  function automatic logic signed [31:0] row_needed(input logic signed [31:0] base, input logic signed [31:0] last);
+    row_needed = base + (last < in_h_last_q ? last : in_h_last_q);
+  endfunction
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       active <= 1'b0;
     end else if (start) begin
       active <= 1'b1;
       n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
+      last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
+      last_y <= y_last_q == 0; last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
       img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
       last_q <= first_last_q;
-      need_q <= first_last_q < in_h_last_q ? first_last_q : in_h_last_q;
+      need_q <= row_needed(32'sd0, first_last_q);
     end else if (t0_fire) begin
       if (!last_step || !last_tile) begin
         wrow <= wrow + WAW'(1);
-        if (last_step) m <= m + TW'(1);
-        if (!last_cb) cb <= cb + 16'd1;
-        else begin
+        if (last_step) begin
+          m <= m + TW'(1);
+          last_tile <= m + TW'(1) == m_last_q;
+        end
+        if (!last_cb) begin
+          cb <= cb + 16'd1;
+          last_cb <= cb + 16'd1 == cb_last_q;
+        end else begin
           cb <= '0;
-          if (!last_kx) kx <= kx + 8'd1;
-          else begin kx <= '0; ky <= last_ky ? 8'd0 : ky + 8'd1; end
+          last_cb <= cb_last_q == 0;
+          if (!last_kx) begin
+            kx <= kx + 8'd1;
+            last_kx <= kx + 8'd1 == kx_last_q;
+          end else begin
+            kx <= '0;
+            last_kx <= kx_last_q == 0;
+            ky <= last_ky ? 8'd0 : ky + 8'd1;
+            last_ky <= last_ky ? ky_last_q == 0 : ky + 8'd1 == ky_last_q;
+          end
         end
       end else begin                       // the group is issued: the next group, row or image
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
+        last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
         if (more_groups || (dw && !flush)) begin
           if (!more_groups) flush <= 1'b1;
           x0 <= x0 + 16'(P);
+          more_groups <= 32'(x0) + 32'(P) < 32'(x_more_q);
           col0 <= col0 + (32'(P) << s2);
         end else begin
           flush <= 1'b0;
           x0 <= '0;
+          more_groups <= x_more_q != 0;
           col0 <= 32'sd0 - 32'(d.pad_l);
-          if (y != y_last_q) begin
+          if (!last_y) begin
             logic signed [31:0] nl;
             nl = last_q + (32'sd1 << s2);
             y <= y + 16'd1;
+            last_y <= y + 16'd1 == y_last_q;
             row0 <= row0 + (32'sd1 << s2);
             last_q <= nl;
-            need_q <= img_base + (nl < in_h_last_q ? nl : in_h_last_q);
+            need_q <= row_needed(img_base, nl);
           end else begin
             y <= '0;
+            last_y <= y_last_q == 0;
             row0 <= 32'sd0 - 32'(d.pad_t);
             img_base <= img_base + 32'(d.in_h);
             last_q <= first_last_q;
-            need_q <= img_base + 32'(d.in_h) + (first_last_q < in_h_last_q ? first_last_q : in_h_last_q);
-            if (n != n_last_q) n <= n + 16'd1;
-            else active <= 1'b0;
+            need_q <= row_needed(img_base + 32'(d.in_h), first_last_q);
+            if (!last_n) begin
+              n <= n + 16'd1;
+              last_n <= n + 16'd1 == n_last_q;
+            end else active <= 1'b0;
           end
         end
       end
@@ -395,37 +424,20 @@ module window_conv #(
   logic ob_empty_q, ob_one_q;                    // ob_count == 0, == 1
   logic [31:0] ob_oaddr;
   logic [TW-1:0] ob_tile;
-  // residual operands: a pixel's RB beats, the last one still at the head of the queue when it leaves
+  logic res_room;
+  // residual operands: a pixel's RB beats, out of a register when its pixel leaves
   localparam int RB = R > V ? R / V : 1;
-  logic rq_pop, rq_empty;
-  logic [DW-1:0] rq_head;
-  logic [$clog2(RESQ):0] rq_count;
-  sync_fifo #(.W(DW), .DEPTH(RESQ)) res_queue (
-    .clk, .rst_n, .push(ab_valid && is_res && ab_ready), .din(ab_data), .pop(rq_pop), .dout(rq_head), .empty(rq_empty),
-    .count(rq_count));
-  assign ab_ready = !(is_res && 32'(rq_count) == 32'(RESQ));
-  logic [DW-1:0] coll[RB];
-  localparam int CW = RB > 1 ? $clog2(RB) : 1;
-  logic [7:0] ccount;
-  wire res_ready = !rq_empty && ccount == 8'(RB - 1);
-  wire drain = !ob_empty_q && room && (!has_res || res_ready);
-  assign rq_pop = has_res && (drain || (!rq_empty && ccount != 8'(RB - 1)));
-  always_ff @(posedge clk) begin
-    if (!rst_n || start) ccount <= '0;
-    else if (drain) ccount <= '0;
-    else if (rq_pop) begin
-      coll[ccount[CW-1:0]] <= rq_head;
-      ccount <= ccount + 8'd1;
-    end
-  end
+  logic res_valid;
+  logic [RB*DW-1:0] res_pixel;
+  wire drain = !ob_empty_q && room && (!has_res || res_valid);
+  residual_queue #(.DW(DW), .BEATS(RB), .DEPTH(RESQ)) res_queue (
+    .clk_i(clk), .rst_ni(rst_n), .clear_i(start), .push_i(ab_valid && is_res), .data_i(ab_data),
+    .ready_o(res_room), .valid_o(res_valid), .pixel_o(res_pixel), .pop_i(drain && has_res));
+  assign ab_ready = !is_res || res_room;
   always_comb begin
     item_b = '0;
-    if (R >= V) begin
-      for (int k = 0; k + 1 < RB; k++) item_b[k*DW +: DW] = coll[k];
-      item_b[(RB - 1)*DW +: DW] = rq_head;
-    end else begin
-      item_b[DW-1:0] = rq_head >> (8 * (c0 & 16'(V - 1)));
-    end
+    if (R >= V) item_b[RB*DW-1:0] = res_pixel;
+    else item_b[DW-1:0] = res_pixel >> (8 * (c0 & 16'(V - 1)));
   end
   // the output buffer takes a finished group when it is empty or gives its last pixel now: decided from its
   // registered fill, as the pipeline's move (`adv`) fans out to the whole array

@@ -43,15 +43,15 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the third pipelining's RTL: a is the mean of 8x8, 16x8 and 16x16 (6.39-6.54 ns: the fused
-# pool's emitter, the controller's constant hand-off, the constant reader's issue; b fitted near 0, set to 0), c and
-# d through 2x8x16 and 4x16x16 (7.29 and 7.83 ns: the window path's stall, from its residual queue's fill to the
-# step counters' enables); 2x16x16 left out (7.30 ns, the model 7.56: +3.7 %, within CHECK_TOLERANCE)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=6.4372, b_ns=0.0, c_ns=-1.2909, d_ns=0.2685,
+# UltraScale+ -2 (zcu104), the fourth pipelining's RTL: a is the mean of 8x8, 16x8 and 16x16 (5.61 ns: the address
+# generator's tap row and column, y * stride through an unregistered DSP; b fitted near 0, set to 0), c and d through
+# 2x8x16 and 4x16x16 (5.70 and 5.83 ns: the consumer's ready into the reader's output enables, the window path's
+# step advance); 2x16x16 left out (5.78 ns, the model 5.76: -0.4 %, within CHECK_TOLERANCE)
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=5.6096, b_ns=0.0, c_ns=-0.4296, d_ns=0.0648,
                          fitted_on=("8x8", "16x8", "16x16", "2x8x16", "4x16x16"), checked_on=("2x16x16",))
-# 7-series -1 (pynq-z2): one synthesised shape (8x8: 11.7 ns, the address generator's nest decode; the L2-norm
-# square sum no longer chains seven DSP48E1s), the UltraScale+ fit's form scaled to it; not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=6.4372 * 1.8106, b_ns=0.0, c_ns=-1.2909 * 1.8106, d_ns=0.2685 * 1.8106,
+# 7-series -1 (pynq-z2): one synthesised shape (8x8: 11.2 ns, the epilogue's first product through an unregistered
+# DSP48E1), the UltraScale+ fit's form scaled to it; not checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=5.6096 * 2.003, b_ns=0.0, c_ns=-0.4296 * 2.003, d_ns=0.0648 * 2.003,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

@@ -2,12 +2,13 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the third pipelining, `benchmarks/results/timing_estimate.jsonl`):
-fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (111 / 183 / 263 / 269 DSP, 34,248 / 47,318 / 56,064 / 60,331 LUT,
-13,034 / 18,316 / 19,667 / 25,500 FF; the model within 2.7 % in LUT and 0.8 % in FF), checked on shapes it was
-not fitted on: 4x16x16 and 2x16x16 on xcup (653 / 397 DSP exact, LUT +5.1 / +5.2 %, FF +3.2 / +1.8 %) and 8x8
-on the PYNQ-Z2's xc7 (151 DSP exact, LUT -0.2 %, FF +6.2 %: yosys packs some pipeline registers into the
-DSP48E1s there). Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
+Measured (yosys 0.70, one unit, the RTL of the fourth pipelining, `benchmarks/results/timing_estimate.jsonl`):
+fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (111 / 183 / 263 / 269 DSP, 32,284 / 44,983 / 53,859 / 58,099 LUT,
+13,808 / 19,090 / 20,573 / 26,676 FF; the model within 3.5 % in LUT and 1.7 % in FF), checked on shapes it was
+not fitted on: 4x16x16 and 2x16x16 on xcup (653 / 397 DSP exact, LUT +7.7 / +5.3 %, FF +2.6 / +0.9 %) and 8x8
+on the PYNQ-Z2's xc7 (151 DSP exact, LUT -0.6 %, FF +6.7 %: yosys packs some pipeline registers into the
+DSP48E1s there). The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF.
+Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the
 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
 Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
@@ -59,11 +60,11 @@ WINDOW_DSP = 6            # the window path's address arithmetic (yosys)
 # output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
 # into the DSP48E1s), per result lane the epilogue's nine stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
-# over 8x8, 16x8, 16x16 and 2x8x16 of the third pipelining's yosys runs (per pair and the constant; the LUTs'
+# over 8x8, 16x8, 16x16 and 2x8x16 of the fourth pipelining's yosys runs (per pair and the constant; the LUTs'
 # per-VEC term and constant likewise).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 417, 950, 1_332
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 429, 950, 2_070
 # ... and their LUTs, a fit (per VEC lane, not derived from the structure)
-PIPE_LUT_PER_VEC, PIPE_LUT = 236, -3_235
+PIPE_LUT_PER_VEC, PIPE_LUT = 227, -5_315
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)

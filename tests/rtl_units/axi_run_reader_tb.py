@@ -1,13 +1,14 @@
 """cocotb: the AXI burst reader under random back-pressure on every channel. Runs of every length (padded
-runs too, and runs across 4 KiB boundaries and longer than 256 beats) come out in order, beat for beat, with
-their tags; every burst is INCR, at most 256 beats, inside one 4 KiB page; no more than MAX_OUT in flight."""
+runs too, runs across 4 KiB boundaries, longer than 256 beats, starting anywhere in a page) come out in order,
+beat for beat, with their tags; every burst is INCR, at most 256 beats, inside one 4 KiB page; no more than
+MAX_OUT in flight. The beat width is the DUT's (DW)."""
 import random
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-BEAT = 16
+BEAT = 16                   # bytes of a beat: set from the DUT's DW when the test starts
 MAX_OUT = 4
 
 
@@ -55,6 +56,8 @@ async def memory(dut, rng, log):
 
 @cocotb.test()
 async def runs_come_back_in_order_under_backpressure(dut):
+    global BEAT
+    BEAT = len(dut.beat_data) // 8
     rng = random.Random(3)
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
     dut.rst_n.value = 0
@@ -71,6 +74,8 @@ async def runs_come_back_in_order_under_backpressure(dut):
         addr = rng.randrange(0, 1 << 20) * BEAT
         if k % 17 == 0:
             addr = 4096 - 2 * BEAT          # crosses a 4 KiB page
+        elif k % 13 == 0:                   # long, from inside a page: bursts cut at page and 256-beat bounds
+            addr, beats = 8192 + rng.randrange(1, 4096 // BEAT) * BEAT, rng.choice([257, 300, 700])
         runs.append((addr, beats, rng.random() < 0.2, rng.randrange(256), k))
     expected = []
     for addr, beats, pad, fill, tag in runs:

@@ -28,8 +28,13 @@ module requant_lane (
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
   assign added = requantise(32'(a), mult_a, b, mult_b, shift);      // ADD
-  // S5 products, S6 + half, S7 shift and saturate: a conv's residual, 48 bits wide
-  assign residual = residual_shift(48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b) + residual_half(shift), shift);
+  // S5 products, S6 + half, S7 shift and saturate (0 from a shift of 48 on, as the epilogue's S7): a conv's
+  // residual, 48 bits wide
+  logic signed [47:0] residual_sum;
+  assign residual_sum = 48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b)
+                      + (shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1));
+  assign residual = shift > 8'd47 ? 8'sd0
+                  : shift_sat8_within(64'(residual_sum), shift, 64'sd128 <<< shift, -(64'sd128 <<< shift));
   assign wide_q = shift_sat8(wide, shift);
   assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule
