@@ -305,6 +305,7 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: 
 
 MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bit signed DSP48 port, not a 32x32
 MULT_LIMIT = 1 << MULT_BITS
+MAX_SHIFT = 62        # every shift of a program (the requantisation tables' and res_shift) is at most this
 # A requantisation entry is (int32 mult, int32 word): the word's bits 0-7 are the shift; with Flag.PRELU its bits
 # 8-25 are the negative-side multiplier, signed 18 bits (|neg| < 2^17), and the rest is zero.
 SHIFT_MASK = 0xFF
@@ -346,7 +347,7 @@ def quantize_multiplier(real: float) -> tuple[int, int]:
     if mult == 1 << MULT_BITS:
         mult //= 2
         shift -= 1
-    while shift > 62:
+    while shift > MAX_SHIFT:
         mult >>= 1
         shift -= 1
     if shift < 0:

@@ -20,6 +20,7 @@ from fpga_runtime.abi import (
     DESCRIPTOR_SIZE,
     HEADER_SIZE,
     L2NORM_SHIFTS,
+    MAX_SHIFT,
     MULT_LIMIT,
     NEG_MULT_BITS,
     PROGRAM_MAGIC,
@@ -104,6 +105,8 @@ def _refusal(d: Descriptor, image: EngineImage, const: np.ndarray) -> str | None
         return f"res_mult_b {d.res_mult_b}: a SCALE's gate offset lies in [0, 255]"
     if op == Op.L2NORM and not L2NORM_SHIFTS[0] <= d.res_shift <= L2NORM_SHIFTS[1]:
         return f"res_shift {d.res_shift}: an L2NORM shift lies in {L2NORM_SHIFTS}"
+    if d.res_shift > MAX_SHIFT:       # the engines round in 64 (the RTL in 52) bits, exact up to this shift
+        return f"res_shift {d.res_shift} past {MAX_SHIFT}"
     if d.in_c % cfg.vec:
         return f"in_c {d.in_c} is not a multiple of the engine's {cfg.vec} lanes"
     up = 2 if d.flags & Flag.UPSAMPLE2 else 1
@@ -208,9 +211,9 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
         prelu = op == Op.CONV and d.flags & Flag.PRELU
         shift, neg = unpack_requant_word(rq[:, 1])
         word = rq[:, 1].astype(np.int64) & 0xFFFFFFFF
-        if rq[:, 0].min() < 0 or rq[:, 0].max() >= MULT_LIMIT or shift.max() > 62 \
+        if rq[:, 0].min() < 0 or rq[:, 0].max() >= MULT_LIMIT or shift.max() > MAX_SHIFT \
                 or word.max() >= (1 << (8 + NEG_MULT_BITS) if prelu else 1 << 8) \
                 or prelu and (neg.min() <= -MULT_LIMIT or neg.max() >= MULT_LIMIT):
-            return (f"a requantisation multiplier outside [0, {MULT_LIMIT}), a shift outside [0, 62] or bits set past "
-                    "them" + (" (PRELU: a negative-side multiplier outside its 18 bits)" if prelu else ""))
+            return (f"a requantisation multiplier outside [0, {MULT_LIMIT}), a shift outside [0, {MAX_SHIFT}] or bits "
+                    "set past them" + (" (PRELU: a negative-side multiplier outside its 18 bits)" if prelu else ""))
     return None

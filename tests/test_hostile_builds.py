@@ -258,6 +258,7 @@ HOSTILE_PROGRAMS = [
     ("op", _conv, 99, "op 99 is no engine op"),
     ("flags", _conv, 0x80, "unknown bits"),
     ("res_mult_a", _conv, -1, "res_mult_a -1"),
+    ("res_shift", _conv, 63, "res_shift 63 past 62"),
     ("kw", _conv, 9, "kernel .*x9 is larger than the engine's"),
     ("out_step", _conv, 5, "out_step 5"),
 ]

@@ -58,7 +58,7 @@ needs_toolchain = pytest.mark.skipif(shutil.which("g++") is None or sys.platform
 @needs_toolchain
 @pytest.mark.parametrize("pack", [1, 0])
 def test_mac_pair(tmp_path, pack):
-    _run(tmp_path, "mac_pair", [RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": pack})
+    _run(tmp_path, "mac_pair", [RTL / "dsp_mult.sv", RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": pack})
 
 
 def _unisim_dsp48e2(folder: Path, out: Path) -> Path:
@@ -74,11 +74,36 @@ def _unisim_dsp48e2(folder: Path, out: Path) -> Path:
 
 @needs_toolchain
 @pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
-                    "verilog/src/unisims to check mac_pair's DSP48E2 instance against AMD's model")
+                    "verilog/src/unisims to check dsp_mult's DSP48E2 instance against AMD's model")
 def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
-    """The DSP48E2 that synthesis gets (`SYNTHESIS`) computes what the simulated stages do, on AMD's own model."""
+    """The DSP48E2 that synthesis gets (`SYNTHESIS`, dsp_mult.sv) computes what the simulated stages do, on AMD's
+    own model."""
     model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
-    _run(tmp_path, "mac_pair", [RTL / "mac_pair.sv", model], "mac_pair_tb", {"PACK": 1}, {"SYNTHESIS": 1},
+    _run(tmp_path, "mac_pair", [RTL / "dsp_mult.sv", RTL / "mac_pair.sv", model], "mac_pair_tb", {"PACK": 1},
+         {"SYNTHESIS": 1},
+         ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
+
+
+@needs_toolchain
+@pytest.mark.parametrize("aw,bw,pw,use_c", [(27, 18, 48, 0), (18, 18, 35, 0), (8, 18, 48, 1), (24, 18, 42, 0)])
+def test_dsp_mult(tmp_path, monkeypatch, aw, bw, pw, use_c):
+    """The registered product the epilogue, the L2-norm factor and mac_pair use, at their widths, with and without C."""
+    for key, value in (("DSP_AW", aw), ("DSP_BW", bw), ("DSP_PW", pw), ("DSP_USE_C", use_c)):
+        monkeypatch.setenv(key, str(value))
+    _run(tmp_path, "dsp_mult", [RTL / "dsp_mult.sv"], "dsp_mult_tb", {"AW": aw, "BW": bw, "PW": pw, "USE_C": use_c})
+
+
+@needs_toolchain
+@pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
+                    "verilog/src/unisims to check dsp_mult's DSP48E2 instance against AMD's model")
+@pytest.mark.parametrize("use_c", [0, 1])
+def test_dsp_mult_primitive_on_amd_dsp48e2_model(tmp_path, monkeypatch, use_c):
+    """dsp_mult's DSP48E2 (`SYNTHESIS`), with C through the Z multiplexer, computes what its simulated stages do."""
+    model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
+    for key, value in (("DSP_AW", 8), ("DSP_BW", 18), ("DSP_PW", 48), ("DSP_USE_C", use_c)):
+        monkeypatch.setenv(key, str(value))
+    _run(tmp_path, "dsp_mult", [RTL / "dsp_mult.sv", model], "dsp_mult_tb",
+         {"AW": 8, "BW": 18, "PW": 48, "USE_C": use_c}, {"SYNTHESIS": 1},
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 

@@ -185,7 +185,9 @@ def test_design_clock_is_the_lower_of_board_and_fmax():
             # below the Fmax, the fastest clock the board's PS makes: its PLL over a whole divisor (1500 / 9, ...),
             # the next divisor down over the Fmax
             ratio = PL_PLL_MHZ[board.family] / clock
-            assert abs(ratio - round(ratio)) < 1e-3 and PL_PLL_MHZ[board.family] / (round(ratio) - 1) > fmax
+            assert abs(ratio - round(ratio)) < 1e-3
+            if why == "timing":
+                assert PL_PLL_MHZ[board.family] / (round(ratio) - 1) > fmax
     # a slower grade of the same family is slower; a wider array or the window path is not faster
     assert estimated_fmax_mhz(BOARDS["kv260"], _shape("8x8")) < estimated_fmax_mhz(BOARDS["zcu104"], _shape("8x8"))
     assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) < estimated_fmax_mhz(BOARDS["zcu104"],

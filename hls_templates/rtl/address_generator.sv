@@ -65,6 +65,27 @@ module address_generator #(
   logic [15:0] ag_n, ag_y, ag_x, ag_c;
   logic [7:0]  ag_ky, ag_kx;
   logic        ag_ph;
+  // products of the nest's counters, kept beside them as sums (a multiple more or less as a counter moves), so
+  // no multiply sits behind the nest: y * stride - pad and ky * dilation for the tap's row (x, kx for its
+  // column), the tap's weight row (tap index times the weight rows of a tap), n times the three image heights
+  logic signed [31:0] y_org, x_org, ky_off, kx_off;
+  logic [15:0] tap_row;
+  logic [31:0] n_in_h, n_conv_h, n_out_h;
+  logic [15:0] step_y, step_x, pad_y, pad_x;     // the tap geometry of the layer's kind, in registers
+  logic [7:0]  dil_y, dil_x;
+  logic [15:0] tap_rows;                         // weight rows of a tap: a conv's input-channel beats, 1 depthwise
+  always_ff @(posedge clk) begin
+    logic conv, pool;
+    conv = d.op == OP_CONV;
+    pool = d.op == OP_MAXPOOL;
+    step_y <= conv ? 16'(d.stride_h) : pool ? 16'(d.pool_sh) : 16'd1;
+    step_x <= conv ? 16'(d.stride_w) : pool ? 16'(d.pool_sw) : 16'd1;
+    pad_y <= conv ? 16'(d.pad_t) : pool ? 16'(d.pool_pad_t) : 16'd0;
+    pad_x <= conv ? 16'(d.pad_l) : pool ? 16'(d.pool_pad_l) : 16'd0;
+    dil_y <= conv ? d.dil_h : pool ? 8'd1 : 8'd0;
+    dil_x <= conv ? d.dil_w : pool ? 8'd1 : 8'd0;
+    tap_rows <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
+  end
 
   // the window path's runs: rows of the input, image after image; with a fused residual, an output row's
   // residual operands right after the last input row it reads, so they wait in the window's queue while the
@@ -93,34 +114,21 @@ module address_generator #(
   logic [23:0] beats1;
   logic [7:0] fill1;
   logic pad_check1, from_tap1;       // the read is an input tap (padding checked; y, x from iy, ix)
-  logic [15:0] tap1, tap_mult1;      // weight row: tap * tap_mult
+  logic [15:0] waddr1;               // the tap's weight row (a conv's taps; else 0)
   logic [15:0] wa, sa, wb, sb;
-  // n x (image height) for either address: the three heights' products side by side, picked where each address's
-  // geometry is chosen, so no multiply sits behind the nest's decode
-  wire [31:0] n_in_h = 32'(ag_n) * 32'(d.in_h), n_conv_h = 32'(ag_n) * 32'(d.conv_h);
-  wire [31:0] n_out_h = 32'(ag_n) * 32'(d.out_h);
   logic [31:0] nh_a, nh_b;
   logic [31:0] base_a, add_a, ya, xa, base_b, add_b, yb, xb;
   logic wide_a, align_a, zero_b;
   logic signed [31:0] iy_d, ix_d;
   always_comb begin
-    if (is_conv) begin
-      iy_d = 32'(ag_y) * 32'(d.stride_h) - 32'(d.pad_t) + 32'(ag_ky) * 32'(d.dil_h);
-      ix_d = 32'(ag_x) * 32'(d.stride_w) - 32'(d.pad_l) + 32'(ag_kx) * 32'(d.dil_w);
-    end else if (d.op == OP_MAXPOOL) begin
-      iy_d = 32'(ag_y) * 32'(d.pool_sh) - 32'(d.pool_pad_t) + 32'(ag_ky);
-      ix_d = 32'(ag_x) * 32'(d.pool_sw) - 32'(d.pool_pad_l) + 32'(ag_kx);
-    end else begin
-      iy_d = 32'(ag_y);
-      ix_d = 32'(ag_x);
-    end
+    iy_d = y_org + ky_off;
+    ix_d = x_org + kx_off;
     tag1 = '0;
     tag1.n = ag_n; tag1.y = ag_y; tag1.x = ag_x;
     beats1 = 24'd1;
     fill1 = 8'd0;
     pad_check1 = 1'b0;
-    tap1 = 16'(ag_ky) * 16'(d.kw) + 16'(ag_kx);
-    tap_mult1 = 16'd0;
+    waddr1 = 16'd0;
     // A: the input pixel by default (tap coordinates, the input's geometry)
     from_tap1 = 1'b1;
     base_a = d.in_addr; nh_a = n_in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
@@ -159,11 +167,11 @@ module address_generator #(
           if (dw) begin
             tag1.kind = K_DW;
             add_a = add_a + 32'(c0);
-            tap_mult1 = 16'd1;
+            waddr1 = tap_row;
           end else begin
             tag1.kind = K_MAC;
             beats1 = 24'(cin_beats);
-            tap_mult1 = cin_beats;
+            waddr1 = tap_row;
           end
         end
         OP_MAXPOOL: begin
@@ -236,7 +244,7 @@ module address_generator #(
   logic [AG_LATENCY*8-1:0] fill_q;
   logic [AG_LATENCY-1:0] pad_q;
   logic pad_check_q, from_tap_q;
-  logic [15:0] tap_q, tap_mult_q, wa_q, sa_q, wb_q, sb_q;
+  logic [15:0] waddr_q, wa_q, sa_q, wb_q, sb_q;
   logic [31:0] nha_q, nhb_q, ya_q, xa_q, yb_q, xb_q, base_a_q, add_a_q, base_b_q, add_b_q;
   logic wide_a_q, align_a_q, zero_b_q;
   logic signed [31:0] iy_q, ix_q;
@@ -246,7 +254,7 @@ module address_generator #(
     else if (en) v_q <= {v_q[AG_LATENCY-2:0], issue};
     if (en) begin
       tag_q[0 +: TW] <= tag1; beats_q[0 +: 24] <= beats1; fill_q[0 +: 8] <= fill1; pad_q[0] <= 1'b0;
-      pad_check_q <= pad_check1; from_tap_q <= from_tap1; tap_q <= tap1; tap_mult_q <= tap_mult1;
+      pad_check_q <= pad_check1; from_tap_q <= from_tap1; waddr_q <= waddr1;
       iy_q <= iy_d; ix_q <= ix_d;
       nha_q <= nh_a; ya_q <= ya; xa_q <= xa; wa_q <= wa; sa_q <= sa;
       base_a_q <= base_a; add_a_q <= add_a; wide_a_q <= wide_a; align_a_q <= align_a;
@@ -254,7 +262,7 @@ module address_generator #(
       base_b_q <= base_b; add_b_q <= add_b; zero_b_q <= zero_b;
       // P2: the weight row and the padding check, from P1's registers
       t = tag_q[0 +: TW];
-      t.waddr = tap_q * tap_mult_q;
+      t.waddr = waddr_q;
       tag_q[TW +: TW] <= t;
       beats_q[24 +: 24] <= beats_q[0 +: 24]; fill_q[8 +: 8] <= fill_q[0 +: 8];
       pad_q[1] <= pad_check_q && !(iy_q >= 0 && ix_q >= 0 && iy_q < (32'(d.in_h) << up) && ix_q < (32'(d.in_w) << up));
@@ -289,6 +297,8 @@ module address_generator #(
     end else if (ag_start) begin
       nest_active <= 1'b1;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
+      y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x); ky_off <= '0; kx_off <= '0; tap_row <= '0;
+      n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
     end else if (win && issue && res_due) begin
       if (res_x != conv_w_last) res_x <= res_x + 16'd1;
@@ -307,27 +317,39 @@ module address_generator #(
     end else if (win && nest_active && w_loaded && !res_due) begin     // the image is issued: the next one
       ag_y <= '0;
       res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
-      if (ag_n != n_last) ag_n <= ag_n + 16'd1;
-      else nest_active <= 1'b0;
+      if (ag_n != n_last) begin
+        ag_n <= ag_n + 16'd1;
+        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
+      end else nest_active <= 1'b0;
     end else if (issue) begin
       if (!ag_ph && !last_tap) begin
-        if (ag_kx == kx_last) begin ag_kx <= '0; ag_ky <= ag_ky + 8'd1; end
-        else ag_kx <= ag_kx + 8'd1;
+        if (ag_kx == kx_last) begin
+          ag_kx <= '0; kx_off <= '0;
+          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y);
+        end else begin
+          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x);
+        end
+        tap_row <= tap_row + tap_rows;
       end else if (!ag_ph && has_ph1) begin
         ag_ph <= 1'b1;
       end else begin
-        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0;
+        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
         if (ag_c != c_last) ag_c <= ag_c + 16'd1;
         else begin
           ag_c <= '0;
-          if (ag_x != x_last) ag_x <= ag_x + 16'd1;
-          else begin
-            ag_x <= '0;
-            if (ag_y != y_last) ag_y <= ag_y + 16'd1;
-            else begin
-              ag_y <= '0;
-              if (ag_n != n_last) ag_n <= ag_n + 16'd1;
-              else nest_active <= 1'b0;
+          if (ag_x != x_last) begin
+            ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x);
+          end else begin
+            ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x);
+            if (ag_y != y_last) begin
+              ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y);
+            end else begin
+              ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y);
+              if (ag_n != n_last) begin
+                ag_n <= ag_n + 16'd1;
+                n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
+                n_out_h <= n_out_h + 32'(d.out_h);
+              end else nest_active <= 1'b0;
             end
           end
         end

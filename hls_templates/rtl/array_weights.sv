@@ -55,12 +55,25 @@ module array_weights #(
     .clk, .we, .wbank, .wrow, .wlane, .wdata, .rbank, .re, .rrow(raddr), .rdata(row));
   assign rdata = row[DW-1:0];
 
-  wire [7:0] taps = phases == 8'd2 ? (d.kw - {7'd0, dw_phase} + 8'd1) >> 1 : d.kw;
+  // the array rows past a kernel row's taps, for each stride phase: per layer, in registers, so the weights'
+  // way into the DSPs holds a phase select, not the descriptor's decode
+  logic [RD-1:0] past0_q, past1_q;
+  logic dw_q;
+  always_ff @(posedge clk) begin
+    logic [7:0] taps0, taps1;
+    taps0 = phases == 8'd2 ? (d.kw + 8'd1) >> 1 : d.kw;
+    taps1 = phases == 8'd2 ? d.kw >> 1 : d.kw;
+    for (int e = 0; e < RD; e++) begin
+      past0_q[e] <= 8'(e) >= taps0;
+      past1_q[e] <= 8'(e) >= taps1;
+    end
+    dw_q <= dw;
+  end
   always_comb begin
     array_w = row;
     if (win_rows) begin
-      for (int e = 0; e < RD; e++) if (8'(e) >= taps) array_w[e*DW +: DW] = '0;
-    end else if (win && dw) begin
+      for (int e = 0; e < RD; e++) if (dw_phase ? past1_q[e] : past0_q[e]) array_w[e*DW +: DW] = '0;
+    end else if (win && dw_q) begin
       array_w = '0;
       for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = row[8*r +: 8];
     end

@@ -4,6 +4,7 @@ engine_pkg.sv
 sync_fifo.sv
 residual_queue.sv
 mac_pair.sv
+dsp_mult.sv
 axi_run_reader.sv
 axi_beat_writer.sv
 axil_control.sv

@@ -84,11 +84,19 @@ module engine_core #(
   logic [63:0] cycle_count;
   // two banks of tile parameters and weights: the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
-  // tiles in the running group, and in the one after it (1 but for window layers that take several)
-  logic [15:0] gsz_cur, gsz_next;
-  always_comb begin
-    gsz_cur = tiles - tile < 16'(group_max) ? tiles - tile : 16'(group_max);
-    gsz_next = tiles - tile - gsz_cur < 16'(group_max) ? tiles - tile - gsz_cur : 16'(group_max);
+  // tiles in the running group, and in the one after it (1 but for window layers that take several); in
+  // registers over three stages after `tile` or `tiles` moves, which S_TILE waits out (`gs_ready`)
+  logic [15:0] gsz_cur, gsz_next, left_q, rest_q, next_tile;
+  logic more_tiles;                            // a group follows the running one in the layer
+  logic [1:0] gs_age;
+  wire gs_ready = gs_age == 2'd3;
+  always_ff @(posedge clk) begin
+    left_q <= tiles - tile;
+    gsz_cur <= left_q < 16'(group_max) ? left_q : 16'(group_max);
+    rest_q <= left_q < 16'(group_max) ? 16'd0 : left_q - 16'(group_max);
+    more_tiles <= left_q > 16'(group_max);
+    gsz_next <= rest_q < 16'(group_max) ? rest_q : 16'(group_max);
+    next_tile <= tile + gsz_cur;
   end
 
   // ---- constant-port reads: one run at a time, collected into cbuf or written to the weight RAM -------
@@ -261,7 +269,7 @@ module engine_core #(
   assign item_x = win ? wc_x : mac_x;
   logic [TW-1:0] item_tile, wc_tile;
   assign item_tile = win ? wc_tile : '0;
-  sync_fifo #(.W(ITEMW), .DEPTH(16)) epi_fifo (
+  sync_fifo #(.W(ITEMW), .DEPTH(16), .OUT_REG(1'b1)) epi_fifo (
     .clk, .rst_n, .push(item_valid),
     .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
     .pop(epi_pop), .dout(epi_dout), .empty(epi_empty), .count(epi_count));
@@ -278,7 +286,7 @@ module engine_core #(
   logic [TW-1:0] e_in_tile;
   assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x, e_in_tile} = epi_dout;
   logic epi_ready;
-  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B)) epi (
+  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B), .PRIMITIVE(PACK)) epi (
     .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .nmult(nmult_bits), .lut_we1, .lut_we2,
     .lut_waddr(cb_idx[$clog2(256 / B)-1:0]), .lut_wdata(cb_data),
     .in_ready(epi_ready), .in_valid(epi_pop), .in_tile(e_in_tile), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),
@@ -308,7 +316,7 @@ module engine_core #(
   assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_room_epi);
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
-  sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH)) wq (
+  sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH), .OUT_REG(1'b1)) wq (
     .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout), .empty(wq_empty),
     .count(wq_count));
 
@@ -348,11 +356,12 @@ module engine_core #(
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
       pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
-      error_layer <= '0; layer <= '0; c_off <= '0;
+      error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0;
     end else begin
       ap_done <= 1'b0;
       ag_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
+      if (gs_age != 2'd3) gs_age <= gs_age + 2'd1;
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
         c_off <= c_want_off;
@@ -382,9 +391,9 @@ module engine_core #(
         endcase
       end
       // a tile starts: prefetch the next one of the layer
-      if (ag_start && (is_conv || is_gap) && tile + gsz_cur < tiles) begin
+      if (ag_start && (is_conv || is_gap) && more_tiles) begin
         pf_st <= is_conv ? PF_BIAS : PF_RQ;
-        pf_tile <= tile + gsz_cur;
+        pf_tile <= next_tile;
         pf_g <= gsz_next;
       end
       if (main_collecting && c_done) begin    // every beat is in: take them next cycle
@@ -416,6 +425,7 @@ module engine_core #(
         S_DECODE: st <= S_CHECK;            // the decoded descriptor's registers take it this cycle
         S_CHECK: begin
           tile <= '0;
+          gs_age <= '0;
           tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
           nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
           if (!layer_fits) begin
@@ -428,7 +438,7 @@ module engine_core #(
         end
         S_LUT1: if (!need_lut1) st <= S_LUT2;
         S_LUT2: if (!need_lut2) st <= S_TILE;
-        S_TILE: if (pf_st == PF_IDLE && !pf_take) begin      // a prefetch still loading is waited for
+        S_TILE: if (pf_st == PF_IDLE && !pf_take && gs_ready) begin     // a prefetch still loading is waited for
           c0 <= is_conv && !dw ? tile << RSH : tile << VSH;
           if (pf_ready) begin                  // prefetched while the last tile ran: switch banks and go
             pf_ready <= 1'b0;
@@ -449,8 +459,9 @@ module engine_core #(
         S_RUN: if (!ag_start && !ag_active) st <= S_DRAIN;
         S_DRAIN: if (drained) st <= S_NEXT;
         S_NEXT: begin
-          if (tile + gsz_cur < tiles) begin
-            tile <= tile + gsz_cur;
+          if (more_tiles) begin
+            tile <= next_tile;
+            gs_age <= '0;
             st <= S_TILE;
           end else if (layer + 32'd1 < layers) begin
             layer <= layer + 32'd1;

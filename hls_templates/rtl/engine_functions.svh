@@ -1,31 +1,35 @@
 // The integer arithmetic of fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine),
 // `include`d inside each module that needs it. Tensor addresses are pixel_address.sv's.
 
-  // v >>> s saturated to int8, the saturation decided beside the shift rather than after it: v >>> s is above 127
-  // exactly when v >= hi = 128 * 2^s and below -128 when v < lo = -128 * 2^s (bounds a caller may keep in registers)
-  function automatic logic signed [7:0] shift_sat8_within(input logic signed [63:0] v, input logic [7:0] s,
-                                                          input logic signed [63:0] hi, input logic signed [63:0] lo);
-    if (v >= hi) shift_sat8_within = 8'sd127;
-    else if (v < lo) shift_sat8_within = -8'sd128;
-    else shift_sat8_within = 8'(v >>> s);
+  // v >>> s saturated to int8 over two pipeline stages, for the epilogue's 52-bit sums and s < 52:
+  // shift_sat8_parts shifts and reduces the bits above the result's eight (7..51) in groups of six, whether any is
+  // one and whether all are; shift_sat8_finish ends the reduction: in range where they are all zero or all one
+  // (v >>> s > 127 exactly when v >= 128 * 2^s), else the bound on the sign's side. No comparison against shifted
+  // bounds, whose carry chain would be as long as v, sits in the path.
+  function automatic logic [24:0] shift_sat8_parts(input logic signed [51:0] v, input logic [5:0] s);
+    logic signed [51:0] q;
+    logic [7:0] any_one, all_one;
+    q = v >>> s;
+    for (int g = 0; g < 8; g++) begin
+      any_one[g] = 1'b0;
+      all_one[g] = 1'b1;
+      for (int k = 0; k < 6; k++)
+        if (7 + 6 * g + k <= 51) begin
+          any_one[g] = any_one[g] | q[7 + 6 * g + k];
+          all_one[g] = all_one[g] & q[7 + 6 * g + k];
+        end
+    end
+    shift_sat8_parts = {q[51], q[7:0], any_one, all_one};
   endfunction
 
-  // the same with the bounds computed; from s = 56 on, v >>> s of a 64-bit v is in range
-  function automatic logic signed [7:0] shift_sat8(input logic signed [63:0] v, input logic [7:0] s);
-    shift_sat8 = s < 8'd56 ? shift_sat8_within(v, s, 64'sd128 <<< s, -(64'sd128 <<< s)) : 8'(v >>> s);
+  function automatic logic signed [7:0] shift_sat8_finish(input logic [24:0] parts);
+    logic sign;
+    logic [7:0] low, any_one, all_one;
+    {sign, low, any_one, all_one} = parts;
+    if (any_one == '0 || all_one == '1) shift_sat8_finish = low;
+    else shift_sat8_finish = sign ? -8'sd128 : 8'sd127;
   endfunction
 
-  // 2^(s-1), 0 for s = 0: what a rounding shift adds before it shifts
-  function automatic logic signed [63:0] round_half(input logic [7:0] s);
-    round_half = s == 8'd0 ? 64'sd0 : 64'sd1 <<< (s - 8'd1);
-  endfunction
-
-  // (v + 2^(s-1)) >> s, arithmetic; s = 0 leaves v: round half towards +infinity. The epilogue's requantisation,
-  // saturate(shift_round(x * m + y * n, s)) (y = 0 but for ADD), is this over three of its pipeline stages: the
-  // product, + round_half, shift_sat8.
-  function automatic logic signed [63:0] shift_round(input logic signed [63:0] v, input logic [7:0] s);
-    shift_round = (v + round_half(s)) >>> s;
-  endfunction
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,
                                                input logic signed [7:0] hi);

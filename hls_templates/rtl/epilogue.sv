@@ -1,24 +1,34 @@
 // Epilogue: EPI_LATENCY pipelined stages per pixel result of G lanes, one result accepted per cycle.
-//   S0 operands   pick the product and shift of each lane: a conv or GAP accumulator by its requantisation
+//   S0  operands  pick the product and shift of each lane: a conv or GAP accumulator by its requantisation
 //                 multiplier (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value
 //                 or ADD's two operands
-//   S1 product    x * m + y * n (DSP48)
-//   S2 round      + 2^(shift-1)
-//   S3 shift      >>> shift, saturate to int8
-//   S4 act1       clamp or table (a conv's or ADD's first activation) -> E1
-//   S5 residual   a conv's residual rescale: e1 * ma, b * mb (two 8x18 products)
-//   S6 sum        + half
-//   S7 shift      >>> res_shift, saturate
-//   S8 act2       clamp or table -> the result
-// Each stage is one of the steps the old two-stage epilogue chained in a cycle (requantise, round, saturate,
-// table) so the arithmetic, and so every result, is the same; the split is what lets it meet the board clock.
+//   S1  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
+//                 the rounding half added in the DSP of its half, and y * n: each a DSP48E2 with its operand (S0),
+//                 multiplier (S1) and output (S2) registers (dsp_mult.sv)
+//   S3  sums      the two halves
+//   S4  round     + y * n
+//   S5  shift     >>> shift, the bits above the result's reduced in groups
+//   S6  saturate  to int8 (0 from a shift of 49 on)
+//   S7  act1      clamp or table (a conv's or ADD's first activation) -> E1
+//   S8  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1), b * mb (two 8 x 18 products on DSP48E2s,
+//                 operands S7, products S8, outputs S9)
+//   S10 sum       their sum
+//   S11 shift     >>> res_shift, reduced in groups
+//   S12 saturate  (0 from a shift of 48 on)
+//   S13 act2      clamp or table -> the result
+// Each stage is one of the steps the first epilogue chained in a cycle (requantise, round, saturate, table), the
+// products split where a DSP48E2 takes them, so the arithmetic, and so every result, is the same; the split is
+// what lets it meet the board clock. The sums are 52 bits, not 64: every multiplier is below 2^17 (ABI v2), so
+// |x * m + y * n| < 2^48, and from a shift of 49 on the rounded result is 0 (the program check refuses shifts past
+// 62, which 64 bits would treat otherwise).
 // Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
 import engine_pkg::*;
 
 module epilogue #(
   parameter int V = 16,
   parameter int G = 16,            // lanes: max(PE rows, V)
-  parameter int TB = 16            // activation-table entries per constant beat
+  parameter int TB = 16,           // activation-table entries per constant beat
+  parameter bit PRIMITIVE = 1'b1   // products on DSP48E2 instances (dsp_mult.sv)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -77,39 +87,56 @@ module epilogue #(
   assign out_valid = valid_q[L-1];
   assign {out_oaddr, out_n, out_y, out_x} = meta_q[(L-1)*MW +: MW];
   assign busy = |valid_q;
-  // The residual rescale saturate(round((a * ma + b * mb) >> s)) over three stages: the two products (S5), their
-  // sum + 2^(s-1) (S6), the shift saturated as shift_sat8 does (S7; 0 from s = 48 on). The sum needs 27 bits; at 48
-  // bits the rounding shift is exact for every shift (from 27 on the result is 0), so the adders and shifter are 48
-  // bits wide, not 64. Its rounding half and saturation bounds are the layer's constants, in registers
-  // over two stages (the shift's decode, then the constants), as they have the cycles before the layer's first result
+  // The residual rescale saturate(round((a * ma + b * mb) >> s)): the two products, one of them with the rounding
+  // half added in its DSP (S8, S9), their sum (S10), the shift saturated (S11, S12; 0 from s = 48 on). The sum needs 27
+  // bits; at 48 bits the rounding shift is exact for every shift (from 27 on the result is 0), so the adder and
+  // shifter are 48 bits wide, not 64. The rounding half is the layer's constant, in registers over two stages
+  // (the shift's decode, then the half), as it has the cycles before the layer's first result
   logic signed [47:0] res_half_q;
-  logic signed [63:0] res_hi_q, res_lo_q;
   logic res_zero_q, res_whole_q;
   logic [5:0] res_s_q;
+  logic signed [17:0] res_ma_q, res_mb_q;
   always_ff @(posedge clk) begin
     res_s_q <= d.res_shift[5:0];
     res_zero_q <= d.res_shift > 8'd47;                  // from 48 on the result is 0 (residual_half's range)
     res_whole_q <= d.res_shift == 8'd0;
     res_half_q <= res_zero_q || res_whole_q ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
-    res_hi_q <= 64'sd128 <<< res_s_q;                   // used while res_shift < 48 only
-    res_lo_q <= -64'sd128 <<< res_s_q;
+    res_ma_q <= $signed(d.res_mult_a[17:0]);
+    res_mb_q <= $signed(d.res_mult_b[17:0]);
   end
 
   for (genvar i = 0; i < G; i++) begin : lane
-    // S0: operands
-    logic signed [31:0] x_q;
-    logic signed [17:0] m_q;
-    logic signed [7:0]  y_q;
-    logic [3*8-1:0]     sh_q;              // the shift at S0..S2 (S k's at [8*k +: 8])
-    logic [4*8-1:0]     a_q;               // the pass-through operand at S0..S3
-    logic [5*8-1:0]     b_q;               // the residual operand at S0..S4
-    // S1..S3: requantisation; S4: E1
-    logic signed [63:0] p_q, r_q;
+    // S0: operands, in the DSPs' input registers
+    logic signed [31:0] x_d;
+    logic signed [17:0] m_d;
+    logic signed [7:0]  y_d;
+    logic [5*8-1:0]     sh_q;              // the shift at S0..S4 (S k's at [8*k +: 8])
+    logic [7*8-1:0]     a_q;               // the pass-through operand at S0..S6
+    logic [7*8-1:0]     b_q;               // the residual operand at S0..S6
+    // S1..S6: requantisation; S7: E1
+    logic signed [35:0] lo_p;              // x[16:0] * m + (the rounding half below 2^17)
+    logic signed [33:0] hi_p;              // x[31:17] * m + (the rounding half from 2^17 on) / 2^17
+    logic signed [25:0] yn_p, yn_q;        // y * n
+    logic signed [35:0] half_lo;
+    logic signed [33:0] half_hi;
+    logic [4:0] lo_idx_q, hi_idx_q;        // the rounding half's bit in either half of x, at S1
+    logic lo_v_q, hi_v_q;
+    logic signed [50:0] xm_q;
+    logic signed [51:0] r_q;
+    logic [24:0] p1_q, p2_q;               // the saturating shifts' first halves
+    logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_q, e1_q;
-    // S5..S8: residual; the result
-    logic signed [25:0] ta_q, tb_q;
+    // S8..S13: residual; the result
+    logic signed [7:0]  e1_d, b6;
+    logic signed [17:0] x_lo;
+    logic signed [14:0] x_hi;
+    assign x_lo = {1'b0, x_d[16:0]};
+    assign x_hi = x_d[31:17];
+    assign b6 = b_q[55:48];
+    logic signed [47:0] ta_p;              // e1 * ma + 2^(res_shift-1)
+    logic signed [25:0] tb_p;              // b * mb
     logic signed [47:0] t_q;
-    logic signed [7:0]  pass5_q, pass6_q, q2_q, q_q;
+    logic signed [7:0]  pass8_q, pass9_q, pass10_q, pass11_q, q2_q, q_q;
     logic [7:0] t1, t2;
     logic signed [7:0] a_lane;             // the first operand: lanes past VEC have none
     if (i < V) begin : g_a
@@ -118,36 +145,63 @@ module epilogue #(
       assign a_lane = 8'sd0;
     end
 
-    always_ff @(posedge clk) begin
+    always_comb begin
       logic signed [7:0] a8, b8;
       logic signed [9:0] g10;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
       logic signed [17:0] g18;
-      logic signed [31:0] x32;
       a8 = a_lane;
       b8 = in_b[8*i +: 8];
       g10 = 10'(b8) + $signed({2'b00, d.res_mult_b[7:0]});
       g18 = a8 * g10;
-      x32 = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
-      x_q <= x32;
+      x_d = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
-      m_q <= prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
-             : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
-      y_q <= d.op == OP_ADD ? b8 : 8'sd0;
-      sh_q <= {sh_q[15:0], per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift};
-      a_q <= {a_q[23:0], a8};
-      b_q <= {b_q[31:0], b8};
-      p_q <= 64'(x_q) * 64'(m_q) + 64'(y_q) * 64'($signed(d.res_mult_b[17:0]));        // S1
-      r_q <= p_q + round_half(sh_q[15:8]);                                                   // S2
-      q1_q <= shift_sat8(r_q, sh_q[23:16]);                                               // S3
-      e1_q <= act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[31:24]);    // S4
-      ta_q <= 26'(e1_q) * 26'($signed(d.res_mult_a[17:0]));                               // S5
-      tb_q <= 26'($signed(b_q[39:32])) * 26'($signed(d.res_mult_b[17:0]));
-      pass5_q <= e1_q;
-      t_q <= 48'(ta_q) + 48'(tb_q) + res_half_q;                                          // S6
-      pass6_q <= pass5_q;
-      q2_q <= !has_res ? pass6_q : res_zero_q ? 8'sd0                                          // S7
-              : shift_sat8_within(64'(t_q), 8'(res_s_q), res_hi_q, res_lo_q);
-      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S8
+      m_d = prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+            : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
+      y_d = d.op == OP_ADD ? b8 : 8'sd0;
+      e1_d = act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[55:48]);
+    end
+    // S0-S2 (S7-S9): the products in DSP48E2s, operand, product and output registers; the rounding half of the
+    // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S1
+    always_ff @(posedge clk) begin
+      lo_v_q <= sh_q[7:0] >= 8'd1 && sh_q[7:0] <= 8'd17;
+      hi_v_q <= sh_q[7:0] >= 8'd18 && sh_q[7:0] <= 8'd48;
+      lo_idx_q <= 5'(sh_q[7:0] - 8'd1);
+      hi_idx_q <= 5'(sh_q[7:0] - 8'd18);
+    end
+    always_comb begin
+      for (int k = 0; k < 36; k++) half_lo[k] = lo_v_q && 32'(lo_idx_q) == k;
+      for (int k = 0; k < 34; k++) half_hi[k] = hi_v_q && 32'(hi_idx_q) == k;
+    end
+    dsp_mult #(.AW(18), .BW(18), .PW(36), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) lo_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(x_lo), .b_i(m_d), .c_i(half_lo), .p_o(lo_p));
+    dsp_mult #(.AW(15), .BW(18), .PW(34), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) hi_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(x_hi), .b_i(m_d), .c_i(half_hi), .p_o(hi_p));
+    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) yn_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(yn_p));
+    dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(e1_d), .b_i(res_ma_q), .c_i(res_half_q), .p_o(ta_p));
+    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) tb_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(b6), .b_i(res_mb_q), .c_i('0), .p_o(tb_p));
+
+    always_ff @(posedge clk) begin
+      sh_q <= {sh_q[31:0], per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift};
+      a_q <= {a_q[47:0], a_lane};
+      b_q <= {b_q[47:0], in_b[8*i +: 8]};
+      xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S3
+      yn_q <= yn_p;
+      r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S4
+      p1_q <= shift_sat8_parts(r_q, sh_q[37:32]);                                         // S5
+      z1_q <= sh_q[39:32] > 8'd48;
+      q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S6
+      e1_q <= e1_d;                                                                       // S7
+      pass8_q <= e1_q;                                                                    // S8
+      pass9_q <= pass8_q;                                                                 // S9
+      t_q <= ta_p + 48'(tb_p);                                                            // S10
+      pass10_q <= pass9_q;
+      p2_q <= shift_sat8_parts(52'(t_q), res_s_q);                                        // S11
+      pass11_q <= pass10_q;
+      q2_q <= !has_res ? pass11_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S12
+      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S13
     end
     assign out_q[8*i +: 8] = q_q;
 

@@ -49,9 +49,10 @@ module mac_stage #(
   `include "rsqrt_rom.svh"
 
   // (K, sh) of an L2NORM pixel from its sum of squares (l2norm_factor in fpga_runtime/abi.py), over L2_STAGES
-  // cycles after the sum: leading zeros and normalise, the reciprocal-square-root ROM, the multiply and round.
-  // The pixel's scaled beats, which read the factor, are held back at the input for as long.
-  localparam int L2_STAGES = 3;
+  // cycles after the sum: leading zeros, normalise, the reciprocal-square-root ROM, the multiply (a DSP48E2
+  // with its multiplier and output registers), round. The pixel's scaled beats, which read the factor, are held
+  // back at the input for as long.
+  localparam int L2_STAGES = 6;
   function automatic logic [5:0] even_leading_zeros(input logic [31:0] ss);
     logic [5:0] z;
     z = 6'd0;
@@ -60,13 +61,13 @@ module mac_stage #(
   endfunction
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
-  logic [1:0] l2_hold_q;                   // cycles the factor of the pixel just summed still takes
-  assign ab_ready = room && l2_hold_q == 2'd0;
+  logic [2:0] l2_hold_q;                   // cycles the factor of the pixel just summed still takes
+  assign ab_ready = room && l2_hold_q == 3'd0;
   wire ab_fire = ab_valid && ab_ready;
   always_ff @(posedge clk) begin
     if (!rst_n) l2_hold_q <= '0;
-    else if (ab_fire && l2 && ab_tag.kind == K_GAP && ab_last) l2_hold_q <= 2'(L2_STAGES);
-    else if (l2_hold_q != 2'd0) l2_hold_q <= l2_hold_q - 2'd1;
+    else if (ab_fire && l2 && ab_tag.kind == K_GAP && ab_last) l2_hold_q <= 3'(L2_STAGES);
+    else if (l2_hold_q != 3'd0) l2_hold_q <= l2_hold_q - 3'd1;
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
@@ -188,27 +189,37 @@ module mac_stage #(
   end
   // an L2NORM pixel's factor, from the last beat of its sum: ready for its scaled beats, which follow
   logic [39:0] l2_ksh;
-  logic [31:0] l2_ss_q;
+  logic [31:0] l2_ss_q, l2_ss2_q;
   logic [9:0] l2_u_q;                      // the normalised sum's top bits: the ROM's index
-  logic [5:0] l2_z_q, l2_z2_q;
-  logic l2_zero_q, l2_zero2_q;
-  logic [31:0] l2_rom_q;
+  logic [5:0] l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q;
+  logic l2_zero_q, l2_zero2_q, l2_zero3_q, l2_zero4_q, l2_zero5_q;
+  logic [22:0] l2_rom;
+  assign l2_rom = rsqrt_rom(l2_u_q);
+  logic signed [41:0] l2_p;                // T[i] * mult
+  logic signed [23:0] l2_a;
+  logic signed [17:0] l2_b;
+  assign l2_a = {1'b0, l2_rom};
+  assign l2_b = l2_mult[17:0];
+  // T[i] * mult on a DSP48E2 (operand, product and output registers): the ROM's word goes into its A register
+  dsp_mult #(.AW(24), .BW(18), .PW(42), .PRIMITIVE(PACK)) l2_product (
+    .clk_i(clk), .en_i(1'b1), .a_i(l2_a), .b_i(l2_b), .c_i('0),
+    .p_o(l2_p));
   always_ff @(posedge clk) begin
-    logic signed [63:0] k;
+    logic signed [41:0] k;
     if (c2_valid) begin
       for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
       res <= res_next;
       abuf <= abuf_next;
       if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ss_q <= acc_next[0];
     end
-    l2_z_q <= even_leading_zeros(l2_ss_q);
-    l2_u_q <= 10'((l2_ss_q << even_leading_zeros(l2_ss_q)) >> 22);
+    l2_z_q <= even_leading_zeros(l2_ss_q);                                   // 1
+    l2_ss2_q <= l2_ss_q;
     l2_zero_q <= l2_ss_q == 32'd0;
-    l2_rom_q <= 32'(rsqrt_rom(l2_u_q));
-    l2_z2_q <= l2_z_q;
-    l2_zero2_q <= l2_zero_q;
-    k = shift_round(64'(l2_rom_q) * 64'($signed(l2_mult[17:0])), 8'd23);
-    l2_ksh <= l2_zero2_q ? 40'd0 : {8'(l2_shift + 8'd14 - 8'(l2_z2_q >> 1)), k[31:0]};
+    l2_u_q <= 10'((l2_ss2_q << l2_z_q) >> 22);                               // 2; the ROM and A: 3, M: 4, P: 5
+    {l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q} <= {l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q};
+    {l2_zero2_q, l2_zero3_q, l2_zero4_q, l2_zero5_q} <= {l2_zero_q, l2_zero2_q, l2_zero3_q, l2_zero4_q};
+    k = (l2_p + 42'sd4194304) >>> 23;                                         // 6: round(T[i] * mult / 2^23)
+    l2_ksh <= l2_zero5_q ? 40'd0 : {8'(l2_shift + 8'd14 - 8'(l2_z5_q >> 1)), k[31:0]};
   end
   always_comb begin
     item_valid = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));

@@ -33,6 +33,8 @@ module perf_counters (
       end
     end
   end
-  assign counters = {act_bytes_written - base_act_wr, const_bytes_read - base_const, act_bytes_read - base_act_rd,
-                     n_drain, n_out, n_wt, n_in, n_mac, clock};
+  // registered, a cycle behind the counts: the register map's read mux starts from flip-flops, not subtractors
+  always_ff @(posedge clk)
+    counters <= {act_bytes_written - base_act_wr, const_bytes_read - base_const, act_bytes_read - base_act_rd,
+                 n_drain, n_out, n_wt, n_in, n_mac, clock};
 endmodule

@@ -53,7 +53,8 @@ module pool_unit #(
   logic [5:0] rq_count;
   logic [G*8-1:0] rq_q;
   logic [15:0] rq_n, rq_y, rq_x;
-  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH)) rq (
+  // the queue's head in a register: the ring's write, and the rows it completes, start from flip-flops
+  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH), .OUT_REG(1'b1)) rq (
     .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
     .empty(rq_empty), .count(rq_count));
   assign {rq_q, rq_n, rq_y, rq_x} = rq_dout;
@@ -98,8 +99,15 @@ module pool_unit #(
   endfunction
   wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t), first_next = em_first + 32'(d.pool_sh);
   wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
-  wire em_can_row = em_busy || (has_pool && !em_done && 32'(rows_done) >= need_rows);
+  // the conv rows a pooled row needs are in: a cycle old, and cleared for the cycle its rows change (rows_done
+  // only grows in between, so a cycle old is only a cycle cautious)
+  logic rows_in_q;
+  wire em_can_row = em_busy || (has_pool && !em_done && rows_in_q);
   wire em_step = has_pool && !em_done && em_can_row && out_room;
+  wire em_row_end = em_step && em_kx == kw_last_q && em_ky == kh_last_q && em_px == w_last_q;
+  always_ff @(posedge clk)
+    if (!rst_n || start || em_row_end) rows_in_q <= 1'b0;
+    else rows_in_q <= 32'(rows_done) >= need_rows;
   always_comb begin
     er_y = em_first + 32'(em_ky);
     er_x = em_left + 32'(em_kx);

@@ -1,8 +1,8 @@
 // A fused residual's operands on their way to the epilogue: they come down the activation stream as beats,
-// wait in a queue of DEPTH beats, and leave as whole pixels (BEATS beats each) from a register. The pixel
-// out and its valid flag are registers, so the window path's drain, and through it the array's advance,
-// tests no queue pointer. A collector gathers the next pixel while the current one waits, so a pixel still
-// leaves every BEATS cycles.
+// wait in a queue of DEPTH beats, and leave as whole pixels (BEATS beats each) from a register. The pixel out,
+// its valid flag and the queue's ready are registers, so neither the window path's drain (and through it the
+// array's advance) nor the activation stream's ready tests a queue pointer. A collector gathers the next pixel
+// while the current one waits, so a pixel still leaves every BEATS cycles.
 module residual_queue #(
   parameter int DW = 128,          // beat bits
   parameter int BEATS = 1,         // beats of a pixel
@@ -25,7 +25,12 @@ module residual_queue #(
   sync_fifo #(.W(DW), .DEPTH(DEPTH)) beats (
     .clk(clk_i), .rst_n(rst_ni), .push(push_i && ready_o), .din(data_i), .pop(q_pop), .dout(q_head),
     .empty(q_empty), .count(q_count));
-  assign ready_o = 32'(q_count) != 32'(DEPTH);
+  // a register, as the activation stream's ready (and through it the reader's output enables) reads it: set
+  // from the fill the cycle's push and pop leave
+  always_ff @(posedge clk_i)
+    if (!rst_ni) ready_o <= 1'b1;
+    else if (push_i && ready_o && !q_pop) ready_o <= 32'(q_count) != 32'(DEPTH - 1);
+    else if (q_pop && !(push_i && ready_o)) ready_o <= 1'b1;
 
   logic [DW-1:0] coll_q[BEATS];
   logic [CW-1:0] count_q;                        // beats collected

@@ -10,7 +10,8 @@ module sliced_epilogue #(
   parameter int G = 16,
   parameter int E = 16,             // lanes per pass; divides G
   parameter int PM = 1,             // tiles whose parameters come in (an item names its tile)
-  parameter int TB = 16             // activation-table entries per constant beat
+  parameter int TB = 16,            // activation-table entries per constant beat
+  parameter bit PRIMITIVE = 1'b1    // products on DSP48E2 instances (dsp_mult.sv)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -41,7 +42,7 @@ module sliced_epilogue #(
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
-    epilogue #(.V(V), .G(G), .TB(TB)) lanes (
+    epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE)) lanes (
       .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]),
       .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
@@ -68,7 +69,7 @@ module sliced_epilogue #(
 
     assign in_ready = !active || k == KW'(P - 1);
 
-    epilogue #(.V(E), .G(E), .TB(TB)) lanes (
+    epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE)) lanes (
       .clk, .rst_n, .desc, .mult(mult[32*(G*tile + E*k) +: 32*E]), .shift(shift[8*(G*tile + E*k) +: 8*E]),
       .nmult(nmult[18*(G*tile + E*k) +: 18*E]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,

@@ -138,12 +138,15 @@ module window_conv #(
   logic [WAW-1:0] wrow;
   logic signed [31:0] img_base, row0, col0;     // first input row of the image; y * S - pad_t; x0 * S - pad_l
   logic signed [31:0] last_q;                    // row0 + kh - 1: the last input row the output row reads
-  logic signed [31:0] need_q;                    // img_base + min(last_q, in_h - 1): loaded before the row starts
+  logic signed [31:0] near_q;                    // min(last_q, in_h - 1)
+  logic signed [31:0] need_q;                    // img_base + near_q: loaded before the row starts
+  logic [31:0] nh_q;                             // the image times the output's rows (the group's address)
   logic signed [31:0] first_last_q, in_h_last_q; // per layer: kh - 1 - pad_t; in_h - 1
-  logic adv;                                     // the pipeline moves this cycle
+  logic adv;                                     // the pipeline moves this cycle (a register)
 
   logic signed [31:0] iy, ix0, lowest;
-  logic ready_rows, t0_fire;
+  logic ready_q, t0_fire;
+  logic [1:0] settle_q;                          // cycles until need_q holds the current row's need
   logic [P-1:0] t0_mask;
   logic [PB-1:0] t0_rot;
   logic [2:0] t0_slot;
@@ -165,9 +168,8 @@ module window_conv #(
     end
     lowest = img_base + (row0 > 0 ? row0 : 32'sd0);
   end
-  assign ready_rows = $signed({1'b0, rows_loaded}) > 33'(need_q);
-  assign t0_fire = active && ready_rows && adv;
-  assign wait_input = active && !ready_rows;
+  assign t0_fire = active && ready_q && adv;
+  assign wait_input = active && !ready_q;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
 
@@ -185,80 +187,98 @@ module window_conv #(
     x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
     m_last_q <= TW'(group_tiles - 8'd1);
   end
-  // where the step is in its loops, as flags kept beside the counters (each set from the counter's next value),
-  // so the step's advance decides from registers what it resets and what it counts
+  // where the step is in its loops, as flags kept beside the counters, each set by comparing the counter's
+  // next value, itself a register (`_nx`, the counter plus one), so the step's advance decides from registers
+  // what it resets and what it counts
   logic last_cb, last_kx, last_ky, last_tile, last_y, last_n, more_groups;
+  logic [15:0] cb_nx, y_nx, n_nx, x0_nx;
+  logic [7:0] kx_nx, ky_nx;
+  logic [TW-1:0] m_nx;
   wire last_step = last_cb && last_kx && last_ky;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
-  // the input row that must be in before an output row whose last input row is `last`, in the image at `base`
-  function automatic logic signed [31:0] row_needed(input logic signed [31:0] base, input logic signed [31:0] last);
-    row_needed = base + (last < in_h_last_q ? last : in_h_last_q);
-  endfunction
+  wire [31:0] oh_step = d.out_step == 8'd2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h);
+  // a new output row: the rows it needs are known two cycles later (near_q, need_q), so no step is issued
+  // before then; the first of its steps waits three cycles
+  wire row_change = t0_fire && last_step && last_tile && !(more_groups || (dw && !flush));
+  always_ff @(posedge clk) begin
+    near_q <= last_q < in_h_last_q ? last_q : in_h_last_q;
+    need_q <= img_base + near_q;
+    if (!rst_n || start || row_change) begin
+      ready_q <= 1'b0;
+      settle_q <= 2'd2;
+    end else begin
+      ready_q <= settle_q == 2'd0 && $signed({1'b0, rows_loaded}) > 33'(need_q);
+      if (settle_q != 2'd0) settle_q <= settle_q - 2'd1;
+    end
+  end
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       active <= 1'b0;
     end else if (start) begin
       active <= 1'b1;
       n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
+      n_nx <= 16'd1; y_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
       last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
       last_y <= y_last_q == 0; last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
-      img_base <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
+      img_base <= '0; nh_q <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
       last_q <= first_last_q;
-      need_q <= row_needed(32'sd0, first_last_q);
     end else if (t0_fire) begin
       if (!last_step || !last_tile) begin
         wrow <= wrow + WAW'(1);
         if (last_step) begin
-          m <= m + TW'(1);
-          last_tile <= m + TW'(1) == m_last_q;
+          m <= m_nx; m_nx <= m_nx + TW'(1);
+          last_tile <= m_nx == m_last_q;
         end
         if (!last_cb) begin
-          cb <= cb + 16'd1;
-          last_cb <= cb + 16'd1 == cb_last_q;
+          cb <= cb_nx; cb_nx <= cb_nx + 16'd1;
+          last_cb <= cb_nx == cb_last_q;
         end else begin
-          cb <= '0;
+          cb <= '0; cb_nx <= 16'd1;
           last_cb <= cb_last_q == 0;
           if (!last_kx) begin
-            kx <= kx + 8'd1;
-            last_kx <= kx + 8'd1 == kx_last_q;
+            kx <= kx_nx; kx_nx <= kx_nx + 8'd1;
+            last_kx <= kx_nx == kx_last_q;
           end else begin
-            kx <= '0;
+            kx <= '0; kx_nx <= 8'd1;
             last_kx <= kx_last_q == 0;
-            ky <= last_ky ? 8'd0 : ky + 8'd1;
-            last_ky <= last_ky ? ky_last_q == 0 : ky + 8'd1 == ky_last_q;
+            if (last_ky) begin
+              ky <= '0; ky_nx <= 8'd1;
+              last_ky <= ky_last_q == 0;
+            end else begin
+              ky <= ky_nx; ky_nx <= ky_nx + 8'd1;
+              last_ky <= ky_nx == ky_last_q;
+            end
           end
         end
       end else begin                       // the group is issued: the next group, row or image
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
+        cb_nx <= 16'd1; kx_nx <= 8'd1; ky_nx <= 8'd1; m_nx <= TW'(1);
         last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
         if (more_groups || (dw && !flush)) begin
           if (!more_groups) flush <= 1'b1;
-          x0 <= x0 + 16'(P);
-          more_groups <= 32'(x0) + 32'(P) < 32'(x_more_q);
+          x0 <= x0_nx; x0_nx <= x0_nx + 16'(P);
+          more_groups <= 32'(x0_nx) < 32'(x_more_q);
           col0 <= col0 + (32'(P) << s2);
         end else begin
           flush <= 1'b0;
-          x0 <= '0;
+          x0 <= '0; x0_nx <= 16'(P);
           more_groups <= x_more_q != 0;
           col0 <= 32'sd0 - 32'(d.pad_l);
           if (!last_y) begin
-            logic signed [31:0] nl;
-            nl = last_q + (32'sd1 << s2);
-            y <= y + 16'd1;
-            last_y <= y + 16'd1 == y_last_q;
+            y <= y_nx; y_nx <= y_nx + 16'd1;
+            last_y <= y_nx == y_last_q;
             row0 <= row0 + (32'sd1 << s2);
-            last_q <= nl;
-            need_q <= row_needed(img_base, nl);
+            last_q <= last_q + (32'sd1 << s2);
           end else begin
-            y <= '0;
+            y <= '0; y_nx <= 16'd1;
             last_y <= y_last_q == 0;
             row0 <= 32'sd0 - 32'(d.pad_t);
             img_base <= img_base + 32'(d.in_h);
+            nh_q <= nh_q + oh_step;
             last_q <= first_last_q;
-            need_q <= row_needed(img_base + 32'(d.in_h), first_last_q);
             if (!last_n) begin
-              n <= n + 16'd1;
-              last_n <= n + 16'd1 == n_last_q;
+              n <= n_nx; n_nx <= n_nx + 16'd1;
+              last_n <= n_nx == n_last_q;
             end else active <= 1'b0;
           end
         end
@@ -267,7 +287,7 @@ module window_conv #(
   end
 
   // ---- TA, TB: the step's window address ------------------------------------------------------------
-  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW;       // the step's fields carried to T1
+  localparam int FW = 4 + TW + PB + P + 3 * 16 + 32 + WAW;  // the step's fields carried to T1
   logic ta_valid, tb_valid;
   logic [FW-1:0] ta_f, tb_f;
   logic [2:0] ta_slot;
@@ -284,7 +304,7 @@ module window_conv #(
       ta_valid <= t0_fire; tb_valid <= ta_valid;
     end
     if (adv) begin
-      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, t0_wraddr};
+      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, nh_q, t0_wraddr};
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_jc <= t0_jc; ta_cb <= cb; ta_lowest <= lowest;
       tb_f <= ta_f;
       tb_part <= WA'((ta_slot[0] ? row_words : 32'd0) + (ta_slot[1] ? row_words << 1 : 32'd0)
@@ -298,8 +318,9 @@ module window_conv #(
   logic [PB-1:0] tb_rot;
   logic [P-1:0] tb_mask;
   logic [15:0] tb_n, tb_y, tb_x;
+  logic [31:0] tb_nh;
   logic [WAW-1:0] tb_wraddr;
-  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_wraddr} = tb_f;
+  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_nh, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
     for (int b = 0; b < P; b++)
@@ -335,7 +356,7 @@ module window_conv #(
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
       t1_flush <= tb_flush; t1_phase <= tb_phase;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
-      t1_nh <= 32'(tb_n) * (out2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h));
+      t1_nh <= tb_nh;
     end
   end
 
@@ -439,12 +460,32 @@ module window_conv #(
     if (R >= V) item_b[RB*DW-1:0] = res_pixel;
     else item_b[DW-1:0] = res_pixel >> (8 * (c0 & 16'(V - 1)));
   end
-  // the output buffer takes a finished group when it is empty or gives its last pixel now: decided from its
-  // registered fill, as the pipeline's move (`adv`) fans out to the whole array
+  // A finished group goes to a hold register, and from there to the output buffer when that is empty or gives
+  // its last pixel now. The pipeline's move (`adv`) fans out to the whole array, so it is a register, set from
+  // what the next cycle holds: it stops the pipeline only while a finished group at T2 would find the hold full.
   wire ob_free = ob_empty_q || (ob_one_q && drain);
-  wire emit = !dw || prev_valid;                 // a finished group hands a group to the output buffer
-  assign adv = !(t2_valid && t2_last && emit && !ob_free);
+  logic hold_q;
+  logic signed [31:0] hd[P][R];
+  logic [15:0] hd_count, hd_n, hd_y, hd_x;
+  logic [31:0] hd_oaddr;
+  logic [TW-1:0] hd_tile;
+  wire move = hold_q && ob_free;
+  wire emit = !dw || prev_valid;                 // a finished group hands a group on
   wire group_end = t2_valid && t2_last && adv;
+  wire to_hold = group_end && emit;
+  wire hold_d = to_hold || (hold_q && !move);
+  wire t2_valid_d = adv ? a_valid : t2_valid;
+  wire t2_last_d = adv ? a_last : t2_last;
+  wire prev_valid_d = start ? 1'b0 : group_end && dw ? !t2_flush : prev_valid;
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      adv <= 1'b1;
+      hold_q <= 1'b0;
+    end else begin
+      adv <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
+      hold_q <= hold_d;
+    end
+  end
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
   wire [31:0] g_oaddr = t2_oaddr;
   wire [31:0] o_step = d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);   // between pixels
@@ -472,20 +513,12 @@ module window_conv #(
       if (t2_valid && adv)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) acc[p][r] <= acc_next[p][r];
-      if (group_end && emit && dw) begin
-        for (int p = 0; p < P; p++) begin
-          for (int r = 0; r < R; r++) ob[p][r] <= 32'sd0;
-          for (int v = 0; v < DL; v++) ob[p][v] <= prev_next[p][v];
-        end
-        ob_count <= prev_count;
-        ob_empty_q <= prev_count == 16'd0; ob_one_q <= prev_count == 16'd1;
-        ob_n <= prev_n; ob_y <= prev_y; ob_x <= prev_x; ob_tile <= '0; ob_oaddr <= prev_oaddr;
-      end else if (group_end && emit) begin
+      if (move) begin
         for (int p = 0; p < P; p++)
-          for (int r = 0; r < R; r++) ob[p][r] <= acc_next[p][r];
-        ob_count <= g_count;
-        ob_empty_q <= g_count == 16'd0; ob_one_q <= g_count == 16'd1;
-        ob_n <= t2_n; ob_y <= t2_y; ob_x <= t2_x; ob_tile <= t2_m; ob_oaddr <= g_oaddr;
+          for (int r = 0; r < R; r++) ob[p][r] <= hd[p][r];
+        ob_count <= hd_count;
+        ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
+        ob_n <= hd_n; ob_y <= hd_y; ob_x <= hd_x; ob_tile <= hd_tile; ob_oaddr <= hd_oaddr;
       end else if (drain) begin
         for (int p = 0; p + 1 < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
@@ -497,6 +530,21 @@ module window_conv #(
     end
   end
 
+  always_ff @(posedge clk)
+    if (to_hold && dw) begin
+      for (int p = 0; p < P; p++) begin
+        for (int r = 0; r < R; r++) hd[p][r] <= 32'sd0;
+        for (int v = 0; v < DL; v++) hd[p][v] <= prev_next[p][v];
+      end
+      hd_count <= prev_count;
+      hd_n <= prev_n; hd_y <= prev_y; hd_x <= prev_x; hd_tile <= '0; hd_oaddr <= prev_oaddr;
+    end else if (to_hold) begin
+      for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++) hd[p][r] <= acc_next[p][r];
+      hd_count <= g_count;
+      hd_n <= t2_n; hd_y <= t2_y; hd_x <= t2_x; hd_tile <= t2_m; hd_oaddr <= g_oaddr;
+    end
+
   assign item_valid = drain;
   always_comb begin
     item_acc = '0;
@@ -507,5 +555,5 @@ module window_conv #(
   assign item_n = ob_n;
   assign item_y = ob_y;
   assign item_x = ob_x;
-  assign busy = active || ta_valid || tb_valid || t1_valid || |a_busy || t2_valid || !ob_empty_q;
+  assign busy = active || ta_valid || tb_valid || t1_valid || |a_busy || t2_valid || hold_q || !ob_empty_q;
 endmodule

@@ -49,22 +49,22 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 23, 19_200, 5_564
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 14, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
 # DSP48E1s), SCALE's gate product (epilogue)
 VEC_DSP = {2: 2, 1: 3}
-WINDOW_DSP = 6            # the window path's address arithmetic (yosys)
+WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # The pipeline registers of the pipelined RTL: per packed MAC pair the array's partial sums (its operand, product and
 # output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
-# into the DSP48E1s), per result lane the epilogue's nine stages, per window pixel its array stages; and the rest
+# into the DSP48E1s), per result lane the epilogue's fourteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
-# over 8x8, 16x8, 16x16 and 2x8x16 of the fourth pipelining's yosys runs (per pair and the constant; the LUTs'
+# over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant; the LUTs'
 # per-VEC term and constant likewise).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 429, 950, 2_070
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 444, 950, 2_937
 # ... and their LUTs, a fit (per VEC lane, not derived from the structure)
-PIPE_LUT_PER_VEC, PIPE_LUT = 227, -5_315
+PIPE_LUT_PER_VEC, PIPE_LUT = 233, -5_083
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)

@@ -1,5 +1,5 @@
 // Test wrapper: the epilogue's integer arithmetic (engine_functions.svh) on one lane, its pipeline stages
-// (epilogue.sv) chained in one cycle.
+// (epilogue.sv) chained in one cycle, at the epilogue's widths.
 module requant_lane (
   input  logic signed [31:0] acc,
   input  logic signed [17:0] mult,          // ABI v2: every multiplier below 2^17
@@ -8,7 +8,7 @@ module requant_lane (
   input  logic signed [7:0]  b,
   input  logic signed [17:0] mult_a,
   input  logic signed [17:0] mult_b,
-  input  logic signed [63:0] wide,          // shift_sat8 on any 64-bit value
+  input  logic signed [51:0] wide,          // the two-stage saturating shift on any 52-bit value, shift < 52
   output logic signed [7:0]  wide_q,
   output logic signed [7:0]  q,
   output logic signed [7:0]  added,
@@ -17,24 +17,30 @@ module requant_lane (
 );
   `include "engine_functions.svh"
   logic signed [15:0] g16;
-  // S1 product, S2 + half, S3 shift and saturate
+  // S1-S4: the products, x split at bit 17 as the two DSPs take it, the rounding half added to the half of x it
+  // falls in, + y * n in 52 bits; S5-S6 shift and saturate (0 from a shift of 49 on)
   function automatic logic signed [7:0] requantise(input logic signed [31:0] x, input logic signed [17:0] m,
                                                    input logic signed [7:0] y, input logic signed [17:0] n,
                                                    input logic [7:0] s);
-    logic signed [63:0] r;
-    r = 64'(x) * 64'(m) + 64'(y) * 64'(n) + round_half(s);
-    requantise = shift_sat8(r, s);
+    logic signed [35:0] lo;
+    logic signed [33:0] hi;
+    logic signed [50:0] xm;
+    logic signed [51:0] r;
+    lo = $signed({1'b0, x[16:0]}) * 36'(m) + (s >= 8'd1 && s <= 8'd17 ? 36'sd1 <<< (s - 8'd1) : 36'sd0);
+    hi = 34'($signed(x[31:17])) * 34'(m) + (s >= 8'd18 && s <= 8'd48 ? 34'sd1 <<< (s - 8'd18) : 34'sd0);
+    xm = {hi + 34'(lo >>> 17), lo[16:0]};
+    r = 52'(xm) + 52'(y) * 52'(n);
+    requantise = s > 8'd48 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(r, s[5:0]));
   endfunction
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
   assign added = requantise(32'(a), mult_a, b, mult_b, shift);      // ADD
-  // S5 products, S6 + half, S7 shift and saturate (0 from a shift of 48 on, as the epilogue's S7): a conv's
-  // residual, 48 bits wide
+  // S8-S10 products and + half, S11-S12 shift and saturate (0 from a shift of 48 on, as the epilogue's S12): a
+  // conv's residual, 48 bits wide
   logic signed [47:0] residual_sum;
   assign residual_sum = 48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b)
                       + (shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1));
-  assign residual = shift > 8'd47 ? 8'sd0
-                  : shift_sat8_within(64'(residual_sum), shift, 64'sd128 <<< shift, -(64'sd128 <<< shift));
-  assign wide_q = shift_sat8(wide, shift);
+  assign residual = shift > 8'd47 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(52'(residual_sum), shift[5:0]));
+  assign wide_q = shift_sat8_finish(shift_sat8_parts(wide, shift[5:0]));
   assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule

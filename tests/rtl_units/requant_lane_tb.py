@@ -32,19 +32,18 @@ async def integer_semantics_match_the_abi(dut):
 
 @cocotb.test()
 async def saturating_shift_decided_beside_the_shift(dut):
-    """shift_sat8 against saturate8(v >> s) on the values where saturation starts (+-128 * 2^s and one either
-    side), at every shift, and on the 64-bit extremes."""
+    """The two-stage saturating shift against saturate8(v >> s) on the values where saturation starts
+    (+-128 * 2^s and one either side), at every shift below 52, and on the 52-bit extremes."""
     rng = random.Random(5)
-    for shift in range(256):
-        s = min(shift, 70)
-        edges = [128 << s, -(128 << s)] if s < 56 else []
+    top = 2 ** 51
+    for shift in range(52):
+        edges = [128 << shift, -(128 << shift)]
         values = [v + e for v in edges for e in (-1, 0, 1)]
-        values += [-(2 ** 63), 2 ** 63 - 1, 0, -1] + [rng.randint(-(2 ** 63), 2 ** 63 - 1) for _ in range(8)]
+        values += [-top, top - 1, 0, -1] + [rng.randint(-top, top - 1) for _ in range(8)]
         for v in values:
-            if not -(2 ** 63) <= v < 2 ** 63:
+            if not -top <= v < top:
                 continue
             dut.wide.value, dut.shift.value = v, shift
             await Timer(1, unit="ns")
             want = max(-128, min(127, v >> shift))
             assert dut.wide_q.value.to_signed() == want, (v, shift)
-
