@@ -89,15 +89,18 @@ def test_two_simulated_boards_answer_bit_identically_to_a_session(build, cluster
         frames = [random_frame(session.plan, seed) for seed in range(6)]
         want = [dict(zip(session.output_names, session.run(None, f))) for f in frames]
         name = session.input_names[0]
-    with ThreadPoolExecutor(6) as pool:           # concurrent: both replicas, batches of several frames
-        answers = list(pool.map(lambda f: _post(f"{url}/predict", _npy(f[name])), frames))
     replicas = set()
-    for (status, body, headers), expected in zip(answers, want):
-        assert status == 200, body
-        assert headers.get("x-request-id") == body["request_id"] and body["retries"] == 0
-        replicas.add(body["replica"])
-        for n, v in expected.items():
-            assert np.array_equal(_tensor(body["outputs"][n]), v), n
+    for _ in range(3):        # concurrent rounds: both replicas, batches of several frames (on a loaded machine one
+        with ThreadPoolExecutor(6) as pool:      # replica may take a whole round)
+            answers = list(pool.map(lambda f: _post(f"{url}/predict", _npy(f[name])), frames))
+        for (status, body, headers), expected in zip(answers, want):
+            assert status == 200, body
+            assert headers.get("x-request-id") == body["request_id"] and body["retries"] == 0
+            replicas.add(body["replica"])
+            for n, v in expected.items():
+                assert np.array_equal(_tensor(body["outputs"][n]), v), n
+        if len(replicas) == 2:
+            break
     assert len(replicas) == 2
     got = handle.predict.remote(frames[0]).result()                  # the Ray handle API
     assert all(np.array_equal(got[n], want[0][n]) for n in want[0])
