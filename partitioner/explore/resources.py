@@ -2,13 +2,13 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the fourth pipelining, `benchmarks/results/timing_estimate.jsonl`):
-fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (111 / 183 / 263 / 269 DSP, 32,284 / 44,983 / 53,859 / 58,099 LUT,
-13,808 / 19,090 / 20,573 / 26,676 FF; the model within 3.5 % in LUT and 1.7 % in FF), checked on shapes it was
-not fitted on: 4x16x16 and 2x16x16 on xcup (653 / 397 DSP exact, LUT +7.7 / +5.3 %, FF +2.6 / +0.9 %) and 8x8
-on the PYNQ-Z2's xc7 (151 DSP exact, LUT -0.6 %, FF +6.7 %: yosys packs some pipeline registers into the
-DSP48E1s there). The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF.
-Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
+Measured (yosys 0.70, one unit, the RTL of the fifth pipelining, `benchmarks/results/timing_estimate.jsonl`):
+fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (102 / 174 / 254 / 259 DSP, 32,395 / 45,422 / 54,194 / 58,400 LUT,
+14,793 / 19,923 / 21,470 / 28,255 FF; the model within 2.9 % in LUT and 3.2 % in FF), checked on shapes it was
+not fitted on: 4x16x16 and 2x16x16 on xcup (643 / 387 DSP exact, LUT +8.1 / +5.3 %, FF -1.9 / -2.3 %) and 8x8
+on the PYNQ-Z2's xc7 (142 DSP exact, LUT -2.9 %, FF -5.8 %). The fourth pipelining's: 8x8 111 DSP, 32,284 LUT,
+13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF;
+4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the
 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
 Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
@@ -17,12 +17,13 @@ Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the un
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
-  default): per lane a 32x18 and an 8x18 product and the residual's two 8x18 products (5 DSP; every multiplier is
+  default): per lane a 32x18 product as two DSP products, an 8x18 product and the residual's two 8x18 products
+  (5 DSP48E2s with every register, dsp_mult.sv; every multiplier is
   below 2^17 since ABI v2; the gate's product in the VEC lanes is counted under "The rest"), its two copies of
-  the activation tables (16 RAM32M16 each), 64- and 48-bit rounding shifts (1,000 LUT); with several passes,
+  the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  23 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
+  14 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
   the L2NORM square (one packed DSP48E2, or two DSP48E1s) and the gate's product; the pipeline's registers
   (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
