@@ -151,7 +151,7 @@ def _shape(shape: str):
 
 def test_fmax_model_holds_on_the_synthesised_shapes():
     """The exploration's Fmax model against the timing estimates of yosys-synthesised engines
-    (benchmarks/timing_estimate.py): within 2 % where it was fitted, within 10 % on the shapes left out."""
+    (benchmarks/timing_estimate.py): within 4 % where it was fitted, within 10 % on the shapes left out."""
     from pathlib import Path
 
     from partitioner.explore.clock import CHECK_TOLERANCE, FIT_TOLERANCE, FITS, rtl_digest

@@ -36,7 +36,8 @@ module address_generator #(
   // the layer's kind and the nest's loop ends (each bound less one), in registers: the descriptor is steady for
   // cycles before a tile starts, and the nest's step tests equalities of registers
   logic is_conv, dw, has_res, up, has_ph1, contiguous;
-  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, in_w_last, in_h_last;
+  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, in_w_last, in_h_last, conv_h_last;
+  logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
   logic [7:0]  ky_last, kx_last;
   always_ff @(posedge clk) begin
     logic [15:0] lim_y, lim_x, lim_c;
@@ -53,7 +54,8 @@ module address_generator #(
     y_last <= lim_y - 16'd1; x_last <= lim_x - 16'd1; c_last <= lim_c - 16'd1;
     ky_last <= lim_ky - 8'd1; kx_last <= lim_kx - 8'd1;
     n_last <= d.batch - 16'd1; conv_w_last <= d.conv_w - 16'd1;
-    in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1;
+    in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
+    lead_top <= 32'(d.pad_t) + 32'sd1 - 32'(d.kh);
     is_conv <= d.op == OP_CONV;
     dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
     has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
@@ -92,9 +94,13 @@ module address_generator #(
   // next rows load
   logic [31:0] ag_row;                   // input rows issued so far, over the batch
   logic [15:0] res_y, res_x;
-  logic signed [31:0] res_last;          // the last input row output row res_y reads
-  wire w_loaded = ag_y == d.in_h;        // every row of image ag_n is issued
-  wire res_due = has_res && res_y != d.conv_h && (w_loaded || res_last < $signed({16'd0, ag_y}));
+  // the residual's turn, from flags kept beside the counters (each set by the step that makes it true), so no
+  // comparison against the descriptor sits behind the nest's step: every row of image ag_n is issued
+  // (ag_y == in_h), every output row's residual is (res_y == conv_h), and ag_y less the last input row output
+  // row res_y reads (positive: that row is in)
+  logic w_loaded, res_end;
+  logic signed [31:0] lead_q;
+  wire res_due = has_res && !res_end && (w_loaded || (!lead_q[31] && lead_q != 32'sd0));
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
   localparam int AG_LATENCY = 1 + ADDRESS_LATENCY;
   logic nest_active;
@@ -299,13 +305,14 @@ module address_generator #(
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
       y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x); ky_off <= '0; kx_off <= '0; tap_row <= '0;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
-      res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
+      res_y <= '0; res_x <= '0; lead_q <= lead_top; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
     end else if (win && issue && res_due) begin
       if (res_x != conv_w_last) res_x <= res_x + 16'd1;
       else begin
         res_x <= '0;
         res_y <= res_y + 16'd1;
-        res_last <= res_last + 32'(d.stride_h);
+        res_end <= res_y == conv_h_last;
+        lead_q <= lead_q - 32'(d.stride_h);
       end
     end else if (win && issue) begin
       if (!contiguous && ag_x != in_w_last) ag_x <= ag_x + 16'd1;
@@ -313,10 +320,12 @@ module address_generator #(
         ag_x <= '0;
         ag_row <= ag_row + 32'd1;
         ag_y <= ag_y + 16'd1;
+        w_loaded <= ag_y == in_h_last;
+        lead_q <= lead_q + 32'sd1;
       end
     end else if (win && nest_active && w_loaded && !res_due) begin     // the image is issued: the next one
       ag_y <= '0;
-      res_y <= '0; res_x <= '0; res_last <= 32'(d.kh) - 32'(d.pad_t) - 32'sd1;
+      res_y <= '0; res_x <= '0; lead_q <= lead_top; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
       if (ag_n != n_last) begin
         ag_n <= ag_n + 16'd1;
         n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);

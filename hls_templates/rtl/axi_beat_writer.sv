@@ -67,7 +67,12 @@ module axi_beat_writer #(
   sync_fifo #(.W(BW), .DEPTH(ADEPTH)) lq (.clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[63+BW:64]),
                                           .pop(lq_pop), .dout(lq_dout), .empty(lq_empty), .count(lq_count));
 
-  assign in_ready = wq_count < WDEPTH[$clog2(WDEPTH):0] - 1 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 1;
+  // ready from registers: a queue's count a cycle ago with one entry more to spare (a cycle pushes one at most), so
+  // what pops the producer's queue does not wait for this cycle's counts
+  logic ready_q;
+  always_ff @(posedge clk)
+    ready_q <= rst_n && wq_count < WDEPTH[$clog2(WDEPTH):0] - 2 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 2;
+  assign in_ready = ready_q;
   wire fire = in_valid && in_ready;
   assign wq_push = fire;
   // close the open burst when a beat does not continue it, or when no beat has come for a while

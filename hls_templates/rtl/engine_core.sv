@@ -153,6 +153,9 @@ module engine_core #(
   wire collecting = main_collecting || pf_collecting;
   assign c_run_valid = collecting && !c_issued && c_fresh;
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
+  // the collection's beats go to cbuf, not the weight RAM: a cycle late, as a run's first beat comes cycles after
+  // the collection starts and its last leaves it
+  logic to_cbuf_q;
 
   // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile); the array's view of it --------
   localparam int WAW = $clog2(WROWS);
@@ -172,6 +175,7 @@ module engine_core #(
   // ---- the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer ---------
   localparam int TAGW = engine_pkg::TAG_BITS;
   logic ag_active, ag_start;
+  logic wc_start;                          // ag_start on a window layer, a register of its own
   logic a_run_valid, a_run_ready, a_run_pad;
   logic [63:0] a_run_addr;
   logic [23:0] a_run_beats;
@@ -249,7 +253,7 @@ module engine_core #(
     always_ff @(posedge clk) room_q <= epi_count <= 5'd12;
     window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
-      .start(ag_start && win), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
+      .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
       .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase,
       .room(room_q), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
@@ -355,18 +359,19 @@ module engine_core #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
-      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; cycle_count <= '0; status <= '0;
-      error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0;
+      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; wc_start <= 1'b0; cycle_count <= '0; status <= '0;
+      error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0;
     end else begin
       ap_done <= 1'b0;
-      ag_start <= 1'b0;
+      ag_start <= 1'b0; wc_start <= 1'b0;
       if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
       if (gs_age != 2'd3) gs_age <= gs_age + 2'd1;
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
         c_off <= c_want_off;
       end
-      if (collecting && cst != S_WEIGHTS && cb_valid)       // a beat into its slot: a compare per slot, no index arithmetic
+      to_cbuf_q <= collecting && cst != S_WEIGHTS;
+      if (to_cbuf_q && cb_valid)              // a beat into its slot: a compare per slot, no index arithmetic
         for (int k = 0; k < CB / B; k++) if (cb_idx == 24'(k)) cbuf[k * DW +: DW] <= cb_data;
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
@@ -410,7 +415,8 @@ module engine_core #(
         end
         S_TAKE: case (taken_from)
           S_DESC: begin
-            desc_raw <= cbuf[8 * 32'(c_off) +: 1024];      // the program header puts it 16 bytes into a beat
+            // the program header puts it 16 bytes into a beat; a run's offset is below a beat (constant_request)
+            desc_raw <= cbuf[8 * 32'(c_off[VSH-1:0]) +: 1024];
             st <= S_DECODE;
           end
           S_LUT1: st <= S_LUT2;        // layer_tables takes the table
@@ -419,10 +425,11 @@ module engine_core #(
           S_RQ: st <= S_WEIGHTS;
           default: begin          // S_WEIGHTS: the weight RAM is full
             st <= S_RUN;
-            ag_start <= 1'b1;
+            ag_start <= 1'b1; wc_start <= win;
           end
         endcase
-        S_DECODE: st <= S_CHECK;            // the decoded descriptor's registers take it this cycle
+        S_DECODE: st <= S_SIZE;             // the decoded descriptor's registers take it this cycle
+        S_SIZE: st <= S_CHECK;              // a tile's weight rows, from their products
         S_CHECK: begin
           tile <= '0;
           gs_age <= '0;
@@ -444,17 +451,17 @@ module engine_core #(
             pf_ready <= 1'b0;
             cur_bank <= !cur_bank;
             st <= S_RUN;
-            ag_start <= 1'b1;
+            ag_start <= 1'b1; wc_start <= win;
           end else if (is_conv) st <= S_BIAS;
           else if (is_gap) st <= S_RQ;
           else begin
             st <= S_RUN;
-            ag_start <= 1'b1;
+            ag_start <= 1'b1; wc_start <= win;
           end
         end
         S_WEIGHTS: if (is_gap) begin
           st <= S_RUN;
-          ag_start <= 1'b1;
+          ag_start <= 1'b1; wc_start <= win;
         end
         S_RUN: if (!ag_start && !ag_active) st <= S_DRAIN;
         S_DRAIN: if (drained) st <= S_NEXT;

@@ -1,35 +1,28 @@
 // The integer arithmetic of fpga_runtime/abi.py (bit-exact with the numpy reference and the HLS engine),
 // `include`d inside each module that needs it. Tensor addresses are pixel_address.sv's.
 
-  // v >>> s saturated to int8 over two pipeline stages, for the epilogue's 52-bit sums and s < 52:
-  // shift_sat8_parts shifts and reduces the bits above the result's eight (7..51) in groups of six, whether any is
-  // one and whether all are; shift_sat8_finish ends the reduction: in range where they are all zero or all one
-  // (v >>> s > 127 exactly when v >= 128 * 2^s), else the bound on the sign's side. No comparison against shifted
-  // bounds, whose carry chain would be as long as v, sits in the path.
-  function automatic logic [24:0] shift_sat8_parts(input logic signed [51:0] v, input logic [5:0] s);
-    logic signed [51:0] q;
-    logic [7:0] any_one, all_one;
-    q = v >>> s;
-    for (int g = 0; g < 8; g++) begin
-      any_one[g] = 1'b0;
-      all_one[g] = 1'b1;
-      for (int k = 0; k < 6; k++)
-        if (7 + 6 * g + k <= 51) begin
-          any_one[g] = any_one[g] | q[7 + 6 * g + k];
-          all_one[g] = all_one[g] & q[7 + 6 * g + k];
-        end
-    end
-    shift_sat8_parts = {q[51], q[7:0], any_one, all_one};
+  // v >>> s saturated to int8 over two pipeline stages, for the epilogue's 52-bit sums and s < 52. The result is
+  // in range exactly when v's bits from 7 + s up all equal its sign (v >>> s > 127 exactly when v >= 128 * 2^s), so
+  // the test needs no shifter, only a mask of those bits that depends on s alone (shift_sat8_above, registered a
+  // stage before); shift_sat8_parts takes the shifted low byte, the sign and the test, shift_sat8_finish picks the
+  // byte or the bound on the sign's side. No comparison against shifted bounds, whose carry chain would be as long
+  // as v, sits in the path.
+  function automatic logic [43:0] shift_sat8_above(input logic [5:0] s);
+    for (int k = 0; k < 44; k++) shift_sat8_above[k] = 6'(k) >= s;     // bit k: v's bit 7 + k
   endfunction
 
-  function automatic logic signed [7:0] shift_sat8_finish(input logic [24:0] parts);
-    logic sign;
-    logic [7:0] low, any_one, all_one;
-    {sign, low, any_one, all_one} = parts;
-    if (any_one == '0 || all_one == '1) shift_sat8_finish = low;
+  function automatic logic [9:0] shift_sat8_parts(input logic signed [51:0] v, input logic [5:0] s,
+                                                  input logic [43:0] above);
+    shift_sat8_parts = {|(above & (v[50:7] ^ {44{v[51]}})), v[51], 8'(v >>> s)};
+  endfunction
+
+  function automatic logic signed [7:0] shift_sat8_finish(input logic [9:0] parts);
+    logic out_of_range, sign;
+    logic [7:0] low;
+    {out_of_range, sign, low} = parts;
+    if (!out_of_range) shift_sat8_finish = low;
     else shift_sat8_finish = sign ? -8'sd128 : 8'sd127;
   endfunction
-
 
   function automatic logic signed [7:0] clamp8(input logic signed [7:0] q, input logic signed [7:0] lo,
                                                input logic signed [7:0] hi);

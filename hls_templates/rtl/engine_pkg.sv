@@ -53,6 +53,6 @@ package engine_pkg;
 
   // The controller's states (engine_core.sv); constant_request.sv reads what is being collected from them.
   typedef enum logic [3:0] {S_IDLE, S_DESC, S_TAKE, S_CHECK, S_LUT1, S_LUT2, S_TILE, S_BIAS, S_RQ, S_WEIGHTS,
-                            S_RUN, S_DRAIN, S_NEXT, S_FINISH, S_DECODE} state_t;
+                            S_RUN, S_DRAIN, S_NEXT, S_FINISH, S_DECODE, S_SIZE} state_t;
 
 endpackage

@@ -7,13 +7,13 @@
 //                 multiplier (S1) and output (S2) registers (dsp_mult.sv)
 //   S3  sums      the two halves
 //   S4  round     + y * n
-//   S5  shift     >>> shift, the bits above the result's reduced in groups
+//   S5  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S3's shift)
 //   S6  saturate  to int8 (0 from a shift of 49 on)
 //   S7  act1      clamp or table (a conv's or ADD's first activation) -> E1
 //   S8  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1), b * mb (two 8 x 18 products on DSP48E2s,
 //                 operands S7, products S8, outputs S9)
 //   S10 sum       their sum
-//   S11 shift     >>> res_shift, reduced in groups
+//   S11 shift     >>> res_shift, the same test (the layer's mask)
 //   S12 saturate  (0 from a shift of 48 on)
 //   S13 act2      clamp or table -> the result
 // Each stage is one of the steps the first epilogue chained in a cycle (requantise, round, saturate, table), the
@@ -95,11 +95,13 @@ module epilogue #(
   logic signed [47:0] res_half_q;
   logic res_zero_q, res_whole_q;
   logic [5:0] res_s_q;
+  logic [43:0] res_above_q;
   logic signed [17:0] res_ma_q, res_mb_q;
   always_ff @(posedge clk) begin
     res_s_q <= d.res_shift[5:0];
     res_zero_q <= d.res_shift > 8'd47;                  // from 48 on the result is 0 (residual_half's range)
     res_whole_q <= d.res_shift == 8'd0;
+    res_above_q <= shift_sat8_above(res_s_q);
     res_half_q <= res_zero_q || res_whole_q ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
     res_ma_q <= $signed(d.res_mult_a[17:0]);
     res_mb_q <= $signed(d.res_mult_b[17:0]);
@@ -123,7 +125,8 @@ module epilogue #(
     logic lo_v_q, hi_v_q;
     logic signed [50:0] xm_q;
     logic signed [51:0] r_q;
-    logic [24:0] p1_q, p2_q;               // the saturating shifts' first halves
+    logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S3's shift
+    logic [9:0] p1_q, p2_q;                // the saturating shifts' first halves
     logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_q, e1_q;
     // S8..S13: residual; the result
@@ -189,8 +192,9 @@ module epilogue #(
       b_q <= {b_q[47:0], in_b[8*i +: 8]};
       xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S3
       yn_q <= yn_p;
+      above1_q <= shift_sat8_above(sh_q[29:24]);
       r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S4
-      p1_q <= shift_sat8_parts(r_q, sh_q[37:32]);                                         // S5
+      p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S5
       z1_q <= sh_q[39:32] > 8'd48;
       q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S6
       e1_q <= e1_d;                                                                       // S7
@@ -198,7 +202,7 @@ module epilogue #(
       pass9_q <= pass8_q;                                                                 // S9
       t_q <= ta_p + 48'(tb_p);                                                            // S10
       pass10_q <= pass9_q;
-      p2_q <= shift_sat8_parts(52'(t_q), res_s_q);                                        // S11
+      p2_q <= shift_sat8_parts(52'(t_q), res_s_q, res_above_q);                           // S11
       pass11_q <= pass10_q;
       q2_q <= !has_res ? pass11_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S12
       q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S13

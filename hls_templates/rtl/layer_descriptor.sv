@@ -2,9 +2,9 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// The layer's kind flags are registered a cycle after the descriptor, `fits` takes two cycles (its products
-// registered first), the window path's geometry three and its choice four: the controller reads the flags and
-// `fits` in S_CHECK, the cycle after S_DECODE, the window path from S_LUT2 on.
+// The layer's kind flags are registered a cycle after the descriptor, `fits` takes three cycles (its products
+// registered over two), the window path's geometry three and its choice four: the controller reads the flags and
+// `fits` in S_CHECK, after S_DECODE and S_SIZE, the window path from S_LUT2 on.
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -92,7 +92,7 @@ module layer_descriptor #(
     end
     fits_parts = ok;
   end
-  // the weight rows it needs, from the first cycle's products
+  // the weight rows it needs, from the second cycle's product
   assign fits = fits_parts_q && (d.op != OP_CONV
                                  || (d.flags[F_DEPTHWISE] ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
 
@@ -100,7 +100,7 @@ module layer_descriptor #(
   // to try, and the window path's conditions that do not depend on its geometry
   assign tile_rows = tile_rows_q;
   logic [31:0] cols_q;
-  logic [15:0] cbs_q;
+  logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
   logic win_ok_q, rows_ok_q, group_ok_q;
@@ -111,6 +111,7 @@ module layer_descriptor #(
     cols_q <= (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
+    cin_beats_q <= d.in_c >> VSH;
     ahead_q <= pow2_at_least(d.kh + d.stride_h + 8'd1);
     least_q <= pow2_at_least(d.kh);
     win_ok_q <= P > 1 && d.op == OP_CONV
@@ -120,7 +121,6 @@ module layer_descriptor #(
                 && (d.stride_w == 8'd1 || s2);
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
-    tile_rows_q <= 32'(d.kh) * 32'(d.kw) * 32'(d.in_c >> VSH);
     taps_q <= 16'(d.kh) * 16'(d.kw);
     fits_parts_q <= fits_parts;
   end
@@ -134,8 +134,10 @@ module layer_descriptor #(
     need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
   end
 
-  // second cycle: a row's words per bank and stride phase
+  // second cycle: a tile's weight rows (a product of the first's, not two multiplies in a row), a row's words per
+  // bank and stride phase
   always_ff @(posedge clk) begin
+    tile_rows_q <= 32'(taps_q) * 32'(cin_beats_q);
     win_phase_words <= cols_q * 32'(cbs_q);
     win_row_words <= (cols_q * 32'(cbs_q)) << s2_q;
   end

@@ -31,18 +31,24 @@ module pool_unit #(
   localparam int QW = G * 8 + 3 * 16;
   engine_pkg::desc_t d;
   assign d = desc;
-  // per layer, in registers (the descriptor is steady for cycles before a tile starts), so the emitter's loop
-  // ends are equalities of registers
+  // per layer, in registers (the descriptor is steady for cycles before a tile starts): each emitter loop's
+  // bound less two and whether it is one, so a loop's end is a flag its last step sets (at_end below)
   logic has_pool;
-  logic [7:0] kw_last_q, kh_last_q;
-  logic [15:0] w_last_q, h_last_q, n_last_q, conv_w_last_q;
+  logic [7:0] kw_pen_q, kh_pen_q;
+  logic [15:0] w_pen_q, h_pen_q, n_pen_q, conv_w_last_q;
+  logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
   always_ff @(posedge clk) begin
     has_pool <= d.op == OP_CONV && d.flags[F_POOL];
-    kw_last_q <= d.pool_kw - 8'd1;
-    kh_last_q <= d.pool_kh - 8'd1;
-    w_last_q <= d.out_w - 16'd1;
-    h_last_q <= d.out_h - 16'd1;
-    n_last_q <= d.batch - 16'd1;
+    kw_pen_q <= d.pool_kw - 8'd2;
+    kh_pen_q <= d.pool_kh - 8'd2;
+    w_pen_q <= d.out_w - 16'd2;
+    h_pen_q <= d.out_h - 16'd2;
+    n_pen_q <= d.batch - 16'd2;
+    kw_one_q <= d.pool_kw == 8'd1;
+    kh_one_q <= d.pool_kh == 8'd1;
+    w_one_q <= d.out_w == 16'd1;
+    h_one_q <= d.out_h == 16'd1;
+    n_one_q <= d.batch == 16'd1;
     conv_w_last_q <= d.conv_w - 16'd1;
   end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];
@@ -63,11 +69,12 @@ module pool_unit #(
   // pool emitter state
   logic [15:0] em_n, em_py, em_px;
   logic [7:0]  em_ky, em_kx;
+  logic        kx_end, ky_end, px_end, py_end, n_end;   // each counter is at its loop's last value
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
   logic signed [31:0] em_left;                   // first conv column of pooled pixel em_px
-  logic signed [31:0] em_ring_end;               // em_first + RINGK: rows past it are not yet in the ring
+  logic [16:0] em_ring_end;                      // em_first + RINGK within [0, 2^16]: rows from it on wait
   logic [31:0] need_rows;                        // conv rows pooled row em_py needs: min(em_first + kh, conv_h)
 
   // ring RAM: RINGK rows x MAX_W pixels x G bytes
@@ -80,7 +87,7 @@ module pool_unit #(
     if (ring_we) ring[ring_waddr] <= rq_q;
     ring_rdata <= ring[ring_raddr];
   end
-  wire rq_ok = !rq_empty && rq_n == em_n && $signed({16'd0, rq_y}) < em_ring_end;
+  wire rq_ok = !rq_empty && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
   assign rq_pop = rq_ok;
   assign ring_we = rq_ok;
   assign ring_waddr = RAW'((32'(rq_y) % RINGK) * MAX_W + 32'(rq_x));
@@ -94,6 +101,13 @@ module pool_unit #(
                                      // pixel, row or image is always one stride on
   logic [G*8-1:0] best;
   // the emitter's next first row, and what depends on it, all kept in registers beside em_first
+  // the first row a pooled row's first row keeps out of the ring, clamped to a row's 16 bits: the ring's admission
+  // test is then an unsigned 17-bit comparison with the queue's head
+  function automatic logic [16:0] ring_end(input logic signed [31:0] first);
+    logic signed [31:0] e;
+    e = first + RINGK;
+    ring_end = e < 32'sd0 ? 17'd0 : e > 32'sd65536 ? 17'h10000 : 17'(e);
+  endfunction
   function automatic logic [31:0] rows_needed(input logic signed [31:0] first);
     rows_needed = first + 32'(d.pool_kh) > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(first + 32'(d.pool_kh));
   endfunction
@@ -104,7 +118,7 @@ module pool_unit #(
   logic rows_in_q;
   wire em_can_row = em_busy || (has_pool && !em_done && rows_in_q);
   wire em_step = has_pool && !em_done && em_can_row && out_room;
-  wire em_row_end = em_step && em_kx == kw_last_q && em_ky == kh_last_q && em_px == w_last_q;
+  wire em_row_end = em_step && kx_end && ky_end && px_end;
   always_ff @(posedge clk)
     if (!rst_n || start || em_row_end) rows_in_q <= 1'b0;
     else rows_in_q <= 32'(rows_done) >= need_rows;
@@ -118,8 +132,9 @@ module pool_unit #(
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
+      kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q; n_end <= n_one_q;
       em_done <= !has_pool; tap_valid <= 1'b0;
-      em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
+      em_first <= first_top; em_ring_end <= ring_end(first_top); need_rows <= rows_needed(first_top);
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
@@ -127,33 +142,36 @@ module pool_unit #(
       tap_valid <= em_step;
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;
-      tap_last <= em_ky == kh_last_q && em_kx == kw_last_q;
+      tap_last <= ky_end && kx_end;
       tap_oaddr <= em_oaddr;
       if (em_step) begin
         em_busy <= 1'b1;
-        if (em_kx != kw_last_q) em_kx <= em_kx + 8'd1;
-        else begin
-          em_kx <= '0;
-          if (em_ky != kh_last_q) em_ky <= em_ky + 8'd1;
-          else begin
-            em_ky <= '0;
+        if (!kx_end) begin
+          em_kx <= em_kx + 8'd1; kx_end <= em_kx == kw_pen_q;
+        end else begin
+          em_kx <= '0; kx_end <= kw_one_q;
+          if (!ky_end) begin
+            em_ky <= em_ky + 8'd1; ky_end <= em_ky == kh_pen_q;
+          end else begin
+            em_ky <= '0; ky_end <= kh_one_q;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
-            if (em_px != w_last_q) begin
-              em_px <= em_px + 16'd1;
+            if (!px_end) begin
+              em_px <= em_px + 16'd1; px_end <= em_px == w_pen_q;
               em_left <= em_left + 32'(d.pool_sw);
             end else begin
-              em_px <= '0;
+              em_px <= '0; px_end <= w_one_q;
               em_left <= left_edge;
               em_busy <= 1'b0;
-              if (em_py != h_last_q) begin
-                em_py <= em_py + 16'd1;
-                em_first <= first_next; em_ring_end <= first_next + RINGK; need_rows <= rows_needed(first_next);
+              if (!py_end) begin
+                em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q;
+                em_first <= first_next; em_ring_end <= ring_end(first_next); need_rows <= rows_needed(first_next);
               end else begin
-                em_py <= '0;
-                em_first <= first_top; em_ring_end <= first_top + RINGK; need_rows <= rows_needed(first_top);
+                em_py <= '0; py_end <= h_one_q;
+                em_first <= first_top; em_ring_end <= ring_end(first_top); need_rows <= rows_needed(first_top);
                 rows_done <= '0;
-                if (em_n != n_last_q) em_n <= em_n + 16'd1;
-                else em_done <= 1'b1;
+                if (!n_end) begin
+                  em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
+                end else em_done <= 1'b1;
               end
             end
           end

@@ -24,7 +24,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, pl_clock_at_most
 from partitioner.targets.delay_model import SEVEN_SERIES_1, ULTRASCALE_PLUS_1, ULTRASCALE_PLUS_2LV, delay_model
 
-FIT_TOLERANCE = 0.02      # the fit against the estimates it was fitted on
+FIT_TOLERANCE = 0.04      # the fit against the estimates it was fitted on (a errs on the slow side)
 CHECK_TOLERANCE = 0.10    # ... and against those it was not
 
 
@@ -43,16 +43,17 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the fifth pipelining's RTL: a is the mean of 8x8 and 16x16 (5.56 and 5.50 ns: the
-# writer queue's fill count behind the writer's ready, the epilogue's shift and its bit reduction), c and d through
-# 2x8x16 and 4x16x16 (5.49 and 5.54 ns, the epilogue's again: the window path left the worst paths); 16x8 (5.24 ns,
-# the model 5.53: +5.5 %, its worst path a per-layer product) and 2x16x16 (5.49, the model 5.51: +0.4 %) left out,
-# within CHECK_TOLERANCE
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=5.5281, b_ns=0.0, c_ns=-0.2191, d_ns=0.0228,
+# UltraScale+ -2 (zcu104), the sixth pipelining's RTL: a is the slower of 8x8 and 16x16 (4.88 and 5.05 ns: the MAC
+# stage's sum into the epilogue queue's head register), so the fit does not promise a clock a fitted shape's
+# estimate misses (8x8 is 3.5 % faster than modelled); c and d through 2x8x16 and 4x16x16 (5.07 and 5.13 ns: the
+# window path's beat valid, gated by the layer's kind, fanned out to its write address); 16x8 (5.14 ns, the model
+# 5.05: -1.8 %, the MAC stage's sum again) and 2x16x16 (5.07, the model 5.10: +0.6 %) left out, within
+# CHECK_TOLERANCE
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=5.0531, b_ns=0.0, c_ns=-0.2109, d_ns=0.0286,
                          fitted_on=("8x8", "16x16", "2x8x16", "4x16x16"), checked_on=("16x8", "2x16x16"))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.99 ns, the writer's beat address, a 64-bit add after the
 # queue's head), the UltraScale+ fit's form scaled to it; not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=5.5281 * 1.6261, b_ns=0.0, c_ns=-0.2191 * 1.6261, d_ns=0.0228 * 1.6261,
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=5.0531 * 1.7797, b_ns=0.0, c_ns=-0.2109 * 1.7797, d_ns=0.0286 * 1.7797,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

@@ -2,13 +2,16 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the fifth pipelining, `benchmarks/results/timing_estimate.jsonl`):
-fitted on 8x8, 16x8, 16x16 and 2x8x16 on xcup (102 / 174 / 254 / 259 DSP, 32,395 / 45,422 / 54,194 / 58,400 LUT,
-14,793 / 19,923 / 21,470 / 28,255 FF; the model within 2.9 % in LUT and 3.2 % in FF), checked on shapes it was
-not fitted on: 4x16x16 and 2x16x16 on xcup (643 / 387 DSP exact, LUT +8.1 / +5.3 %, FF -1.9 / -2.3 %) and 8x8
-on the PYNQ-Z2's xc7 (142 DSP exact, LUT -2.9 %, FF -5.8 %). The fourth pipelining's: 8x8 111 DSP, 32,284 LUT,
-13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF;
-4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
+Measured (yosys 0.70, one unit, the RTL of the sixth pipelining, `benchmarks/results/timing_estimate.jsonl`):
+LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,316 / 43,945 / 48,189 /
+71,752 LUT; the model within 2.1 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (15,082 / 20,404 / 21,950 / 28,736 FF,
+within 3.2 %), checked on shapes each was not fitted on: 16x8 (LUT 34,443, the model +8.1 %), 4x16x16 (FF 47,299,
+-1.9 %), 2x16x16 on xcup (386 DSP exact, LUT 54,578 -1.7 %, FF 32,399 -2.2 %) and 8x8 on the PYNQ-Z2's xc7
+(141 DSP exact, LUT +0.2 %, FF -5.6 %). The sixth pipelining took 10,000-13,600 LUT off a unit: the controller
+takes the descriptor from a beat-wide select (its offset is below a beat), not from anywhere in the collection
+buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth
+pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's:
+8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the
 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
 Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
@@ -23,7 +26,7 @@ Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the un
   the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  14 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
+  13 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
   the L2NORM square (one packed DSP48E2, or two DSP48E1s) and the gate's product; the pipeline's registers
   (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
@@ -50,7 +53,7 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 14, 19_200, 5_564
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 13, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
@@ -61,11 +64,14 @@ WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
 # into the DSP48E1s), per result lane the epilogue's fourteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
-# over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant; the LUTs'
-# per-VEC term and constant likewise).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 444, 950, 2_937
-# ... and their LUTs, a fit (per VEC lane, not derived from the structure)
-PIPE_LUT_PER_VEC, PIPE_LUT = 233, -5_083
+# over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
+# term and the constant moved by the sixth's (least squares over the same four).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 468, 950, 3_035
+# ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
+# per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
+# structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
+# controller's descriptor take is a beat-wide select)
+PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
 GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
@@ -132,8 +138,8 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
         p = cfg.pixels
         dsp += WINDOW_DSP
         bram += p * _memories(cfg.window_words, cfg.vec * 8)
-        lut += round(RESIDUAL_QUEUE_LUT + 64 * p * cfg.pe_rows + p * cfg.vec * 8 * max(1, p // 4)
-                     + GROUP_LUT * cfg.granule * (p - 1))
+        lut += round(RESIDUAL_QUEUE_LUT + (64 + PIPE_LUT_PER_PIXEL_ROW) * p * cfg.pe_rows
+                     + p * cfg.vec * 8 * max(1, p // 4) + GROUP_LUT * cfg.granule * (p - 1))
         ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1) + PIPE_FF_PER_PIXEL * p
         if cfg.depthwise_rows is not False:
             lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)

@@ -30,7 +30,7 @@ module requant_lane (
     hi = 34'($signed(x[31:17])) * 34'(m) + (s >= 8'd18 && s <= 8'd48 ? 34'sd1 <<< (s - 8'd18) : 34'sd0);
     xm = {hi + 34'(lo >>> 17), lo[16:0]};
     r = 52'(xm) + 52'(y) * 52'(n);
-    requantise = s > 8'd48 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(r, s[5:0]));
+    requantise = s > 8'd48 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(r, s[5:0], shift_sat8_above(s[5:0])));
   endfunction
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
@@ -40,7 +40,7 @@ module requant_lane (
   logic signed [47:0] residual_sum;
   assign residual_sum = 48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b)
                       + (shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1));
-  assign residual = shift > 8'd47 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(52'(residual_sum), shift[5:0]));
-  assign wide_q = shift_sat8_finish(shift_sat8_parts(wide, shift[5:0]));
+  assign residual = shift > 8'd47 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(52'(residual_sum), shift[5:0], shift_sat8_above(shift[5:0])));
+  assign wide_q = shift_sat8_finish(shift_sat8_parts(wide, shift[5:0], shift_sat8_above(shift[5:0])));
   assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule
