@@ -47,8 +47,8 @@ def test_resource_model_per_parameter():
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (the pipelined RTL, full epilogue, 512-word window banks, 196 weight rows,
     depthwise on the array's diagonal): 642 DSP, 47.5 BRAM36, 71,752 LUT, 47,299 FF (its LUTs among the shapes
-    the model was fitted on, its FFs not: -1.9 %). The weight RAM stays PE_ROWS x VEC bytes wide whatever the pixels: only
-    the window's banks grow with them."""
+    the model was fitted on, its FFs not: -1.9 %). The weight RAM stays PE_ROWS x VEC bytes wide whatever the
+    pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     full = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
     assert full.dsp == 4 * 16 * 16 // 2 + 2 * 16 + 5 * 16 + 13 + 5 == 642

@@ -11,9 +11,9 @@ within 3.2 %), checked on shapes each was not fitted on: 16x8 (LUT 34,443, the m
 takes the descriptor from a beat-wide select (its offset is below a beat), not from anywhere in the collection
 buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth
 pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's:
-8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the fabric): 8x8
-121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the
-16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
+8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the
+fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining
+(ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
 Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
 
