@@ -163,9 +163,10 @@ def test_throughput_with_fewer_frames_in_flight_than_units_splits(zoo, tmp_path)
         fpga = [s for s in read_plan(out).subgraphs if s.device == "fpga"]
         rates[in_flight] = (len(fpga), result.splits.chosen.rate, result.splits.splits[0].best.rate)
     assert rates[None][0] == 1 and rates[1][0] >= 3
-    # by over 2 % at the clock the timing estimate allows (166.7 MHz now; more at slower clocks, where the FPGA's
-    # share of the frame, which the split shortens, is larger); the exploration keeps a split only past 0.5 %
-    assert rates[1][1] > 1.02 * rates[1][2], "with one frame in flight the split's rate beats no split's"
+    # by more than the exploration's own margin, at the clock the timing estimate allows (1.6 % at 187.5 MHz; more
+    # at slower clocks, where the FPGA's share of the frame, which the split shortens, is larger)
+    from partitioner.explore.design_space import SPLIT_GAIN
+    assert rates[1][1] > (1 + 2 * SPLIT_GAIN) * rates[1][2], "with one frame in flight the split wins the rate"
     assert "| **chosen** | branches >=" in (tmp_path / "b1" / "report.md").read_text()
 
 
