@@ -6,7 +6,8 @@ Measured (yosys 0.70, one unit, the RTL of the sixth pipelining, `benchmarks/res
 LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,316 / 43,945 / 48,189 /
 71,752 LUT; the model within 2.1 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (15,082 / 20,404 / 21,950 / 28,736 FF,
 within 3.2 %), checked on shapes each was not fitted on: 16x8 (LUT 34,443, the model +8.1 %), 4x16x16 (FF 47,299,
--1.9 %), 2x16x16 on xcup (386 DSP exact, LUT 54,578 -1.7 %, FF 32,399 -2.2 %) and 8x8 on the PYNQ-Z2's xc7
+-1.9 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,578 / 104,995 -1.7 / +4.6 %, FF 32,399 /
+77,083 -2.2 / -1.6 %) and 8x8 on the PYNQ-Z2's xc7
 (141 DSP exact, LUT +0.2 %, FF -5.6 %). The sixth pipelining took 10,000-13,600 LUT off a unit: the controller
 takes the descriptor from a beat-wide select (its offset is below a beat), not from anywhere in the collection
 buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth
