@@ -84,13 +84,19 @@ def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 
+def _dsp_widths(monkeypatch, aw: int, bw: int, pw: int, use_c: int) -> dict[str, int]:
+    """dsp_mult's parameters, for the Verilator build and (as DSP_*) for its bench."""
+    params = {"AW": aw, "BW": bw, "PW": pw, "USE_C": use_c}
+    for key, value in params.items():
+        monkeypatch.setenv(f"DSP_{key}", str(value))
+    return params
+
+
 @needs_toolchain
 @pytest.mark.parametrize("aw,bw,pw,use_c", [(27, 18, 48, 0), (18, 18, 35, 0), (8, 18, 48, 1), (24, 18, 42, 0)])
 def test_dsp_mult(tmp_path, monkeypatch, aw, bw, pw, use_c):
     """The registered product the epilogue, the L2-norm factor and mac_pair use, at their widths, with and without C."""
-    for key, value in (("DSP_AW", aw), ("DSP_BW", bw), ("DSP_PW", pw), ("DSP_USE_C", use_c)):
-        monkeypatch.setenv(key, str(value))
-    _run(tmp_path, "dsp_mult", [RTL / "dsp_mult.sv"], "dsp_mult_tb", {"AW": aw, "BW": bw, "PW": pw, "USE_C": use_c})
+    _run(tmp_path, "dsp_mult", [RTL / "dsp_mult.sv"], "dsp_mult_tb", _dsp_widths(monkeypatch, aw, bw, pw, use_c))
 
 
 @needs_toolchain
@@ -100,10 +106,8 @@ def test_dsp_mult(tmp_path, monkeypatch, aw, bw, pw, use_c):
 def test_dsp_mult_primitive_on_amd_dsp48e2_model(tmp_path, monkeypatch, use_c):
     """dsp_mult's DSP48E2 (`SYNTHESIS`), with C through the Z multiplexer, computes what its simulated stages do."""
     model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
-    for key, value in (("DSP_AW", 8), ("DSP_BW", 18), ("DSP_PW", 48), ("DSP_USE_C", use_c)):
-        monkeypatch.setenv(key, str(value))
     _run(tmp_path, "dsp_mult", [RTL / "dsp_mult.sv", model], "dsp_mult_tb",
-         {"AW": 8, "BW": 18, "PW": 48, "USE_C": use_c}, {"SYNTHESIS": 1},
+         _dsp_widths(monkeypatch, 8, 18, 48, use_c), {"SYNTHESIS": 1},
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 

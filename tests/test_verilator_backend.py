@@ -42,10 +42,17 @@ def golden(tmp_path_factory):
 def test_every_golden_case_bit_exact(golden):
     engine, cases = golden
     for case in cases:
-        cycles = []
-        got = case.replay(lambda act, const, addr, n: cycles.append(engine.run(act, const, addr, n, case.name).cycles))
+        runs = []
+        got = case.replay(lambda act, const, addr, n: runs.append(engine.run(act, const, addr, n, case.name)))
         assert np.array_equal(got, case.act_out), case.name
-        assert all(c > 0 for c in cycles)
+        for run in runs:
+            assert run.cycles > 0
+            # a run clears its counters as it starts (one simulator runs every case): its layers' shares add up
+            # to its totals; the free-running clock's to the cycles from the run's start
+            for name, total in run.counters.items():
+                if name != "clock":
+                    assert sum(layer.counters[name] for layer in run.layers) == total, (case.name, name)
+            assert sum(layer.counters["clock"] for layer in run.layers) == sum(layer.cycles for layer in run.layers)
 
 
 @pytest.mark.parametrize("rows,vec,epilogue,pixels,kernel_rows", [

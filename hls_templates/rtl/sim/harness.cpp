@@ -264,8 +264,9 @@ SIM_API int sim_wait(Sim *s, uint64_t max_cycles, uint64_t *profile, uint32_t ro
         uint64_t *row = profile + (size_t)(*used) * 11;
         row[0] = layer;
         row[1] = s->cycle;
-        // the run clears its counters as it starts: the first row's baseline is 0, not the last run's totals
-        for (int i = 0; i < 9; ++i) row[2 + i] = *used == 0 ? 0 : word64(t->perf, i);
+        // the run clears its counters (all but the free-running clock, counter 0) as it starts: the first row's
+        // baseline for them is 0, not the last run's totals
+        for (int i = 0; i < 9; ++i) row[2 + i] = *used == 0 && i > 0 ? 0 : word64(t->perf, i);
         ++*used;
     };
     while (!t->__SYM__interrupt) {
