@@ -190,8 +190,8 @@ def test_design_clock_is_the_lower_of_board_and_fmax():
                 assert PL_PLL_MHZ[board.family] / (round(ratio) - 1) > fmax
     # a slower grade of the same family is slower; a wider array or the window path is not faster
     assert estimated_fmax_mhz(BOARDS["kv260"], _shape("8x8")) < estimated_fmax_mhz(BOARDS["zcu104"], _shape("8x8"))
-    assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) < estimated_fmax_mhz(BOARDS["zcu104"],
-                                                                                         _shape("16x16"))
+    assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) <= estimated_fmax_mhz(BOARDS["zcu104"],
+                                                                                          _shape("16x16"))
 
 
 def test_a_block_ram_is_no_faster_than_its_data_sheet_fmax():

@@ -236,7 +236,7 @@ module engine_core #(
   mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
-    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(12 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 

@@ -1,8 +1,8 @@
 // MAC stage: takes one tagged activation beat per cycle. C1 reads the weight row (R x V bytes) and hands the
 // beat to the shared MAC array (mac_array.sv, pixel 0), whose sums per output channel serve a standard conv
 // (R x V MACs); a depthwise conv multiplies lane by lane here;
-// C2 accumulates (bias first) and, when the tag says a pixel is complete, hands the pixel to the epilogue
-// with its residual or second operand. Ready only while the epilogue queue has room for both stages.
+// C2 accumulates (bias first) and, when the tag says a pixel is complete, hands the pixel (C3, a register) to the
+// epilogue with its residual or second operand. Ready only while the epilogue queue has room for every stage.
 import engine_pkg::*;
 
 module mac_stage #(
@@ -26,7 +26,7 @@ module mac_stage #(
   input  logic [engine_pkg::TAG_BITS-1:0] ab_tag_bits,
   input  logic [23:0] ab_idx,
   input  logic        ab_last,
-  input  logic        room,                  // the epilogue queue can take what C1 and C2 hold
+  input  logic        room,                  // the epilogue queue can take what C1 .. C3 hold
   // weight RAM read port
   output logic [WAW-1:0] w_raddr,
   input  logic [8*V-1:0] w_rdata,           // its first row: a depthwise beat's weights (the array reads all)
@@ -221,17 +221,17 @@ module mac_stage #(
     k = (l2_p + 42'sd4194304) >>> 23;                                         // 6: round(T[i] * mult / 2^23)
     l2_ksh <= l2_zero5_q ? 40'd0 : {8'(l2_shift + 8'd14 - 8'(l2_z5_q >> 1)), k[31:0]};
   end
-  always_comb begin
-    item_valid = c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
-    for (int i = 0; i < G; i++) item_acc[32*i +: 32] = l2 ? l2_ksh[31:0] : acc_next[i];
-    item_b = res_next;
-    if (l2) for (int i = 0; i < G; i++) item_b[8*i +: 8] = l2_ksh[39:32];
-    item_a = abuf_next;
-    item_oaddr = c2_oaddr;
-    item_n = c2_tag.n;
-    item_y = c2_tag.y;
-    item_x = c2_tag.x;
+  // C3: the finished pixel in registers, so the epilogue queue's write starts from flip-flops, not from C2's sums
+  always_ff @(posedge clk) begin
+    item_valid <= rst_n && c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
+    for (int i = 0; i < G; i++) item_acc[32*i +: 32] <= l2 ? l2_ksh[31:0] : acc_next[i];
+    for (int i = 0; i < G; i++) item_b[8*i +: 8] <= l2 ? l2_ksh[39:32] : res_next[8*i +: 8];
+    item_a <= abuf_next;
+    item_oaddr <= c2_oaddr;
+    item_n <= c2_tag.n;
+    item_y <= c2_tag.y;
+    item_x <= c2_tag.x;
   end
-  assign busy = c1_valid || |p_valid || c2_valid;
+  assign busy = c1_valid || |p_valid || c2_valid || item_valid;
   assign mac_beat = c2_valid && (c2_tag.kind == K_MAC || c2_tag.kind == K_DW);
 endmodule

@@ -57,14 +57,24 @@ module pool_unit #(
   logic [QW-1:0] rq_dout;
   localparam int RQ_DEPTH = 32;
   logic [5:0] rq_count;
-  logic [G*8-1:0] rq_q;
-  logic [15:0] rq_n, rq_y, rq_x;
-  // the queue's head in a register: the ring's write, and the rows it completes, start from flip-flops
-  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH), .OUT_REG(1'b1)) rq (
+  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH)) rq (
     .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
     .empty(rq_empty), .count(rq_count));
-  assign {rq_q, rq_n, rq_y, rq_x} = rq_dout;
-  assign room = rq_count <= 6'(RQ_DEPTH - EPI_LATENCY - 4);     // what the epilogue's pipeline holds fits
+  // the queue's head in registers, and whether the ring takes it (hd_ok_q, tested a cycle ahead below): the ring's
+  // write, the rows it completes and the queue's pop start from flip-flops
+  logic hd_v, hd_ok_q;
+  logic [G*8-1:0] rq_q;
+  logic [15:0] rq_n, rq_y, rq_x;
+  logic ring_take;
+  wire hd_load = !hd_v || ring_take;
+  assign rq_pop = hd_load && !rq_empty;
+  always_ff @(posedge clk) begin
+    if (!rst_n) hd_v <= 1'b0;
+    else if (hd_load) hd_v <= !rq_empty;
+    if (hd_load) {rq_q, rq_n, rq_y, rq_x} <= rq_dout;
+  end
+  // what the epilogue's pipeline holds fits: from last cycle's fill, one entry more cautious
+  always_ff @(posedge clk) room <= (7'(rq_count) + 7'(hd_v)) <= 7'(RQ_DEPTH - EPI_LATENCY - 5);
 
   // pool emitter state
   logic [15:0] em_n, em_py, em_px;
@@ -87,9 +97,7 @@ module pool_unit #(
     if (ring_we) ring[ring_waddr] <= rq_q;
     ring_rdata <= ring[ring_raddr];
   end
-  wire rq_ok = !rq_empty && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
-  assign rq_pop = rq_ok;
-  assign ring_we = rq_ok;
+  assign ring_we = ring_take;
   assign ring_waddr = RAW'((32'(rq_y) % RINGK) * MAX_W + 32'(rq_x));
 
   // emitter: for each pooled pixel, read its window's taps from the ring (one per cycle), then emit
@@ -113,6 +121,16 @@ module pool_unit #(
   endfunction
   wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t), first_next = em_first + 32'(d.pool_sh);
   wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
+  // what the first pooled row's and the next pooled row's first row give, in registers: the first per layer; the
+  // next a cycle after em_first moves, in time, as a pooled row ends no sooner than two cycles after the last
+  logic [16:0] top_end_q, next_end_q;
+  logic [31:0] top_rows_q, next_rows_q;
+  always_ff @(posedge clk) begin
+    top_end_q <= ring_end(first_top);
+    top_rows_q <= rows_needed(first_top);
+    next_end_q <= ring_end(first_next);
+    next_rows_q <= rows_needed(first_next);
+  end
   // the conv rows a pooled row needs are in: a cycle old, and cleared for the cycle its rows change (rows_done
   // only grows in between, so a cycle old is only a cycle cautious)
   logic rows_in_q;
@@ -122,6 +140,17 @@ module pool_unit #(
   always_ff @(posedge clk)
     if (!rst_n || start || em_row_end) rows_in_q <= 1'b0;
     else rows_in_q <= 32'(rows_done) >= need_rows;
+  // the ring's admission of the head the queue holds next cycle, against the emitter's row of this cycle: exact
+  // next cycle unless the emitter moved to another row (or tile) at this edge (em_moved_q), which waits a cycle
+  logic em_moved_q;
+  always_ff @(posedge clk) begin
+    logic ok_new, ok_held;                 // the queue's next item, the head now: both tested, then one picked
+    ok_new = !rq_empty && rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end;
+    ok_held = hd_v && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
+    hd_ok_q <= rst_n && (hd_load ? ok_new : ok_held);
+    em_moved_q <= start || em_row_end;
+  end
+  assign ring_take = hd_ok_q && !em_moved_q;
   always_comb begin
     er_y = em_first + 32'(em_ky);
     er_x = em_left + 32'(em_kx);
@@ -129,12 +158,16 @@ module pool_unit #(
     ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
   end
 
+  // the tile's last pooled pixel is out: one term of the emitter's step, not the end of its nest
+  always_ff @(posedge clk)
+    if (!rst_n || start) em_done <= !has_pool;
+    else if (em_row_end && py_end && n_end) em_done <= 1'b1;
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
       kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q; n_end <= n_one_q;
-      em_done <= !has_pool; tap_valid <= 1'b0;
-      em_first <= first_top; em_ring_end <= ring_end(first_top); need_rows <= rows_needed(first_top);
+      tap_valid <= 1'b0;
+      em_first <= first_top; em_ring_end <= top_end_q; need_rows <= top_rows_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
@@ -164,14 +197,14 @@ module pool_unit #(
               em_busy <= 1'b0;
               if (!py_end) begin
                 em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q;
-                em_first <= first_next; em_ring_end <= ring_end(first_next); need_rows <= rows_needed(first_next);
+                em_first <= first_next; em_ring_end <= next_end_q; need_rows <= next_rows_q;
               end else begin
                 em_py <= '0; py_end <= h_one_q;
-                em_first <= first_top; em_ring_end <= ring_end(first_top); need_rows <= rows_needed(first_top);
+                em_first <= first_top; em_ring_end <= top_end_q; need_rows <= top_rows_q;
                 rows_done <= '0;
                 if (!n_end) begin
                   em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
-                end else em_done <= 1'b1;
+                end
               end
             end
           end
@@ -190,11 +223,12 @@ module pool_unit #(
     end
   end
   always_ff @(posedge clk) if (tap_valid) best <= best_next;
-
-
-  assign out_valid = tap_valid && tap_last;
-  assign out_q = best_next;
-  assign out_oaddr = tap_oaddr;
+  // the pooled pixel in registers, so the writer's queue takes it from flip-flops, not from the ring's read port
+  always_ff @(posedge clk) begin
+    out_valid <= rst_n && tap_valid && tap_last;
+    out_q <= best_next;
+    out_oaddr <= tap_oaddr;
+  end
   assign done = em_done;
-  assign busy = !rq_empty || tap_valid;
+  assign busy = !rq_empty || hd_v || tap_valid || out_valid;
 endmodule

@@ -27,18 +27,34 @@ module result_writer #(
   logic [DW-1:0] w_data;
   logic [V-1:0]  w_strb;
   wire [7:0] ser_beats = nl > 8'(V) ? 8'(nl >> VSH) : 8'd1;
+  // per layer, in registers: whether a result is one beat, and its beats less two, so the last beat is a flag
+  logic one_beat_q;
+  logic [7:0] ser_pen_q;
+  always_ff @(posedge clk) begin
+    one_beat_q <= ser_beats == 8'd1;
+    ser_pen_q <= ser_beats - 8'd2;
+  end
+  // act_base + offset in 64 bits as a 34-bit sum of the low halves and the high half plus its carry (0 to 2), the
+  // high half's sums per run in registers: no 64-bit carry chain behind the queue's head
+  logic [31:0] base_hi1_q, base_hi2_q;
+  always_ff @(posedge clk) begin
+    base_hi1_q <= act_base[63:32] + 32'd1;
+    base_hi2_q <= act_base[63:32] + 32'd2;
+  end
   always_comb begin
     logic [31:0] lane;
+    logic [33:0] low;
     lane = in_oaddr & 32'(V - 1);
     if (nl >= 8'(V)) begin
-      w_addr = act_base + 64'(in_oaddr) + 64'(ser_k) * 64'(V);
+      low = 34'(act_base[31:0]) + 34'(in_oaddr) + 34'(ser_k) * 34'(V);
       w_data = in_q[32'(ser_k) * DW +: DW];
       w_strb = '1;
     end else begin
-      w_addr = act_base + (64'(in_oaddr) & ~64'(V - 1));
+      low = 34'(act_base[31:0]) + 34'({in_oaddr[31:VSH], {VSH{1'b0}}});
       w_data = DW'(in_q) << (8 * lane);
       w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
     end
+    w_addr = {low[33] ? base_hi2_q : low[32] ? base_hi1_q : act_base[63:32], low[31:0]};
   end
   // a beat is formed into registers, then offered to the burst writer
   logic          s_valid, w_idle;
@@ -47,14 +63,24 @@ module result_writer #(
   logic [V-1:0]  s_strb;
   assign idle = w_idle && !s_valid;
   wire take = in_valid && (!s_valid || w_ready);
-  assign in_pop = take && ser_k == ser_beats - 8'd1;
+  logic ser_last_q;                        // ser_k is the result's last beat
+  assign in_pop = take && ser_last_q;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       ser_k <= '0;
+      ser_last_q <= 1'b1;
       s_valid <= 1'b0;
     end else begin
+      if (!take) begin
+        if (ser_k == 8'd0) ser_last_q <= one_beat_q;      // between results: the layer's, as nl may change
+      end else if (ser_last_q) begin
+        ser_k <= 8'd0;
+        ser_last_q <= one_beat_q;
+      end else begin
+        ser_k <= ser_k + 8'd1;
+        ser_last_q <= ser_k == ser_pen_q;
+      end
       if (take) begin
-        ser_k <= (ser_k == ser_beats - 8'd1) ? 8'd0 : ser_k + 8'd1;
         s_valid <= 1'b1;
       end else if (w_ready) begin
         s_valid <= 1'b0;

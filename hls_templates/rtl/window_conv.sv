@@ -99,9 +99,17 @@ module window_conv #(
   logic [WA-1:0] win_waddr;
   wire is_res = ab_tag.kind == K_RES;
   wire has_res = d.flags[F_RESIDUAL];
-  assign win_we = ab_valid && !is_res;
+  // the stream's window beats a cycle late, from registers: the write counters and the RAM's enables then start
+  // from flip-flops, not from the reader's valid gated by the layer's path
+  logic in_last_q;
+  logic [DW-1:0] in_data_q;
+  always_ff @(posedge clk) begin
+    win_we <= rst_n && !start && ab_valid && !is_res;
+    in_last_q <= ab_tag.last && ab_last;
+    in_data_q <= ab_data;
+  end
   assign win_waddr = WA'(w_slot_base + (w_phase ? phase_words : 32'd0) + 32'(w_colw) + 32'(w_cb));
-  wire row_done = win_we && ab_tag.last && ab_last;
+  wire row_done = win_we && in_last_q;
 
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
@@ -200,6 +208,7 @@ module window_conv #(
   // a new output row: the rows it needs are known two cycles later (near_q, need_q), so no step is issued
   // before then; the first of its steps waits three cycles
   wire row_change = t0_fire && last_step && last_tile && !(more_groups || (dw && !flush));
+  logic image_end_q;
   always_ff @(posedge clk) begin
     near_q <= last_q < in_h_last_q ? last_q : in_h_last_q;
     need_q <= img_base + near_q;
@@ -273,18 +282,23 @@ module window_conv #(
             y <= '0; y_nx <= 16'd1;
             last_y <= y_last_q == 0;
             row0 <= 32'sd0 - 32'(d.pad_t);
-            img_base <= img_base + 32'(d.in_h);
-            nh_q <= nh_q + oh_step;
             last_q <= first_last_q;
-            if (!last_n) begin
-              n <= n_nx; n_nx <= n_nx + 16'd1;
-              last_n <= n_nx == n_last_q;
-            end else active <= 1'b0;
           end
         end
       end
+    end else if (image_end_q) begin
+      img_base <= img_base + 32'(d.in_h);
+      nh_q <= nh_q + oh_step;
+      if (!last_n) begin
+        n <= n_nx; n_nx <= n_nx + 16'd1;
+        last_n <= n_nx == n_last_q;
+      end else active <= 1'b0;
     end
   end
+  // an image's last row issued: the next image's counters a cycle later, from this register, which is safe as a
+  // new row issues no step for three cycles, and only cautious for `lowest` (the old image's base) meanwhile
+  always_ff @(posedge clk)
+    image_end_q <= rst_n && !start && row_change && last_y;
 
   // ---- TA, TB: the step's window address ------------------------------------------------------------
   localparam int FW = 4 + TW + PB + P + 3 * 16 + 32 + WAW;  // the step's fields carried to T1
@@ -336,7 +350,7 @@ module window_conv #(
 
   logic [P*DW-1:0] win_rdata;
   window_ram #(.V(V), .P(P), .WDEPTH(WDEPTH)) wram (
-    .clk, .we(win_we), .wbank(w_bank), .waddr(win_waddr), .wdata(ab_data), .re(adv), .raddr(win_raddr),
+    .clk, .we(win_we), .wbank(w_bank), .waddr(win_waddr), .wdata(in_data_q), .re(adv), .raddr(win_raddr),
     .rdata(win_rdata));
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------

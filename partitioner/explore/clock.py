@@ -7,10 +7,11 @@ every candidate would take minutes each:
 
     critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * (c + d * log2(pixels x PE rows x VEC))   ns
 
-(wider arrays: wider sums and more fan-out; the window path of P > 1 pixels adds its own, longer paths, whose
+(wider arrays: wider sums and more fan-out; the window path of P > 1 pixels may add its own, longer paths, whose
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
 without the window path are in control (the fused pool's emitter, the controller, the address generator's decode),
-none in the array, so b is 0: the fit found no dependence on the array's size there. A slower speed grade scales
+none in the array, so b is 0: the fit found no dependence on the array's size there; since the seventh the window
+path's are below them too, so c and d are 0. A slower speed grade scales
 the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -43,17 +44,20 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the sixth pipelining's RTL: a is the slower of 8x8 and 16x16 (4.88 and 5.05 ns: the MAC
-# stage's sum into the epilogue queue's head register), so the fit does not promise a clock a fitted shape's
-# estimate misses (8x8 is 3.5 % faster than modelled); c and d through 2x8x16 and 4x16x16 (5.07 and 5.13 ns: the
-# window path's beat valid, gated by the layer's kind, fanned out to its write address); 16x8 (5.14 ns, the model
-# 5.05: -1.8 %, the MAC stage's sum again), 2x16x16 (5.07, the model 5.10: +0.6 %) and 8x16x16 (5.17, the model
-# 5.16: -0.3 %, the window path's again; the KV260's choice for the big detectors) left out, within CHECK_TOLERANCE
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=5.0531, b_ns=0.0, c_ns=-0.2109, d_ns=0.0286,
+# UltraScale+ -2 (zcu104), the seventh pipelining's RTL: every shape but 8x8 is 4.75 ns, the address pipeline's
+# multiply by the pixel stride (pixel_address.sv: a 32 x 16-bit product on a DSP48E2 without its registers and a
+# 16-bit carry), the same in every shape; 8x8 is 4.85 ns (the fused pool's done flag through its emitter's step,
+# seven LUT levels as abc maps it there, five or fewer in the other netlists). a is the slower of 8x8 and 16x16,
+# so the fit does not promise a clock a fitted shape's estimate misses; the window path no longer adds a path of its
+# own (2x8x16 and 4x16x16 are 4.75 ns too), so c = d = 0 and the model is 2.1 % slow on them and on 16x16. Left
+# out: 16x8 and 2x16x16 (4.75 ns, the model 2.1 % slow) and 8x16x16 (the KV260's choice for the big detectors:
+# 4.79 ns, the reset's fan-out to the collection buffer's enables; the model 1.4 % slow)
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=4.852, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                          fitted_on=("8x8", "16x16", "2x8x16", "4x16x16"), checked_on=("16x8", "2x16x16", "8x16x16"))
-# 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.99 ns, the writer's beat address, a 64-bit add after the
-# queue's head), the UltraScale+ fit's form scaled to it; not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=5.0531 * 1.7797, b_ns=0.0, c_ns=-0.2109 * 1.7797, d_ns=0.0286 * 1.7797,
+# 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.47 ns, the fused pool's bound for the next pooled row's ring
+# admission, a 32-bit add and its clamps from the descriptor), the UltraScale+ fit's form scaled to it; not
+# checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=4.852 * 1.7451, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

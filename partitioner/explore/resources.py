@@ -66,8 +66,9 @@ WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # into the DSP48E1s), per result lane the epilogue's fourteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
 # over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
-# term and the constant moved by the sixth's (least squares over the same four).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 468, 950, 3_035
+# term and the constant moved by the sixth's and the seventh's (the MAC stage's and the fused pool's output
+# registers, the pool queue's head; least squares over the same four).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 533, 950, 3_308
 # ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
 # per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
 # structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
