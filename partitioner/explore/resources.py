@@ -2,15 +2,17 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the sixth pipelining, `benchmarks/results/timing_estimate.jsonl`):
-LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,316 / 43,945 / 48,189 /
-71,752 LUT; the model within 2.1 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (15,082 / 20,404 / 21,950 / 28,736 FF,
-within 3.2 %), checked on shapes each was not fitted on: 16x8 (LUT 34,443, the model +8.1 %), 4x16x16 (FF 47,299,
--1.9 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,578 / 104,995 -1.7 / +4.6 %, FF 32,399 /
-77,083 -2.2 / -1.6 %) and 8x8 on the PYNQ-Z2's xc7
-(141 DSP exact, LUT +0.2 %, FF -5.6 %). The sixth pipelining took 10,000-13,600 LUT off a unit: the controller
-takes the descriptor from a beat-wide select (its offset is below a beat), not from anywhere in the collection
-buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth
+Measured (yosys 0.70, one unit, the RTL of the seventh pipelining, `benchmarks/results/timing_estimate.jsonl`):
+LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,339 / 43,931 / 48,165 /
+71,650 LUT; the model within 2.1 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (15,872 / 21,586 / 23,258 / 30,167 FF,
+within 3.4 %), checked on shapes each was not fitted on: 16x8 (LUT 34,311, the model +8.6 %), 4x16x16 (FF 48,738,
+-2.1 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,560 / 104,916 -1.7 / +4.7 %, FF 33,838 /
+78,522 -2.5 / -1.7 %) and 8x8 on the PYNQ-Z2's xc7 (141 DSP exact, LUT +0.2 %, FF -5.3 %). The seventh added
+about 65 FF per result lane (the MAC stage's and the fused pool's output registers, the pool queue's head). The
+sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth pipelining took 10,000-13,600 LUT
+off a unit: the controller takes the descriptor from a beat-wide select (its offset is below a beat), not from
+anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT,
+46,818 FF. The fourth
 pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's:
 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the
 fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining
