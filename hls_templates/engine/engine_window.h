@@ -58,8 +58,8 @@ int pow2_at_least(int v) {
     return p;
 }
 
-// Input rows the window holds for a layer (window_slots in engine_functions.svh): kh + stride + 1 rows, a power
-// of two up to 8, so later rows load while these are read; else kh; 0: the layer takes the per-tap path.
+// Input rows the window holds for a layer (layer_descriptor.sv's ahead_fits_q, least_fits_q): kh + stride + 1
+// rows, a power of two up to 8, so later rows load while these are read; else kh; 0: the layer takes the per-tap path.
 int window_slots(const Descriptor &d, int row_words) {
     const int sizes[2] = {pow2_at_least(d.kh + d.stride_h + 1), pow2_at_least(d.kh)};
     for (int i = 0; i < 2; ++i)

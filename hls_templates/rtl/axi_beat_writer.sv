@@ -51,21 +51,25 @@ module axi_beat_writer #(
   wire [63:0] next_d = (continues ? g_next : in_addr) + 64'(B);
 
   // ---- queues: data beats, closed bursts (address, length), lengths of bursts whose address went out
-  logic wq_push, wq_pop, wq_empty;
+  logic wq_push, wq_pop, wq_valid;
   logic [$clog2(WDEPTH):0] wq_count;
   logic [DW+B-1:0] wq_dout;
-  sync_fifo #(.W(DW + B), .DEPTH(WDEPTH)) wq (.clk, .rst_n, .push(wq_push), .din({in_strb, in_data}), .pop(wq_pop),
-                                              .dout(wq_dout), .empty(wq_empty), .count(wq_count));
-  logic aq_push, aq_empty;
+  // the data queue and the lengths' queue hold their heads in registers: the W channel's valid, last and pops
+  // start from flip-flops
+  sync_fifo #(.W(DW + B), .DEPTH(WDEPTH), .OUT_REG(1'b1)) wq (
+    .clk, .rst_n, .push(wq_push), .din({in_strb, in_data}), .pop(wq_pop), .dout(wq_dout), .valid(wq_valid),
+    .count(wq_count));
+  logic aq_push, aq_valid;
   logic [$clog2(ADEPTH):0] aq_count;
   logic [63+BW:0] aq_din, aq_dout;
   sync_fifo #(.W(64 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
-                                               .dout(aq_dout), .empty(aq_empty), .count(aq_count));
-  logic lq_empty, lq_pop;
+                                               .dout(aq_dout), .valid(aq_valid), .count(aq_count));
+  logic lq_valid, lq_pop;
   logic [BW-1:0] lq_dout;
   logic [$clog2(ADEPTH):0] lq_count;
-  sync_fifo #(.W(BW), .DEPTH(ADEPTH)) lq (.clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[63+BW:64]),
-                                          .pop(lq_pop), .dout(lq_dout), .empty(lq_empty), .count(lq_count));
+  sync_fifo #(.W(BW), .DEPTH(ADEPTH), .OUT_REG(1'b1)) lq (
+    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[63+BW:64]), .pop(lq_pop), .dout(lq_dout),
+    .valid(lq_valid), .count(lq_count));
 
   // ready from registers: a queue's count a cycle ago with one entry more to spare (a cycle pushes one at most), so
   // what pops the producer's queue does not wait for this cycle's counts
@@ -81,7 +85,7 @@ module axi_beat_writer #(
 
   localparam int OW = $clog2(MAX_OUT + 1);
   logic [OW-1:0] outstanding;
-  assign m_awvalid = !aq_empty && outstanding < OW'(MAX_OUT) && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
+  assign m_awvalid = aq_valid && outstanding < OW'(MAX_OUT) && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
   assign m_awaddr = aq_dout[63:0];
   assign m_awlen = 8'(aq_dout[63+BW:64] - 1'b1);
   assign m_awsize = 3'(BEAT_SHIFT);
@@ -89,14 +93,14 @@ module axi_beat_writer #(
 
   // ---- data channel: the beats of bursts whose address is out --------------------------------------
   logic [BW-1:0] w_sent;
-  assign m_wvalid = !lq_empty && !wq_empty;
+  assign m_wvalid = lq_valid && wq_valid;
   assign m_wdata = wq_dout[DW-1:0];
   assign m_wstrb = wq_dout[DW+B-1:DW];
   assign m_wlast = w_sent == lq_dout - 1'b1;
   assign wq_pop = m_wvalid && m_wready;
   assign lq_pop = wq_pop && m_wlast;
   assign m_bready = 1'b1;
-  assign idle = !g_open && aq_empty && lq_empty && wq_empty && outstanding == 0;
+  assign idle = !g_open && !aq_valid && !lq_valid && !wq_valid && outstanding == 0;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin

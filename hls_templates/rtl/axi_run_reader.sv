@@ -99,7 +99,7 @@ module axi_run_reader #(
   wire ar_free = !ar_v || m_arready;
   wire issue = cu_v && ar_free && outstanding != OW'(MAX_OUT);
   wire cu_free = !cu_v || (issue && cu_last);
-  wire queued = iss != wr;
+  logic queued;                      // iss != wr (runs written, not yet taken), a register kept beside them
   wire take = (queued || in_q) && cu_free;
   wire src_pad = queued ? q_pad[ii] : in_pad_q;
   wire [63:0] src_addr = queued ? q_addr[ii] : in_addr_q;
@@ -153,7 +153,7 @@ module axi_run_reader #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
-      cu_v <= 1'b0; ar_v <= 1'b0; hd_v <= 1'b0;
+      queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; hd_v <= 1'b0;
     end else begin
       in_q <= run_valid && run_ready;
       // an entry is free once both sides have passed it: the data side may run ahead over pad runs and the head
@@ -181,6 +181,8 @@ module axi_run_reader #(
       end else if (m_arready) begin
         ar_v <= 1'b0;
       end
+      if (in_q && !take) queued <= 1'b1;
+      else if (take && !in_q) queued <= iss + 1'b1 != wr;
       if (take) begin                  // a pad run only passes the issue pointer
         iss <= iss + 1'b1;
         cu_v <= !src_pad;

@@ -209,7 +209,7 @@ module engine_core #(
   logic [DW-1:0] item_a;
   logic [31:0] item_oaddr;
   logic [15:0] item_n, item_y, item_x;
-  logic epi_pop, epi_empty;
+  logic epi_pop, epi_valid;
   logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
   logic [PM*G*32-1:0] bias_bits, mult_bits;
@@ -276,7 +276,8 @@ module engine_core #(
   sync_fifo #(.W(ITEMW), .DEPTH(16), .OUT_REG(1'b1)) epi_fifo (
     .clk, .rst_n, .push(item_valid),
     .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
-    .pop(epi_pop), .dout(epi_dout), .empty(epi_empty), .count(epi_count));
+    .pop(epi_pop), .dout(epi_dout), .valid(epi_valid),
+    .count(epi_count));
 
   logic e_valid, e_busy;
   logic [G*8-1:0] e_q;
@@ -299,7 +300,7 @@ module engine_core #(
 
   // results, straight from the epilogue or through the fused pool, queue for the writer
   localparam int WITEMW = G * 8 + 32;
-  logic wq_push, wq_pop, wq_empty;
+  logic wq_push, wq_pop, wq_valid;
   logic [WITEMW-1:0] wq_din, wq_dout;
   localparam int WQ_DEPTH = 32;
   logic [5:0] wq_count;
@@ -317,17 +318,17 @@ module engine_core #(
     wq_room_pool <= wq_count <= 6'd25;
     wq_room_epi <= wq_count <= 6'(WQ_DEPTH - EPI_LATENCY - 6);
   end
-  assign epi_pop = !epi_empty && epi_ready && (has_pool ? p_room : wq_room_epi);
+  assign epi_pop = epi_valid && epi_ready && (has_pool ? p_room : wq_room_epi);
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH), .OUT_REG(1'b1)) wq (
-    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout), .empty(wq_empty),
-    .count(wq_count));
+    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout),
+    .valid(wq_valid), .count(wq_count));
 
   logic wr_idle;
   logic [63:0] act_bytes_written;
   result_writer #(.V(V), .G(G)) rwriter (
-    .clk, .rst_n, .nl, .act_base, .in_valid(!wq_empty), .in_pop(wq_pop), .in_q(wq_dout[WITEMW-1:32]),
+    .clk, .rst_n, .nl, .act_base, .in_valid(wq_valid), .in_pop(wq_pop), .in_q(wq_dout[WITEMW-1:32]),
     .in_oaddr(wq_dout[31:0]), .idle(wr_idle), .bytes_written(act_bytes_written),
     .m_awvalid(m_act_awvalid), .m_awready(m_act_awready), .m_awaddr(m_act_awaddr), .m_awlen(m_act_awlen),
     .m_awsize(m_act_awsize), .m_awburst(m_act_awburst), .m_wvalid(m_act_wvalid), .m_wready(m_act_wready),
@@ -337,7 +338,7 @@ module engine_core #(
   // registered: everything was idle last cycle, and nothing starts again in S_DRAIN
   logic drained;
   always_ff @(posedge clk)
-    drained <= !ag_active && a_idle && !mac_busy && !wc_busy && epi_empty && !e_busy && wq_empty
+    drained <= !ag_active && a_idle && !mac_busy && !wc_busy && !epi_valid && !e_busy && !wq_valid
                && (!has_pool || p_done) && !p_busy && wr_idle;
 
   // ---- controller sequence ---------------------------------------------------------------------------------
@@ -356,6 +357,12 @@ module engine_core #(
   assign cycles = cycle_count;
   assign layer_index = layer;
 
+  // a collected beat into its slot of cbuf: a compare per slot, no index arithmetic; data, so the reset is not
+  // among its enables (it fans out to every slot's)
+  always_ff @(posedge clk)
+    if (to_cbuf_q && cb_valid)
+      for (int k = 0; k < CB / B; k++) if (cb_idx == 24'(k)) cbuf[k * DW +: DW] <= cb_data;
+
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
@@ -371,8 +378,6 @@ module engine_core #(
         c_off <= c_want_off;
       end
       to_cbuf_q <= collecting && cst != S_WEIGHTS;
-      if (to_cbuf_q && cb_valid)              // a beat into its slot: a compare per slot, no index arithmetic
-        for (int k = 0; k < CB / B; k++) if (cb_idx == 24'(k)) cbuf[k * DW +: DW] <= cb_data;
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
       take_rq <= cst == S_RQ;

@@ -52,13 +52,3 @@
     endcase
   endfunction
 
-  // Input rows the window keeps for a conv layer whose rows take `words` words of each bank: kh + stride + 1
-  // rows (`ahead`, rounded up to a power of two, at most 8) when they fit, so the next rows load, latency hidden,
-  // while the array reads these; else kh rows (`least`, rounded up); 0 when not even those fit (the layer takes
-  // the per-tap path).
-  function automatic logic [4:0] window_slots(input logic [4:0] ahead, input logic [4:0] least,
-                                              input logic [31:0] words, input logic [31:0] depth);
-    if (ahead <= 5'd8 && times_pow2(words, ahead) <= 36'(depth)) window_slots = ahead;
-    else if (least <= 5'd8 && times_pow2(words, least) <= 36'(depth)) window_slots = least;
-    else window_slots = 5'd0;
-  endfunction

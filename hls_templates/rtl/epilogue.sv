@@ -58,23 +58,22 @@ module epilogue #(
   engine_pkg::desc_t d;
   assign d = desc;
   // the layer's kind, in registers: the descriptor is steady for cycles before its first result comes in
-  logic has_res, prelu, per_channel, act1_applies, act2_applies;
-  logic requantises;                     // the others (MAXPOOL, COPY) pass their first operand through
+  logic has_res, prelu, per_channel;
+  // what S7 and S13 give, decoded: a conv's or ADD's table or clamp; else the requantised value, but at S7 for the
+  // ops that requantise nothing (MAXPOOL, COPY: their first operand passes through)
+  logic e1_lut, e1_clamp, e1_q1, e2_lut, e2_clamp;
+  always_ff @(posedge clk) begin
+    e1_lut <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_LUT;
+    e1_clamp <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_CLAMP;
+    e1_q1 <= d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
+    e2_lut <= ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_LUT;
+    e2_clamp <= ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_CLAMP;
+  end
   always_ff @(posedge clk) begin
     has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
     prelu <= d.op == OP_CONV && d.flags[F_PRELU];
     per_channel <= d.op == OP_CONV || d.op == OP_GAP;
-    act1_applies <= d.op == OP_CONV || d.op == OP_ADD;
-    act2_applies <= (d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD;
-    requantises <= d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
   end
-
-  function automatic logic signed [7:0] activate(input logic [7:0] kind, input logic signed [7:0] q,
-                                                 input logic signed [7:0] looked_up);
-    if (kind == ACT_CLAMP) activate = clamp8(q, d.act_lo, d.act_hi);
-    else if (kind == ACT_LUT) activate = looked_up;
-    else activate = q;
-  endfunction
 
   // valid and (address, coordinates) of each stage's result: stage k's are valid_q[k], meta_q[k]
   logic [L-1:0] valid_q;
@@ -161,7 +160,7 @@ module epilogue #(
       m_d = prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
             : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
       y_d = d.op == OP_ADD ? b8 : 8'sd0;
-      e1_d = act1_applies ? activate(d.act1, q1_q, t1) : requantises ? q1_q : $signed(a_q[55:48]);
+      e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
     end
     // S0-S2 (S7-S9): the products in DSP48E2s, operand, product and output registers; the rounding half of the
     // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S1
@@ -205,7 +204,7 @@ module epilogue #(
       p2_q <= shift_sat8_parts(52'(t_q), res_s_q, res_above_q);                           // S11
       pass11_q <= pass10_q;
       q2_q <= !has_res ? pass11_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S12
-      q_q <= act2_applies ? activate(d.act2, q2_q, t2) : q2_q;                            // S13
+      q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S13
     end
     assign out_q[8*i +: 8] = q_q;
 

@@ -3,8 +3,8 @@
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
 // The layer's kind flags are registered a cycle after the descriptor, `fits` takes three cycles (its products
-// registered over two), the window path's geometry three and its choice four: the controller reads the flags and
-// `fits` in S_CHECK, after S_DECODE and S_SIZE, the window path from S_LUT2 on.
+// registered over two), the window path's geometry three and its choice five: the controller reads the flags and
+// `fits` in S_CHECK, after S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -142,20 +142,29 @@ module layer_descriptor #(
     win_row_words <= (cols_q * 32'(cbs_q)) << s2_q;
   end
 
-  // third cycle: the rows the window holds, and from them the choice of the window path
+  // third cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
+  // so the next rows load, latency hidden, while the array reads these; else whether it holds kh rows (`least`,
+  // rounded up); and the most output-channel tiles the weight RAM holds at once. Fourth: the window path's choice
+  // (neither fits: the layer takes the per-tap path)
+  logic ahead_fits_q, least_fits_q;
+  logic [7:0] group_fit_q;
+  always_ff @(posedge clk) begin
+    ahead_fits_q <= ahead_q <= 5'd8 && times_pow2(win_row_words, ahead_q) <= 36'(WDEPTH);
+    least_fits_q <= least_q <= 5'd8 && times_pow2(win_row_words, least_q) <= 36'(WDEPTH);
+    group_fit_q <= 8'd1;
+    for (int m = 2; m <= P; m *= 2)
+      if (32'(m) * tile_rows_q <= 32'(WROWS)) group_fit_q <= 8'(m);
+  end
   logic win_d;
   logic [4:0] win_slots_d;
   always_comb begin
-    win_slots_d = window_slots(ahead_q, least_q, win_row_words, 32'(WDEPTH));
-    win_d = win_ok_q && win_slots_d != 5'd0;
+    win_slots_d = ahead_fits_q ? ahead_q : least_fits_q ? least_q : 5'd0;
+    win_d = win_ok_q && (ahead_fits_q || least_fits_q);
   end
   always_ff @(posedge clk) begin
     win <= win_d;
     win_rows <= win_d && rows_ok_q;
     win_slots <= win_slots_d;
-    group_max <= 8'd1;
-    if (win_d && group_ok_q)
-      for (int m = 2; m <= P; m *= 2)
-        if (32'(m) * tile_rows_q <= 32'(WROWS)) group_max <= 8'(m);
+    group_max <= win_d && group_ok_q ? group_fit_q : 8'd1;
   end
 endmodule

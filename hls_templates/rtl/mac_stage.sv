@@ -62,12 +62,20 @@ module mac_stage #(
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   logic [2:0] l2_hold_q;                   // cycles the factor of the pixel just summed still takes
-  assign ab_ready = room && l2_hold_q == 3'd0;
+  logic l2_free_q;                         // l2_hold_q == 0, set with it: the ready starts from flip-flops
+  assign ab_ready = room && l2_free_q;
   wire ab_fire = ab_valid && ab_ready;
   always_ff @(posedge clk) begin
-    if (!rst_n) l2_hold_q <= '0;
-    else if (ab_fire && l2 && ab_tag.kind == K_GAP && ab_last) l2_hold_q <= 3'(L2_STAGES);
-    else if (l2_hold_q != 3'd0) l2_hold_q <= l2_hold_q - 3'd1;
+    if (!rst_n) begin
+      l2_hold_q <= '0;
+      l2_free_q <= 1'b1;
+    end else if (ab_fire && l2 && ab_tag.kind == K_GAP && ab_last) begin
+      l2_hold_q <= 3'(L2_STAGES);
+      l2_free_q <= 1'b0;
+    end else if (!l2_free_q) begin
+      l2_hold_q <= l2_hold_q - 3'd1;
+      l2_free_q <= l2_hold_q == 3'd1;
+    end
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
@@ -82,8 +90,12 @@ module mac_stage #(
   logic [PS*DW-1:0] p_data;
   logic [PS*TB-1:0] p_tags;
   logic [PS*24-1:0] p_idx;
-  engine_pkg::tag_t pl_tag;
+  engine_pkg::tag_t pl_tag, pn_tag;
   assign pl_tag = p_tags[(PS-1)*TB +: TB];
+  assign pn_tag = p_tags[(PS-2)*TB +: TB];
+  // what C2 sums for the beat at P(PS), decoded a stage before: the select over every lane's 32 bits starts from
+  // flip-flops
+  logic sel_mac_q, sel_dw_q, sel_sq_q;
   wire [DW-1:0] pl_data = p_data[(PS-1)*DW +: DW];
   // per lane one multiplier pair: a depthwise beat's product x * w and an L2NORM beat's square x * x share x;
   // out at P3 (mac_pair), then waiting for the array's sums (depthwise) or summed in two steps (squares)
@@ -121,6 +133,9 @@ module mac_stage #(
       p_last <= {p_last[PS-2:0], c1_last};
       p_data <= {p_data[(PS-1)*DW-1:0], c1_data};
       p_tags <= {p_tags[(PS-1)*TB-1:0], TB'(c1_tag)};
+      sel_mac_q <= pn_tag.kind == K_MAC;
+      sel_dw_q <= pn_tag.kind == K_DW;
+      sel_sq_q <= l2 && pn_tag.kind == K_GAP;
       p_idx <= {p_idx[(PS-1)*24-1:0], c1_idx};
       dw_q <= {dw_q[(DD-1)*V*16-1:0], dw_p};
       for (int g = 0; g < NG; g++) begin
@@ -143,11 +158,11 @@ module mac_stage #(
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
         s = '0;
-        if (pl_tag.kind == K_MAC) begin
+        if (sel_mac_q) begin
           if (i < R) s = $signed(array_sums[32*i +: 32]);
-        end else if (pl_tag.kind == K_DW) begin
+        end else if (sel_dw_q) begin
           if (i < V) s = 32'($signed(dw_out[16*i +: 16]));
-        end else if (l2 && pl_tag.kind == K_GAP) begin
+        end else if (sel_sq_q) begin
           if (i == 0) s = sq_q[PS-5];
         end else if (i < V) begin
           s = 32'($signed(pl_data[8*i +: 8]));

@@ -1,5 +1,5 @@
 // The byte address of pixel (n, y, x) of an NHWC tensor, base + ((n * h + y) * w + x) * stride + add, over
-// engine_pkg::ADDRESS_LATENCY (5) pipelined stages, each one add or one multiply: n * h + y, times w, plus x,
+// engine_pkg::ADDRESS_LATENCY (5) pipelined stages, each a multiply or adds: n * h + y, times w, plus x,
 // times stride, plus base and add. The caller passes n * h, already multiplied. All arithmetic wraps at 32 bits,
 // as the reference's addresses do; `wide_i` adds `add_i` in 33 bits instead (the runs whose offset the old
 // address generator added in 64 bits), `align_i` clears the address's low bits to a beat, `zero_i` gives 0.
@@ -21,35 +21,40 @@ module pixel_address #(
   output logic [63:0] addr_o           // engine_pkg::ADDRESS_LATENCY cycles of en_i later
 );
   localparam int S = 4;                // stages before the last
-  logic [31:0] ny_q, row_q, rx_q, px_q;
-  logic [15:0] w_q;
+  // Each 32 x 16-bit product (its low 32 bits) is two 16 x 16-bit products, one DSP each with nothing after it in
+  // the stage: the low half's full product and the high half's low 16 bits. The next stage adds them.
+  logic [31:0] ny_q, rx_q, row_lo_q, px_lo_q;
+  logic [15:0] w_q, row_hi_q, px_hi_q;
   logic [2*32-1:0] x_q;                // x to stage 3, stride to stage 4, the rest to stage 5
   logic [3*16-1:0] stride_q;
   logic [S*32-1:0] base_q, add_q;
   logic [S-1:0] wide_q, align_q, zero_q;
-  function automatic logic [32:0] sum_at(input logic [31:0] base, input logic [31:0] px, input logic [31:0] add,
-                                         input logic wide);
+  function automatic logic [32:0] sum_at(input logic [31:0] base, input logic [31:0] px_lo,
+                                         input logic [15:0] px_hi, input logic [31:0] add, input logic wide);
     logic [31:0] pixel;
     logic [32:0] total;
-    pixel = base + px;
+    pixel = base + px_lo + {px_hi, 16'd0};
     total = {1'b0, pixel} + {1'b0, add};
     sum_at = wide ? total : {1'b0, total[31:0]};
   endfunction
+  logic [32:0] sum_d;
+  assign sum_d = sum_at(base_q[(S-1)*32 +: 32], px_lo_q, px_hi_q, add_q[(S-1)*32 +: 32], wide_q[S-1]);
   always_ff @(posedge clk_i) begin
     if (en_i) begin
-      ny_q <= nh_i + y_i;                                  // stage 1
+      ny_q <= nh_i + y_i;                                                      // stage 1
       w_q <= w_i;
-      row_q <= ny_q * 32'(w_q);                            // stage 2
-      rx_q <= row_q + x_q[32 +: 32];                       // stage 3
-      px_q <= rx_q * 32'(stride_q[32 +: 16]);              // stage 4
+      row_lo_q <= 32'(ny_q[15:0]) * 32'(w_q);                                  // stage 2
+      row_hi_q <= 16'(ny_q[31:16] * w_q);
+      rx_q <= row_lo_q + {row_hi_q, 16'd0} + x_q[32 +: 32];                    // stage 3
+      px_lo_q <= 32'(rx_q[15:0]) * 32'(stride_q[32 +: 16]);                    // stage 4
+      px_hi_q <= 16'(rx_q[31:16] * stride_q[32 +: 16]);
       x_q <= {x_q[31:0], x_i};
       stride_q <= {stride_q[2*16-1:0], stride_i};
       base_q <= {base_q[(S-1)*32-1:0], base_i};
       add_q <= {add_q[(S-1)*32-1:0], add_i};
       wide_q <= {wide_q[S-2:0], wide_i}; align_q <= {align_q[S-2:0], align_i}; zero_q <= {zero_q[S-2:0], zero_i};
-      addr_o <= zero_q[S-1] ? 64'd0                                                           // stage 5
-                : align_q[S-1] ? 64'(sum_at(base_q[(S-1)*32 +: 32], px_q, add_q[(S-1)*32 +: 32], wide_q[S-1])) & ~64'(B - 1)
-                : 64'(sum_at(base_q[(S-1)*32 +: 32], px_q, add_q[(S-1)*32 +: 32], wide_q[S-1]));
+      addr_o <= zero_q[S-1] ? 64'd0                                                                  // stage 5
+                : align_q[S-1] ? 64'(sum_d) & ~64'(B - 1) : 64'(sum_d);
     end
   end
 endmodule

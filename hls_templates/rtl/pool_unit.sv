@@ -53,13 +53,13 @@ module pool_unit #(
   end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];
 
-  logic rq_pop, rq_empty;
+  logic rq_pop, rq_valid;
   logic [QW-1:0] rq_dout;
   localparam int RQ_DEPTH = 32;
   logic [5:0] rq_count;
-  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH)) rq (
+  sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH), .OUT_REG(1'b1)) rq (
     .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
-    .empty(rq_empty), .count(rq_count));
+    .valid(rq_valid), .count(rq_count));
   // the queue's head in registers, and whether the ring takes it (hd_ok_q, tested a cycle ahead below): the ring's
   // write, the rows it completes and the queue's pop start from flip-flops
   logic hd_v, hd_ok_q;
@@ -67,10 +67,10 @@ module pool_unit #(
   logic [15:0] rq_n, rq_y, rq_x;
   logic ring_take;
   wire hd_load = !hd_v || ring_take;
-  assign rq_pop = hd_load && !rq_empty;
+  assign rq_pop = hd_load && rq_valid;
   always_ff @(posedge clk) begin
     if (!rst_n) hd_v <= 1'b0;
-    else if (hd_load) hd_v <= !rq_empty;
+    else if (hd_load) hd_v <= rq_valid;
     if (hd_load) {rq_q, rq_n, rq_y, rq_x} <= rq_dout;
   end
   // what the epilogue's pipeline holds fits: from last cycle's fill, one entry more cautious
@@ -83,6 +83,8 @@ module pool_unit #(
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
+  logic signed [31:0] em_first_next;             // em_first + pool_sh: the next pooled row's, a register beside it
+  logic        tile_last_q;                      // every loop is at its end: the tile's last tap
   logic signed [31:0] em_left;                   // first conv column of pooled pixel em_px
   logic [16:0] em_ring_end;                      // em_first + RINGK within [0, 2^16]: rows from it on wait
   logic [31:0] need_rows;                        // conv rows pooled row em_py needs: min(em_first + kh, conv_h)
@@ -119,7 +121,7 @@ module pool_unit #(
   function automatic logic [31:0] rows_needed(input logic signed [31:0] first);
     rows_needed = first + 32'(d.pool_kh) > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(first + 32'(d.pool_kh));
   endfunction
-  wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t), first_next = em_first + 32'(d.pool_sh);
+  wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t);
   wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
   // what the first pooled row's and the next pooled row's first row give, in registers: the first per layer; the
   // next a cycle after em_first moves, in time, as a pooled row ends no sooner than two cycles after the last
@@ -128,14 +130,13 @@ module pool_unit #(
   always_ff @(posedge clk) begin
     top_end_q <= ring_end(first_top);
     top_rows_q <= rows_needed(first_top);
-    next_end_q <= ring_end(first_next);
-    next_rows_q <= rows_needed(first_next);
+    next_end_q <= ring_end(em_first_next);
+    next_rows_q <= rows_needed(em_first_next);
   end
   // the conv rows a pooled row needs are in: a cycle old, and cleared for the cycle its rows change (rows_done
   // only grows in between, so a cycle old is only a cycle cautious)
   logic rows_in_q;
-  wire em_can_row = em_busy || (has_pool && !em_done && rows_in_q);
-  wire em_step = has_pool && !em_done && em_can_row && out_room;
+  wire em_step = has_pool && !em_done && (em_busy || rows_in_q) && out_room;
   wire em_row_end = em_step && kx_end && ky_end && px_end;
   always_ff @(posedge clk)
     if (!rst_n || start || em_row_end) rows_in_q <= 1'b0;
@@ -145,7 +146,7 @@ module pool_unit #(
   logic em_moved_q;
   always_ff @(posedge clk) begin
     logic ok_new, ok_held;                 // the queue's next item, the head now: both tested, then one picked
-    ok_new = !rq_empty && rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end;
+    ok_new = rq_valid && rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end;
     ok_held = hd_v && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
     hd_ok_q <= rst_n && (hd_load ? ok_new : ok_held);
     em_moved_q <= start || em_row_end;
@@ -158,16 +159,27 @@ module pool_unit #(
     ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
   end
 
-  // the tile's last pooled pixel is out: one term of the emitter's step, not the end of its nest
+  // the tile's last pooled pixel is out: one term of the emitter's step, not the end of its nest; the step that
+  // sets it is told by a flag kept a step ahead (the end flags the step leaves behind), not by the five flags
   always_ff @(posedge clk)
     if (!rst_n || start) em_done <= !has_pool;
-    else if (em_row_end && py_end && n_end) em_done <= 1'b1;
+    else if (em_step && tile_last_q) em_done <= 1'b1;
+  always_ff @(posedge clk)
+    if (!rst_n || start) tile_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q && n_one_q;
+    else if (em_step) begin
+      if (!kx_end) tile_last_q <= em_kx == kw_pen_q && ky_end && px_end && py_end && n_end;
+      else if (!ky_end) tile_last_q <= kw_one_q && em_ky == kh_pen_q && px_end && py_end && n_end;
+      else if (!px_end) tile_last_q <= kw_one_q && kh_one_q && em_px == w_pen_q && py_end && n_end;
+      else if (!py_end) tile_last_q <= kw_one_q && kh_one_q && w_one_q && em_py == h_pen_q && n_end;
+      else tile_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q && em_n == n_pen_q;
+    end
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
       em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
       kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q; n_end <= n_one_q;
       tap_valid <= 1'b0;
-      em_first <= first_top; em_ring_end <= top_end_q; need_rows <= top_rows_q;
+      em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+      em_ring_end <= top_end_q; need_rows <= top_rows_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
@@ -197,10 +209,12 @@ module pool_unit #(
               em_busy <= 1'b0;
               if (!py_end) begin
                 em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q;
-                em_first <= first_next; em_ring_end <= next_end_q; need_rows <= next_rows_q;
+                em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
+                em_ring_end <= next_end_q; need_rows <= next_rows_q;
               end else begin
                 em_py <= '0; py_end <= h_one_q;
-                em_first <= first_top; em_ring_end <= top_end_q; need_rows <= top_rows_q;
+                em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+                em_ring_end <= top_end_q; need_rows <= top_rows_q;
                 rows_done <= '0;
                 if (!n_end) begin
                   em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
@@ -212,23 +226,32 @@ module pool_unit #(
       end
     end
   end
-  // tap results, one cycle after the ring read
+  // tap values, a cycle after the ring read, in registers: a tap outside the conv output as 0 or as -128 (never
+  // wins); the maximum then compares flip-flops
+  logic tq_valid, tq_first, tq_last;
+  logic [31:0] tq_oaddr;
+  logic [G*8-1:0] tq_v;
+  always_ff @(posedge clk) begin
+    tq_valid <= rst_n && tap_valid;
+    tq_first <= tap_first; tq_last <= tap_last; tq_oaddr <= tap_oaddr;
+    for (int i = 0; i < G; i++) tq_v[8*i +: 8] <= tap_in ? ring_rdata[8*i +: 8] : pad_zero ? 8'h00 : 8'h80;
+  end
   logic [G*8-1:0] best_next;
   always_comb begin
     for (int i = 0; i < G; i++) begin
       logic signed [7:0] cur, v;
-      cur = tap_first ? -8'sd128 : best[8*i +: 8];
-      v = tap_in ? ring_rdata[8*i +: 8] : pad_zero ? 8'sd0 : -8'sd128;   // a tap outside: 0 or never wins
+      cur = tq_first ? -8'sd128 : best[8*i +: 8];
+      v = tq_v[8*i +: 8];
       best_next[8*i +: 8] = v > cur ? v : cur;
     end
   end
-  always_ff @(posedge clk) if (tap_valid) best <= best_next;
-  // the pooled pixel in registers, so the writer's queue takes it from flip-flops, not from the ring's read port
+  always_ff @(posedge clk) if (tq_valid) best <= best_next;
+  // the pooled pixel in registers, so the writer's queue takes it from flip-flops
   always_ff @(posedge clk) begin
-    out_valid <= rst_n && tap_valid && tap_last;
+    out_valid <= rst_n && tq_valid && tq_last;
     out_q <= best_next;
-    out_oaddr <= tap_oaddr;
+    out_oaddr <= tq_oaddr;
   end
   assign done = em_done;
-  assign busy = !rq_empty || hd_v || tap_valid || out_valid;
+  assign busy = rq_valid || hd_v || tap_valid || tq_valid || out_valid;
 endmodule

@@ -19,24 +19,50 @@ module residual_queue #(
   input  logic                pop_i        // the pixel out is used
 );
   localparam int CW = $clog2(BEATS + 1);
-  logic q_pop, q_empty;
+  localparam int AW = $clog2(DEPTH);
+  localparam int QCW = AW + 2;
+  localparam logic [AW:0] PTR_ONE = 1;
+  // the beats' RAM, read synchronously into the head register: a beat is read the cycle after its write at the
+  // earliest, so a read never meets the write of its slot and the block RAM needs no bypass behind its address
+  logic [DW-1:0] ram[DEPTH];
+  logic [AW:0] wp, rp1;                          // write pointer, read pointer's next (one extra bit: full from empty)
+  logic [AW-1:0] rp;                             // the read address, rp1 - 1
+  logic ram_valid;                               // the RAM holds a beat not yet read (the pointers differ)
+  logic hd_v;                                    // q_head holds a beat
   logic [DW-1:0] q_head;
-  logic [$clog2(DEPTH):0] q_count;
-  sync_fifo #(.W(DW), .DEPTH(DEPTH)) beats (
-    .clk(clk_i), .rst_n(rst_ni), .push(push_i && ready_o), .din(data_i), .pop(q_pop), .dout(q_head),
-    .empty(q_empty), .count(q_count));
+  logic [QCW-1:0] q_count;                       // beats in the RAM and the head
+  logic q_pop;                                   // the collector takes the head
+  wire push = push_i && ready_o;
+  wire rd = ram_valid && (!hd_v || q_pop);
+  always_ff @(posedge clk_i) if (push) ram[wp[AW-1:0]] <= data_i;
+  always_ff @(posedge clk_i) if (rd) q_head <= ram[rp];
+  always_ff @(posedge clk_i)
+    if (!rst_ni) begin
+      wp <= '0; rp <= '0; rp1 <= PTR_ONE; ram_valid <= 1'b0; hd_v <= 1'b0; q_count <= '0;
+    end else begin
+      if (push) wp <= wp + 1'b1;
+      if (rd) begin
+        rp <= rp1[AW-1:0];
+        rp1 <= rp1 + 1'b1;
+      end
+      if (push && !rd) ram_valid <= 1'b1;
+      else if (rd && !push) ram_valid <= rp1 != wp;
+      if (rd) hd_v <= 1'b1;
+      else if (q_pop) hd_v <= 1'b0;
+      q_count <= q_count + QCW'(push) - QCW'(q_pop);
+    end
   // a register, as the activation stream's ready (and through it the reader's output enables) reads it: set
   // from the fill the cycle's push and pop leave
   always_ff @(posedge clk_i)
     if (!rst_ni) ready_o <= 1'b1;
-    else if (push_i && ready_o && !q_pop) ready_o <= 32'(q_count) != 32'(DEPTH - 1);
-    else if (q_pop && !(push_i && ready_o)) ready_o <= 1'b1;
+    else if (push && !q_pop) ready_o <= 32'(q_count) != 32'(DEPTH - 1);
+    else if (q_pop && !push) ready_o <= 1'b1;
 
   logic [DW-1:0] coll_q[BEATS];
   logic [CW-1:0] count_q;                        // beats collected
   wire full = count_q == CW'(BEATS);
   wire move = full && (!valid_o || pop_i);       // the collected pixel goes out
-  assign q_pop = !q_empty && (!full || move);
+  assign q_pop = hd_v && (!(full && valid_o) || pop_i);
   wire [CW-1:0] slot = move ? '0 : count_q;
   always_ff @(posedge clk_i) begin
     if (!rst_ni || clear_i) begin

@@ -61,7 +61,14 @@ module result_writer #(
   logic [63:0]   s_addr;
   logic [DW-1:0] s_data;
   logic [V-1:0]  s_strb;
-  assign idle = w_idle && !s_valid;
+  // idle from registers: the burst writer's a cycle ago, and no beat offered to it since (one with no beat stays
+  // idle), so the controller's drain test does not wait on its queues' compares
+  logic w_idle_q, s_was_q;
+  always_ff @(posedge clk) begin
+    w_idle_q <= w_idle;
+    s_was_q <= s_valid;
+  end
+  assign idle = w_idle_q && !s_was_q && !s_valid;
   wire take = in_valid && (!s_valid || w_ready);
   logic ser_last_q;                        // ser_k is the result's last beat
   assign in_pop = take && ser_last_q;

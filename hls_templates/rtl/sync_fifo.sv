@@ -13,53 +13,65 @@ module sync_fifo #(
   input  logic [W-1:0] din,
   input  logic         pop,
   output logic [W-1:0] dout,
-  output logic         empty,
+  output logic         valid,      // an item is at the head (a register)
   output logic [$clog2(DEPTH):0] count
 );
   localparam int AW = $clog2(DEPTH);
   localparam int CW = AW + 1;
+  localparam logic [AW:0] PTR_ONE = 1;
   logic [W-1:0] mem[DEPTH];
-  logic [AW:0] wp, rp;
-  wire mem_empty = wp == rp;
+  logic [AW:0] wp, rp1;                 // write pointer, and the read pointer's next (one extra bit: full from empty)
+  logic [AW-1:0] rp;                    // the read address, rp1 - 1: the next is a pick, no add
   logic mem_push, mem_pop;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       wp <= '0;
       rp <= '0;
+      rp1 <= PTR_ONE;
     end else begin
       if (mem_push) begin
         mem[wp[AW-1:0]] <= din;
         wp <= wp + 1'b1;
       end
-      if (mem_pop) rp <= rp + 1'b1;
+      if (mem_pop) begin
+        rp <= rp1[AW-1:0];
+        rp1 <= rp1 + 1'b1;
+      end
     end
   end
+  // whether the RAM holds an item (the pointers differ), a register kept beside them: what pops or pushes tests no
+  // pointer compare
+  logic mem_valid;
+  always_ff @(posedge clk)
+    if (!rst_n) mem_valid <= 1'b0;
+    else if (mem_push && !mem_pop) mem_valid <= 1'b1;
+    else if (mem_pop && !mem_push) mem_valid <= rp1 != wp;
 
   if (OUT_REG) begin : g_head
     logic hd_v;
     logic [W-1:0] hd_q;
     logic [CW-1:0] count_q;
     wire load = !hd_v || pop;                  // the head takes the next item, if there is one
-    assign mem_pop = load && !mem_empty;
-    assign mem_push = push && !(load && mem_empty);
+    assign mem_pop = load && mem_valid;
+    assign mem_push = push && (mem_valid || !load);
     always_ff @(posedge clk) begin
       if (!rst_n) begin
         hd_v <= 1'b0;
         count_q <= '0;
       end else begin
-        if (load) hd_v <= !mem_empty || push;
+        if (load) hd_v <= mem_valid || push;
         count_q <= count_q + CW'(push) - CW'(pop && hd_v);
       end
-      if (load) hd_q <= mem_empty ? din : mem[rp[AW-1:0]];
+      if (load) hd_q <= mem_valid ? mem[rp] : din;
     end
     assign dout = hd_q;
-    assign empty = !hd_v;
+    assign valid = hd_v;
     assign count = count_q;
   end else begin : g_plain
-    assign mem_pop = pop && !mem_empty;
+    assign mem_pop = pop && mem_valid;
     assign mem_push = push;
-    assign dout = mem[rp[AW-1:0]];
-    assign empty = mem_empty;
-    assign count = wp - rp;
+    assign dout = mem[rp];
+    assign valid = mem_valid;
+    assign count = wp - rp1 + PTR_ONE;
   end
 endmodule

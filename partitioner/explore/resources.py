@@ -2,23 +2,25 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the seventh pipelining, `benchmarks/results/timing_estimate.jsonl`):
-LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,339 / 43,931 / 48,165 /
-71,650 LUT; the model within 2.1 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (15,872 / 21,586 / 23,258 / 30,167 FF,
-within 3.4 %), checked on shapes each was not fitted on: 16x8 (LUT 34,311, the model +8.6 %), 4x16x16 (FF 48,738,
--2.1 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,560 / 104,916 -1.7 / +4.7 %, FF 33,838 /
-78,522 -2.5 / -1.7 %) and 8x8 on the PYNQ-Z2's xc7 (141 DSP exact, LUT +0.2 %, FF -5.3 %). The seventh added
-about 65 FF per result lane (the MAC stage's and the fused pool's output registers, the pool queue's head). The
-sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth pipelining took 10,000-13,600 LUT
-off a unit: the controller takes the descriptor from a beat-wide select (its offset is below a beat), not from
-anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP, 85,344 LUT,
-46,818 FF. The fourth
-pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT, 43,696 FF. The third pipelining's:
-8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the MAC pairs' registers in the
-fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before the pipelining
-(ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
-Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 /
-52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
+Measured (yosys 0.70, one unit, the RTL of the eighth pipelining, `benchmarks/results/timing_estimate.jsonl`):
+LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,535 / 44,225 / 48,344 /
+71,918 LUT; the model within 2.5 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (16,295 / 22,137 / 23,881 / 30,715 FF,
+within 3.3 %), checked on shapes each was not fitted on: 16x8 (LUT 34,542, the model +7.8 %), 4x16x16 (FF 49,289,
+-2.0 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,770 / 105,130 -2.1 / +4.4 %, FF 34,388 /
+79,074 -2.4 / -1.7 %) and 8x8 on the PYNQ-Z2's xc7 (141 DSP exact, LUT -0.9 %, FF -4.8 %). The eighth added
+about 20 FF per result lane and 270 per unit (the queues' flags and next read addresses, the fused pool's tap
+registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF; 4x16x16 71,650 LUT,
+48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output registers, the pool
+queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth pipelining took
+10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its offset is below a
+beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP,
+85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT,
+43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's
+RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT,
+67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP,
+35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took
+90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit
+and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
@@ -68,9 +70,9 @@ WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # into the DSP48E1s), per result lane the epilogue's fourteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
 # over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
-# term and the constant moved by the sixth's and the seventh's (the MAC stage's and the fused pool's output
-# registers, the pool queue's head; least squares over the same four).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 533, 950, 3_308
+# term and the constant moved by the sixth's, the seventh's and the eighth's (output registers, queue heads and
+# flags; least squares over the same four).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 552, 950, 3_580
 # ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
 # per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
 # structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
