@@ -33,35 +33,51 @@ module address_generator #(
   engine_pkg::desc_t d;
   assign d = desc;
 
-  // the layer's kind and the nest's loop ends (each bound less one), in registers: the descriptor is steady for
-  // cycles before a tile starts, and the nest's step tests equalities of registers
-  logic is_conv, dw, has_res, up, has_ph1, contiguous;
-  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, in_w_last, in_h_last, conv_h_last;
+  // the layer's op, a register per kind, from which every per-layer register below is decoded a cycle later: the
+  // descriptor is steady for cycles before a tile starts
+  logic op_conv, op_pool, op_copy, op_l2, op_gap, op_add, op_scale;
+  always_ff @(posedge clk) begin
+    op_conv <= d.op == OP_CONV; op_pool <= d.op == OP_MAXPOOL; op_copy <= d.op == OP_COPY;
+    op_l2 <= d.op == OP_L2NORM; op_gap <= d.op == OP_GAP; op_add <= d.op == OP_ADD; op_scale <= d.op == OP_SCALE;
+  end
+  // the layer's kind and the nest's loop ends (each bound less one), in registers, so the nest's step tests
+  // equalities of registers
+  logic is_conv, has_res, up, has_ph1, contiguous;
+  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, conv_w_pen, in_w_last, in_h_last, conv_h_last;
   logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
+  logic lead_top_pos;
   logic [7:0]  ky_last, kx_last;
+  // ... and each bound less two: a counter's end flag is set as it steps from the one before its last
+  logic [15:0] y_pen, x_pen, c_pen, n_pen;
+  logic [7:0]  ky_pen, kx_pen;
   always_ff @(posedge clk) begin
     logic [15:0] lim_y, lim_x, lim_c;
     logic [7:0]  lim_ky, lim_kx;
     lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
-    case (d.op)
-      OP_CONV: begin lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw; end
-      OP_GAP:  begin lim_y = d.in_h; lim_x = d.in_w; end
-      OP_MAXPOOL: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh;
-                        lim_kx = d.pool_kw; end
-      OP_COPY, OP_L2NORM: begin lim_y = d.out_h; lim_x = d.out_w; end
-      default: begin lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; end
-    endcase
+    if (op_conv) begin
+      lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw;
+    end else if (op_gap) begin
+      lim_y = d.in_h; lim_x = d.in_w;
+    end else if (op_pool) begin
+      lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh; lim_kx = d.pool_kw;
+    end else if (op_copy || op_l2) begin
+      lim_y = d.out_h; lim_x = d.out_w;
+    end else begin
+      lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH;
+    end
     y_last <= lim_y - 16'd1; x_last <= lim_x - 16'd1; c_last <= lim_c - 16'd1;
     ky_last <= lim_ky - 8'd1; kx_last <= lim_kx - 8'd1;
-    n_last <= d.batch - 16'd1; conv_w_last <= d.conv_w - 16'd1;
+    y_pen <= lim_y - 16'd2; x_pen <= lim_x - 16'd2; c_pen <= lim_c - 16'd2;
+    ky_pen <= lim_ky - 8'd2; kx_pen <= lim_kx - 8'd2; n_pen <= d.batch - 16'd2;
+    n_last <= d.batch - 16'd1; conv_w_last <= d.conv_w - 16'd1; conv_w_pen <= d.conv_w - 16'd2;
     in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
     lead_top <= 32'(d.pad_t) + 32'sd1 - 32'(d.kh);
-    is_conv <= d.op == OP_CONV;
-    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
-    has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
+    lead_top_pos <= 32'(d.pad_t) + 32'sd1 > 32'(d.kh);
+    is_conv <= op_conv;
+    has_res <= op_conv && d.flags[F_RESIDUAL];
     up <= d.flags[F_UPSAMPLE2];
-    has_ph1 <= (d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD || d.op == OP_SCALE || d.op == OP_L2NORM;
-    contiguous <= !(d.op == OP_CONV && d.flags[F_DEPTHWISE]) && d.in_c == d.in_c_stride;   // depthwise: VEC channels
+    has_ph1 <= (op_conv && d.flags[F_RESIDUAL]) || op_add || op_scale || op_l2;
+    contiguous <= !(op_conv && d.flags[F_DEPTHWISE]) && d.in_c == d.in_c_stride;   // depthwise: VEC channels
   end
 
   logic [15:0] ag_n, ag_y, ag_x, ag_c;
@@ -78,8 +94,8 @@ module address_generator #(
   logic [15:0] tap_rows;                         // weight rows of a tap: a conv's input-channel beats, 1 depthwise
   always_ff @(posedge clk) begin
     logic conv, pool;
-    conv = d.op == OP_CONV;
-    pool = d.op == OP_MAXPOOL;
+    conv = op_conv;
+    pool = op_pool;
     step_y <= conv ? 16'(d.stride_h) : pool ? 16'(d.pool_sh) : 16'd1;
     step_x <= conv ? 16'(d.stride_w) : pool ? 16'(d.pool_sw) : 16'd1;
     pad_y <= conv ? 16'(d.pad_t) : pool ? 16'(d.pool_pad_t) : 16'd0;
@@ -98,9 +114,10 @@ module address_generator #(
   // comparison against the descriptor sits behind the nest's step: every row of image ag_n is issued
   // (ag_y == in_h), every output row's residual is (res_y == conv_h), and ag_y less the last input row output
   // row res_y reads (positive: that row is in)
-  logic w_loaded, res_end;
+  logic w_loaded, res_end, res_x_end;    // res_x_end: res_x is the output row's last
   logic signed [31:0] lead_q;
-  wire res_due = has_res && !res_end && (w_loaded || (!lead_q[31] && lead_q != 32'sd0));
+  logic lead_pos;                        // lead_q > 0, set with it
+  wire res_due = has_res && !res_end && (w_loaded || lead_pos);
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
   localparam int AG_LATENCY = 1 + ADDRESS_LATENCY;
   logic nest_active;
@@ -110,10 +127,66 @@ module address_generator #(
   assign ag_active = nest_active || |v_q;
   // a run enters the pipeline (the nest moves on) when the nest has one and the pipeline moves
   wire want = nest_active && (!win || res_due || (!w_loaded && ag_row < win_limit));
-  wire issue = want && en;
+  // the nest moves on a register of its own that the last stage is free (the inverse of its valid, so synthesis
+  // keeps it apart from it): the nest's enables do not wait on `en`, which every pipeline register loads
+  logic last_free;
+  always_ff @(posedge clk)
+    if (!rst_n) last_free <= 1'b1;
+    else if (en) last_free <= !v_q[AG_LATENCY-2];
+  wire issue = want && (last_free || a_run_ready);
   wire [31:0] cv = 32'(ag_c) << VSH;
   wire [15:0] cin_beats = d.in_c >> VSH;
-  wire last_tap = ag_ky == ky_last && ag_kx == kx_last;
+  // each of the nest's counters at its last value, a flag kept beside it (the window path's image count too)
+  logic kx_end, ky_end, c_end, x_end, y_end, n_end;
+  // ... and their conjunctions, kept the same way, so what moves each counter is two flags and the issue
+  logic tap_end, cx_end, cxy_end;        // ky_end && kx_end; c_end && x_end; c_end && x_end && y_end
+  wire last_tap = tap_end;
+  wire kx_one = kx_last == 8'd0, ky_one = ky_last == 8'd0, c_one = c_last == 16'd0, x_one = x_last == 16'd0,
+       y_one = y_last == 16'd0;
+
+  // What P1 picks, decoded per layer (and per tile: c0 is set with ag_start, a cycle before the nest's first run),
+  // for each of its four modes: a window row (WI) or residual (WR), a tap or first operand (phase 0, P0), a
+  // residual or second operand (phase 1, P1). P1 then only picks among these registers and the nest's counters.
+  logic cls_copy, cls_gap, cls_l2, tap_first_cls, tap_last_cls;
+  engine_pkg::kind_t kind_p0, kind_p1;
+  logic [23:0] beats_res, beats_wi, beats_p0, beats_p1;
+  logic [7:0] fill_p0;
+  logic [1:0] geo_p1;                    // phase 1's A geometry: 0 input, 1 conv output, 2 output, 3 gate vector
+  logic gate_p1;                         // ... is the gate vector
+  logic in2_p1, wide_p0, wide_p1, cv_p0, cv_p1, step2;
+  logic [31:0] off_a_wr, off_a_wi, off_a_p0, off_a_p1, off_b_p0, off_b_p1;
+  logic [15:0] wb_layer;
+  always_ff @(posedge clk) begin
+    logic conv, pool, copy, l2, gap, other, depthwise;
+    conv = op_conv; pool = op_pool; copy = op_copy; l2 = op_l2; gap = op_gap;
+    other = !(conv || pool || copy || l2 || gap);     // ADD, SCALE
+    depthwise = conv && d.flags[F_DEPTHWISE];
+    cls_copy <= copy; cls_gap <= gap; cls_l2 <= l2;
+    tap_first_cls <= conv || pool;
+    tap_last_cls <= (conv && !d.flags[F_RESIDUAL]) || pool;
+    kind_p0 <= conv ? (depthwise ? K_DW : K_MAC) : pool ? K_POOL : copy ? K_COPY : (l2 || gap) ? K_GAP : K_A;
+    kind_p1 <= l2 ? K_COPY : conv ? K_RES : K_B;
+    beats_res <= nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
+    beats_wi <= depthwise ? 24'd1 : d.in_c == d.in_c_stride ? 24'(32'(d.in_w) * 32'(cin_beats)) : 24'(cin_beats);
+    beats_p0 <= (conv && !depthwise) || copy || l2 ? 24'(cin_beats) : 24'd1;
+    beats_p1 <= l2 ? 24'(cin_beats) : conv ? (nl > 8'(V) ? 24'(nl >> VSH) : 24'd1) : 24'd1;
+    fill_p0 <= conv ? d.in_zero : pool ? (d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80) : 8'h00;
+    geo_p1 <= l2 ? 2'd0 : conv ? 2'd1 : op_add ? 2'd2 : 2'd3;
+    gate_p1 <= !(l2 || conv || op_add);
+    in2_p1 <= !l2;
+    wide_p0 <= gap;
+    wide_p1 <= !l2;
+    cv_p0 <= pool || other;
+    cv_p1 <= !conv && !l2;
+    off_a_wr <= 32'(d.in2_c_offset) + 32'(c0);
+    off_a_wi <= 32'(d.in_c_offset) + (depthwise ? 32'(c0) : 32'd0);
+    off_a_p0 <= 32'(d.in_c_offset) + (depthwise || gap ? 32'(c0) : 32'd0);
+    off_a_p1 <= l2 ? 32'(d.in_c_offset) : 32'(d.in2_c_offset) + (conv ? 32'(c0) : 32'd0);
+    off_b_p0 <= 32'(d.out_c_offset) + (conv || gap ? 32'(c0) : 32'd0);
+    off_b_p1 <= 32'(d.out_c_offset) + (conv ? 32'(c0) : 32'd0);
+    step2 <= d.out_step == 8'd2;
+    wb_layer <= d.out_step == 8'd2 ? {d.out_w[14:0], 1'b0} : d.out_w;
+  end
 
   // P1: the run's tag, beats and fill; the operands of its read address (A) and of its result's address (B)
   engine_pkg::tag_t tag1;
@@ -127,118 +200,61 @@ module address_generator #(
   logic wide_a, align_a, zero_b;
   logic signed [31:0] iy_d, ix_d;
   always_comb begin
+    logic wr, wi, p0, p1, in2, gate_b, use_cv;
+    logic [1:0] geo;
+    logic [31:0] off_a_tap, off_b_tap;
+    wr = win && res_due;
+    wi = win && !res_due;
+    p0 = !win && !ag_ph;
+    p1 = !win && ag_ph;
     iy_d = y_org + ky_off;
     ix_d = x_org + kx_off;
     tag1 = '0;
-    tag1.n = ag_n; tag1.y = ag_y; tag1.x = ag_x;
-    beats1 = 24'd1;
-    fill1 = 8'd0;
-    pad_check1 = 1'b0;
-    waddr1 = 16'd0;
-    // A: the input pixel by default (tap coordinates, the input's geometry)
-    from_tap1 = 1'b1;
-    base_a = d.in_addr; nh_a = n_in_h; wa = d.in_w; sa = d.in_c_stride; ya = 32'(ag_y); xa = 32'(ag_x);
-    add_a = 32'(d.in_c_offset); wide_a = 1'b0; align_a = 1'b0;
-    // B: the output pixel (a transposed conv's phase: a pixel of the twice-as-large output)
-    base_b = d.out_addr; sb = d.out_c_stride; add_b = 32'(d.out_c_offset); zero_b = 1'b0;
-    if (d.out_step == 8'd2) begin
+    tag1.kind = wr ? K_RES : wi ? K_MAC : p1 ? kind_p1 : kind_p0;
+    tag1.n = ag_n;
+    tag1.y = wr ? res_y : ag_y;
+    tag1.x = wr ? res_x : ag_x;
+    tag1.first = p0 && ((tap_first_cls && ag_ky == 8'd0 && ag_kx == 8'd0) || cls_l2
+                        || (cls_gap && ag_y == 16'd0 && ag_x == 16'd0));
+    tag1.last = wi ? contiguous || ag_x == in_w_last
+                : p1 || (p0 && ((tap_last_cls && last_tap) || cls_copy
+                                || (cls_gap && ag_y == in_h_last && ag_x == in_w_last)));
+    beats1 = wr ? beats_res : wi ? beats_wi : p1 ? beats_p1 : beats_p0;
+    fill1 = p0 ? fill_p0 : 8'd0;
+    pad_check1 = p0 && !cls_gap;
+    from_tap1 = p0 ? !cls_gap : p1 && cls_l2;
+    waddr1 = p0 && is_conv ? tap_row : 16'd0;
+    // A: the input pixel (tap coordinates, the input's geometry), a residual's, an operand's or a gate vector's
+    in2 = win ? res_due : ag_ph && in2_p1;
+    base_a = in2 ? d.in2_addr : d.in_addr;
+    sa = in2 ? d.in2_c_stride : d.in_c_stride;
+    geo = wr ? 2'd1 : p1 ? geo_p1 : 2'd0;
+    case (geo)
+      2'd0: begin nh_a = n_in_h; wa = d.in_w; end
+      2'd1: begin nh_a = n_conv_h; wa = d.conv_w; end
+      2'd2: begin nh_a = n_out_h; wa = d.out_w; end
+      default: begin nh_a = 32'(ag_n); wa = 16'd1; end
+    endcase
+    ya = win ? (res_due ? 32'(res_y) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
+    xa = win ? (res_due ? 32'(res_x) : contiguous ? 32'd0 : 32'(ag_x)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_x);
+    use_cv = p1 ? cv_p1 : p0 && cv_p0;
+    off_a_tap = (ag_ph ? off_a_p1 : off_a_p0) + (use_cv ? cv : 32'd0);
+    add_a = !win ? off_a_tap : res_due ? off_a_wr : off_a_wi;
+    wide_a = win || (ag_ph ? wide_p1 : wide_p0);
+    align_a = wr || (p1 && is_conv);
+    // B: the output pixel (a transposed conv's phase: a pixel of the twice-as-large output), or GAP's image
+    gate_b = p0 && cls_gap;
+    base_b = d.out_addr; sb = d.out_c_stride;
+    off_b_tap = (ag_ph ? off_b_p1 : off_b_p0) + (use_cv ? cv : 32'd0);
+    add_b = win ? 32'(d.out_c_offset) : off_b_tap;
+    zero_b = win || (p0 && cls_l2);
+    if (gate_b) begin
+      nh_b = 32'(ag_n); wb = 16'd1; yb = 32'd0; xb = 32'd0;
+    end else if (step2) begin
+      nh_b = n_out_h << 1; wb = wb_layer;
       yb = {15'd0, ag_y, d.out_phase_y[0]}; xb = {15'd0, ag_x, d.out_phase_x[0]};
-      nh_b = n_out_h << 1; wb = {d.out_w[14:0], 1'b0};
     end else begin
-      yb = 32'(ag_y); xb = 32'(ag_x); nh_b = n_out_h; wb = d.out_w;
-    end
-    if (win) begin
-      from_tap1 = 1'b0; zero_b = 1'b1; wide_a = 1'b1;
-      if (res_due) begin
-        base_a = d.in2_addr; nh_a = n_conv_h; wa = d.conv_w; sa = d.in2_c_stride; ya = 32'(res_y); xa = 32'(res_x);
-        add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
-        beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-        tag1.kind = K_RES;
-        tag1.y = res_y; tag1.x = res_x;
-      end else begin
-        xa = contiguous ? 32'd0 : 32'(ag_x);
-        add_a = 32'(d.in_c_offset) + (dw ? 32'(c0) : 32'd0);
-        beats1 = dw ? 24'd1 : contiguous ? 24'(32'(d.in_w) * 32'(cin_beats)) : 24'(cin_beats);
-        tag1.kind = K_MAC;
-        tag1.last = contiguous || ag_x == in_w_last;
-      end
-    end else if (!ag_ph) begin
-      pad_check1 = 1'b1;
-      case (d.op)
-        OP_CONV: begin
-          fill1 = d.in_zero;                                        // padding taps: the input's zero point
-          tag1.first = ag_ky == 0 && ag_kx == 0;
-          tag1.last = last_tap && !has_res;
-          add_b = add_b + 32'(c0);
-          if (dw) begin
-            tag1.kind = K_DW;
-            add_a = add_a + 32'(c0);
-            waddr1 = tap_row;
-          end else begin
-            tag1.kind = K_MAC;
-            beats1 = 24'(cin_beats);
-            waddr1 = tap_row;
-          end
-        end
-        OP_MAXPOOL: begin
-          tag1.kind = K_POOL;
-          tag1.first = ag_ky == 0 && ag_kx == 0;
-          tag1.last = last_tap;
-          fill1 = d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80;        // padding taps: 0, or -128 that never wins
-          add_a = add_a + cv;
-          add_b = add_b + cv;
-        end
-        OP_COPY: begin
-          tag1.kind = K_COPY;
-          tag1.last = 1'b1;
-          beats1 = 24'(cin_beats);
-        end
-        OP_L2NORM: begin       // the pixel's channels, summed as squares (mac_stage)
-          tag1.kind = K_GAP;
-          tag1.first = 1'b1;
-          beats1 = 24'(cin_beats);
-          zero_b = 1'b1;
-        end
-        OP_GAP: begin
-          tag1.kind = K_GAP;
-          tag1.first = ag_y == 0 && ag_x == 0;
-          tag1.last = ag_y == in_h_last && ag_x == in_w_last;
-          pad_check1 = 1'b0;
-          from_tap1 = 1'b0;
-          add_a = add_a + 32'(c0); wide_a = 1'b1;
-          base_b = d.out_addr; nh_b = 32'(ag_n); wb = 16'd1; yb = 32'd0; xb = 32'd0;
-          add_b = 32'(d.out_c_offset) + 32'(c0);
-        end
-        default: begin        // ADD, SCALE: the first operand
-          tag1.kind = K_A;
-          add_a = add_a + cv;
-          add_b = add_b + cv;
-        end
-      endcase
-    end else begin
-      tag1.last = 1'b1;
-      add_b = add_b + (is_conv ? 32'(c0) : cv);
-      if (d.op == OP_L2NORM) begin     // the pixel's channels again, each beat scaled and written
-        tag1.kind = K_COPY;
-        add_b = 32'(d.out_c_offset);
-        beats1 = 24'(cin_beats);
-      end else begin
-        from_tap1 = 1'b0; wide_a = 1'b1;
-        base_a = d.in2_addr; sa = d.in2_c_stride;
-        if (is_conv) begin
-          tag1.kind = K_RES;
-          nh_a = n_conv_h; wa = d.conv_w;
-          add_a = 32'(d.in2_c_offset) + 32'(c0); align_a = 1'b1;
-          beats1 = nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-        end else begin
-          tag1.kind = K_B;
-          nh_a = n_out_h; wa = d.out_w;
-          add_a = 32'(d.in2_c_offset) + cv;
-          if (d.op != OP_ADD) begin    // SCALE: the image's gate vector
-            nh_a = 32'(ag_n); wa = 16'd1; ya = 32'd0; xa = 32'd0;
-          end
-        end
-      end
+      nh_b = n_out_h; wb = wb_layer; yb = 32'(ag_y); xb = 32'(ag_x);
     end
   end
 
@@ -303,16 +319,32 @@ module address_generator #(
     end else if (ag_start) begin
       nest_active <= 1'b1;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
+      kx_end <= kx_one; ky_end <= ky_one; c_end <= c_one; x_end <= x_one; y_end <= y_one; n_end <= n_last == 16'd0;
+      tap_end <= kx_one && ky_one; cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
       y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x); ky_off <= '0; kx_off <= '0; tap_row <= '0;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
-      res_y <= '0; res_x <= '0; lead_q <= lead_top; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_last == 16'd0;
+      lead_q <= lead_top; lead_pos <= lead_top_pos; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
+    end else if (win && nest_active && w_loaded && !res_due) begin
+      // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
+      ag_y <= '0;
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_last == 16'd0;
+      lead_q <= lead_top; lead_pos <= lead_top_pos; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
+      if (!n_end) begin
+        ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
+        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
+      end else nest_active <= 1'b0;
     end else if (win && issue && res_due) begin
-      if (res_x != conv_w_last) res_x <= res_x + 16'd1;
-      else begin
+      if (!res_x_end) begin
+        res_x <= res_x + 16'd1;
+        res_x_end <= res_x == conv_w_pen;
+      end else begin
         res_x <= '0;
+        res_x_end <= conv_w_last == 16'd0;
         res_y <= res_y + 16'd1;
         res_end <= res_y == conv_h_last;
         lead_q <= lead_q - 32'(d.stride_h);
+        lead_pos <= lead_q > $signed(32'(d.stride_h));
       end
     end else if (win && issue) begin
       if (!contiguous && ag_x != in_w_last) ag_x <= ag_x + 16'd1;
@@ -322,40 +354,43 @@ module address_generator #(
         ag_y <= ag_y + 16'd1;
         w_loaded <= ag_y == in_h_last;
         lead_q <= lead_q + 32'sd1;
+        lead_pos <= !lead_q[31];
       end
-    end else if (win && nest_active && w_loaded && !res_due) begin     // the image is issued: the next one
-      ag_y <= '0;
-      res_y <= '0; res_x <= '0; lead_q <= lead_top; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
-      if (ag_n != n_last) begin
-        ag_n <= ag_n + 16'd1;
-        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
-      end else nest_active <= 1'b0;
     end else if (issue) begin
       if (!ag_ph && !last_tap) begin
-        if (ag_kx == kx_last) begin
-          ag_kx <= '0; kx_off <= '0;
-          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y);
+        if (kx_end) begin
+          ag_kx <= '0; kx_off <= '0; kx_end <= kx_one;
+          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ag_ky == ky_pen;
+          tap_end <= kx_one && ag_ky == ky_pen;
         end else begin
-          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x);
+          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= ag_kx == kx_pen;
+          tap_end <= ag_kx == kx_pen && ky_end;
         end
         tap_row <= tap_row + tap_rows;
       end else if (!ag_ph && has_ph1) begin
         ag_ph <= 1'b1;
       end else begin
         ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
-        if (ag_c != c_last) ag_c <= ag_c + 16'd1;
-        else begin
-          ag_c <= '0;
-          if (ag_x != x_last) begin
-            ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x);
+        kx_end <= kx_one; ky_end <= ky_one; tap_end <= kx_one && ky_one;
+        if (!c_end) begin
+          ag_c <= ag_c + 16'd1; c_end <= ag_c == c_pen;
+          cx_end <= ag_c == c_pen && x_end; cxy_end <= ag_c == c_pen && x_end && y_end;
+        end else begin
+          ag_c <= '0; c_end <= c_one;
+          if (!cx_end) begin
+            ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x); x_end <= ag_x == x_pen;
+            cx_end <= c_one && ag_x == x_pen; cxy_end <= c_one && ag_x == x_pen && y_end;
           end else begin
-            ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x);
-            if (ag_y != y_last) begin
-              ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y);
+            ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one;
+            cx_end <= c_one && x_one;
+            if (!cxy_end) begin
+              ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y); y_end <= ag_y == y_pen;
+              cxy_end <= c_one && x_one && ag_y == y_pen;
             end else begin
-              ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y);
-              if (ag_n != n_last) begin
-                ag_n <= ag_n + 16'd1;
+              ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one;
+              cxy_end <= c_one && x_one && y_one;
+              if (!n_end) begin
+                ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
                 n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
                 n_out_h <= n_out_h + 32'(d.out_h);
               end else nest_active <= 1'b0;

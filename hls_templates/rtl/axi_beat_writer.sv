@@ -40,17 +40,28 @@ module axi_beat_writer #(
   localparam int BEAT_SHIFT = $clog2(B);
   localparam int BW = $clog2(MAX_BURST + 1);
 
+  // ---- the beat's address, a cycle before the gather takes it: whether it follows the beat before it (b_seq) is
+  // a register, so what closes a burst does not wait on a 64-bit compare
+  logic          b_valid;
+  logic [63:0]   b_addr;
+  logic          b_seq;
+  logic [63:0]   b_next;           // the address a beat following the last one has
+  logic          b_page_end;       // ... starts a 4 KiB page
+
   // ---- the burst being gathered --------------------------------------------------------------------
   logic          g_open;
   logic [63:0]   g_addr;
   logic [BW-1:0] g_count;
+  logic [BW-1:0] g_len1;           // g_count - 1: what the queues keep (AXI's AWLEN), so no subtract follows them
+  logic          g_single;         // g_count is 1: the queues keep it too, the W channel's last for a first beat
   logic [$clog2(IDLE_CLOSE+1)-1:0] g_idle;
-  logic [63:0]   g_next;           // the address a beat continuing the burst has
-  logic          g_page_end;       // g_next starts a 4 KiB page
-  wire continues = g_open && in_addr == g_next && g_count != BW'(MAX_BURST) && !g_page_end;
-  wire [63:0] next_d = (continues ? g_next : in_addr) + 64'(B);
+  // what closes a burst, from registers set with the counts: the burst is open, not full and not at a page's end
+  // (g_can); no beat has come for IDLE_CLOSE cycles (g_idle_end)
+  logic          g_can, g_idle_end;
+  wire continues = g_can && b_seq;
 
-  // ---- queues: data beats, closed bursts (address, length), lengths of bursts whose address went out
+  // ---- queues: data beats, closed bursts (address, length less one), the same lengths of bursts whose address
+  // went out
   logic wq_push, wq_pop, wq_valid;
   logic [$clog2(WDEPTH):0] wq_count;
   logic [DW+B-1:0] wq_dout;
@@ -61,69 +72,92 @@ module axi_beat_writer #(
     .count(wq_count));
   logic aq_push, aq_valid;
   logic [$clog2(ADEPTH):0] aq_count;
-  logic [63+BW:0] aq_din, aq_dout;
-  sync_fifo #(.W(64 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
+  logic [64+BW:0] aq_din, aq_dout;
+  sync_fifo #(.W(65 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
                                                .dout(aq_dout), .valid(aq_valid), .count(aq_count));
   logic lq_valid, lq_pop;
-  logic [BW-1:0] lq_dout;
+  logic [BW:0] lq_dout;
   logic [$clog2(ADEPTH):0] lq_count;
-  sync_fifo #(.W(BW), .DEPTH(ADEPTH), .OUT_REG(1'b1)) lq (
-    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[63+BW:64]), .pop(lq_pop), .dout(lq_dout),
+  sync_fifo #(.W(BW + 1), .DEPTH(ADEPTH), .OUT_REG(1'b1)) lq (
+    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[64+BW:64]), .pop(lq_pop), .dout(lq_dout),
     .valid(lq_valid), .count(lq_count));
 
   // ready from registers: a queue's count a cycle ago with one entry more to spare (a cycle pushes one at most), so
-  // what pops the producer's queue does not wait for this cycle's counts
+  // what pops the producer's queue does not wait for this cycle's counts; the bursts' queue one more, for the beat
+  // between the input and the gather
   logic ready_q;
   always_ff @(posedge clk)
-    ready_q <= rst_n && wq_count < WDEPTH[$clog2(WDEPTH):0] - 2 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 2;
+    ready_q <= rst_n && wq_count < WDEPTH[$clog2(WDEPTH):0] - 2 && aq_count < ADEPTH[$clog2(ADEPTH):0] - 3;
   assign in_ready = ready_q;
   wire fire = in_valid && in_ready;
   assign wq_push = fire;
   // close the open burst when a beat does not continue it, or when no beat has come for a while
-  assign aq_push = g_open && (fire ? !continues : g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0]);
-  assign aq_din = {g_count, g_addr};
+  assign aq_push = g_open && (b_valid ? !continues : g_idle_end);
+  assign aq_din = {g_single, g_len1, g_addr};
 
   localparam int OW = $clog2(MAX_OUT + 1);
   logic [OW-1:0] outstanding;
   assign m_awvalid = aq_valid && outstanding < OW'(MAX_OUT) && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
   assign m_awaddr = aq_dout[63:0];
-  assign m_awlen = 8'(aq_dout[63+BW:64] - 1'b1);
+  assign m_awlen = 8'(aq_dout[63+BW:64]);
   assign m_awsize = 3'(BEAT_SHIFT);
   assign m_awburst = 2'b01;
 
   // ---- data channel: the beats of bursts whose address is out --------------------------------------
+  // within a burst, whether the next beat is its last is a register (w_last_q, set as a beat goes); its first beat's
+  // is the head's single flag
   logic [BW-1:0] w_sent;
+  logic w_mid, w_last_q;
   assign m_wvalid = lq_valid && wq_valid;
   assign m_wdata = wq_dout[DW-1:0];
   assign m_wstrb = wq_dout[DW+B-1:DW];
-  assign m_wlast = w_sent == lq_dout - 1'b1;
+  assign m_wlast = w_mid ? w_last_q : lq_dout[BW];
   assign wq_pop = m_wvalid && m_wready;
   assign lq_pop = wq_pop && m_wlast;
   assign m_bready = 1'b1;
-  assign idle = !g_open && !aq_valid && !lq_valid && !wq_valid && outstanding == 0;
+  assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && outstanding == 0;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      g_open <= 1'b0; g_count <= '0; g_idle <= '0; g_addr <= '0; g_next <= '0; g_page_end <= 1'b0; w_sent <= '0; outstanding <= '0; bytes_written <= '0;
+      b_valid <= 1'b0; b_next <= '0;
+      g_open <= 1'b0; g_count <= '0; g_len1 <= '0; g_single <= 1'b0; g_idle <= '0; g_addr <= '0;
+      g_can <= 1'b0; g_idle_end <= 1'b0;
+      w_sent <= '0; w_mid <= 1'b0; w_last_q <= 1'b0; outstanding <= '0; bytes_written <= '0;
     end else begin
+      b_valid <= fire;
       if (fire) begin
+        b_addr <= in_addr;
+        b_seq <= in_addr == b_next;
+        b_next <= in_addr + 64'(B);
+        b_page_end <= (in_addr[11:0] + 12'(B)) == 12'd0;
+      end
+      if (b_valid) begin
         g_idle <= '0;
-        g_next <= next_d;
-        g_page_end <= next_d[11:0] == 12'd0;
+        g_idle_end <= IDLE_CLOSE == 0;
         if (continues) begin
           g_count <= g_count + 1'b1;
+          g_len1 <= g_count;
+          g_single <= 1'b0;
+          g_can <= g_count != BW'(MAX_BURST - 1) && !b_page_end;
         end else begin
+          g_can <= MAX_BURST != 1 && !b_page_end;
           g_open <= 1'b1;
-          g_addr <= in_addr;
+          g_addr <= b_addr;
           g_count <= BW'(1);
+          g_len1 <= '0;
+          g_single <= 1'b1;
         end
       end else if (aq_push) begin
         g_open <= 1'b0;
+        g_can <= 1'b0;
       end else if (g_open) begin
         g_idle <= g_idle + 1'b1;
+        g_idle_end <= g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0] - 1'b1;
       end
       if (wq_pop) begin
         w_sent <= m_wlast ? '0 : w_sent + 1'b1;
+        w_mid <= !m_wlast;
+        w_last_q <= w_sent + 1'b1 == lq_dout[BW-1:0];
         bytes_written <= bytes_written + 64'(B);
       end
       outstanding <= outstanding + OW'(m_awvalid && m_awready) - OW'(m_bvalid);

@@ -37,7 +37,7 @@ package engine_pkg;
   } desc_t;
 
   localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
-  localparam int EPI_LATENCY = 14;                 // cycles from a result into the epilogue to it out (epilogue.sv)
+  localparam int EPI_LATENCY = 15;                 // cycles from a result into the epilogue to it out (epilogue.sv)
   localparam int ARRAY_LATENCY = 5;                // cycles from the MAC array's operands to its sums (mac_array.sv)
   localparam int ADDRESS_LATENCY = 5;              // cycles from pixel_address.sv's operands to its address
 

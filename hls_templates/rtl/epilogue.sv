@@ -1,21 +1,22 @@
 // Epilogue: EPI_LATENCY pipelined stages per pixel result of G lanes, one result accepted per cycle.
-//   S0  operands  pick the product and shift of each lane: a conv or GAP accumulator by its requantisation
-//                 multiplier (a PRELU conv's negative one by its negative-side multiplier), SCALE's gated value
-//                 or ADD's two operands
-//   S1  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
-//                 the rounding half added in the DSP of its half, and y * n: each a DSP48E2 with its operand (S0),
-//                 multiplier (S1) and output (S2) registers (dsp_mult.sv)
-//   S3  sums      the two halves
-//   S4  round     + y * n
-//   S5  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S3's shift)
-//   S6  saturate  to int8 (0 from a shift of 49 on)
-//   S7  act1      clamp or table (a conv's or ADD's first activation) -> E1
-//   S8  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1), b * mb (two 8 x 18 products on DSP48E2s,
-//                 operands S7, products S8, outputs S9)
-//   S10 sum       their sum
-//   S11 shift     >>> res_shift, the same test (the layer's mask)
-//   S12 saturate  (0 from a shift of 48 on)
-//   S13 act2      clamp or table -> the result
+//   S0  operands  each lane's operands in registers: the accumulator (or the first operand), the product's
+//                 multiplier (a PRELU conv's negative one for a negative accumulator), SCALE's gate plus its offset
+//   S1  DSP input the product's operands: x (SCALE: its gate product, 8 x 10 bits, from S0's registers) and m,
+//                 and y * n's y
+//   S2  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
+//                 the rounding half added in the DSP of its half, and y * n: each a DSP48E2 with its operand (S1),
+//                 multiplier (S2) and output (S3) registers (dsp_mult.sv)
+//   S4  sums      the two halves
+//   S5  round     + y * n
+//   S6  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S4's shift)
+//   S7  saturate  to int8 (0 from a shift of 49 on)
+//   S8  act1      clamp or table (a conv's or ADD's first activation) -> E1
+//   S9  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1), b * mb (two 8 x 18 products on DSP48E2s,
+//                 operands S8, products S9, outputs S10)
+//   S11 sum       their sum
+//   S12 shift     >>> res_shift, the same test (the layer's mask)
+//   S13 saturate  (0 from a shift of 48 on)
+//   S14 act2      clamp or table -> the result
 // Each stage is one of the steps the first epilogue chained in a cycle (requantise, round, saturate, table), the
 // products split where a DSP48E2 takes them, so the arithmetic, and so every result, is the same; the split is
 // what lets it meet the board clock. The sums are 52 bits, not 64: every multiplier is below 2^17 (ABI v2), so
@@ -58,7 +59,7 @@ module epilogue #(
   engine_pkg::desc_t d;
   assign d = desc;
   // the layer's kind, in registers: the descriptor is steady for cycles before its first result comes in
-  logic has_res, prelu, per_channel;
+  logic has_res, prelu, per_channel, is_scale, is_l2, is_add;
   // what S7 and S13 give, decoded: a conv's or ADD's table or clamp; else the requantised value, but at S7 for the
   // ops that requantise nothing (MAXPOOL, COPY: their first operand passes through)
   logic e1_lut, e1_clamp, e1_q1, e2_lut, e2_clamp;
@@ -73,6 +74,9 @@ module epilogue #(
     has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
     prelu <= d.op == OP_CONV && d.flags[F_PRELU];
     per_channel <= d.op == OP_CONV || d.op == OP_GAP;
+    is_scale <= d.op == OP_SCALE;
+    is_l2 <= d.op == OP_L2NORM;
+    is_add <= d.op == OP_ADD;
   end
 
   // valid and (address, coordinates) of each stage's result: stage k's are valid_q[k], meta_q[k]
@@ -87,10 +91,10 @@ module epilogue #(
   assign {out_oaddr, out_n, out_y, out_x} = meta_q[(L-1)*MW +: MW];
   assign busy = |valid_q;
   // The residual rescale saturate(round((a * ma + b * mb) >> s)): the two products, one of them with the rounding
-  // half added in its DSP (S8, S9), their sum (S10), the shift saturated (S11, S12; 0 from s = 48 on). The sum needs 27
-  // bits; at 48 bits the rounding shift is exact for every shift (from 27 on the result is 0), so the adder and
-  // shifter are 48 bits wide, not 64. The rounding half is the layer's constant, in registers over two stages
-  // (the shift's decode, then the half), as it has the cycles before the layer's first result
+  // half added in its DSP (S9, S10), their sum (S11), the shift saturated (S12, S13; 0 from s = 48 on). The sum
+  // needs 27 bits; at 48 bits the rounding shift is exact for every shift (from 27 on the result is 0), so the
+  // adder and shifter are 48 bits wide, not 64. The rounding half is the layer's constant, in registers over two
+  // stages (the shift's decode, then the half), as it has the cycles before the layer's first result
   logic signed [47:0] res_half_q;
   logic res_zero_q, res_whole_q;
   logic [5:0] res_s_q;
@@ -111,24 +115,24 @@ module epilogue #(
     logic signed [31:0] x_d;
     logic signed [17:0] m_d;
     logic signed [7:0]  y_d;
-    logic [5*8-1:0]     sh_q;              // the shift at S0..S4 (S k's at [8*k +: 8])
-    logic [7*8-1:0]     a_q;               // the pass-through operand at S0..S6
-    logic [7*8-1:0]     b_q;               // the residual operand at S0..S6
-    // S1..S6: requantisation; S7: E1
+    logic [5*8-1:0]     sh_q;              // the shift at S1..S5 (S k+1's at [8*k +: 8])
+    logic [7*8-1:0]     a_q;               // the pass-through operand at S1..S7
+    logic [7*8-1:0]     b_q;               // the residual operand at S1..S7
+    // S2..S7: requantisation; S8: E1
     logic signed [35:0] lo_p;              // x[16:0] * m + (the rounding half below 2^17)
     logic signed [33:0] hi_p;              // x[31:17] * m + (the rounding half from 2^17 on) / 2^17
     logic signed [25:0] yn_p, yn_q;        // y * n
     logic signed [35:0] half_lo;
     logic signed [33:0] half_hi;
-    logic [4:0] lo_idx_q, hi_idx_q;        // the rounding half's bit in either half of x, at S1
+    logic [4:0] lo_idx_q, hi_idx_q;        // the rounding half's bit in either half of x, at S2
     logic lo_v_q, hi_v_q;
     logic signed [50:0] xm_q;
     logic signed [51:0] r_q;
-    logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S3's shift
+    logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S4's shift
     logic [9:0] p1_q, p2_q;                // the saturating shifts' first halves
     logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_q, e1_q;
-    // S8..S13: residual; the result
+    // S9..S14: residual; the result
     logic signed [7:0]  e1_d, b6;
     logic signed [17:0] x_lo;
     logic signed [14:0] x_hi;
@@ -138,7 +142,7 @@ module epilogue #(
     logic signed [47:0] ta_p;              // e1 * ma + 2^(res_shift-1)
     logic signed [25:0] tb_p;              // b * mb
     logic signed [47:0] t_q;
-    logic signed [7:0]  pass8_q, pass9_q, pass10_q, pass11_q, q2_q, q_q;
+    logic signed [7:0]  pass9_q, pass10_q, pass11_q, pass12_q, q2_q, q_q;
     logic [7:0] t1, t2;
     logic signed [7:0] a_lane;             // the first operand: lanes past VEC have none
     if (i < V) begin : g_a
@@ -147,23 +151,32 @@ module epilogue #(
       assign a_lane = 8'sd0;
     end
 
-    always_comb begin
-      logic signed [7:0] a8, b8;
-      logic signed [9:0] g10;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
-      logic signed [17:0] g18;
-      a8 = a_lane;
-      b8 = in_b[8*i +: 8];
-      g10 = 10'(b8) + $signed({2'b00, d.res_mult_b[7:0]});
-      g18 = a8 * g10;
-      x_d = per_channel ? in_acc[32*i +: 32] : d.op == OP_SCALE ? 32'(g18) : 32'(a8);
+    // S0: the operands in registers, so SCALE's gate product is all S1 computes before the DSPs' operands
+    logic signed [31:0] x0_q;              // the accumulator, or the first operand
+    logic signed [17:0] m0_q;
+    logic signed [9:0]  g0_q;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
+    logic signed [7:0]  a0_q, b0_q;
+    logic [7:0]         sh0_q;
+    always_ff @(posedge clk) begin
+      x0_q <= per_channel ? in_acc[32*i +: 32] : 32'(a_lane);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
-      m_d = prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
-            : d.op == OP_L2NORM ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
-      y_d = d.op == OP_ADD ? b8 : 8'sd0;
+      m0_q <= prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+              : is_l2 ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
+      g0_q <= 10'($signed(in_b[8*i +: 8])) + $signed({2'b00, d.res_mult_b[7:0]});
+      a0_q <= a_lane;
+      b0_q <= in_b[8*i +: 8];
+      sh0_q <= per_channel ? shift[8*i +: 8] : is_l2 ? in_b[8*i +: 8] : d.res_shift;
+    end
+    always_comb begin
+      logic signed [17:0] g18;
+      g18 = a0_q * g0_q;
+      x_d = is_scale ? 32'(g18) : x0_q;
+      m_d = m0_q;
+      y_d = is_add ? b0_q : 8'sd0;
       e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
     end
-    // S0-S2 (S7-S9): the products in DSP48E2s, operand, product and output registers; the rounding half of the
-    // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S1
+    // S1-S3 (S8-S10): the products in DSP48E2s, operand, product and output registers; the rounding half of the
+    // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S2
     always_ff @(posedge clk) begin
       lo_v_q <= sh_q[7:0] >= 8'd1 && sh_q[7:0] <= 8'd17;
       hi_v_q <= sh_q[7:0] >= 8'd18 && sh_q[7:0] <= 8'd48;
@@ -186,25 +199,25 @@ module epilogue #(
       .clk_i(clk), .en_i(1'b1), .a_i(b6), .b_i(res_mb_q), .c_i('0), .p_o(tb_p));
 
     always_ff @(posedge clk) begin
-      sh_q <= {sh_q[31:0], per_channel ? shift[8*i +: 8] : d.op == OP_L2NORM ? in_b[8*i +: 8] : d.res_shift};
-      a_q <= {a_q[47:0], a_lane};
-      b_q <= {b_q[47:0], in_b[8*i +: 8]};
-      xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S3
+      sh_q <= {sh_q[31:0], sh0_q};
+      a_q <= {a_q[47:0], a0_q};
+      b_q <= {b_q[47:0], b0_q};
+      xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S4
       yn_q <= yn_p;
       above1_q <= shift_sat8_above(sh_q[29:24]);
-      r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S4
-      p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S5
+      r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S5
+      p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S6
       z1_q <= sh_q[39:32] > 8'd48;
-      q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S6
-      e1_q <= e1_d;                                                                       // S7
-      pass8_q <= e1_q;                                                                    // S8
-      pass9_q <= pass8_q;                                                                 // S9
-      t_q <= ta_p + 48'(tb_p);                                                            // S10
-      pass10_q <= pass9_q;
-      p2_q <= shift_sat8_parts(52'(t_q), res_s_q, res_above_q);                           // S11
+      q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S7
+      e1_q <= e1_d;                                                                       // S8
+      pass9_q <= e1_q;                                                                    // S9
+      pass10_q <= pass9_q;                                                                // S10
+      t_q <= ta_p + 48'(tb_p);                                                            // S11
       pass11_q <= pass10_q;
-      q2_q <= !has_res ? pass11_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S12
-      q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S13
+      p2_q <= shift_sat8_parts(52'(t_q), res_s_q, res_above_q);                           // S12
+      pass12_q <= pass11_q;
+      q2_q <= !has_res ? pass12_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S13
+      q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S14
     end
     assign out_q[8*i +: 8] = q_q;
 

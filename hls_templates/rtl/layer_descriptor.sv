@@ -99,7 +99,7 @@ module layer_descriptor #(
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
   assign tile_rows = tile_rows_q;
-  logic [31:0] cols_q;
+  logic [15:0] cols_q;                  // at most in_w, so below 2^16: one DSP for each product
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
@@ -108,7 +108,7 @@ module layer_descriptor #(
     logic s2;
     s2 = d.stride_w == 8'd2;
     s2_q <= s2;
-    cols_q <= (((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP;
+    cols_q <= 16'((((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP);
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;
@@ -138,8 +138,8 @@ module layer_descriptor #(
   // bank and stride phase
   always_ff @(posedge clk) begin
     tile_rows_q <= 32'(taps_q) * 32'(cin_beats_q);
-    win_phase_words <= cols_q * 32'(cbs_q);
-    win_row_words <= (cols_q * 32'(cbs_q)) << s2_q;
+    win_phase_words <= 32'(cols_q) * 32'(cbs_q);
+    win_row_words <= (32'(cols_q) * 32'(cbs_q)) << s2_q;
   end
 
   // third cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),

@@ -84,7 +84,7 @@ module pool_unit #(
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
   logic signed [31:0] em_first_next;             // em_first + pool_sh: the next pooled row's, a register beside it
-  logic        tile_last_q;                      // every loop is at its end: the tile's last tap
+  logic        img_last_q;                       // every loop but the image's at its end: an image's last tap
   logic signed [31:0] em_left;                   // first conv column of pooled pixel em_px
   logic [16:0] em_ring_end;                      // em_first + RINGK within [0, 2^16]: rows from it on wait
   logic [31:0] need_rows;                        // conv rows pooled row em_py needs: min(em_first + kh, conv_h)
@@ -160,30 +160,40 @@ module pool_unit #(
   end
 
   // the tile's last pooled pixel is out: one term of the emitter's step, not the end of its nest; the step that
-  // sets it is told by a flag kept a step ahead (the end flags the step leaves behind), not by the five flags
+  // sets it, and the step that moves to the next image, are told by a flag kept a step ahead (the end flags the
+  // step leaves behind) and the image's, not by the five flags
   always_ff @(posedge clk)
     if (!rst_n || start) em_done <= !has_pool;
-    else if (em_step && tile_last_q) em_done <= 1'b1;
+    else if (em_step && img_last_q && n_end) em_done <= 1'b1;
   always_ff @(posedge clk)
-    if (!rst_n || start) tile_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q && n_one_q;
+    if (!rst_n || start) img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
     else if (em_step) begin
-      if (!kx_end) tile_last_q <= em_kx == kw_pen_q && ky_end && px_end && py_end && n_end;
-      else if (!ky_end) tile_last_q <= kw_one_q && em_ky == kh_pen_q && px_end && py_end && n_end;
-      else if (!px_end) tile_last_q <= kw_one_q && kh_one_q && em_px == w_pen_q && py_end && n_end;
-      else if (!py_end) tile_last_q <= kw_one_q && kh_one_q && w_one_q && em_py == h_pen_q && n_end;
-      else tile_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q && em_n == n_pen_q;
+      if (!kx_end) img_last_q <= em_kx == kw_pen_q && ky_end && px_end && py_end;
+      else if (!ky_end) img_last_q <= kw_one_q && em_ky == kh_pen_q && px_end && py_end;
+      else if (!px_end) img_last_q <= kw_one_q && kh_one_q && em_px == w_pen_q && py_end;
+      else if (!py_end) img_last_q <= kw_one_q && kh_one_q && w_one_q && em_py == h_pen_q;
+      else img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
     end
+  always_ff @(posedge clk)
+    if (!rst_n || start) begin
+      em_n <= '0; n_end <= n_one_q;
+    end else if (em_step && img_last_q && !n_end) begin
+      em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
+    end
+  // the conv rows of the image in the ring: from the ring's writes, back to none as the emitter leaves the image
+  always_ff @(posedge clk)
+    if (!rst_n || start || (em_step && img_last_q)) rows_done <= '0;
+    else if (ring_we && rq_x == conv_w_last_q) rows_done <= rq_y + 16'd1;
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
-      em_n <= '0; em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; rows_done <= '0; em_busy <= 1'b0;
-      kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q; n_end <= n_one_q;
+      em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; em_busy <= 1'b0;
+      kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q;
       tap_valid <= 1'b0;
       em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
       em_ring_end <= top_end_q; need_rows <= top_rows_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
-      if (ring_we && rq_x == conv_w_last_q) rows_done <= rq_y + 16'd1;
       tap_valid <= em_step;
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;
@@ -215,10 +225,6 @@ module pool_unit #(
                 em_py <= '0; py_end <= h_one_q;
                 em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
                 em_ring_end <= top_end_q; need_rows <= top_rows_q;
-                rows_done <= '0;
-                if (!n_end) begin
-                  em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
-                end
               end
             end
           end

@@ -1,6 +1,6 @@
 // Weight RAM: R banks of V bytes (one per output channel of the array), one row per (kernel tap, input-channel
 // tile), and two halves: the running tile reads one while the next tile's weights are written into the other.
-// A row written is readable two cycles after its beat.
+// A row written is readable three cycles after its beat.
 module weight_ram #(
   parameter int V = 16,
   parameter int R = 16,
@@ -17,15 +17,26 @@ module weight_ram #(
   input  logic [$clog2(WROWS)-1:0] rrow,
   output logic [R*8*V-1:0] rdata
 );
-  // the write a cycle late, from registers: a bank's enable and address leave flip-flops, not the beat's decode
+  // the write two cycles late, from registers: the beat's row, lane and half first (they leave the beat's decode),
+  // then each bank's enable and the address (the half's offset is an add: WROWS need not be a power of two)
   localparam int AW = $clog2(2 * WROWS);
+  logic we_a;
+  logic wbank_a;
+  logic [$clog2(WROWS)-1:0] wrow_a;
+  logic [(R > 1 ? $clog2(R) : 1)-1:0] wlane_a;
+  logic [8*V-1:0] wdata_a;
   logic [R-1:0] we_q;
   logic [AW-1:0] waddr_q;
   logic [8*V-1:0] wdata_q;
   always_ff @(posedge clk) begin
-    for (int r = 0; r < R; r++) we_q[r] <= we && (R == 1 || 32'(wlane) == r);
-    waddr_q <= AW'(32'(wbank) * WROWS + 32'(wrow));
-    wdata_q <= wdata;
+    we_a <= we;
+    wbank_a <= wbank;
+    wrow_a <= wrow;
+    wlane_a <= wlane;
+    wdata_a <= wdata;
+    for (int r = 0; r < R; r++) we_q[r] <= we_a && (R == 1 || 32'(wlane_a) == r);
+    waddr_q <= AW'(32'(wbank_a) * WROWS + 32'(wrow_a));
+    wdata_q <= wdata_a;
   end
   for (genvar r = 0; r < R; r++) begin : g_bank
     logic [8*V-1:0] bank[2 * WROWS];

@@ -152,7 +152,12 @@ module window_conv #(
   logic signed [31:0] first_last_q, in_h_last_q; // per layer: kh - 1 - pad_t; in_h - 1
   logic adv;                                     // the pipeline moves this cycle (a register)
 
-  logic signed [31:0] iy, ix0, lowest;
+  logic signed [31:0] iy, ix0;
+  // the lowest input row the step reads (its image's base plus the first row its output row reads), and the rows
+  // the window may hold from it, in registers a cycle and two after row0 and img_base: a step fires at least
+  // three cycles after either moves (settle_q, image_end_q)
+  logic signed [31:0] lowest_q;
+  logic [31:0] limit_q;
   logic ready_q, t0_fire;
   logic [1:0] settle_q;                          // cycles until need_q holds the current row's need
   logic [P-1:0] t0_mask;
@@ -174,7 +179,10 @@ module window_conv #(
       t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w)
                    && (dw || 32'(x0) + 32'(p) < 32'(d.conv_w));
     end
-    lowest = img_base + (row0 > 0 ? row0 : 32'sd0);
+  end
+  always_ff @(posedge clk) begin
+    lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
+    limit_q <= 32'(lowest_q) + 32'(slots);
   end
   assign t0_fire = active && ready_q && adv;
   assign wait_input = active && !ready_q;
@@ -199,6 +207,9 @@ module window_conv #(
   // next value, itself a register (`_nx`, the counter plus one), so the step's advance decides from registers
   // what it resets and what it counts
   logic last_cb, last_kx, last_ky, last_tile, last_y, last_n, more_groups;
+  // and two decisions of the step, in registers a step ahead: the group's last step (every loop at its last, the
+  // group's last tile), and that the row ends with this group (no group follows in the row, no depthwise flush)
+  logic group_last, row_end, row_last;   // row_last: both
   logic [15:0] cb_nx, y_nx, n_nx, x0_nx;
   logic [7:0] kx_nx, ky_nx;
   logic [TW-1:0] m_nx;
@@ -207,7 +218,17 @@ module window_conv #(
   wire [31:0] oh_step = d.out_step == 8'd2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h);
   // a new output row: the rows it needs are known two cycles later (near_q, need_q), so no step is issued
   // before then; the first of its steps waits three cycles
-  wire row_change = t0_fire && last_step && last_tile && !(more_groups || (dw && !flush));
+  wire row_change = t0_fire && row_last;
+  wire single_step = cb_last_q == 0 && kx_last_q == 0 && ky_last_q == 0 && m_last_q == 0;
+  logic group_last_d;                     // group_last after a step within the group, from the flags' next values
+  always_comb begin
+    logic lt, lc, lkx, lky;
+    lt = last_step ? m_nx == m_last_q : last_tile;
+    lc = !last_cb ? cb_nx == cb_last_q : cb_last_q == 0;
+    lkx = !last_cb ? last_kx : !last_kx ? kx_nx == kx_last_q : kx_last_q == 0;
+    lky = !last_cb || !last_kx ? last_ky : last_ky ? ky_last_q == 0 : ky_nx == ky_last_q;
+    group_last_d = lt && lc && lkx && lky;
+  end
   logic image_end_q;
   always_ff @(posedge clk) begin
     near_q <= last_q < in_h_last_q ? last_q : in_h_last_q;
@@ -225,14 +246,16 @@ module window_conv #(
       active <= 1'b0;
     end else if (start) begin
       active <= 1'b1;
-      n <= '0; y <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
-      n_nx <= 16'd1; y_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
+      n <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
+      n_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
       last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
-      last_y <= y_last_q == 0; last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
-      img_base <= '0; nh_q <= '0; row0 <= 32'sd0 - 32'(d.pad_t); col0 <= 32'sd0 - 32'(d.pad_l);
-      last_q <= first_last_q;
+      last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
+      group_last <= single_step; row_end <= x_more_q == 0 && !dw; row_last <= single_step && x_more_q == 0 && !dw;
+      img_base <= '0; nh_q <= '0; col0 <= 32'sd0 - 32'(d.pad_l);
     end else if (t0_fire) begin
-      if (!last_step || !last_tile) begin
+      if (!group_last) begin
+        group_last <= group_last_d;
+        row_last <= group_last_d && row_end;
         wrow <= wrow + WAW'(1);
         if (last_step) begin
           m <= m_nx; m_nx <= m_nx + TW'(1);
@@ -263,27 +286,21 @@ module window_conv #(
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
         cb_nx <= 16'd1; kx_nx <= 8'd1; ky_nx <= 8'd1; m_nx <= TW'(1);
         last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
-        if (more_groups || (dw && !flush)) begin
+        group_last <= single_step;
+        if (!row_end) begin
           if (!more_groups) flush <= 1'b1;
           x0 <= x0_nx; x0_nx <= x0_nx + 16'(P);
           more_groups <= 32'(x0_nx) < 32'(x_more_q);
+          row_end <= !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
+          row_last <= single_step && !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
           col0 <= col0 + (32'(P) << s2);
         end else begin
           flush <= 1'b0;
           x0 <= '0; x0_nx <= 16'(P);
           more_groups <= x_more_q != 0;
+          row_end <= x_more_q == 0 && !dw;
+          row_last <= single_step && x_more_q == 0 && !dw;
           col0 <= 32'sd0 - 32'(d.pad_l);
-          if (!last_y) begin
-            y <= y_nx; y_nx <= y_nx + 16'd1;
-            last_y <= y_nx == y_last_q;
-            row0 <= row0 + (32'sd1 << s2);
-            last_q <= last_q + (32'sd1 << s2);
-          end else begin
-            y <= '0; y_nx <= 16'd1;
-            last_y <= y_last_q == 0;
-            row0 <= 32'sd0 - 32'(d.pad_t);
-            last_q <= first_last_q;
-          end
         end
       end
     end else if (image_end_q) begin
@@ -295,8 +312,27 @@ module window_conv #(
       end else active <= 1'b0;
     end
   end
+  // the output row, in a block of its own: it moves on row_change alone, a register and the pipeline's fire
+  always_ff @(posedge clk) begin
+    if (start) begin
+      y <= '0; y_nx <= 16'd1; last_y <= y_last_q == 0;
+      row0 <= 32'sd0 - 32'(d.pad_t); last_q <= first_last_q;
+    end else if (row_change) begin
+      if (!last_y) begin
+        y <= y_nx; y_nx <= y_nx + 16'd1;
+        last_y <= y_nx == y_last_q;
+        row0 <= row0 + (32'sd1 << s2);
+        last_q <= last_q + (32'sd1 << s2);
+      end else begin
+        y <= '0; y_nx <= 16'd1;
+        last_y <= y_last_q == 0;
+        row0 <= 32'sd0 - 32'(d.pad_t);
+        last_q <= first_last_q;
+      end
+    end
+  end
   // an image's last row issued: the next image's counters a cycle later, from this register, which is safe as a
-  // new row issues no step for three cycles, and only cautious for `lowest` (the old image's base) meanwhile
+  // new row issues no step for three cycles, and only cautious for `lowest_q` (the old image's base) meanwhile
   always_ff @(posedge clk)
     image_end_q <= rst_n && !start && row_change && last_y;
 
@@ -307,7 +343,7 @@ module window_conv #(
   logic [2:0] ta_slot;
   logic ta_phase;
   logic [15:0] ta_jc, ta_cb;
-  logic signed [31:0] ta_lowest, tb_lowest;
+  logic [31:0] ta_limit, tb_limit;
   logic [WA-1:0] tb_part, tb_cols;               // slot, phase and channel beat; column times channel beats
   logic [WA-1:0] cbs_q;
   always_ff @(posedge clk) cbs_q <= WA'(cbs);
@@ -319,12 +355,12 @@ module window_conv #(
     end
     if (adv) begin
       ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, nh_q, t0_wraddr};
-      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_jc <= t0_jc; ta_cb <= cb; ta_lowest <= lowest;
+      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_jc <= t0_jc; ta_cb <= cb; ta_limit <= limit_q;
       tb_f <= ta_f;
       tb_part <= WA'((ta_slot[0] ? row_words : 32'd0) + (ta_slot[1] ? row_words << 1 : 32'd0)
                      + (ta_slot[2] ? row_words << 2 : 32'd0) + (ta_phase ? phase_words : 32'd0) + 32'(ta_cb));
       tb_cols <= WA'(32'(ta_jc) * 32'(cbs_q));
-      tb_lowest <= ta_lowest;
+      tb_limit <= ta_limit;
     end
   end
   logic tb_first, tb_last, tb_flush, tb_phase;
@@ -342,11 +378,14 @@ module window_conv #(
   assign w_re = adv;
   assign w_raddr = tb_wraddr;
   // registered, so the address generator's issue does not wait on this sum; the oldest step in flight reads the
-  // lowest row, and rows only grow within a tile (cleared at its start), so a cycle late is only a cycle cautious
-  always_ff @(posedge clk)
-    if (!rst_n || start) load_limit <= '0;
-    else load_limit <= tb_valid ? 32'(tb_lowest) + 32'(slots) : ta_valid ? 32'(ta_lowest) + 32'(slots)
-                       : active ? 32'(lowest) + 32'(slots) : 32'hffff_ffff;
+  // lowest row, and rows only grow within a tile (cleared at its start), so a cycle late is only a cycle cautious;
+  // limit_q is a new tile's two cycles after its start, so the limit stays 0 until then
+  logic [1:0] fresh_q;
+  always_ff @(posedge clk) begin
+    fresh_q <= {fresh_q[0], start};
+    if (!rst_n || start || |fresh_q) load_limit <= '0;
+    else load_limit <= tb_valid ? tb_limit : ta_valid ? ta_limit : active ? limit_q : 32'hffff_ffff;
+  end
 
   logic [P*DW-1:0] win_rdata;
   window_ram #(.V(V), .P(P), .WDEPTH(WDEPTH)) wram (
@@ -502,7 +541,8 @@ module window_conv #(
   end
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
   wire [31:0] g_oaddr = t2_oaddr;
-  wire [31:0] o_step = d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);   // between pixels
+  logic [31:0] o_step;                           // between pixels
+  always_ff @(posedge clk) o_step <= d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
 

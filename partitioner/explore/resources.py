@@ -2,12 +2,16 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the eighth pipelining, `benchmarks/results/timing_estimate.jsonl`):
-LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (101 / 253 / 258 / 642 DSP, 22,535 / 44,225 / 48,344 /
-71,918 LUT; the model within 2.5 %), FFs on 8x8, 16x8, 16x16 and 2x8x16 (16,295 / 22,137 / 23,881 / 30,715 FF,
-within 3.3 %), checked on shapes each was not fitted on: 16x8 (LUT 34,542, the model +7.8 %), 4x16x16 (FF 49,289,
--2.0 %), 2x16x16 and 8x16x16 on xcup (386 / 1,154 DSP exact, LUT 54,770 / 105,130 -2.1 / +4.4 %, FF 34,388 /
-79,074 -2.4 / -1.7 %) and 8x8 on the PYNQ-Z2's xc7 (141 DSP exact, LUT -0.9 %, FF -4.8 %). The eighth added
+Measured (yosys 0.70, one unit, the RTL of the ninth pipelining, `benchmarks/results/timing_estimate.jsonl`):
+LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 22,711 / 44,677 / 48,778 /
+72,428 LUT; the model within 3.3 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8,
+16x16 and 2x8x16 (17,409 / 23,780 / 25,728 / 32,632 FF, within 3.5 %), checked on shapes each was not fitted on:
+16x8 (LUT 34,682, the model +7.4 %), 4x16x16 (FF 51,208, -2.2 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP
+exact, LUT 55,244 / 105,599 -2.9 / +4.0 %, FF 36,306 / 80,994 -2.6 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP
+exact, LUT -1.9 %, FF -3.7 %). The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
+registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
+DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16
+642 DSP, 71,918 LUT, 49,289 FF. The eighth added
 about 20 FF per result lane and 270 per unit (the queues' flags and next read addresses, the fused pool's tap
 registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF; 4x16x16 71,650 LUT,
 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output registers, the pool
@@ -31,7 +35,7 @@ and lane.
   the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  13 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
+  12 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
   the L2NORM square (one packed DSP48E2, or two DSP48E1s) and the gate's product; the pipeline's registers
   (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
@@ -58,7 +62,7 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 13, 19_200, 5_564
+CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 12, 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
@@ -67,12 +71,12 @@ VEC_DSP = {2: 2, 1: 3}
 WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # The pipeline registers of the pipelined RTL: per packed MAC pair the array's partial sums (its operand, product and
 # output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
-# into the DSP48E1s), per result lane the epilogue's fourteen stages, per window pixel its array stages; and the rest
+# into the DSP48E1s), per result lane the epilogue's fifteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
 # over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
-# term and the constant moved by the sixth's, the seventh's and the eighth's (output registers, queue heads and
-# flags; least squares over the same four).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 552, 950, 3_580
+# term and the constant moved by the sixth's, the seventh's, the eighth's and the ninth's (output registers, queue
+# heads and flags, the epilogue's operand stage; least squares over the same four).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 638, 950, 4_005
 # ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
 # per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
 # structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
