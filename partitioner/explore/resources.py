@@ -2,29 +2,28 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the ninth pipelining, `benchmarks/results/timing_estimate.jsonl`):
-LUTs fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 22,711 / 44,677 / 48,778 /
-72,428 LUT; the model within 3.3 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8,
-16x16 and 2x8x16 (17,409 / 23,780 / 25,728 / 32,632 FF, within 3.5 %), checked on shapes each was not fitted on:
-16x8 (LUT 34,682, the model +7.4 %), 4x16x16 (FF 51,208, -2.2 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP
-exact, LUT 55,244 / 105,599 -2.9 / +4.0 %, FF 36,306 / 80,994 -2.6 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP
-exact, LUT -1.9 %, FF -3.7 %). The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
-registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
-DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16
-642 DSP, 71,918 LUT, 49,289 FF. The eighth added
-about 20 FF per result lane and 270 per unit (the queues' flags and next read addresses, the fused pool's tap
-registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF; 4x16x16 71,650 LUT,
-48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output registers, the pool
-queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth pipelining took
-10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its offset is below a
-beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643 DSP,
-85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT,
-43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's
-RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT,
-67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP,
-35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took
-90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit
-and lane.
+Measured (yosys 0.70, one unit, the RTL of the ninth pipelining, `benchmarks/results/timing_estimate.jsonl`): LUTs
+fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 22,711 / 44,677 / 48,778 / 72,428 LUT;
+the model within 3.3 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and
+2x8x16 (17,409 / 23,780 / 25,728 / 32,632 FF, within 3.5 %), checked on shapes each was not fitted on: 16x8 (LUT
+34,682, the model +7.4 %), 4x16x16 (FF 51,208, -2.2 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP exact, LUT
+55,244 / 105,599 -2.9 / +4.0 %, FF 36,306 / 80,994 -2.6 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP exact, LUT
+-1.9 %, FF -3.7 %). The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand registers,
+the address generator's per-layer decode and end flags, the burst writer's gather register) and took a DSP off (the
+window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918 LUT,
+49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next read addresses,
+the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF;
+4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output
+registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth
+pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
+offset is below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793
+FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653
+DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before
+(stop 39's RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP,
+100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit
+152 DSP, 35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units
+took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table
+bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
