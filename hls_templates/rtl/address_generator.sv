@@ -1,7 +1,7 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
 // each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle, AG_LATENCY cycles after the
 // nest reaches it: P1 decodes the run (its tag, the operands of its two pixel addresses, the input tap's
-// coordinates), then pixel_address.sv takes engine_pkg::ADDRESS_LATENCY stages for each address, an add or a
+// coordinates), then pixel_address.sv takes engine_pkg::RUN_ADDRESS_LATENCY stages for each address, an add or a
 // multiply each. The MAC stage walks the same nest by the tags alone. On the window path (`win`) the runs are
 // the layer's input rows in order instead (a whole row where its channels are contiguous, else a pixel at a
 // time), each issued only once the window has room for it (`win_limit`).
@@ -119,7 +119,7 @@ module address_generator #(
   logic lead_pos;                        // lead_q > 0, set with it
   wire res_due = has_res && !res_end && (w_loaded || lead_pos);
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
-  localparam int AG_LATENCY = 1 + ADDRESS_LATENCY;
+  localparam int AG_LATENCY = 1 + RUN_ADDRESS_LATENCY;
   logic nest_active;
   logic [AG_LATENCY-1:0] v_q;
   wire en = !v_q[AG_LATENCY-1] || a_run_ready;
@@ -296,11 +296,11 @@ module address_generator #(
   end
   wire [31:0] tap_y = 32'(iy_q) >> up, tap_x = 32'(ix_q) >> up;
   logic [63:0] oaddr64;
-  pixel_address #(.B(B)) read_address (
+  pixel_address #(.B(B), .LATENCY(RUN_ADDRESS_LATENCY)) read_address (
     .clk_i(clk), .en_i(en), .nh_i(nha_q), .y_i(from_tap_q ? tap_y : ya_q), .x_i(from_tap_q ? tap_x : xa_q),
     .w_i(wa_q), .stride_i(sa_q), .base_i(base_a_q), .add_i(add_a_q), .wide_i(wide_a_q), .align_i(align_a_q),
     .zero_i(1'b0), .addr_o(a_run_addr));
-  pixel_address #(.B(B)) result_address (
+  pixel_address #(.B(B), .LATENCY(RUN_ADDRESS_LATENCY)) result_address (
     .clk_i(clk), .en_i(en), .nh_i(nhb_q), .y_i(yb_q), .x_i(xb_q), .w_i(wb_q), .stride_i(sb_q), .base_i(base_b_q),
     .add_i(add_b_q), .wide_i(1'b0), .align_i(1'b0), .zero_i(zero_b_q), .addr_o(oaddr64));
   always_comb begin

@@ -105,17 +105,36 @@ module axi_beat_writer #(
 
   // ---- data channel: the beats of bursts whose address is out --------------------------------------
   // within a burst, whether the next beat is its last is a register (w_last_q, set as a beat goes); its first beat's
-  // is the head's single flag
+  // is the head's single flag. The channel is driven from registers: the beat offered and a skid register behind
+  // it, so a beat leaves the queues on a register (the skid is empty), not on the interconnect's ready, and the
+  // queues' pops start a LUT from their heads
   logic [BW-1:0] w_sent;
   logic w_mid, w_last_q;
-  assign m_wvalid = lq_valid && wq_valid;
-  assign m_wdata = wq_dout[DW-1:0];
-  assign m_wstrb = wq_dout[DW+B-1:DW];
-  assign m_wlast = w_mid ? w_last_q : lq_dout[BW];
-  assign wq_pop = m_wvalid && m_wready;
-  assign lq_pop = wq_pop && m_wlast;
+  logic wo_v_q, ws_v_q;                          // the offered beat and the skid register hold one
+  // the skid register is free: !ws_v_q kept as a register of its own, which the lengths' pop reads, so synthesis
+  // does not build that pop on the data queue's (whose enables fan out to every data bit)
+  logic ws_free_q;
+  logic [DW+B:0] wo_q, ws_q;                     // {last, strobes, data}
+  wire w_last_now = w_mid ? w_last_q : lq_dout[BW];
+  wire w_take = lq_valid && wq_valid && !ws_v_q;
+  wire wo_move = !wo_v_q || m_wready;
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      wo_v_q <= 1'b0; ws_v_q <= 1'b0; ws_free_q <= 1'b1;
+    end else if (wo_move) begin
+      wo_v_q <= ws_v_q || w_take; ws_v_q <= 1'b0; ws_free_q <= 1'b1;
+    end else if (w_take) begin
+      ws_v_q <= 1'b1; ws_free_q <= 1'b0;
+    end
+    if (wo_move) wo_q <= ws_v_q ? ws_q : {w_last_now, wq_dout};
+    else if (w_take) ws_q <= {w_last_now, wq_dout};
+  end
+  assign m_wvalid = wo_v_q;
+  assign {m_wlast, m_wstrb, m_wdata} = wo_q;
+  assign wq_pop = w_take;
+  assign lq_pop = lq_valid && wq_valid && ws_free_q && w_last_now;
   assign m_bready = 1'b1;
-  assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && outstanding == 0;
+  assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && !wo_v_q && !ws_v_q && outstanding == 0;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -155,8 +174,8 @@ module axi_beat_writer #(
         g_idle_end <= g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0] - 1'b1;
       end
       if (wq_pop) begin
-        w_sent <= m_wlast ? '0 : w_sent + 1'b1;
-        w_mid <= !m_wlast;
+        w_sent <= w_last_now ? '0 : w_sent + 1'b1;
+        w_mid <= !w_last_now;
         w_last_q <= w_sent + 1'b1 == lq_dout[BW-1:0];
         bytes_written <= bytes_written + 64'(B);
       end

@@ -146,7 +146,13 @@ module axi_run_reader #(
     end
   end
   assign beat_valid = out_v;
-  assign idle = !in_q && (wr == rd) && !hd_v && (outstanding == 0) && !out_v && !skid_v;
+  // idle from a register: idle last cycle and no run taken then (nothing else wakes the reader), so what waits on
+  // it (the controller's drain test) tests no pointer compare; a cycle late going idle, never early
+  logic idle_q;
+  always_ff @(posedge clk)
+    idle_q <= !rst_n || (!in_q && (wr == rd) && !hd_v && (outstanding == 0) && !out_v && !skid_v
+                         && !(run_valid && run_ready));
+  assign idle = idle_q;
 
   wire rlast_fire = m_rvalid && m_rready && m_rlast;
 

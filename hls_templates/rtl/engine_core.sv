@@ -81,7 +81,6 @@ module engine_core #(
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
   logic [7:0]  nl;                             // channels a pixel result holds: R (standard conv) or V
-  logic [63:0] cycle_count;
   // two banks of tile parameters and weights: the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
   // tiles in the running group, and in the one after it (1 but for window layers that take several); in
@@ -89,6 +88,7 @@ module engine_core #(
   logic [15:0] gsz_cur, gsz_next, left_q, rest_q, next_tile;
   logic more_tiles;                            // a group follows the running one in the layer
   logic [1:0] gs_age;
+  logic check_wait_q;                          // S_CHECK's first cycle is over (the layer's fit is in)
   wire gs_ready = gs_age == 2'd3;
   always_ff @(posedge clk) begin
     left_q <= tiles - tile;
@@ -354,7 +354,20 @@ module engine_core #(
     .act_bytes_read, .const_bytes_read(const_bytes), .act_bytes_written, .counters);
   assign ap_idle = st == S_IDLE;
   assign ap_ready = st == S_IDLE && ap_start;
-  assign cycles = cycle_count;
+  // the run's clock cycles in two 32-bit halves, the high half stepping on a flag set as the low half reaches all
+  // ones: no 64-bit carry chain
+  logic [31:0] cycles_lo_q, cycles_hi_q;
+  logic cycles_lo_ones_q;
+  wire cycles_clear = st == S_IDLE && ap_start;            // nothing is collected in S_IDLE
+  always_ff @(posedge clk)
+    if (!rst_n || cycles_clear) begin
+      cycles_lo_q <= '0; cycles_hi_q <= '0; cycles_lo_ones_q <= 1'b0;
+    end else if (st != S_IDLE) begin
+      cycles_lo_q <= cycles_lo_q + 32'd1;
+      cycles_lo_ones_q <= cycles_lo_q == 32'hFFFF_FFFE;
+      if (cycles_lo_ones_q) cycles_hi_q <= cycles_hi_q + 32'd1;
+    end
+  assign cycles = {cycles_hi_q, cycles_lo_q};
   assign layer_index = layer;
 
   // a collected beat into its slot of cbuf: a compare per slot, no index arithmetic; data, so the reset is not
@@ -366,12 +379,12 @@ module engine_core #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
-      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; wc_start <= 1'b0; cycle_count <= '0; status <= '0;
+      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; wc_start <= 1'b0; status <= '0;
       error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0;
+      check_wait_q <= 1'b0;
     end else begin
       ap_done <= 1'b0;
       ag_start <= 1'b0; wc_start <= 1'b0;
-      if (st != S_IDLE) cycle_count <= cycle_count + 64'd1;
       if (gs_age != 2'd3) gs_age <= gs_age + 2'd1;
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
@@ -414,7 +427,6 @@ module engine_core #(
         S_IDLE: if (ap_start) begin
           layers <= layer_count;
           layer <= '0;
-          cycle_count <= '0;
           status <= '0;
           st <= layer_count == 0 ? S_FINISH : S_DESC;
         end
@@ -440,7 +452,10 @@ module engine_core #(
           gs_age <= '0;
           tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
           nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
-          if (!layer_fits) begin
+          check_wait_q <= !check_wait_q;
+          if (!check_wait_q) begin
+            // the first cycle: `fits` is a register of this cycle's products
+          end else if (!layer_fits) begin
             status <= 32'd1;
             error_layer <= layer;
             st <= S_FINISH;

@@ -11,6 +11,21 @@
     for (int k = 0; k < 44; k++) shift_sat8_above[k] = 6'(k) >= s;     // bit k: v's bit 7 + k
   endfunction
 
+  // the same mask over two register stages: the shift's high and low three bits decoded (whether the high bits are
+  // below or equal to each value, whether the low bits are at most each), then each mask bit from three of those
+  function automatic logic [23:0] shift_sat8_above_decode(input logic [5:0] s);
+    for (int j = 0; j < 8; j++) begin
+      shift_sat8_above_decode[j] = 3'(j) > s[5:3];
+      shift_sat8_above_decode[8 + j] = 3'(j) == s[5:3];
+      shift_sat8_above_decode[16 + j] = 3'(j) >= s[2:0];
+    end
+  endfunction
+
+  function automatic logic [43:0] shift_sat8_above_pick(input logic [23:0] dec);
+    for (int k = 0; k < 44; k++)
+      shift_sat8_above_pick[k] = dec[k / 8] || (dec[8 + k / 8] && dec[16 + k % 8]);
+  endfunction
+
   function automatic logic [9:0] shift_sat8_parts(input logic signed [51:0] v, input logic [5:0] s,
                                                   input logic [43:0] above);
     shift_sat8_parts = {|(above & (v[50:7] ^ {44{v[51]}})), v[51], 8'(v >>> s)};
@@ -41,14 +56,15 @@
     pow2_at_least = v <= 8'd1 ? 5'd1 : v <= 8'd2 ? 5'd2 : v <= 8'd4 ? 5'd4 : v <= 8'd8 ? 5'd8 : 5'd16;
   endfunction
 
-  // words * p for p a power of two up to 16: a shift, no multiplier
-  function automatic logic [35:0] times_pow2(input logic [31:0] words, input logic [4:0] p);
+  // words * p <= limit for p a power of two up to 16 (else 1): words against limit / p, the five compares side by
+  // side and then one picked, no shift before a compare
+  function automatic logic fits_pow2(input logic [31:0] words, input logic [4:0] p, input logic [35:0] limit);
     case (p)
-      5'd16: times_pow2 = {words, 4'd0};
-      5'd8: times_pow2 = {1'b0, words, 3'd0};
-      5'd4: times_pow2 = {2'd0, words, 2'd0};
-      5'd2: times_pow2 = {3'd0, words, 1'b0};
-      default: times_pow2 = {4'd0, words};
+      5'd16: fits_pow2 = 36'(words) <= limit >> 4;
+      5'd8: fits_pow2 = 36'(words) <= limit >> 3;
+      5'd4: fits_pow2 = 36'(words) <= limit >> 2;
+      5'd2: fits_pow2 = 36'(words) <= limit >> 1;
+      default: fits_pow2 = 36'(words) <= limit;
     endcase
   endfunction
 

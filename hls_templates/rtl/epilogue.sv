@@ -128,6 +128,7 @@ module epilogue #(
     logic lo_v_q, hi_v_q;
     logic signed [50:0] xm_q;
     logic signed [51:0] r_q;
+    logic [23:0] above1_dec_q;             // S4's shift decoded, at S3
     logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S4's shift
     logic [9:0] p1_q, p2_q;                // the saturating shifts' first halves
     logic z1_q;                            // the shift is 49 or more: the result is 0
@@ -204,7 +205,8 @@ module epilogue #(
       b_q <= {b_q[47:0], b0_q};
       xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S4
       yn_q <= yn_p;
-      above1_q <= shift_sat8_above(sh_q[29:24]);
+      above1_dec_q <= shift_sat8_above_decode(sh_q[21:16]);
+      above1_q <= shift_sat8_above_pick(above1_dec_q);
       r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S5
       p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S6
       z1_q <= sh_q[39:32] > 8'd48;

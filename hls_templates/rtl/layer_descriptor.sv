@@ -2,9 +2,10 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// The layer's kind flags are registered a cycle after the descriptor, `fits` takes three cycles (its products
-// registered over two), the window path's geometry three and its choice five: the controller reads the flags and
-// `fits` in S_CHECK, after S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
+// The layer's kind flags are registered a cycle after the descriptor, `fits` takes four cycles (its products
+// registered over two, then itself), the window path's geometry three and its choice five: the controller reads
+// the flags and `fits` in S_CHECK's second cycle, after S_DECODE and S_SIZE, the window path from S_TILE on (after
+// S_LUT1 and S_LUT2).
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -92,9 +93,9 @@ module layer_descriptor #(
     end
     fits_parts = ok;
   end
-  // the weight rows it needs, from the second cycle's product
-  assign fits = fits_parts_q && (d.op != OP_CONV
-                                 || (d.flags[F_DEPTHWISE] ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
+  // the weight rows it needs, from the second cycle's product, in a register the third cycle
+  always_ff @(posedge clk)
+    fits <= fits_parts_q && (!is_conv || (dw ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
 
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
@@ -149,8 +150,8 @@ module layer_descriptor #(
   logic ahead_fits_q, least_fits_q;
   logic [7:0] group_fit_q;
   always_ff @(posedge clk) begin
-    ahead_fits_q <= ahead_q <= 5'd8 && times_pow2(win_row_words, ahead_q) <= 36'(WDEPTH);
-    least_fits_q <= least_q <= 5'd8 && times_pow2(win_row_words, least_q) <= 36'(WDEPTH);
+    ahead_fits_q <= ahead_q <= 5'd8 && fits_pow2(win_row_words, ahead_q, 36'(WDEPTH));
+    least_fits_q <= least_q <= 5'd8 && fits_pow2(win_row_words, least_q, 36'(WDEPTH));
     group_fit_q <= 8'd1;
     for (int m = 2; m <= P; m *= 2)
       if (32'(m) * tile_rows_q <= 32'(WROWS)) group_fit_q <= 8'(m);

@@ -39,9 +39,13 @@ module layer_tables #(
       end
   end
 
+  // the biases in registers, a cycle after the bank or a take: the accumulators' first sums start from flip-flops,
+  // not from a select on the bank flag that fans out to every table bit (a group's first sum comes many cycles
+  // after either)
+  always_ff @(posedge clk)
+    for (int i = 0; i < G * PM; i++) bias_bits[32*i +: 32] <= bias[32'(cur_bank) * G * PM + i];
   always_comb begin
     for (int i = 0; i < G * PM; i++) begin
-      bias_bits[32*i +: 32] = bias[32'(cur_bank) * G * PM + i];
       mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
       shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
       nmult_bits[18*i +: 18] = nmult[32'(cur_bank) * G * PM + i];

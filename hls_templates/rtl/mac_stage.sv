@@ -112,6 +112,9 @@ module mac_stage #(
   end
   logic c2_valid, c2_last;
   logic c2_start;                          // the beat starts its pixel's sums (decoded at P3)
+  // what C2 does with its accumulators, decoded with c2_start: add the beat's sums (MAC, DW, GAP) to the bias
+  // (a MAC or DW pixel's first beat), to 0 (a GAP pixel's) or to the accumulators; no tag decode before the sums
+  logic c2_add_q, c2_from_bias_q, c2_from_zero_q;
   logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
   engine_pkg::tag_t c2_tag;
   logic [7:0] c2_idx;                      // a residual beat's index in its pixel's result
@@ -154,6 +157,10 @@ module mac_stage #(
       c2_valid <= p_valid[PS-1];
       c2_data <= pl_data; c2_tag <= pl_tag; c2_idx <= p_idx[(PS-1)*24 +: 8]; c2_last <= p_last[PS-1];
       c2_start <= pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
+      c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first
+                        && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_from_zero_q <= pl_tag.kind == K_GAP && pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
       c2_oaddr <= pl_tag.kind == K_COPY ? pl_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : pl_tag.oaddr;
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
@@ -181,14 +188,9 @@ module mac_stage #(
     start = c2_start;
     res_next = res;
     abuf_next = abuf;
-    for (int i = 0; i < G; i++) begin
-      acc_next[i] = acc[i];
-      case (c2_tag.kind)
-        K_MAC, K_DW: acc_next[i] = (start ? $signed(bias[32*i +: 32]) : acc[i]) + c2_sum[i];
-        K_GAP:       acc_next[i] = (start ? 32'sd0 : acc[i]) + c2_sum[i];
-        default: ;
-      endcase
-    end
+    for (int i = 0; i < G; i++)
+      acc_next[i] = !c2_add_q ? acc[i]
+                    : (c2_from_bias_q ? $signed(bias[32*i +: 32]) : c2_from_zero_q ? 32'sd0 : acc[i]) + c2_sum[i];
     case (c2_tag.kind)
       K_POOL: for (int v = 0; v < V; v++)
                 abuf_next[8*v +: 8] = (start || $signed(c2_data[8*v +: 8]) > $signed(abuf[8*v +: 8]))

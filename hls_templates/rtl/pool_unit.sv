@@ -113,25 +113,34 @@ module pool_unit #(
   // the emitter's next first row, and what depends on it, all kept in registers beside em_first
   // the first row a pooled row's first row keeps out of the ring, clamped to a row's 16 bits: the ring's admission
   // test is then an unsigned 17-bit comparison with the queue's head
+  function automatic logic [16:0] ring_clamp(input logic signed [31:0] e);
+    ring_clamp = e < 32'sd0 ? 17'd0 : e > 32'sd65536 ? 17'h10000 : 17'(e);
+  endfunction
+  function automatic logic [31:0] rows_clamp(input logic signed [31:0] e);
+    rows_clamp = e > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(e);
+  endfunction
   function automatic logic [16:0] ring_end(input logic signed [31:0] first);
-    logic signed [31:0] e;
-    e = first + RINGK;
-    ring_end = e < 32'sd0 ? 17'd0 : e > 32'sd65536 ? 17'h10000 : 17'(e);
+    ring_end = ring_clamp(first + RINGK);
   endfunction
   function automatic logic [31:0] rows_needed(input logic signed [31:0] first);
-    rows_needed = first + 32'(d.pool_kh) > 32'(d.conv_h) ? 32'(d.conv_h) : 32'(first + 32'(d.pool_kh));
+    rows_needed = rows_clamp(first + 32'(d.pool_kh));
   endfunction
   wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t);
   wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
   // what the first pooled row's and the next pooled row's first row give, in registers: the first per layer; the
-  // next a cycle after em_first moves, in time, as a pooled row ends no sooner than two cycles after the last
+  // next a cycle after em_first moves, in time, as a pooled row ends no sooner than two cycles after the last. The
+  // next row's sums with RINGK and with the pool's height step beside em_first_next (top_next_*_q their starts),
+  // so only the clamps follow them
   logic [16:0] top_end_q, next_end_q;
   logic [31:0] top_rows_q, next_rows_q;
+  logic signed [31:0] top_next_k_q, top_next_h_q, em_next_k, em_next_h;
   always_ff @(posedge clk) begin
     top_end_q <= ring_end(first_top);
     top_rows_q <= rows_needed(first_top);
-    next_end_q <= ring_end(em_first_next);
-    next_rows_q <= rows_needed(em_first_next);
+    top_next_k_q <= first_top + 32'(d.pool_sh) + RINGK;
+    top_next_h_q <= first_top + 32'(d.pool_sh) + 32'(d.pool_kh);
+    next_end_q <= ring_clamp(em_next_k);
+    next_rows_q <= rows_clamp(em_next_h);
   end
   // the conv rows a pooled row needs are in: a cycle old, and cleared for the cycle its rows change (rows_done
   // only grows in between, so a cycle old is only a cycle cautious)
@@ -190,6 +199,7 @@ module pool_unit #(
       kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q;
       tap_valid <= 1'b0;
       em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+      em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
       em_ring_end <= top_end_q; need_rows <= top_rows_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
@@ -220,10 +230,12 @@ module pool_unit #(
               if (!py_end) begin
                 em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q;
                 em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
+                em_next_k <= em_next_k + 32'(d.pool_sh); em_next_h <= em_next_h + 32'(d.pool_sh);
                 em_ring_end <= next_end_q; need_rows <= next_rows_q;
               end else begin
                 em_py <= '0; py_end <= h_one_q;
                 em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+                em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
                 em_ring_end <= top_end_q; need_rows <= top_rows_q;
               end
             end

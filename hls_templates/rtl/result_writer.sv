@@ -41,16 +41,19 @@ module result_writer #(
     base_hi1_q <= act_base[63:32] + 32'd1;
     base_hi2_q <= act_base[63:32] + 32'd2;
   end
+  // act_base's low half plus the beat's offset in the result (ser_k * V), a register stepped beside ser_k: the
+  // address is then one two-operand sum
+  logic [33:0] base_k_q;
   always_comb begin
     logic [31:0] lane;
     logic [33:0] low;
     lane = in_oaddr & 32'(V - 1);
     if (nl >= 8'(V)) begin
-      low = 34'(act_base[31:0]) + 34'(in_oaddr) + 34'(ser_k) * 34'(V);
+      low = base_k_q + 34'(in_oaddr);
       w_data = in_q[32'(ser_k) * DW +: DW];
       w_strb = '1;
     end else begin
-      low = 34'(act_base[31:0]) + 34'({in_oaddr[31:VSH], {VSH{1'b0}}});
+      low = base_k_q + 34'({in_oaddr[31:VSH], {VSH{1'b0}}});
       w_data = DW'(in_q) << (8 * lane);
       w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
     end
@@ -76,16 +79,22 @@ module result_writer #(
     if (!rst_n) begin
       ser_k <= '0;
       ser_last_q <= 1'b1;
+      base_k_q <= 34'(act_base[31:0]);
       s_valid <= 1'b0;
     end else begin
       if (!take) begin
-        if (ser_k == 8'd0) ser_last_q <= one_beat_q;      // between results: the layer's, as nl may change
+        if (ser_k == 8'd0) begin                       // between results: the layer's, as nl may change
+          ser_last_q <= one_beat_q;
+          base_k_q <= 34'(act_base[31:0]);
+        end
       end else if (ser_last_q) begin
         ser_k <= 8'd0;
         ser_last_q <= one_beat_q;
+        base_k_q <= 34'(act_base[31:0]);
       end else begin
         ser_k <= ser_k + 8'd1;
         ser_last_q <= ser_k == ser_pen_q;
+        base_k_q <= base_k_q + 34'(V);
       end
       if (take) begin
         s_valid <= 1'b1;

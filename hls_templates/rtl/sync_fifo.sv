@@ -29,16 +29,17 @@ module sync_fifo #(
       rp <= '0;
       rp1 <= PTR_ONE;
     end else begin
-      if (mem_push) begin
-        mem[wp[AW-1:0]] <= din;
-        wp <= wp + 1'b1;
-      end
+      if (mem_push) wp <= wp + 1'b1;
       if (mem_pop) begin
         rp <= rp1[AW-1:0];
         rp1 <= rp1 + 1'b1;
       end
     end
   end
+  // every push writes the RAM's free slot, whether or not the item stays there (one that goes straight to the head
+  // leaves the write pointer where it was): the RAM's write enable waits on no pop
+  always_ff @(posedge clk)
+    if (push) mem[wp[AW-1:0]] <= din;
   // whether the RAM holds an item (the pointers differ), a register kept beside them: what pops or pushes tests no
   // pointer compare
   logic mem_valid;
@@ -60,7 +61,9 @@ module sync_fifo #(
         count_q <= '0;
       end else begin
         if (load) hd_v <= mem_valid || push;
-        count_q <= count_q + CW'(push) - CW'(pop && hd_v);
+        // up or down by one, a pick between the count's two neighbours: the pop picks, it adds nothing
+        if (push && !(pop && hd_v)) count_q <= count_q + 1'b1;
+        else if (!push && pop && hd_v) count_q <= count_q - 1'b1;
       end
       if (load) hd_q <= mem_valid ? mem[rp] : din;
     end

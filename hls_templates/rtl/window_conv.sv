@@ -118,7 +118,8 @@ module window_conv #(
     end else if (win_we) begin
       if (row_done) begin
         rows_loaded <= rows_loaded + 32'd1;
-        w_slot_base <= ((rows_loaded + 32'd1) & slot_mask) == 0 ? 32'd0 : w_slot_base + row_words;
+        // the row written was a slot cycle's last (rows_loaded + 1 a multiple of the power-of-two slots): no add
+        w_slot_base <= (rows_loaded & slot_mask) == slot_mask ? 32'd0 : w_slot_base + row_words;
         w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
       end else if (w_cb != cb_last_q) begin
         w_cb <= w_cb + 16'd1;
@@ -164,6 +165,15 @@ module window_conv #(
   logic [PB-1:0] t0_rot;
   logic [2:0] t0_slot;
   logic [15:0] t0_jc;
+  // pixel p's column ix0 + p * stride is in the input, and its x0 + p in the output row, as bounds on ix0 and x0
+  // per layer (registers): no add before the compares
+  logic signed [31:0] col_lo_q[P], col_hi_q[P], x_hi_q[P];
+  always_ff @(posedge clk)
+    for (int p = 0; p < P; p++) begin
+      col_lo_q[p] <= 32'sd0 - (32'(p) << s2);
+      col_hi_q[p] <= 32'(d.in_w) - (32'(p) << s2);
+      x_hi_q[p] <= 32'(d.conv_w) - 32'(p);
+    end
   always_comb begin
     logic signed [31:0] j0, g;
     iy = row0 + 32'(ky);
@@ -173,12 +183,9 @@ module window_conv #(
     t0_slot = 3'(32'(g) & slot_mask);
     t0_jc = 16'(j0 >>> PB);
     t0_rot = PB'($unsigned(j0));
-    for (int p = 0; p < P; p++) begin
-      logic signed [31:0] ix;
-      ix = ix0 + (32'(p) << s2);
-      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix >= 0 && ix < 32'(d.in_w)
-                   && (dw || 32'(x0) + 32'(p) < 32'(d.conv_w));
-    end
+    for (int p = 0; p < P; p++)
+      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix0 >= col_lo_q[p] && ix0 < col_hi_q[p]
+                   && (dw || $signed({16'd0, x0}) < x_hi_q[p]);
   end
   always_ff @(posedge clk) begin
     lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
@@ -398,7 +405,6 @@ module window_conv #(
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
-  logic [31:0] t1_nh;                            // the group's image times the output's rows (its address)
   wire out2 = d.out_step == 8'd2;                // a transposed conv's phase: on the twice-as-large output
   logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
@@ -409,7 +415,6 @@ module window_conv #(
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
       t1_flush <= tb_flush; t1_phase <= tb_phase;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
-      t1_nh <= tb_nh;
     end
   end
 
@@ -432,15 +437,15 @@ module window_conv #(
     else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x};
   end
   assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
-  // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes ADDRESS_LATENCY
-  // steps, then it waits out the array's others
-  localparam int OD = AL - ADDRESS_LATENCY;
+  // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes
+  // RUN_ADDRESS_LATENCY steps from TB, a step ahead of T1, then it waits out the array's others
+  localparam int OD = AL + 1 - RUN_ADDRESS_LATENCY;
   logic [63:0] pa_oaddr;
   logic [31:0] a_oaddr, t2_oaddr;
-  pixel_address #(.B(V)) group_address (
-    .clk_i(clk), .en_i(adv), .nh_i(t1_nh), .y_i(out2 ? {15'd0, t1_y, d.out_phase_y[0]} : 32'(t1_y)),
-    .x_i(out2 ? {15'd0, t1_x, d.out_phase_x[0]} : 32'(t1_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
-    .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(t1_m) * 32'(R)),
+  pixel_address #(.B(V), .LATENCY(RUN_ADDRESS_LATENCY)) group_address (
+    .clk_i(clk), .en_i(adv), .nh_i(tb_nh), .y_i(out2 ? {15'd0, tb_y, d.out_phase_y[0]} : 32'(tb_y)),
+    .x_i(out2 ? {15'd0, tb_x, d.out_phase_x[0]} : 32'(tb_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
+    .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(tb_m) * 32'(R)),
     .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(pa_oaddr));
   if (OD > 0) begin : g_oaddr_wait
     logic [31:0] od_q[OD];

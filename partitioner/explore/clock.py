@@ -44,16 +44,19 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the ninth pipelining's RTL: every shape is 4.41 ns but 8x8 (4.35 ns). The worst path is
-# the burst writer's W channel: a beat's pop into its length queue (six LUT levels from the data queue's valid),
-# in every shape. a is the slowest fitted shape, so the fit does not promise a clock a fitted shape's estimate
-# misses (8x8: the model 1.4 % slow). Left out: 16x8 (4.35 ns, the model 1.4 % slow), 2x16x16 and 8x16x16 (the
-# KV260's choice for the big detectors; 4.41 ns, the model exact)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=4.410, b_ns=0.0, c_ns=0.0, d_ns=0.0,
-                         fitted_on=("8x8", "16x16", "2x8x16", "4x16x16"), checked_on=("16x8", "2x16x16", "8x16x16"))
-# 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.18 ns, the controller's 64-bit cycle counter, a carry chain
-# of 64 bits), the UltraScale+ fit's form scaled to it (8.181 / 4.410); not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=4.410 * 1.8551, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+# UltraScale+ -2 (zcu104), the tenth pipelining's RTL: 4.24-4.36 ns (the ninth's 4.35-4.41: the burst writer's W
+# channel, now out of registers). The worst paths differ by shape and are in control: the 16x8 unit's reader
+# (4.36 ns), the 4x16x16's collection-buffer enable (4.34), the 8x8's fused-pool emitter (4.32), the 2x8x16's
+# constant request (4.28), the window row loads' enable in the address generator (16x16, 2x16x16: 4.24). a is the
+# slowest fitted shape, so the fit does not promise a clock a fitted shape's estimate misses (16x16: the model
+# 3.0 % slow). Left out: 2x16x16 and 8x16x16 (the KV260's choice for the big detectors; 4.24 / 4.25 ns, the model
+# 3.0 / 2.6 % slow)
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=4.364, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+                         fitted_on=("8x8", "16x8", "16x16", "2x8x16", "4x16x16"), checked_on=("2x16x16", "8x16x16"))
+# 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.97 ns, the address generator's row sum into the stride's
+# DSP48E1, yosys's inferred multiply without its input registers; the ninth's 8.18 ns was the 64-bit cycle counter,
+# now two halves), the UltraScale+ fit's form scaled to it (7.966 / 4.364); not checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=4.364 * 1.8254, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

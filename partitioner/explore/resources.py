@@ -2,17 +2,21 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the ninth pipelining, `benchmarks/results/timing_estimate.jsonl`): LUTs
-fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 22,711 / 44,677 / 48,778 / 72,428 LUT;
-the model within 3.3 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and
-2x8x16 (17,409 / 23,780 / 25,728 / 32,632 FF, within 3.5 %), checked on shapes each was not fitted on: 16x8 (LUT
-34,682, the model +7.4 %), 4x16x16 (FF 51,208, -2.2 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP exact, LUT
-55,244 / 105,599 -2.9 / +4.0 %, FF 36,306 / 80,994 -2.6 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP exact, LUT
--1.9 %, FF -3.7 %). The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand registers,
-the address generator's per-layer decode and end flags, the burst writer's gather register) and took a DSP off (the
-window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918 LUT,
-49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next read addresses,
-the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF;
+Measured (yosys 0.70, one unit, the RTL of the tenth pipelining, `benchmarks/results/timing_estimate.jsonl`): LUTs
+fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 22,796 / 44,800 / 49,030 / 72,638 LUT;
+the model within 3.8 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and
+2x8x16 (18,289 / 25,188 / 27,280 / 35,052 FF, within 3.9 %), checked on shapes each was not fitted on: 16x8 (LUT
+34,899, the model +6.7 %), 4x16x16 (FF 54,816, -2.3 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP exact, LUT
+55,291 / 106,083 -3.0 / +3.5 %, FF 38,726 / 86,974 -2.9 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP exact, LUT
+-2.3 %, FF -3.6 %). The tenth added about 84 FF per result lane (the epilogue's saturation mask decoded a stage
+ahead, the biases in registers) and 32 more per lane of a group's extra tiles (their biases), 96 per window pixel
+(its column bounds) and about 200 per unit (the burst writer's W register and skid, the sixth address stage). The
+ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641 DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per
+result lane and 425 per unit (the epilogue's operand registers, the address generator's per-layer decode and end
+flags, the burst writer's gather register) and took a DSP off (the window row's product, 16 x 16 bits). The
+eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918 LUT, 49,289 FF. The eighth added about 20
+FF per result lane and 270 per unit (the queues' flags and next read addresses, the fused pool's tap registers, the
+writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF;
 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output
 registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth
 pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
@@ -73,16 +77,17 @@ WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # into the DSP48E1s), per result lane the epilogue's fifteen stages, per window pixel its array stages; and the rest
 # (address generator, readers' input, burst and beat registers, writer's beat register, MAC stage). Least squares
 # over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
-# term and the constant moved by the sixth's, the seventh's, the eighth's and the ninth's (output registers, queue
-# heads and flags, the epilogue's operand stage; least squares over the same four).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 638, 950, 4_005
+# term and the constant moved by the sixth's to the tenth's (output registers, queue heads and flags, the epilogue's
+# operand stage and its mask's decode, the registered biases; least squares over the same four; the tenth's 96 FF
+# per window pixel and 32 per lane of a group's extra tiles counted from the RTL).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 722, 1_046, 4_207
 # ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
 # per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
 # structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
 # controller's descriptor take is a beat-wide select)
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
-GROUP_LUT, GROUP_FF = 161, 160     # per result lane and extra tile of a group: its parameters and their choice
+GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
 

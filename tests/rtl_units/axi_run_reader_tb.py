@@ -1,7 +1,7 @@
 """cocotb: the AXI burst reader under random back-pressure on every channel. Runs of every length (padded
 runs too, runs across 4 KiB boundaries, longer than 256 beats, starting anywhere in a page) come out in order,
 beat for beat, with their tags; every burst is INCR, at most 256 beats, inside one 4 KiB page; no more than
-MAX_OUT in flight. The beat width is the DUT's (DW)."""
+MAX_OUT in flight; never idle with a beat offered, idle once the last is taken. The beat width is the DUT's (DW)."""
 import random
 
 import cocotb
@@ -104,12 +104,17 @@ async def runs_come_back_in_order_under_backpressure(dut):
     while len(got) < len(expected):
         dut.beat_ready.value = int(rng.random() < 0.7)
         await ReadOnly()
+        assert not (dut.idle.value and dut.beat_valid.value), "idle with a beat offered"
         if dut.beat_valid.value and dut.beat_ready.value:
             got.append((int(dut.beat_data.value), int(dut.beat_tag.value), int(dut.beat_idx.value),
                         bool(dut.beat_last.value)))
         await RisingEdge(dut.clk)
         cycles += 1
         assert cycles < 200_000, f"stuck after {len(got)} of {len(expected)} beats"
+    for _ in range(4):                      # idle (a register) a cycle or two after the last beat
+        await RisingEdge(dut.clk)
+    await ReadOnly()
+    assert dut.idle.value, "not idle after its last beat"
     for k, (g, e) in enumerate(zip(got, expected)):
         assert g == e, (k, g, e)
     real = sum(b for a, b, pad, f, t in runs if not pad)

@@ -30,7 +30,9 @@ module requant_lane (
     hi = 34'($signed(x[31:17])) * 34'(m) + (s >= 8'd18 && s <= 8'd48 ? 34'sd1 <<< (s - 8'd18) : 34'sd0);
     xm = {hi + 34'(lo >>> 17), lo[16:0]};
     r = 52'(xm) + 52'(y) * 52'(n);
-    requantise = s > 8'd48 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(r, s[5:0], shift_sat8_above(s[5:0])));
+    // the mask as the epilogue's S3-S4 make it, decoded then picked
+    requantise = s > 8'd48 ? 8'sd0
+               : shift_sat8_finish(shift_sat8_parts(r, s[5:0], shift_sat8_above_pick(shift_sat8_above_decode(s[5:0]))));
   endfunction
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
