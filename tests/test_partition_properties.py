@@ -153,14 +153,14 @@ def _check_invariants(model: onnx.ModelProto, out: Path, offload_everything: boo
     assert result.verified, result.checks
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_nets())
 def test_invariants_offloading_every_supported_region(model):
     with tempfile.TemporaryDirectory() as d:
         _check_invariants(model, Path(d), True, "zcu104")
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_nets(), st.sampled_from(sorted(BOARDS)))
 def test_invariants_with_the_cost_model(model, board):
     with tempfile.TemporaryDirectory() as d:

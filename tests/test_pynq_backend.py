@@ -98,7 +98,7 @@ def out_clock(out) -> float:
 
 
 @needs_gxx
-@pytest.mark.parametrize("name", ["yolov3-tiny", "ssd-mobilenet-v1"])
+@pytest.mark.parametrize("name", ["yolov3-tiny", pytest.param("ssd-mobilenet-v1", marks=pytest.mark.slow)])
 def test_whole_models_on_the_simulated_board_equal_reference(tmp_path_factory, zoo, tiny, name):
     """The RTL behind PYNQ: two compute units, two frames in flight, bit-identical to the reference; the engine
     runs at the PL clock PYNQ set from the metadata, and the cycles are the RTL's CYCLES register."""

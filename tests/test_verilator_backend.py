@@ -55,9 +55,14 @@ def test_every_golden_case_bit_exact(golden):
             assert sum(layer.counters["clock"] for layer in run.layers) == sum(layer.cycles for layer in run.layers)
 
 
+# the fast tier keeps a shape for most properties (byte strobes; a result over several beats with a narrow
+# epilogue; the window path; eight pixels); 32 lanes, the diagonal depthwise and the plain 32-row array, minutes
+# each to verilate, are slow
 @pytest.mark.parametrize("rows,vec,epilogue,pixels,kernel_rows", [
-    (8, 16, 0, 1, None), (32, 16, 0, 1, None), (16, 32, 0, 1, None), (16, 16, 4, 1, None), (32, 16, 16, 1, None),
-    (16, 16, 8, 4, None), (32, 16, 0, 2, False), (8, 16, 4, 8, None)])
+    (8, 16, 0, 1, None), pytest.param(32, 16, 0, 1, None, marks=pytest.mark.slow),
+    pytest.param(16, 32, 0, 1, None, marks=pytest.mark.slow), (16, 16, 4, 1, None),
+    (32, 16, 16, 1, None), (16, 16, 8, 4, None),
+    pytest.param(32, 16, 0, 2, False, marks=pytest.mark.slow), (8, 16, 4, 8, None)])
 def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, kernel_rows):
     """PE rows below the lanes write with byte strobes; above them, a result spans several beats; 32 lanes put
     descriptors mid-beat; a narrow epilogue takes a result in several passes; with pixels > 1 standard convs
@@ -132,7 +137,7 @@ def test_a_layer_the_engine_was_not_built_for_is_refused(golden, fields):
 
 
 @pytest.mark.parametrize("name,size,pixels,lanes", [("yolov3-tiny", 96, 1, 0), ("ssd-mobilenet-v1", 96, 1, 0),
-                                                   ("yolov3", 96, 4, 8)])
+                                                   pytest.param("yolov3", 96, 4, 8, marks=pytest.mark.slow)])
 def test_whole_models_equal_reference(tmp_path, zoo, name, size, pixels, lanes):
     """Two compute units; YOLOv3 on the window path (with an 8-lane epilogue): strided, residual (operands
     queued), 1x1 and 3x3 layers taking several output-channel tiles per input load. On the ZCU102: two such units
@@ -224,7 +229,7 @@ def test_narrow_epilogue_costs_cycles_only_where_the_model_says(tmp_path, zoo):
     assert bound >= 1          # some layer is epilogue-bound, and the model says so
 
 
-@pytest.mark.parametrize("weight_rows", [0, 1152])
+@pytest.mark.parametrize("weight_rows", [pytest.param(0, marks=pytest.mark.slow), 1152])
 def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo, weight_rows):
     """A 4-pixel engine: the whole model bit-exact with the reference; its window layers read each input byte
     once per group of output-channel tiles (the per-tap path reads it once per tap per tile), and run

@@ -1,7 +1,7 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
 // each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle, AG_LATENCY cycles after the
 // nest reaches it: P1 decodes the run (its tag, the operands of its two pixel addresses, the input tap's
-// coordinates), then pixel_address.sv takes engine_pkg::RUN_ADDRESS_LATENCY stages for each address, an add or a
+// coordinates), then pixel_address.sv takes engine_pkg::ADDRESS_LATENCY stages for each address, an add or a
 // multiply each. The MAC stage walks the same nest by the tags alone. On the window path (`win`) the runs are
 // the layer's input rows in order instead (a whole row where its channels are contiguous, else a pixel at a
 // time), each issued only once the window has room for it (`win_limit`).
@@ -43,13 +43,17 @@ module address_generator #(
   // the layer's kind and the nest's loop ends (each bound less one), in registers, so the nest's step tests
   // equalities of registers
   logic is_conv, has_res, up, has_ph1, contiguous;
-  logic [15:0] y_last, x_last, c_last, n_last, conv_w_last, conv_w_pen, in_w_last, in_h_last, conv_h_last;
+  logic wx_one, in_w_one;                // a window row is one run: its channels contiguous, or one pixel
+  logic [15:0] conv_w_pen, in_w_last, in_w_pen, in_h_last, conv_h_last;
   logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
-  logic lead_top_pos;
-  logic [7:0]  ky_last, kx_last;
+  logic due_top;                         // res_due at an image's start
   // ... and each bound less two: a counter's end flag is set as it steps from the one before its last
   logic [15:0] y_pen, x_pen, c_pen, n_pen;
-  logic [7:0]  ky_pen, kx_pen;
+  // ... the kernel loops' less three and whether they are two: their flags that they are one step from their ends
+  // (kx_at_pen, ky_at_pen) are set the same way
+  logic [7:0]  ky_pen2, kx_pen2;
+  logic        ky_two, kx_two;
+  logic        kx_one, ky_one, c_one, x_one, y_one, n_one, conv_w_one;   // ... whether each loop's bound is one
   always_ff @(posedge clk) begin
     logic [15:0] lim_y, lim_x, lim_c;
     logic [7:0]  lim_ky, lim_kx;
@@ -65,19 +69,23 @@ module address_generator #(
     end else begin
       lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH;
     end
-    y_last <= lim_y - 16'd1; x_last <= lim_x - 16'd1; c_last <= lim_c - 16'd1;
-    ky_last <= lim_ky - 8'd1; kx_last <= lim_kx - 8'd1;
     y_pen <= lim_y - 16'd2; x_pen <= lim_x - 16'd2; c_pen <= lim_c - 16'd2;
-    ky_pen <= lim_ky - 8'd2; kx_pen <= lim_kx - 8'd2; n_pen <= d.batch - 16'd2;
-    n_last <= d.batch - 16'd1; conv_w_last <= d.conv_w - 16'd1; conv_w_pen <= d.conv_w - 16'd2;
-    in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
+    n_pen <= d.batch - 16'd2;
+    ky_pen2 <= lim_ky - 8'd3; kx_pen2 <= lim_kx - 8'd3; ky_two <= lim_ky == 8'd2; kx_two <= lim_kx == 8'd2;
+    kx_one <= lim_kx == 8'd1; ky_one <= lim_ky == 8'd1; c_one <= lim_c == 16'd1; x_one <= lim_x == 16'd1;
+    y_one <= lim_y == 16'd1;
+    n_one <= d.batch == 16'd1; conv_w_one <= d.conv_w == 16'd1; conv_w_pen <= d.conv_w - 16'd2;
+    in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
     lead_top <= 32'(d.pad_t) + 32'sd1 - 32'(d.kh);
-    lead_top_pos <= 32'(d.pad_t) + 32'sd1 > 32'(d.kh);
+    due_top <= op_conv && d.flags[F_RESIDUAL] && d.conv_h != 16'd0
+               && (32'(d.pad_t) + 32'sd1 > 32'(d.kh) || d.in_h == 16'd0);
     is_conv <= op_conv;
     has_res <= op_conv && d.flags[F_RESIDUAL];
     up <= d.flags[F_UPSAMPLE2];
     has_ph1 <= (op_conv && d.flags[F_RESIDUAL]) || op_add || op_scale || op_l2;
     contiguous <= !(op_conv && d.flags[F_DEPTHWISE]) && d.in_c == d.in_c_stride;   // depthwise: VEC channels
+    in_w_one <= d.in_w == 16'd1;
+    wx_one <= contiguous || in_w_one;      // a cycle after both (the descriptor is steady for more)
   end
 
   logic [15:0] ag_n, ag_y, ag_x, ag_c;
@@ -115,34 +123,55 @@ module address_generator #(
   // (ag_y == in_h), every output row's residual is (res_y == conv_h), and ag_y less the last input row output
   // row res_y reads (positive: that row is in)
   logic w_loaded, res_end, res_x_end;    // res_x_end: res_x is the output row's last
+  logic wx_end;                          // the window row's run at ag_x is its last
   logic signed [31:0] lead_q;
-  logic lead_pos;                        // lead_q > 0, set with it
-  wire res_due = has_res && !res_end && (w_loaded || lead_pos);
-  // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on)
-  localparam int AG_LATENCY = 1 + RUN_ADDRESS_LATENCY;
+  logic res_due;                         // has_res && !res_end && (lead_q > 0 || w_loaded), set with them
+  // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on), then offered
+  // from a register with a skid register behind it: the pipeline moves while the skid is empty, so neither its
+  // enable nor the nest's step waits on the reader's ready
+  localparam int AG_LATENCY = 1 + ADDRESS_LATENCY;
   logic nest_active;
   logic [AG_LATENCY-1:0] v_q;
-  wire en = !v_q[AG_LATENCY-1] || a_run_ready;
-  assign a_run_valid = v_q[AG_LATENCY-1];
-  assign ag_active = nest_active || |v_q;
+  logic out_v_q, sk_v_q;
+  wire en = !sk_v_q;
+  assign a_run_valid = out_v_q;
+  assign ag_active = nest_active || |v_q || out_v_q || sk_v_q;
   // a run enters the pipeline (the nest moves on) when the nest has one and the pipeline moves
-  wire want = nest_active && (!win || res_due || (!w_loaded && ag_row < win_limit));
-  // the nest moves on a register of its own that the last stage is free (the inverse of its valid, so synthesis
-  // keeps it apart from it): the nest's enables do not wait on `en`, which every pipeline register loads
-  logic last_free;
-  always_ff @(posedge clk)
-    if (!rst_n) last_free <= 1'b1;
-    else if (en) last_free <= !v_q[AG_LATENCY-2];
-  wire issue = want && (last_free || a_run_ready);
+  // whether the window has room for row ag_row, from registers: the compare against win_limit of the cycle
+  // before, for ag_row and for ag_row + 1 (picked when the row count stepped). The limit only grows during a
+  // layer, so a cycle-old one never lets a row in early; for the cycle after ag_start (when the window's limit
+  // is still the last layer's) nothing is let in.
+  logic room_now_q, room_next_q, row_step_q, room_fresh_q;
+  logic win_q;                          // win, a copy of its own: it decodes the nest's every step
+  always_ff @(posedge clk) begin
+    win_q <= win;
+    room_now_q <= ag_row < win_limit;
+    room_next_q <= 33'(ag_row) + 33'd1 < 33'(win_limit);
+  end
+  wire room = !room_fresh_q && (row_step_q ? room_next_q : room_now_q);
+  wire want = nest_active && (!win_q || res_due || (!w_loaded && room));
+  // the pipeline moves, a copy for the nest (its inverse: synthesis keeps it apart from the skid's valid, which
+  // fans out to every pipeline register)
+  logic nest_en_q;
+  wire issue = want && nest_en_q;
   wire [31:0] cv = 32'(ag_c) << VSH;
   wire [15:0] cin_beats = d.in_c >> VSH;
   // each of the nest's counters at its last value, a flag kept beside it (the window path's image count too)
   logic kx_end, ky_end, c_end, x_end, y_end, n_end;
+  logic kx_at_pen, ky_at_pen;            // ag_kx == kw - 2, ag_ky == kh - 2
   // ... and their conjunctions, kept the same way, so what moves each counter is two flags and the issue
   logic tap_end, cx_end, cxy_end;        // ky_end && kx_end; c_end && x_end; c_end && x_end && y_end
+  logic tap_done_q;                      // ag_ph || (tap_end && !has_ph1): the next step leaves the pixel's taps
+  // what moves the nest this cycle, one condition per branch of its block below (they exclude each other)
+  // (nest_on_q, win_on_q: nest_active on the nest's or on the window path, registers of their own)
+  logic nest_on_q, win_on_q;
+  wire go_image = win_on_q && w_loaded && !res_due;              // the window path: the next image
+  wire go_res = win_on_q && nest_en_q && res_due;                // ... a residual's run
+  wire go_row = win_on_q && nest_en_q && !res_due && !w_loaded && room;   // ... a run of an input row
+  wire go_tap = nest_on_q && nest_en_q && !tap_done_q;           // the nest: the next tap, or the second phase
+  wire go_pixel = nest_on_q && nest_en_q && tap_done_q;          // ... past the pixel's taps
+  wire nest_done = (go_image || (go_pixel && cxy_end)) && n_end;
   wire last_tap = tap_end;
-  wire kx_one = kx_last == 8'd0, ky_one = ky_last == 8'd0, c_one = c_last == 16'd0, x_one = x_last == 16'd0,
-       y_one = y_last == 16'd0;
 
   // What P1 picks, decoded per layer (and per tile: c0 is set with ag_start, a cycle before the nest's first run),
   // for each of its four modes: a window row (WI) or residual (WR), a tap or first operand (phase 0, P0), a
@@ -203,10 +232,10 @@ module address_generator #(
     logic wr, wi, p0, p1, in2, gate_b, use_cv;
     logic [1:0] geo;
     logic [31:0] off_a_tap, off_b_tap;
-    wr = win && res_due;
-    wi = win && !res_due;
-    p0 = !win && !ag_ph;
-    p1 = !win && ag_ph;
+    wr = win_q && res_due;
+    wi = win_q && !res_due;
+    p0 = !win_q && !ag_ph;
+    p1 = !win_q && ag_ph;
     iy_d = y_org + ky_off;
     ix_d = x_org + kx_off;
     tag1 = '0;
@@ -216,7 +245,7 @@ module address_generator #(
     tag1.x = wr ? res_x : ag_x;
     tag1.first = p0 && ((tap_first_cls && ag_ky == 8'd0 && ag_kx == 8'd0) || cls_l2
                         || (cls_gap && ag_y == 16'd0 && ag_x == 16'd0));
-    tag1.last = wi ? contiguous || ag_x == in_w_last
+    tag1.last = wi ? wx_end
                 : p1 || (p0 && ((tap_last_cls && last_tap) || cls_copy
                                 || (cls_gap && ag_y == in_h_last && ag_x == in_w_last)));
     beats1 = wr ? beats_res : wi ? beats_wi : p1 ? beats_p1 : beats_p0;
@@ -225,7 +254,7 @@ module address_generator #(
     from_tap1 = p0 ? !cls_gap : p1 && cls_l2;
     waddr1 = p0 && is_conv ? tap_row : 16'd0;
     // A: the input pixel (tap coordinates, the input's geometry), a residual's, an operand's or a gate vector's
-    in2 = win ? res_due : ag_ph && in2_p1;
+    in2 = win_q ? res_due : ag_ph && in2_p1;
     base_a = in2 ? d.in2_addr : d.in_addr;
     sa = in2 ? d.in2_c_stride : d.in_c_stride;
     geo = wr ? 2'd1 : p1 ? geo_p1 : 2'd0;
@@ -235,19 +264,19 @@ module address_generator #(
       2'd2: begin nh_a = n_out_h; wa = d.out_w; end
       default: begin nh_a = 32'(ag_n); wa = 16'd1; end
     endcase
-    ya = win ? (res_due ? 32'(res_y) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
-    xa = win ? (res_due ? 32'(res_x) : contiguous ? 32'd0 : 32'(ag_x)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_x);
+    ya = win_q ? (res_due ? 32'(res_y) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
+    xa = win_q ? (res_due ? 32'(res_x) : contiguous ? 32'd0 : 32'(ag_x)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_x);
     use_cv = p1 ? cv_p1 : p0 && cv_p0;
     off_a_tap = (ag_ph ? off_a_p1 : off_a_p0) + (use_cv ? cv : 32'd0);
-    add_a = !win ? off_a_tap : res_due ? off_a_wr : off_a_wi;
-    wide_a = win || (ag_ph ? wide_p1 : wide_p0);
+    add_a = !win_q ? off_a_tap : res_due ? off_a_wr : off_a_wi;
+    wide_a = win_q || (ag_ph ? wide_p1 : wide_p0);
     align_a = wr || (p1 && is_conv);
     // B: the output pixel (a transposed conv's phase: a pixel of the twice-as-large output), or GAP's image
     gate_b = p0 && cls_gap;
     base_b = d.out_addr; sb = d.out_c_stride;
     off_b_tap = (ag_ph ? off_b_p1 : off_b_p0) + (use_cv ? cv : 32'd0);
-    add_b = win ? 32'(d.out_c_offset) : off_b_tap;
-    zero_b = win || (p0 && cls_l2);
+    add_b = win_q ? 32'(d.out_c_offset) : off_b_tap;
+    zero_b = win_q || (p0 && cls_l2);
     if (gate_b) begin
       nh_b = 32'(ag_n); wb = 16'd1; yb = 32'd0; xb = 32'd0;
     end else if (step2) begin
@@ -295,108 +324,150 @@ module address_generator #(
     end
   end
   wire [31:0] tap_y = 32'(iy_q) >> up, tap_x = 32'(ix_q) >> up;
-  logic [63:0] oaddr64;
-  pixel_address #(.B(B), .LATENCY(RUN_ADDRESS_LATENCY)) read_address (
+  logic [63:0] oaddr64, raddr64;
+  pixel_address #(.B(B)) read_address (
     .clk_i(clk), .en_i(en), .nh_i(nha_q), .y_i(from_tap_q ? tap_y : ya_q), .x_i(from_tap_q ? tap_x : xa_q),
     .w_i(wa_q), .stride_i(sa_q), .base_i(base_a_q), .add_i(add_a_q), .wide_i(wide_a_q), .align_i(align_a_q),
-    .zero_i(1'b0), .addr_o(a_run_addr));
-  pixel_address #(.B(B), .LATENCY(RUN_ADDRESS_LATENCY)) result_address (
+    .zero_i(1'b0), .addr_o(raddr64));
+  pixel_address #(.B(B)) result_address (
     .clk_i(clk), .en_i(en), .nh_i(nhb_q), .y_i(yb_q), .x_i(xb_q), .w_i(wb_q), .stride_i(sb_q), .base_i(base_b_q),
     .add_i(add_b_q), .wide_i(1'b0), .align_i(1'b0), .zero_i(zero_b_q), .addr_o(oaddr64));
+  localparam int OW = 64 + 24 + 8 + 1 + TW;
+  logic [OW-1:0] last_run, out_q, sk_q;
   always_comb begin
     engine_pkg::tag_t t;
     t = tag_q[LAST*TW +: TW];
     t.oaddr = oaddr64[31:0];
-    a_tag_bits = t;
+    last_run = {raddr64, beats_q[LAST*24 +: 24], fill_q[LAST*8 +: 8], pad_q[LAST], TW'(t)};
   end
-  assign a_run_beats = beats_q[LAST*24 +: 24];
-  assign a_run_fill = fill_q[LAST*8 +: 8];
-  assign a_run_pad = pad_q[LAST];
-
+  wire out_move = !out_v_q || a_run_ready;       // the offered register takes the next run
+  wire leaving = en && v_q[LAST];                // a run leaves the pipeline
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      nest_active <= 1'b0;
+      out_v_q <= 1'b0; sk_v_q <= 1'b0; nest_en_q <= 1'b1;
+    end else if (out_move) begin
+      out_v_q <= sk_v_q || leaving;
+      sk_v_q <= 1'b0; nest_en_q <= 1'b1;
+    end else if (leaving) begin
+      sk_v_q <= 1'b1; nest_en_q <= 1'b0;
+    end
+    if (out_move) out_q <= sk_v_q ? sk_q : last_run;
+    else if (leaving) sk_q <= last_run;
+  end
+  assign {a_run_addr, a_run_beats, a_run_fill, a_run_pad, a_tag_bits} = out_q;
+
+  // the nest has runs left: the one register of the nest the reset clears (the rest move only while it is set,
+  // so the reset is not among their enables)
+  always_ff @(posedge clk)
+    if (!rst_n) begin
+      nest_active <= 1'b0; nest_on_q <= 1'b0; win_on_q <= 1'b0;
     end else if (ag_start) begin
-      nest_active <= 1'b1;
+      nest_active <= 1'b1; nest_on_q <= !win; win_on_q <= win;
+    end else if (nest_done) begin
+      nest_active <= 1'b0; nest_on_q <= 1'b0; win_on_q <= 1'b0;
+    end
+  always_ff @(posedge clk) begin
+    row_step_q <= 1'b0;
+    room_fresh_q <= ag_start;
+    if (ag_start) begin
+      wx_end <= wx_one;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
-      kx_end <= kx_one; ky_end <= ky_one; c_end <= c_one; x_end <= x_one; y_end <= y_one; n_end <= n_last == 16'd0;
+      kx_end <= kx_one; ky_end <= ky_one; c_end <= c_one; x_end <= x_one; y_end <= y_one; n_end <= n_one;
+      kx_at_pen <= kx_two; ky_at_pen <= ky_two;
       tap_end <= kx_one && ky_one; cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
+      tap_done_q <= kx_one && ky_one && !has_ph1;
       y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x); ky_off <= '0; kx_off <= '0; tap_row <= '0;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_last == 16'd0;
-      lead_q <= lead_top; lead_pos <= lead_top_pos; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
-    end else if (win && nest_active && w_loaded && !res_due) begin
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one;
+      lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
+      res_end <= d.conv_h == 16'd0; res_due <= due_top;
+    end else if (go_image) begin
       // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
       ag_y <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_last == 16'd0;
-      lead_q <= lead_top; lead_pos <= lead_top_pos; w_loaded <= d.in_h == 16'd0; res_end <= d.conv_h == 16'd0;
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one;
+      lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
+      res_end <= d.conv_h == 16'd0; res_due <= due_top;
       if (!n_end) begin
         ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
         n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
-      end else nest_active <= 1'b0;
-    end else if (win && issue && res_due) begin
+      end
+    end else if (go_res) begin
       if (!res_x_end) begin
         res_x <= res_x + 16'd1;
         res_x_end <= res_x == conv_w_pen;
       end else begin
         res_x <= '0;
-        res_x_end <= conv_w_last == 16'd0;
+        res_x_end <= conv_w_one;
         res_y <= res_y + 16'd1;
         res_end <= res_y == conv_h_last;
         lead_q <= lead_q - 32'(d.stride_h);
-        lead_pos <= lead_q > $signed(32'(d.stride_h));
+        res_due <= has_res && res_y != conv_h_last && (w_loaded || lead_q > $signed(32'(d.stride_h)));
       end
-    end else if (win && issue) begin
-      if (!contiguous && ag_x != in_w_last) ag_x <= ag_x + 16'd1;
-      else begin
+    end else if (go_row) begin
+      if (!wx_end) begin
+        ag_x <= ag_x + 16'd1;
+        wx_end <= ag_x == in_w_pen;
+      end else begin
         ag_x <= '0;
+        wx_end <= wx_one;
         ag_row <= ag_row + 32'd1;
+        row_step_q <= 1'b1;
         ag_y <= ag_y + 16'd1;
         w_loaded <= ag_y == in_h_last;
         lead_q <= lead_q + 32'sd1;
-        lead_pos <= !lead_q[31];
+        res_due <= has_res && !res_end && (!lead_q[31] || ag_y == in_h_last);
       end
-    end else if (issue) begin
-      if (!ag_ph && !last_tap) begin
+    end else if (go_tap) begin
+      if (!last_tap) begin
         if (kx_end) begin
           ag_kx <= '0; kx_off <= '0; kx_end <= kx_one;
-          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ag_ky == ky_pen;
-          tap_end <= kx_one && ag_ky == ky_pen;
+          kx_at_pen <= kx_two;
+          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ky_at_pen; ky_at_pen <= ag_ky == ky_pen2;
+          tap_end <= kx_one && ky_at_pen;
+          tap_done_q <= kx_one && ky_at_pen && !has_ph1;
         end else begin
-          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= ag_kx == kx_pen;
-          tap_end <= ag_kx == kx_pen && ky_end;
+          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= kx_at_pen; kx_at_pen <= ag_kx == kx_pen2;
+          tap_end <= kx_at_pen && ky_end;
+          tap_done_q <= kx_at_pen && ky_end && !has_ph1;
         end
         tap_row <= tap_row + tap_rows;
-      end else if (!ag_ph && has_ph1) begin
+      end else begin                       // the last tap, with a second phase to come
         ag_ph <= 1'b1;
+        tap_done_q <= 1'b1;
+      end
+    end else if (go_pixel) begin
+      ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
+      kx_end <= kx_one; ky_end <= ky_one; tap_end <= kx_one && ky_one;
+      kx_at_pen <= kx_two; ky_at_pen <= ky_two;
+      tap_done_q <= kx_one && ky_one && !has_ph1;
+      // which loops step: a counter's end flag implies the ones inside it (cxy_end -> cx_end -> c_end), so each
+      // test below is one or two flags, not the chain of them
+      if (!c_end) begin
+        ag_c <= ag_c + 16'd1; c_end <= ag_c == c_pen;
+        cx_end <= ag_c == c_pen && x_end; cxy_end <= ag_c == c_pen && x_end && y_end;
       end else begin
-        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
-        kx_end <= kx_one; ky_end <= ky_one; tap_end <= kx_one && ky_one;
-        if (!c_end) begin
-          ag_c <= ag_c + 16'd1; c_end <= ag_c == c_pen;
-          cx_end <= ag_c == c_pen && x_end; cxy_end <= ag_c == c_pen && x_end && y_end;
-        end else begin
-          ag_c <= '0; c_end <= c_one;
-          if (!cx_end) begin
-            ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x); x_end <= ag_x == x_pen;
-            cx_end <= c_one && ag_x == x_pen; cxy_end <= c_one && ag_x == x_pen && y_end;
-          end else begin
-            ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one;
-            cx_end <= c_one && x_one;
-            if (!cxy_end) begin
-              ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y); y_end <= ag_y == y_pen;
-              cxy_end <= c_one && x_one && ag_y == y_pen;
-            end else begin
-              ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one;
-              cxy_end <= c_one && x_one && y_one;
-              if (!n_end) begin
-                ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
-                n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
-                n_out_h <= n_out_h + 32'(d.out_h);
-              end else nest_active <= 1'b0;
-            end
-          end
-        end
+        ag_c <= '0; c_end <= c_one;
+      end
+      if (c_end && !cx_end) begin
+        ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x); x_end <= ag_x == x_pen;
+        cx_end <= c_one && ag_x == x_pen; cxy_end <= c_one && ag_x == x_pen && y_end;
+      end
+      if (cx_end) begin
+        ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one;
+        cx_end <= c_one && x_one;
+      end
+      if (cx_end && !cxy_end) begin
+        ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y); y_end <= ag_y == y_pen;
+        cxy_end <= c_one && x_one && ag_y == y_pen;
+      end
+      if (cxy_end) begin
+        ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one;
+        cxy_end <= c_one && x_one && y_one;
+      end
+      if (cxy_end && !n_end) begin
+        ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
+        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
+        n_out_h <= n_out_h + 32'(d.out_h);
       end
     end
   end

@@ -19,6 +19,7 @@ module array_weights #(
   input  logic win_rows,                   // ... a depthwise one, a kernel row per step
   input  logic we,                         // a weight beat
   input  logic [23:0] beat,                // its index in the tile's weights
+  input  logic first,                      // ... is 0 (a register)
   input  logic [8*V-1:0] wdata,
   input  logic wbank,                      // the half being loaded
   input  logic rbank,                      // the half being read
@@ -37,13 +38,23 @@ module array_weights #(
   wire dw = d.op == OP_CONV && d.flags[F_DEPTHWISE];
   wire [7:0] phases = d.stride_w == 8'd2 && d.kw > 8'd1 ? 8'd2 : 8'd1;
 
+  // the beat's tap, stepped beside the beats: kx_end (kx is the kernel row's last) a flag kept with it
+  logic [7:0] kw_pen_q;
+  logic kw_one_q;
+  always_ff @(posedge clk) begin
+    kw_pen_q <= d.kw - 8'd2;
+    kw_one_q <= d.kw == 8'd1;
+  end
   logic [7:0] next_kx, next_ky;
-  wire [7:0] kx = beat == 0 ? 8'd0 : next_kx;
-  wire [7:0] ky = beat == 0 ? 8'd0 : next_ky;
+  logic next_kx_end;
+  wire [7:0] kx = first ? 8'd0 : next_kx;
+  wire [7:0] ky = first ? 8'd0 : next_ky;
+  wire kx_end = first ? kw_one_q : next_kx_end;
   always_ff @(posedge clk)
     if (we) begin
-      next_kx <= kx == d.kw - 8'd1 ? 8'd0 : kx + 8'd1;
-      next_ky <= kx == d.kw - 8'd1 ? ky + 8'd1 : ky;
+      next_kx <= kx_end ? 8'd0 : kx + 8'd1;
+      next_ky <= kx_end ? ky + 8'd1 : ky;
+      next_kx_end <= kx_end ? kw_one_q : kx == kw_pen_q;
     end
   wire [7:0] lane = phases == 8'd2 ? kx >> 1 : kx;
   logic [WAW-1:0] wrow;

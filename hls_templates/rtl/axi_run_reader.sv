@@ -64,7 +64,8 @@ module axi_run_reader #(
   logic [CAPW-1:0] in_cap_q;         // the first burst's most beats: to the next MAXB-beat boundary
   logic [63:0]     q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
-  logic [23:0]     q_last [QDEPTH];  // beats - 1: the data side's last-beat test needs no subtract
+  logic [23:0]     q_pen  [QDEPTH];  // beats - 2 and whether beats is 1: the data side's last-beat flag is
+  logic            q_lone [QDEPTH];  // set a beat ahead, with no subtract
   logic            q_pad  [QDEPTH];
   logic [7:0]      q_fill [QDEPTH];
   logic [TAGW-1:0] q_tag  [QDEPTH];
@@ -86,6 +87,7 @@ module axi_run_reader #(
   // is passed over there.
   localparam int OW = $clog2(MAX_OUT + 1);
   logic [OW-1:0] outstanding;        // bursts on the AR channel or with data still to come
+  logic          out_full_q;         // outstanding == MAX_OUT, a register kept beside it
   wire [QW-1:0] ii = iss[QW-1:0];
   logic          cu_v, ar_v;
   logic [63:0]   cu_addr;
@@ -96,8 +98,13 @@ module axi_run_reader #(
   // a burst never crosses a page, so only the low 12 address bits add; their carry steps the page number
   wire [12:0] cu_low_next = {1'b0, cu_addr[11:0]} + 13'(32'(burst) << BEAT_SHIFT);
   wire [51:0] cu_next_page = cu_addr[63:12] + 52'd1;
-  wire ar_free = !ar_v || m_arready;
-  wire issue = cu_v && ar_free && outstanding != OW'(MAX_OUT);
+  // a burst issues into the AR register, or into a skid register when the AR register is held: what issues
+  // tests the skid's register, not the channel's ready
+  logic          sk_v;
+  logic [63:0]   sk_addr;
+  logic [7:0]    sk_len;
+  wire ar_move = !ar_v || m_arready;           // the AR register takes the next burst
+  wire issue = cu_v && !sk_v && !out_full_q;
   wire cu_free = !cu_v || (issue && cu_last);
   logic queued;                      // iss != wr (runs written, not yet taken), a register kept beside them
   wire take = (queued || in_q) && cu_free;
@@ -113,7 +120,8 @@ module axi_run_reader #(
   // ---- data side: beats in run order, pad runs from the queue without a memory access -------------------
   // the head run in registers, loaded from the queue at `rd` when the head register is empty or its run ends
   logic          hd_v, hd_pad;
-  logic [23:0]   hd_last, rd_off;    // the head run's beats - 1; beats of it already taken
+  logic [23:0]   hd_pen, rd_off;     // the head run's beats - 2; beats of it already taken
+  logic          hd_last_q;          // rd_off is the head run's last beat (rd_off == beats - 1), set a beat ahead
   logic [7:0]    hd_fill;
   logic [TAGW-1:0] hd_tag;
   // two registers out: the beat offered, and a skid register that catches the one arriving as the consumer
@@ -122,7 +130,7 @@ module axi_run_reader #(
   logic out_v, skid_v;
   logic [OUTW-1:0] skid_q;
   wire h_valid = hd_v && (hd_pad || m_rvalid);
-  wire h_last = rd_off == hd_last;
+  wire h_last = hd_last_q;
   assign m_rready = hd_v && !hd_pad && !skid_v;
   wire beat_fire = h_valid && !skid_v;         // the head beat is taken into one of the two registers
   wire hd_end = beat_fire && h_last;
@@ -142,7 +150,7 @@ module axi_run_reader #(
     if (out_move) {beat_data, beat_tag, beat_idx, beat_last} <= skid_v ? skid_q : h_beat;
     else if (beat_fire) skid_q <= h_beat;
     if (hd_load) begin
-      hd_pad <= q_pad[ri]; hd_last <= q_last[ri]; hd_fill <= q_fill[ri]; hd_tag <= q_tag[ri];
+      hd_pad <= q_pad[ri]; hd_pen <= q_pen[ri]; hd_fill <= q_fill[ri]; hd_tag <= q_tag[ri];
     end
   end
   assign beat_valid = out_v;
@@ -159,7 +167,7 @@ module axi_run_reader #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
-      queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; hd_v <= 1'b0;
+      queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; sk_v <= 1'b0; hd_v <= 1'b0; out_full_q <= 1'b0;
     end else begin
       in_q <= run_valid && run_ready;
       // an entry is free once both sides have passed it: the data side may run ahead over pad runs and the head
@@ -167,7 +175,8 @@ module axi_run_reader #(
       if (in_q) begin
         q_addr[wr[QW-1:0]] <= in_addr_q;
         q_beats[wr[QW-1:0]] <= in_beats_q;
-        q_last[wr[QW-1:0]] <= in_beats_q - 24'd1;
+        q_pen[wr[QW-1:0]] <= in_beats_q - 24'd2;
+        q_lone[wr[QW-1:0]] <= in_beats_q == 24'd1;
         q_pad[wr[QW-1:0]] <= in_pad_q;
         q_fill[wr[QW-1:0]] <= in_fill_q;
         q_tag[wr[QW-1:0]] <= in_tag_q;
@@ -175,17 +184,22 @@ module axi_run_reader #(
         q_one[wr[QW-1:0]] <= in_one;
         wr <= wr + 1'b1;
       end
+      if (ar_move) begin
+        ar_v <= sk_v || issue;
+        sk_v <= 1'b0;
+        m_araddr <= sk_v ? sk_addr : cu_addr;
+        m_arlen <= sk_v ? sk_len : 8'(burst - 1'b1);
+      end else if (issue) begin
+        sk_v <= 1'b1;
+      end
       if (issue) begin
-        ar_v <= 1'b1;
-        m_araddr <= cu_addr;
-        m_arlen <= 8'(burst - 1'b1);
+        sk_addr <= cu_addr;
+        sk_len <= 8'(burst - 1'b1);
         cu_addr[11:0] <= cu_low_next[11:0];
         cu_addr[63:12] <= cu_low_next[12] ? cu_next_page : cu_addr[63:12];
         cu_left <= cu_left - 24'(cu_cap);          // what is left matters only when the burst did not end the run
         cu_cap <= CAPW'(MAXB);
         cu_last <= cu_left <= 24'(cu_cap) + 24'(MAXB);
-      end else if (m_arready) begin
-        ar_v <= 1'b0;
       end
       if (in_q && !take) queued <= 1'b1;
       else if (take && !in_q) queued <= iss + 1'b1 != wr;
@@ -200,6 +214,8 @@ module axi_run_reader #(
         cu_v <= 1'b0;
       end
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
+      if (issue && !rlast_fire) out_full_q <= outstanding == OW'(MAX_OUT - 1);
+      else if (rlast_fire && !issue) out_full_q <= 1'b0;
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
       if (hd_load) begin
         rd <= rd + 1'b1;
@@ -209,6 +225,8 @@ module axi_run_reader #(
       end
       if (hd_end) rd_off <= '0;
       else if (beat_fire) rd_off <= rd_off + 24'd1;
+      if (hd_load) hd_last_q <= q_lone[ri];
+      else if (beat_fire) hd_last_q <= rd_off == hd_pen;
     end
   end
 endmodule

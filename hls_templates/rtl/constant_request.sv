@@ -2,8 +2,8 @@
 // descriptor (from the program), its lookup tables, or a group of output-channel tiles' biases,
 // requantisation table or weights (a depthwise tile's kh x kw x V bytes; a standard tile's kh x kw x in_c x R,
 // for each tile of the group). `offset`: where the wanted bytes start in the first beat.
-// The run is computed from the request's fields over three registered stages: `fresh` says the run out is the
-// one asked for now, three cycles after the request last changed (what is collected, and for whom: the main
+// The run is computed from the request's fields over four registered stages: `fresh` says the run out is the
+// one asked for now, four cycles after the request last changed (what is collected, and for whom: the main
 // sequence or the prefetch; its tile, layer and descriptor do not change while it is asked for).
 import engine_pkg::*;
 
@@ -14,7 +14,8 @@ module constant_request #(
   input  logic clk,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
   input  logic by_main,                // the main sequence asks, not the prefetch
-  input  engine_pkg::state_t what,
+  input  engine_pkg::state_t what_main,      // what the main sequence would ask for ...
+  input  engine_pkg::state_t what_prefetch,  // ... and the prefetch
   input  logic [31:0] layer,
   input  logic [63:0] program_addr,
   input  logic [63:0] const_base,
@@ -33,6 +34,14 @@ module constant_request #(
   engine_pkg::desc_t d;
   assign d = desc;
   wire dw = d.op == OP_CONV && d.flags[F_DEPTHWISE];
+
+  // C0: the request in registers (whose it is picks among inputs that settle late in the cycle)
+  engine_pkg::state_t what;
+  logic [15:0] tile_c0, c0_c0, tiles_c0;
+  always_ff @(posedge clk) begin
+    what <= by_main ? what_main : what_prefetch;
+    tile_c0 <= tile; c0_c0 <= c0; tiles_c0 <= tiles;
+  end
 
   // C1: the run's parts: a base, a shifted index (a descriptor or table row), a tile's weights as a product
   // (a tile's bytes are per-layer: tile_rows x VEC x PE rows, or kh x kw x VEC for depthwise), its length as one
@@ -53,16 +62,16 @@ module constant_request #(
       S_LUT1: begin base_q <= const_base + 64'(d.lut1_addr); len_a_q <= 32'd256; end
       S_LUT2: begin base_q <= const_base + 64'(d.lut2_addr); len_a_q <= 32'd256; end
       S_BIAS: begin
-        base_q <= const_base + 64'(d.bias_addr); index_q <= 64'(c0) << 2;
-        len_a_q <= 32'(lanes) << 2; len_b_q <= tiles;
+        base_q <= const_base + 64'(d.bias_addr); index_q <= 64'(c0_c0) << 2;
+        len_a_q <= 32'(lanes) << 2; len_b_q <= tiles_c0;
       end
       S_RQ: begin
-        base_q <= const_base + 64'(d.requant_addr); index_q <= 64'(c0) << 3;
-        len_a_q <= 32'(lanes) << 3; len_b_q <= tiles;
+        base_q <= const_base + 64'(d.requant_addr); index_q <= 64'(c0_c0) << 3;
+        len_a_q <= 32'(lanes) << 3; len_b_q <= tiles_c0;
       end
       S_WEIGHTS: begin
-        base_q <= const_base + 64'(d.weight_addr); tile_q <= tile;
-        len_a_q <= tile_bytes; len_b_q <= dw ? 16'd1 : tiles;
+        base_q <= const_base + 64'(d.weight_addr); tile_q <= tile_c0;
+        len_a_q <= tile_bytes; len_b_q <= dw ? 16'd1 : tiles_c0;
       end
       default: base_q <= '0;
     endcase
@@ -79,10 +88,19 @@ module constant_request #(
     offset <= 8'(addr_q[VSH-1:0]);
   end
 
-  // the run out now was asked for three cycles ago: fresh while the request has not changed since
+  // the run out now was asked for four cycles ago: fresh while the request has not changed since. The last
+  // three cycles' requests agreeing is a register (settled_q); this cycle's is compared with last cycle's for
+  // each asker, and whose it is picks last, so `fresh` is one LUT after by_main
   localparam int KW = 1 + 4;                       // by_main and the state (engine_pkg::state_t, 4 bits)
-  logic [3*KW-1:0] asked_q;
-  wire [KW-1:0] asking = {by_main, what};
-  always_ff @(posedge clk) asked_q <= {asked_q[2*KW-1:0], asking};
-  assign fresh = asked_q == {3{asking}};
+  logic [3*KW-1:0] asked_q;                        // the requests of the last three cycles, latest lowest
+  logic settled_q;                                 // the last four cycles' requests were one
+  wire [KW-1:0] asking = {by_main, by_main ? what_main : what_prefetch};
+  always_ff @(posedge clk) begin
+    asked_q <= {asked_q[2*KW-1:0], asking};
+    settled_q <= asking == asked_q[0 +: KW] && asked_q[0 +: KW] == asked_q[KW +: KW]
+                 && asked_q[KW +: KW] == asked_q[2*KW +: KW];
+  end
+  wire same_main = asked_q[KW-1] && asked_q[0 +: KW-1] == what_main;
+  wire same_prefetch = !asked_q[KW-1] && asked_q[0 +: KW-1] == what_prefetch;
+  assign fresh = settled_q && (by_main ? same_main : same_prefetch);
 endmodule

@@ -110,6 +110,12 @@ module engine_core #(
   logic [63:0] const_bytes;
   logic [8*CB-1:0] cbuf;
   logic [7:0]  c_off;                          // byte offset of the wanted data in cbuf
+  // the next constant beat's index in its run, one-hot (zero past cbuf's slots; runs arrive whole, one after
+  // another, each ending on its last beat)
+  logic [CB/B-1:0] cb_slot_q;
+  always_ff @(posedge clk)
+    if (!rst_n || (cb_valid && cb_last)) cb_slot_q <= (CB/B)'(1);
+    else if (cb_valid) cb_slot_q <= cb_slot_q << 1;
 
   axi_run_reader #(.DW(DW), .TAGW(1), .QDEPTH(4), .MAX_OUT(4)) creader (
     .clk, .rst_n, .run_valid(c_run_valid), .run_ready(c_run_ready), .run_addr(c_run_addr),
@@ -128,11 +134,13 @@ module engine_core #(
   wire pf_collecting = pf_st != PF_IDLE && !pf_take;
   logic main_collecting;
   engine_pkg::state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
+  engine_pkg::state_t pf_what;                             // ... what the prefetch collects, a register set
+                                                           // with pf_st (its state as the main sequence's)
   logic [15:0] ctile, cc0, cg;
   logic [15:0] pf_tile, pf_g;              // the group the prefetch loads, fixed when it starts: the running
                                            // group may end, and `tile` move on, before the prefetch does
   always_comb begin
-    cst = main_collecting ? st : pf_st == PF_BIAS ? S_BIAS : pf_st == PF_RQ ? S_RQ : S_WEIGHTS;
+    cst = main_collecting ? st : pf_what;
     ctile = main_collecting ? tile : pf_tile;
     cg = main_collecting ? gsz_cur : pf_g;
     cc0 = is_conv && !dw ? ctile << RSH : ctile << VSH;
@@ -142,7 +150,7 @@ module engine_core #(
   logic [7:0] c_want_off;
   logic c_fresh;
   constant_request #(.V(V), .R(R)) creq (
-    .clk, .desc(d), .by_main(main_collecting), .what(cst), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
+    .clk, .desc(d), .by_main(main_collecting), .what_main(st), .what_prefetch(pf_what), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
   // a register: the main sequence collects from the cycle after it enters a collecting state, so what is asked
   // (and whether it is fresh) does not wait on the state's decode; it leaves for S_TAKE on the last beat, with
@@ -168,7 +176,7 @@ module engine_core #(
   logic dw_phase;
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS)) weights (
-    .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
+    .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .first(cb_slot_q[0]), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
     .re(!win || wc_re), .raddr(w_raddr), .dw_phase, .rdata(w_rdata_bits), .array_w);
 
 
@@ -370,18 +378,28 @@ module engine_core #(
   assign cycles = {cycles_hi_q, cycles_lo_q};
   assign layer_index = layer;
 
-  // a collected beat into its slot of cbuf: a compare per slot, no index arithmetic; data, so the reset is not
-  // among its enables (it fans out to every slot's)
+  // S_CHECK's registers: its second cycle, the layer's tile count and channels per pixel result (no collection
+  // ends in S_CHECK, so their enables are the state's decode alone, not behind the collection's last beat as the
+  // controller's other registers)
+  always_ff @(posedge clk) begin
+    check_wait_q <= rst_n && st == S_CHECK && !check_wait_q;
+    if (st == S_CHECK) begin
+      tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
+      nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
+    end
+  end
+
+  // a collected beat into its slot of cbuf: a bit per slot, no index compare; data, so the reset is not among its
+  // enables (it fans out to every slot's)
   always_ff @(posedge clk)
     if (to_cbuf_q && cb_valid)
-      for (int k = 0; k < CB / B; k++) if (cb_idx == 24'(k)) cbuf[k * DW +: DW] <= cb_data;
+      for (int k = 0; k < CB / B; k++) if (cb_slot_q[k]) cbuf[k * DW +: DW] <= cb_data;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_take <= 1'b0;
+      st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_what <= S_WEIGHTS; pf_take <= 1'b0;
       pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; wc_start <= 1'b0; status <= '0;
       error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0;
-      check_wait_q <= 1'b0;
     end else begin
       ap_done <= 1'b0;
       ag_start <= 1'b0; wc_start <= 1'b0;
@@ -402,9 +420,13 @@ module engine_core #(
       if (pf_take) begin
         pf_take <= 1'b0;
         case (pf_st)
-          PF_BIAS: pf_st <= PF_RQ;
+          PF_BIAS: begin
+            pf_st <= PF_RQ;
+            pf_what <= S_RQ;
+          end
           PF_RQ: begin
             pf_st <= is_gap ? PF_IDLE : PF_WEIGHTS;
+            pf_what <= S_WEIGHTS;
             pf_ready <= is_gap;
           end
           default: begin
@@ -416,6 +438,7 @@ module engine_core #(
       // a tile starts: prefetch the next one of the layer
       if (ag_start && (is_conv || is_gap) && more_tiles) begin
         pf_st <= is_conv ? PF_BIAS : PF_RQ;
+        pf_what <= is_conv ? S_BIAS : S_RQ;
         pf_tile <= next_tile;
         pf_g <= gsz_next;
       end
@@ -450,9 +473,6 @@ module engine_core #(
         S_CHECK: begin
           tile <= '0;
           gs_age <= '0;
-          tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
-          nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
-          check_wait_q <= !check_wait_q;
           if (!check_wait_q) begin
             // the first cycle: `fits` is a register of this cycle's products
           end else if (!layer_fits) begin

@@ -39,8 +39,7 @@ package engine_pkg;
   localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
   localparam int EPI_LATENCY = 15;                 // cycles from a result into the epilogue to it out (epilogue.sv)
   localparam int ARRAY_LATENCY = 5;                // cycles from the MAC array's operands to its sums (mac_array.sv)
-  localparam int ADDRESS_LATENCY = 5;              // cycles from pixel_address.sv's operands to its address
-  localparam int RUN_ADDRESS_LATENCY = 6;          // ... the address generator's, its last sums a stage each
+  localparam int ADDRESS_LATENCY = 6;              // cycles from pixel_address.sv's operands to its address
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

@@ -117,7 +117,9 @@ module mac_stage #(
   logic c2_add_q, c2_from_bias_q, c2_from_zero_q;
   logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
   engine_pkg::tag_t c2_tag;
-  logic [7:0] c2_idx;                      // a residual beat's index in its pixel's result
+  localparam int NS = G * 8 / DW;          // beats of a pixel's result
+  logic [NS-1:0] c2_slot_q;                // a residual beat's index in it, one-hot, decoded a stage ahead
+  logic res_wide_q;                        // nl >= V: a residual fills whole beats of the result
   logic [DW-1:0] c2_data;
   logic signed [31:0] c2_sum[G];
   logic signed [31:0] acc[G];
@@ -155,7 +157,9 @@ module mac_stage #(
         for (int k = 1; k < PS - 4; k++) sq_q[k] <= sq_q[k - 1];
       end
       c2_valid <= p_valid[PS-1];
-      c2_data <= pl_data; c2_tag <= pl_tag; c2_idx <= p_idx[(PS-1)*24 +: 8]; c2_last <= p_last[PS-1];
+      c2_data <= pl_data; c2_tag <= pl_tag; c2_last <= p_last[PS-1];
+      for (int k = 0; k < NS; k++) c2_slot_q[k] <= p_idx[(PS-1)*24 +: 8] == 8'(k);
+      res_wide_q <= nl >= 8'(V);
       c2_start <= pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
       c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
       c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first
@@ -197,7 +201,9 @@ module mac_stage #(
                                       ? c2_data[8*v +: 8] : abuf[8*v +: 8];
       K_A, K_COPY: abuf_next = c2_data;
       K_RES: begin
-        if (nl >= 8'(V)) res_next[c2_idx[7:0] * DW +: DW] = c2_data;
+        if (res_wide_q) begin
+          for (int k = 0; k < NS; k++) if (c2_slot_q[k]) res_next[k * DW +: DW] = c2_data;
+        end
         else res_next[DW-1:0] = c2_data >> (8 * (c0 & 16'(V - 1)));
       end
       K_B: res_next[DW-1:0] = c2_data;

@@ -1,13 +1,10 @@
 // The byte address of pixel (n, y, x) of an NHWC tensor, base + ((n * h + y) * w + x) * stride + add, over
-// engine_pkg::ADDRESS_LATENCY (5) pipelined stages, each a multiply or adds: n * h + y, times w, plus x,
-// times stride, plus base and add. The caller passes n * h, already multiplied. All arithmetic wraps at 32 bits,
+// engine_pkg::ADDRESS_LATENCY (6) pipelined stages, each a multiply or adds: n * h + y, times w, plus x,
+// times stride, plus base, plus add. The caller passes n * h, already multiplied. All arithmetic wraps at 32 bits,
 // as the reference's addresses do; `wide_i` adds `add_i` in 33 bits instead (the runs whose offset the old
 // address generator added in 64 bits), `align_i` clears the address's low bits to a beat, `zero_i` gives 0.
 module pixel_address #(
-  parameter int B = 16,                // bytes per beat (align_i)
-  // engine_pkg::ADDRESS_LATENCY, or RUN_ADDRESS_LATENCY (6): the pixel's sum with the base and the add each in a
-  // stage of their own
-  parameter int LATENCY = engine_pkg::ADDRESS_LATENCY
+  parameter int B = 16                 // bytes per beat (align_i)
 ) (
   input  logic        clk_i,
   input  logic        en_i,            // the pipeline moves
@@ -21,7 +18,7 @@ module pixel_address #(
   input  logic        wide_i,
   input  logic        align_i,
   input  logic        zero_i,
-  output logic [63:0] addr_o           // LATENCY cycles of en_i later
+  output logic [63:0] addr_o           // ADDRESS_LATENCY cycles of en_i later
 );
   localparam int S = 4;                // stages before the last
   // Each 32 x 16-bit product (its low 32 bits) is two 16 x 16-bit products, one DSP each with nothing after it in
@@ -32,14 +29,6 @@ module pixel_address #(
   logic [3*16-1:0] stride_q;
   logic [S*32-1:0] base_q, add_q;
   logic [S-1:0] wide_q, align_q, zero_q;
-  function automatic logic [32:0] sum_at(input logic [31:0] base, input logic [31:0] px_lo,
-                                         input logic [15:0] px_hi, input logic [31:0] add, input logic wide);
-    logic [31:0] pixel;
-    logic [32:0] total;
-    pixel = base + px_lo + {px_hi, 16'd0};
-    total = {1'b0, pixel} + {1'b0, add};
-    sum_at = wide ? total : {1'b0, total[31:0]};
-  endfunction
   always_ff @(posedge clk_i) begin
     if (en_i) begin
       ny_q <= nh_i + y_i;                                                      // stage 1
@@ -56,27 +45,18 @@ module pixel_address #(
       wide_q <= {wide_q[S-2:0], wide_i}; align_q <= {align_q[S-2:0], align_i}; zero_q <= {zero_q[S-2:0], zero_i};
     end
   end
-  if (LATENCY == 6) begin : g_split
-    logic [31:0] pixel_q, add5_q;
-    logic wide5_q, align5_q, zero5_q;
-    logic [32:0] total;
-    always_comb begin
-      total = {1'b0, pixel_q} + {1'b0, add5_q};
-      if (!wide5_q) total[32] = 1'b0;
-    end
-    always_ff @(posedge clk_i)
-      if (en_i) begin
-        pixel_q <= base_q[(S-1)*32 +: 32] + px_lo_q + {px_hi_q, 16'd0};                         // stage 5
-        add5_q <= add_q[(S-1)*32 +: 32];
-        wide5_q <= wide_q[S-1]; align5_q <= align_q[S-1]; zero5_q <= zero_q[S-1];
-        addr_o <= zero5_q ? 64'd0 : align5_q ? 64'(total) & ~64'(B - 1) : 64'(total);           // stage 6
-      end
-  end else begin : g_joint
-    logic [32:0] sum_d;
-    assign sum_d = sum_at(base_q[(S-1)*32 +: 32], px_lo_q, px_hi_q, add_q[(S-1)*32 +: 32], wide_q[S-1]);
-    always_ff @(posedge clk_i)
-      if (en_i)
-        addr_o <= zero_q[S-1] ? 64'd0                                                           // stage 5
-                  : align_q[S-1] ? 64'(sum_d) & ~64'(B - 1) : 64'(sum_d);
+  logic [31:0] pixel_q, add5_q;
+  logic wide5_q, align5_q, zero5_q;
+  logic [32:0] total;
+  always_comb begin
+    total = {1'b0, pixel_q} + {1'b0, add5_q};
+    if (!wide5_q) total[32] = 1'b0;
   end
+  always_ff @(posedge clk_i)
+    if (en_i) begin
+      pixel_q <= base_q[(S-1)*32 +: 32] + px_lo_q + {px_hi_q, 16'd0};                         // stage 5
+      add5_q <= add_q[(S-1)*32 +: 32];
+      wide5_q <= wide_q[S-1]; align5_q <= align_q[S-1]; zero5_q <= zero_q[S-1];
+      addr_o <= zero5_q ? 64'd0 : align5_q ? 64'(total) & ~64'(B - 1) : 64'(total);           // stage 6
+    end
 endmodule

@@ -37,6 +37,20 @@ module pool_unit #(
   logic [7:0] kw_pen_q, kh_pen_q;
   logic [15:0] w_pen_q, h_pen_q, n_pen_q, conv_w_last_q;
   logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
+  // ... less three and whether it is two: each loop's flag that it is one from its end (at_pen), set the same way
+  logic [7:0] kw_pen2_q, kh_pen2_q;
+  logic [15:0] w_pen2_q, h_pen2_q;
+  logic kw_two_q, kh_two_q, w_two_q, h_two_q;
+  always_ff @(posedge clk) begin
+    kw_pen2_q <= d.pool_kw - 8'd3;
+    kh_pen2_q <= d.pool_kh - 8'd3;
+    w_pen2_q <= d.out_w - 16'd3;
+    h_pen2_q <= d.out_h - 16'd3;
+    kw_two_q <= d.pool_kw == 8'd2;
+    kh_two_q <= d.pool_kh == 8'd2;
+    w_two_q <= d.out_w == 16'd2;
+    h_two_q <= d.out_h == 16'd2;
+  end
   always_ff @(posedge clk) begin
     has_pool <= d.op == OP_CONV && d.flags[F_POOL];
     kw_pen_q <= d.pool_kw - 8'd2;
@@ -67,7 +81,7 @@ module pool_unit #(
   logic [15:0] rq_n, rq_y, rq_x;
   logic ring_take;
   wire hd_load = !hd_v || ring_take;
-  assign rq_pop = hd_load && rq_valid;
+  assign rq_pop = hd_load;               // the queue ignores a pop while it is empty
   always_ff @(posedge clk) begin
     if (!rst_n) hd_v <= 1'b0;
     else if (hd_load) hd_v <= rq_valid;
@@ -80,6 +94,7 @@ module pool_unit #(
   logic [15:0] em_n, em_py, em_px;
   logic [7:0]  em_ky, em_kx;
   logic        kx_end, ky_end, px_end, py_end, n_end;   // each counter is at its loop's last value
+  logic        kx_pen, ky_pen, px_pen, py_pen;          // ... at the one before it
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
@@ -146,9 +161,10 @@ module pool_unit #(
   // only grows in between, so a cycle old is only a cycle cautious)
   logic rows_in_q;
   wire em_step = has_pool && !em_done && (em_busy || rows_in_q) && out_room;
-  wire em_row_end = em_step && kx_end && ky_end && px_end;
+  logic row_last_q;                              // kx_end && ky_end && px_end, a flag set with them
+  wire em_row_end = em_step && row_last_q;
   always_ff @(posedge clk)
-    if (!rst_n || start || em_row_end) rows_in_q <= 1'b0;
+    if (start || em_row_end) rows_in_q <= 1'b0;         // (no step before a start: em_done)
     else rows_in_q <= 32'(rows_done) >= need_rows;
   // the ring's admission of the head the queue holds next cycle, against the emitter's row of this cycle: exact
   // next cycle unless the emitter moved to another row (or tile) at this edge (em_moved_q), which waits a cycle
@@ -157,7 +173,7 @@ module pool_unit #(
     logic ok_new, ok_held;                 // the queue's next item, the head now: both tested, then one picked
     ok_new = rq_valid && rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end;
     ok_held = hd_v && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
-    hd_ok_q <= rst_n && (hd_load ? ok_new : ok_held);
+    hd_ok_q <= hd_load ? ok_new : ok_held;       // (low a cycle after a reset: the queue and the head are empty)
     em_moved_q <= start || em_row_end;
   end
   assign ring_take = hd_ok_q && !em_moved_q;
@@ -171,20 +187,34 @@ module pool_unit #(
   // the tile's last pooled pixel is out: one term of the emitter's step, not the end of its nest; the step that
   // sets it, and the step that moves to the next image, are told by a flag kept a step ahead (the end flags the
   // step leaves behind) and the image's, not by the five flags
+  // (done after a reset, so nothing steps before a tile starts: the emitter's counters below are set by the start
+  // alone, and the reset's fan-out stays off their paths)
   always_ff @(posedge clk)
-    if (!rst_n || start) em_done <= !has_pool;
+    if (!rst_n) em_done <= 1'b1;
+    else if (start) em_done <= !has_pool;
     else if (em_step && img_last_q && n_end) em_done <= 1'b1;
   always_ff @(posedge clk)
-    if (!rst_n || start) img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
-    else if (em_step) begin
-      if (!kx_end) img_last_q <= em_kx == kw_pen_q && ky_end && px_end && py_end;
-      else if (!ky_end) img_last_q <= kw_one_q && em_ky == kh_pen_q && px_end && py_end;
-      else if (!px_end) img_last_q <= kw_one_q && kh_one_q && em_px == w_pen_q && py_end;
-      else if (!py_end) img_last_q <= kw_one_q && kh_one_q && w_one_q && em_py == h_pen_q;
-      else img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
+    if (start) begin
+      img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
+      row_last_q <= kw_one_q && kh_one_q && w_one_q;
+    end else if (em_step) begin
+      if (!kx_end) begin
+        img_last_q <= kx_pen && ky_end && px_end && py_end;
+        row_last_q <= kx_pen && ky_end && px_end;
+      end else if (!ky_end) begin
+        img_last_q <= kw_one_q && ky_pen && px_end && py_end;
+        row_last_q <= kw_one_q && ky_pen && px_end;
+      end else if (!px_end) begin
+        img_last_q <= kw_one_q && kh_one_q && px_pen && py_end;
+        row_last_q <= kw_one_q && kh_one_q && px_pen;
+      end else begin
+        img_last_q <= !py_end ? kw_one_q && kh_one_q && w_one_q && py_pen : kw_one_q && kh_one_q && w_one_q && h_one_q;
+        row_last_q <= kw_one_q && kh_one_q && w_one_q;
+      end
     end
+  // (no reset: a tile's start sets them before anything reads them, and the reset's fan-out stays off their path)
   always_ff @(posedge clk)
-    if (!rst_n || start) begin
+    if (start) begin
       em_n <= '0; n_end <= n_one_q;
     end else if (em_step && img_last_q && !n_end) begin
       em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
@@ -194,17 +224,17 @@ module pool_unit #(
     if (!rst_n || start || (em_step && img_last_q)) rows_done <= '0;
     else if (ring_we && rq_x == conv_w_last_q) rows_done <= rq_y + 16'd1;
   always_ff @(posedge clk) begin
-    if (!rst_n || start) begin
+    tap_valid <= rst_n && !start && em_step;
+    if (start) begin
       em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; em_busy <= 1'b0;
       kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q;
-      tap_valid <= 1'b0;
+      kx_pen <= kw_two_q; ky_pen <= kh_two_q; px_pen <= w_two_q; py_pen <= h_two_q;
       em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
       em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
       em_ring_end <= top_end_q; need_rows <= top_rows_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
-      tap_valid <= em_step;
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;
       tap_last <= ky_end && kx_end;
@@ -212,28 +242,28 @@ module pool_unit #(
       if (em_step) begin
         em_busy <= 1'b1;
         if (!kx_end) begin
-          em_kx <= em_kx + 8'd1; kx_end <= em_kx == kw_pen_q;
+          em_kx <= em_kx + 8'd1; kx_end <= em_kx == kw_pen_q; kx_pen <= em_kx == kw_pen2_q;
         end else begin
-          em_kx <= '0; kx_end <= kw_one_q;
+          em_kx <= '0; kx_end <= kw_one_q; kx_pen <= kw_two_q;
           if (!ky_end) begin
-            em_ky <= em_ky + 8'd1; ky_end <= em_ky == kh_pen_q;
+            em_ky <= em_ky + 8'd1; ky_end <= em_ky == kh_pen_q; ky_pen <= em_ky == kh_pen2_q;
           end else begin
-            em_ky <= '0; ky_end <= kh_one_q;
+            em_ky <= '0; ky_end <= kh_one_q; ky_pen <= kh_two_q;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
             if (!px_end) begin
-              em_px <= em_px + 16'd1; px_end <= em_px == w_pen_q;
+              em_px <= em_px + 16'd1; px_end <= em_px == w_pen_q; px_pen <= em_px == w_pen2_q;
               em_left <= em_left + 32'(d.pool_sw);
             end else begin
-              em_px <= '0; px_end <= w_one_q;
+              em_px <= '0; px_end <= w_one_q; px_pen <= w_two_q;
               em_left <= left_edge;
               em_busy <= 1'b0;
               if (!py_end) begin
-                em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q;
+                em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q; py_pen <= em_py == h_pen2_q;
                 em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
                 em_next_k <= em_next_k + 32'(d.pool_sh); em_next_h <= em_next_h + 32'(d.pool_sh);
                 em_ring_end <= next_end_q; need_rows <= next_rows_q;
               end else begin
-                em_py <= '0; py_end <= h_one_q;
+                em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
                 em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
                 em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
                 em_ring_end <= top_end_q; need_rows <= top_rows_q;

@@ -80,11 +80,14 @@ module window_conv #(
   // per layer, in registers: the descriptor is steady for cycles before a tile starts
   logic s2;
   logic [15:0] cbs;                              // channel beats of a pixel in the window
-  logic [15:0] cb_last_q;
+  logic [15:0] cb_last_q, cb_pen_q;             // ... less one, less two
+  logic cb_one_q;                                // ... is one
   always_ff @(posedge clk) begin
     s2 <= d.stride_w == 8'd2;
     cbs <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cb_last_q <= d.flags[F_DEPTHWISE] ? 16'd0 : (d.in_c >> VSH) - 16'd1;
+    cb_pen_q <= (d.in_c >> VSH) - 16'd2;
+    cb_one_q <= d.flags[F_DEPTHWISE] || (d.in_c >> VSH) == 16'd1;
   end
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
@@ -93,6 +96,7 @@ module window_conv #(
   logic [31:0] rows_loaded;
   logic [31:0] w_slot_base;                 // first word of the slot the row being written goes to
   logic [15:0] w_cb, w_colw;                 // channel beat; column * cbs
+  logic w_cb_end;                            // w_cb is the pixel's last, a flag kept beside it
   logic [PB-1:0] w_bank;
   logic w_phase;
   logic win_we;
@@ -114,17 +118,19 @@ module window_conv #(
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
       rows_loaded <= '0;
-      w_slot_base <= '0; w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
+      w_slot_base <= '0; w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0; w_cb_end <= cb_one_q;
     end else if (win_we) begin
       if (row_done) begin
         rows_loaded <= rows_loaded + 32'd1;
         // the row written was a slot cycle's last (rows_loaded + 1 a multiple of the power-of-two slots): no add
         w_slot_base <= (rows_loaded & slot_mask) == slot_mask ? 32'd0 : w_slot_base + row_words;
-        w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0;
-      end else if (w_cb != cb_last_q) begin
+        w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0; w_cb_end <= cb_one_q;
+      end else if (!w_cb_end) begin
         w_cb <= w_cb + 16'd1;
+        w_cb_end <= w_cb == cb_pen_q;
       end else begin                          // the next pixel: the other phase, or the next bank and column
         w_cb <= '0;
+        w_cb_end <= cb_one_q;
         if (s2 && !w_phase) w_phase <= 1'b1;
         else begin
           w_phase <= 1'b0;
@@ -438,11 +444,11 @@ module window_conv #(
   end
   assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
   // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes
-  // RUN_ADDRESS_LATENCY steps from TB, a step ahead of T1, then it waits out the array's others
-  localparam int OD = AL + 1 - RUN_ADDRESS_LATENCY;
+  // ADDRESS_LATENCY steps from TB, a step ahead of T1, then it waits out the array's others
+  localparam int OD = AL + 1 - ADDRESS_LATENCY;
   logic [63:0] pa_oaddr;
   logic [31:0] a_oaddr, t2_oaddr;
-  pixel_address #(.B(V), .LATENCY(RUN_ADDRESS_LATENCY)) group_address (
+  pixel_address #(.B(V)) group_address (
     .clk_i(clk), .en_i(adv), .nh_i(tb_nh), .y_i(out2 ? {15'd0, tb_y, d.out_phase_y[0]} : 32'(tb_y)),
     .x_i(out2 ? {15'd0, tb_x, d.out_phase_x[0]} : 32'(tb_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
     .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(tb_m) * 32'(R)),

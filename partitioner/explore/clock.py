@@ -10,8 +10,9 @@ every candidate would take minutes each:
 (wider arrays: wider sums and more fan-out; the window path of P > 1 pixels may add its own, longer paths, whose
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
 without the window path are in control (the fused pool's emitter, the controller, the address generator's decode),
-none in the array, so b is 0: the fit found no dependence on the array's size there; since the seventh the window
-path's are below them too, so c and d are 0 (since the eighth every shape is within 1.5 % of the others). A slower
+none in the array, so b is 0: the fit found no dependence on the array's size there; from the seventh to the tenth
+the window path's were below them too (c and d 0); since the eleventh took the control paths under 4 ns, a window
+shape's own worst path can be above them, and c is that excess (d stays 0: it does not grow with the array). A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -44,19 +45,20 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the tenth pipelining's RTL: 4.24-4.36 ns (the ninth's 4.35-4.41: the burst writer's W
-# channel, now out of registers). The worst paths differ by shape and are in control: the 16x8 unit's reader
-# (4.36 ns), the 4x16x16's collection-buffer enable (4.34), the 8x8's fused-pool emitter (4.32), the 2x8x16's
-# constant request (4.28), the window row loads' enable in the address generator (16x16, 2x16x16: 4.24). a is the
-# slowest fitted shape, so the fit does not promise a clock a fitted shape's estimate misses (16x16: the model
-# 3.0 % slow). Left out: 2x16x16 and 8x16x16 (the KV260's choice for the big detectors; 4.24 / 4.25 ns, the model
-# 3.0 / 2.6 % slow)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=4.364, b_ns=0.0, c_ns=0.0, d_ns=0.0,
-                         fitted_on=("8x8", "16x8", "16x16", "2x8x16", "4x16x16"), checked_on=("2x16x16", "8x16x16"))
-# 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.97 ns, the address generator's row sum into the stride's
-# DSP48E1, yosys's inferred multiply without its input registers; the ninth's 8.18 ns was the 64-bit cycle counter,
-# now two halves), the UltraScale+ fit's form scaled to it (7.966 / 4.364); not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=4.364 * 1.8254, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+# UltraScale+ -2 (zcu104), the eleventh pipelining's RTL: without the window path 3.964-3.978 ns (the fused pool's
+# first-row sum, the write queue's pop: 251.4-252.3 MHz), so a is the slowest of them; the window path's own worst
+# path differs by shape (the step sequencer's row-end flag: 4.38 ns on 2x8x16, 3.93 on 4x16x16, where the slowest
+# is the window's image offset at 3.994), so c is the slowest window shape's excess over a and d is 0: the model
+# errs on the slow side for the other window shapes (4x16x16 9.7 % slow). Fitted: a on 8x8, 16x8, 16x16, c on
+# 2x8x16; left out: 4x16x16, 2x16x16 and 8x16x16 (the KV260's choice for the big detectors): 3.994, 4.380 and
+# 3.997 ns, the model 9.7 %, 0 and 9.6 % slow
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.978, b_ns=0.0, c_ns=0.402, d_ns=0.0,
+                         fitted_on=("8x8", "16x8", "16x16", "2x8x16"),
+                         checked_on=("4x16x16", "2x16x16", "8x16x16"))
+# 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.966 ns, the address generator's row sum into the stride's
+# DSP48E1, yosys's inferred multiply without its input registers), the UltraScale+ fit's form scaled to it
+# (7.966 / 3.978); not checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=7.966, b_ns=0.0, c_ns=0.402 * 7.966 / 3.978, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into
@@ -85,8 +87,9 @@ def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
     board's PS makes (its PLL over two divisors: a clock it cannot make would be rounded up, past the estimate), on
     a board without a PS the Fmax rounded down to 5 MHz."""
     fmax = estimated_fmax_mhz(board, config)
-    if fmax >= board.clock_mhz:
-        return board.clock_mhz, "board"
+    if fmax >= board.clock_mhz:          # the board's clock as its PS makes it (the Ultra96-V2's 200: 187.5)
+        made = pl_clock_at_most(board.family, board.clock_mhz)
+        return (board.clock_mhz if made is None else round(made, 3)), "board"
     made = pl_clock_at_most(board.family, fmax)
     if made is None:
         return max(5.0, math.floor(fmax / 5.0) * 5.0), "timing"
