@@ -83,14 +83,13 @@ def estimated_fmax_mhz(board: Board, config: EngineConfig) -> float:
 
 
 def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
-    """(MHz, what limits it): the board's default clock, or below the engine's estimated Fmax the fastest clock the
-    board's PS makes (its PLL over two divisors: a clock it cannot make would be rounded up, past the estimate), on
-    a board without a PS the Fmax rounded down to 5 MHz."""
+    """(MHz, what limits it): the lower of the board's default clock and the engine's estimated Fmax, as the board's
+    PS makes it: the fastest clock its PLL makes over two divisors not above that (a clock it cannot make would be
+    rounded up, past the estimate; the Ultra96-V2's 200 MHz default is 187.5), on a board without a PS the board's
+    clock, or the Fmax rounded down to 5 MHz."""
     fmax = estimated_fmax_mhz(board, config)
-    if fmax >= board.clock_mhz:          # the board's clock as its PS makes it (the Ultra96-V2's 200: 187.5)
-        made = pl_clock_at_most(board.family, board.clock_mhz)
-        return (board.clock_mhz if made is None else round(made, 3)), "board"
-    made = pl_clock_at_most(board.family, fmax)
+    why = "board" if fmax >= board.clock_mhz else "timing"
+    made = pl_clock_at_most(board.family, min(board.clock_mhz, fmax))
     if made is None:
-        return max(5.0, math.floor(fmax / 5.0) * 5.0), "timing"
-    return round(made, 3), "timing"      # to the kHz the IP's FREQ_HZ and the overlay's clock are written in
+        return (board.clock_mhz if why == "board" else max(5.0, math.floor(fmax / 5.0) * 5.0)), why
+    return round(made, 3), why      # to the kHz the IP's FREQ_HZ and the overlay's clock are written in
