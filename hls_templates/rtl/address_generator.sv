@@ -47,16 +47,16 @@ module address_generator #(
   logic [15:0] conv_w_pen, in_w_last, in_w_pen, in_h_last, conv_h_last;
   logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
   logic due_top;                         // res_due at an image's start
-  // ... and each bound less two: a counter's end flag is set as it steps from the one before its last
+  // ... and the nest's loops as loop_bound's registers: each bound less two (a counter's end flag is set as it steps
+  // from the one before its last) and whether it is one; the kernel loops' less three and whether they are two
+  // (their flags that they are one step from their ends, kx_at_pen and ky_at_pen, are set the same way)
   logic [15:0] y_pen, x_pen, c_pen, n_pen;
-  // ... the kernel loops' less three and whether they are two: their flags that they are one step from their ends
-  // (kx_at_pen, ky_at_pen) are set the same way
   logic [7:0]  ky_pen2, kx_pen2;
   logic        ky_two, kx_two;
-  logic        kx_one, ky_one, c_one, x_one, y_one, n_one, conv_w_one;   // ... whether each loop's bound is one
-  always_ff @(posedge clk) begin
-    logic [15:0] lim_y, lim_x, lim_c;
-    logic [7:0]  lim_ky, lim_kx;
+  logic        kx_one, ky_one, c_one, x_one, y_one, n_one, conv_w_one;
+  logic [15:0] lim_y, lim_x, lim_c;      // the loops' bounds for the layer's kind
+  logic [7:0]  lim_ky, lim_kx;
+  always_comb begin
     lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
     if (op_conv) begin
       lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw;
@@ -69,12 +69,18 @@ module address_generator #(
     end else begin
       lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH;
     end
-    y_pen <= lim_y - 16'd2; x_pen <= lim_x - 16'd2; c_pen <= lim_c - 16'd2;
-    n_pen <= d.batch - 16'd2;
-    ky_pen2 <= lim_ky - 8'd3; kx_pen2 <= lim_kx - 8'd3; ky_two <= lim_ky == 8'd2; kx_two <= lim_kx == 8'd2;
-    kx_one <= lim_kx == 8'd1; ky_one <= lim_ky == 8'd1; c_one <= lim_c == 16'd1; x_one <= lim_x == 16'd1;
-    y_one <= lim_y == 16'd1;
-    n_one <= d.batch == 16'd1; conv_w_one <= d.conv_w == 16'd1; conv_w_pen <= d.conv_w - 16'd2;
+  end
+  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(lim_y), .less2_o(y_pen), .less3_o(), .is1_o(y_one), .is2_o());
+  loop_bound #(.W(16)) x_bound (.clk_i(clk), .count_i(lim_x), .less2_o(x_pen), .less3_o(), .is1_o(x_one), .is2_o());
+  loop_bound #(.W(16)) c_bound (.clk_i(clk), .count_i(lim_c), .less2_o(c_pen), .less3_o(), .is1_o(c_one), .is2_o());
+  loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen), .less3_o(), .is1_o(n_one),
+    .is2_o());
+  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(lim_ky), .less2_o(), .less3_o(ky_pen2), .is1_o(ky_one),
+    .is2_o(ky_two));
+  loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(lim_kx), .less2_o(), .less3_o(kx_pen2), .is1_o(kx_one),
+    .is2_o(kx_two));
+  always_ff @(posedge clk) begin
+    conv_w_one <= d.conv_w == 16'd1; conv_w_pen <= d.conv_w - 16'd2;
     in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
     lead_top <= 32'(d.pad_t) + 32'sd1 - 32'(d.kh);
     due_top <= op_conv && d.flags[F_RESIDUAL] && d.conv_h != 16'd0

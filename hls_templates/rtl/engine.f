@@ -2,6 +2,7 @@
 // generator read. Include files (*.svh) are found through +incdir / -I on this folder.
 engine_pkg.sv
 sync_fifo.sv
+loop_bound.sv
 residual_queue.sv
 mac_pair.sv
 dsp_mult.sv
@@ -17,6 +18,7 @@ mac_array.sv
 pixel_address.sv
 address_generator.sv
 mac_stage.sv
+window_writer.sv
 window_conv.sv
 lut_ram.sv
 epilogue.sv

@@ -77,6 +77,7 @@ module engine_core #(
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
   engine_pkg::state_t taken_from;                          // the collection S_TAKE finishes
+  logic taken_weights;                                     // ... is the weights' (the tile runs after it)
   logic [31:0] layer, layers;
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
@@ -395,14 +396,28 @@ module engine_core #(
     if (to_cbuf_q && cb_valid)
       for (int k = 0; k < CB / B; k++) if (cb_slot_q[k]) cbuf[k * DW +: DW] <= cb_data;
 
+  // a tile starts (S_RUN next) from the weights' collection taken, a tile whose constants are in (prefetched, or
+  // none to load), or a pool layer's weightless step: flat tests of registers, apart from the state machine,
+  // since the window path's start fans out into every loop of `window_conv`. The state machine's first test (the
+  // main collection's last beat) is false in these three states, so it is left out: S_TILE and S_WEIGHTS follow
+  // no collecting state (main_collecting is 0 there), and in S_TAKE the last beat came the cycle before, with
+  // no run issued since (one run at a time: its beats come cycles after the request)
+  always_ff @(posedge clk) begin
+    logic go;
+    go = (st == S_TAKE && taken_weights)
+         || (st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready && (pf_ready || (!is_conv && !is_gap)))
+         || (st == S_WEIGHTS && is_gap);
+    ag_start <= rst_n && go;
+    wc_start <= rst_n && go && win;
+  end
+
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_what <= S_WEIGHTS; pf_take <= 1'b0;
-      pf_ready <= 1'b0; take_params <= 1'b0; ag_start <= 1'b0; wc_start <= 1'b0; status <= '0;
+      pf_ready <= 1'b0; take_params <= 1'b0; status <= '0;
       error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0;
     end else begin
       ap_done <= 1'b0;
-      ag_start <= 1'b0; wc_start <= 1'b0;
       if (gs_age != 2'd3) gs_age <= gs_age + 2'd1;
       if (c_run_valid && c_run_ready) begin
         c_issued <= 1'b1;
@@ -445,6 +460,7 @@ module engine_core #(
       if (main_collecting && c_done) begin    // every beat is in: take them next cycle
         c_issued <= 1'b0;
         taken_from <= st;
+        taken_weights <= !(st == S_DESC || st == S_LUT1 || st == S_LUT2 || st == S_BIAS || st == S_RQ);
         st <= S_TAKE;
       end else case (st)
         S_IDLE: if (ap_start) begin
@@ -463,10 +479,7 @@ module engine_core #(
           S_LUT2: st <= S_TILE;
           S_BIAS: st <= S_RQ;
           S_RQ: st <= S_WEIGHTS;
-          default: begin          // S_WEIGHTS: the weight RAM is full
-            st <= S_RUN;
-            ag_start <= 1'b1; wc_start <= win;
-          end
+          default: st <= S_RUN;   // S_WEIGHTS: the weight RAM is full
         endcase
         S_DECODE: st <= S_SIZE;             // the decoded descriptor's registers take it this cycle
         S_SIZE: st <= S_CHECK;              // a tile's weight rows, from their products
@@ -491,18 +504,11 @@ module engine_core #(
             pf_ready <= 1'b0;
             cur_bank <= !cur_bank;
             st <= S_RUN;
-            ag_start <= 1'b1; wc_start <= win;
           end else if (is_conv) st <= S_BIAS;
           else if (is_gap) st <= S_RQ;
-          else begin
-            st <= S_RUN;
-            ag_start <= 1'b1; wc_start <= win;
-          end
+          else st <= S_RUN;
         end
-        S_WEIGHTS: if (is_gap) begin
-          st <= S_RUN;
-          ag_start <= 1'b1; wc_start <= win;
-        end
+        S_WEIGHTS: if (is_gap) st <= S_RUN;
         S_RUN: if (!ag_start && !ag_active) st <= S_DRAIN;
         S_DRAIN: if (drained) st <= S_NEXT;
         S_NEXT: begin

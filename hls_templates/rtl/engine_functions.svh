@@ -31,6 +31,19 @@
     shift_sat8_parts = {|(above & (v[50:7] ^ {44{v[51]}})), v[51], 8'(v >>> s)};
   endfunction
 
+  // the same first half split over the two stages where one shift amount drives many lanes (the residual's, per
+  // layer: its fan-out lengthens a one-stage shifter): the test, the sign and v shifted by the amount's multiple of
+  // eight, of which the 15 bits the rest of the shift reads, then the shift by its low three bits. Arithmetic
+  // shifts compose, so the byte is v >>> s's.
+  function automatic logic [16:0] shift_sat8_coarse(input logic signed [51:0] v, input logic [2:0] s_hi,
+                                                    input logic [43:0] above);
+    shift_sat8_coarse = {|(above & (v[50:7] ^ {44{v[51]}})), v[51], 15'(v >>> {s_hi, 3'b000})};
+  endfunction
+
+  function automatic logic [9:0] shift_sat8_fine(input logic [16:0] coarse, input logic [2:0] s_lo);
+    shift_sat8_fine = {coarse[16:15], 8'(coarse[14:0] >> s_lo)};
+  endfunction
+
   function automatic logic signed [7:0] shift_sat8_finish(input logic [9:0] parts);
     logic out_of_range, sign;
     logic [7:0] low;

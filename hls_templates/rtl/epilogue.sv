@@ -130,7 +130,8 @@ module epilogue #(
     logic signed [51:0] r_q;
     logic [23:0] above1_dec_q;             // S4's shift decoded, at S3
     logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S4's shift
-    logic [9:0] p1_q, p2_q;                // the saturating shifts' first halves
+    logic [9:0] p1_q;                      // the saturating shifts' first halves
+    logic [16:0] p2_q;                     // ... the residual's: coarse, its low three bits left to S13
     logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_q, e1_q;
     // S9..S14: residual; the result
@@ -216,9 +217,10 @@ module epilogue #(
       pass10_q <= pass9_q;                                                                // S10
       t_q <= ta_p + 48'(tb_p);                                                            // S11
       pass11_q <= pass10_q;
-      p2_q <= shift_sat8_parts(52'(t_q), res_s_q, res_above_q);                           // S12
+      p2_q <= shift_sat8_coarse(52'(t_q), res_s_q[5:3], res_above_q);                      // S12
       pass12_q <= pass11_q;
-      q2_q <= !has_res ? pass12_q : res_zero_q ? 8'sd0 : shift_sat8_finish(p2_q);         // S13
+      q2_q <= !has_res ? pass12_q : res_zero_q ? 8'sd0
+              : shift_sat8_finish(shift_sat8_fine(p2_q, res_s_q[2:0]));                       // S13
       q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S14
     end
     assign out_q[8*i +: 8] = q_q;

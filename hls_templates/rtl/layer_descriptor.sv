@@ -62,40 +62,34 @@ module layer_descriptor #(
     d.out_step = raw[100*8 +: 8];    d.out_phase_y = raw[101*8 +: 8];  d.out_phase_x = raw[102*8 +: 8];
   end
 
-  // a program built for a bigger engine is refused, never run past a buffer
-  logic fits_parts, fits_parts_q;
+  // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
+  // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
+  logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q;
   logic [15:0] taps_q;
   logic [31:0] tile_rows_q;
-  always_comb begin
-    logic ok;
-    ok = d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
-    if (d.op == OP_L2NORM) ok = ok && d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26;
-    ok = ok && d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072;
-    ok = ok && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
-    if (d.out_step == 8'd2)      // interleaved output: a transposed conv's phase, nothing fused after the act
-      ok = ok && d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL] && d.out_phase_y <= 8'd1
-              && d.out_phase_x <= 8'd1;
-    else
-      ok = ok && d.out_step <= 8'd1;
-    if (d.op == OP_CONV) begin
-      ok = ok && d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0 && d.stride_w != 0
-              && d.dil_h != 0 && d.dil_w != 0;
-      if (d.flags[F_DEPTHWISE])
-        ok = ok && d.out_c == d.in_c;
-      else
-        ok = ok && (d.out_c & 16'(R - 1)) == 0;
-      if (d.flags[F_POOL])
-        ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
-                && 32'(d.conv_w) <= MAX_W && 32'(d.pool_sh) <= RINGK;
-    end else begin
-      ok = ok && (d.out_c & 16'(V - 1)) == 0;
-      if (d.op == OP_MAXPOOL) ok = ok && d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0;
-    end
-    fits_parts = ok;
+  always_ff @(posedge clk) begin
+    logic l2_ok;
+    l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
+    ok_all_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0 && l2_ok
+                && d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072
+                && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
+    // interleaved output: a transposed conv's phase, nothing fused after the act
+    ok_step_q <= d.out_step == 8'd2 ? d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL]
+                                      && d.out_phase_y <= 8'd1 && d.out_phase_x <= 8'd1
+                                    : d.out_step <= 8'd1;
+    ok_conv_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
+                 && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0
+                 && (d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0)
+                 && (!d.flags[F_POOL] || (d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK
+                                          && d.pool_sh != 0 && d.pool_sw != 0 && 32'(d.conv_w) <= MAX_W
+                                          && 32'(d.pool_sh) <= RINGK));
+    ok_other_q <= (d.out_c & 16'(V - 1)) == 0
+                  && (d.op != OP_MAXPOOL || (d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0));
   end
+  wire fits_parts = ok_all_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
   // the weight rows it needs, from the second cycle's product, in a register the third cycle
   always_ff @(posedge clk)
-    fits <= fits_parts_q && (!is_conv || (dw ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
+    fits <= fits_parts && (!is_conv || (dw ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
 
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
@@ -123,7 +117,6 @@ module layer_descriptor #(
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
     taps_q <= 16'(d.kh) * 16'(d.kw);
-    fits_parts_q <= fits_parts;
   end
 
   always_ff @(posedge clk) begin

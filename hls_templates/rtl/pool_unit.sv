@@ -32,37 +32,25 @@ module pool_unit #(
   engine_pkg::desc_t d;
   assign d = desc;
   // per layer, in registers (the descriptor is steady for cycles before a tile starts): each emitter loop's
-  // bound less two and whether it is one, so a loop's end is a flag its last step sets (at_end below)
+  // bound as loop_bound's registers, so a loop's end and one-before-end are flags its steps set (at_end below)
   logic has_pool;
-  logic [7:0] kw_pen_q, kh_pen_q;
-  logic [15:0] w_pen_q, h_pen_q, n_pen_q, conv_w_last_q;
+  logic [15:0] conv_w_last_q;
+  logic [7:0] kw_pen_q, kh_pen_q, kw_pen2_q, kh_pen2_q;
+  logic [15:0] w_pen_q, h_pen_q, n_pen_q, w_pen2_q, h_pen2_q;
   logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
-  // ... less three and whether it is two: each loop's flag that it is one from its end (at_pen), set the same way
-  logic [7:0] kw_pen2_q, kh_pen2_q;
-  logic [15:0] w_pen2_q, h_pen2_q;
   logic kw_two_q, kh_two_q, w_two_q, h_two_q;
-  always_ff @(posedge clk) begin
-    kw_pen2_q <= d.pool_kw - 8'd3;
-    kh_pen2_q <= d.pool_kh - 8'd3;
-    w_pen2_q <= d.out_w - 16'd3;
-    h_pen2_q <= d.out_h - 16'd3;
-    kw_two_q <= d.pool_kw == 8'd2;
-    kh_two_q <= d.pool_kh == 8'd2;
-    w_two_q <= d.out_w == 16'd2;
-    h_two_q <= d.out_h == 16'd2;
-  end
+  loop_bound #(.W(8)) kw_bound (.clk_i(clk), .count_i(d.pool_kw), .less2_o(kw_pen_q), .less3_o(kw_pen2_q),
+    .is1_o(kw_one_q), .is2_o(kw_two_q));
+  loop_bound #(.W(8)) kh_bound (.clk_i(clk), .count_i(d.pool_kh), .less2_o(kh_pen_q), .less3_o(kh_pen2_q),
+    .is1_o(kh_one_q), .is2_o(kh_two_q));
+  loop_bound #(.W(16)) w_bound (.clk_i(clk), .count_i(d.out_w), .less2_o(w_pen_q), .less3_o(w_pen2_q),
+    .is1_o(w_one_q), .is2_o(w_two_q));
+  loop_bound #(.W(16)) h_bound (.clk_i(clk), .count_i(d.out_h), .less2_o(h_pen_q), .less3_o(h_pen2_q),
+    .is1_o(h_one_q), .is2_o(h_two_q));
+  loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen_q), .less3_o(),
+    .is1_o(n_one_q), .is2_o());
   always_ff @(posedge clk) begin
     has_pool <= d.op == OP_CONV && d.flags[F_POOL];
-    kw_pen_q <= d.pool_kw - 8'd2;
-    kh_pen_q <= d.pool_kh - 8'd2;
-    w_pen_q <= d.out_w - 16'd2;
-    h_pen_q <= d.out_h - 16'd2;
-    n_pen_q <= d.batch - 16'd2;
-    kw_one_q <= d.pool_kw == 8'd1;
-    kh_one_q <= d.pool_kh == 8'd1;
-    w_one_q <= d.out_w == 16'd1;
-    h_one_q <= d.out_h == 16'd1;
-    n_one_q <= d.batch == 16'd1;
     conv_w_last_q <= d.conv_w - 16'd1;
   end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];

@@ -80,66 +80,31 @@ module window_conv #(
   // per layer, in registers: the descriptor is steady for cycles before a tile starts
   logic s2;
   logic [15:0] cbs;                              // channel beats of a pixel in the window
-  logic [15:0] cb_last_q, cb_pen_q;             // ... less one, less two
-  logic cb_one_q;                                // ... is one
+  logic [15:0] cb_pen_q;                        // ... less two
+  logic cb_one_q, cb_two_q;                      // ... is one, is two
+  wire [15:0] cbs_d = d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
   always_ff @(posedge clk) begin
     s2 <= d.stride_w == 8'd2;
-    cbs <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
-    cb_last_q <= d.flags[F_DEPTHWISE] ? 16'd0 : (d.in_c >> VSH) - 16'd1;
-    cb_pen_q <= (d.in_c >> VSH) - 16'd2;
-    cb_one_q <= d.flags[F_DEPTHWISE] || (d.in_c >> VSH) == 16'd1;
+    cbs <= cbs_d;
   end
+  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(cbs_d), .less2_o(cb_pen_q), .less3_o(), .is1_o(cb_one_q),
+    .is2_o(cb_two_q));
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
-  // ---- window writes: pixels of each row in order, a row's channel beats one after another ---------
+  // ---- window writes ----------------------------------------------------------------------------------
   logic [31:0] rows_loaded;
-  logic [31:0] w_slot_base;                 // first word of the slot the row being written goes to
-  logic [15:0] w_cb, w_colw;                 // channel beat; column * cbs
-  logic w_cb_end;                            // w_cb is the pixel's last, a flag kept beside it
-  logic [PB-1:0] w_bank;
-  logic w_phase;
   logic win_we;
+  logic [PB-1:0] w_bank;
   logic [WA-1:0] win_waddr;
+  logic [DW-1:0] win_wdata;
   wire is_res = ab_tag.kind == K_RES;
   wire has_res = d.flags[F_RESIDUAL];
-  // the stream's window beats a cycle late, from registers: the write counters and the RAM's enables then start
-  // from flip-flops, not from the reader's valid gated by the layer's path
-  logic in_last_q;
-  logic [DW-1:0] in_data_q;
-  always_ff @(posedge clk) begin
-    win_we <= rst_n && !start && ab_valid && !is_res;
-    in_last_q <= ab_tag.last && ab_last;
-    in_data_q <= ab_data;
-  end
-  assign win_waddr = WA'(w_slot_base + (w_phase ? phase_words : 32'd0) + 32'(w_colw) + 32'(w_cb));
-  wire row_done = win_we && in_last_q;
-
-  always_ff @(posedge clk) begin
-    if (!rst_n || start) begin
-      rows_loaded <= '0;
-      w_slot_base <= '0; w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0; w_cb_end <= cb_one_q;
-    end else if (win_we) begin
-      if (row_done) begin
-        rows_loaded <= rows_loaded + 32'd1;
-        // the row written was a slot cycle's last (rows_loaded + 1 a multiple of the power-of-two slots): no add
-        w_slot_base <= (rows_loaded & slot_mask) == slot_mask ? 32'd0 : w_slot_base + row_words;
-        w_cb <= '0; w_colw <= '0; w_bank <= '0; w_phase <= 1'b0; w_cb_end <= cb_one_q;
-      end else if (!w_cb_end) begin
-        w_cb <= w_cb + 16'd1;
-        w_cb_end <= w_cb == cb_pen_q;
-      end else begin                          // the next pixel: the other phase, or the next bank and column
-        w_cb <= '0;
-        w_cb_end <= cb_one_q;
-        if (s2 && !w_phase) w_phase <= 1'b1;
-        else begin
-          w_phase <= 1'b0;
-          w_bank <= w_bank + PB'(1);
-          if (P == 1 || w_bank == PB'(P - 1)) w_colw <= w_colw + cbs;
-        end
-      end
-    end
-  end
+  window_writer #(.V(V), .P(P), .WA(WA)) writer (
+    .clk_i(clk), .rst_ni(rst_n), .start_i(start), .beat_valid_i(ab_valid && !is_res),
+    .beat_last_i(ab_tag.last && ab_last), .beat_data_i(ab_data), .slot_mask_i(slot_mask), .row_words_i(row_words),
+    .phase_words_i(phase_words), .stride2_i(s2), .cbs_i(cbs), .cb_pen_i(cb_pen_q), .cb_one_i(cb_one_q),
+    .we_o(win_we), .bank_o(w_bank), .addr_o(win_waddr), .data_o(win_wdata), .rows_loaded_o(rows_loaded));
 
   // ---- the step sequencer (stage T0) ---------------------------------------------------------------
   // A step is issued at T0, its window address formed over TA (the slot, phase and column) and TB (the column
@@ -202,19 +167,26 @@ module window_conv #(
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
 
-  // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers
+  // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers: the
+  // step's loops (kx, ky, tile) as their last less one (`_pen_q`) and whether the last is zero or one
   logic [15:0] y_last_q, n_last_q, x_more_q;
-  logic [7:0] kx_last_q, ky_last_q;
-  logic [TW-1:0] m_last_q;
+  logic [7:0] kx_pen_q, ky_pen_q, m_pen_q;
+  logic kx_zero_q, kx_one_q, ky_zero_q, ky_one_q, m_zero_q, m_one_q;
+  logic single_q;                                // a group is one step: every step loop's last is zero
+  wire [7:0] kx_count = dw ? phases : d.kw;
+  loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(kx_count), .less2_o(kx_pen_q), .less3_o(), .is1_o(kx_zero_q),
+    .is2_o(kx_one_q));
+  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(d.kh), .less2_o(ky_pen_q), .less3_o(), .is1_o(ky_zero_q),
+    .is2_o(ky_one_q));
+  loop_bound #(.W(8)) m_bound (.clk_i(clk), .count_i(group_tiles), .less2_o(m_pen_q), .less3_o(), .is1_o(m_zero_q),
+    .is2_o(m_one_q));
   always_ff @(posedge clk) begin
     first_last_q <= 32'(d.kh) - 32'sd1 - 32'(d.pad_t);
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
-    kx_last_q <= dw ? phases - 8'd1 : d.kw - 8'd1;
-    ky_last_q <= d.kh - 8'd1;
     y_last_q <= d.conv_h - 16'd1;
     n_last_q <= d.batch - 16'd1;
     x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
-    m_last_q <= TW'(group_tiles - 8'd1);
+    single_q <= cbs_d == 16'd1 && kx_count == 8'd1 && d.kh == 8'd1 && group_tiles == 8'd1;
   end
   // where the step is in its loops, as flags kept beside the counters, each set by comparing the counter's
   // next value, itself a register (`_nx`, the counter plus one), so the step's advance decides from registers
@@ -222,24 +194,27 @@ module window_conv #(
   logic last_cb, last_kx, last_ky, last_tile, last_y, last_n, more_groups;
   // and two decisions of the step, in registers a step ahead: the group's last step (every loop at its last, the
   // group's last tile), and that the row ends with this group (no group follows in the row, no depthwise flush)
-  logic group_last, row_end, row_last;   // row_last: both
+  logic group_last, row_end;
+  // and, per step loop, that its next value is its last (`_nx` equals the last), so those decisions are one flag
+  // deep: each is set by comparing `_nx` with the last less one as the loop steps
+  logic cb_nx_last, kx_nx_last, ky_nx_last, m_nx_last;
   logic [15:0] cb_nx, y_nx, n_nx, x0_nx;
   logic [7:0] kx_nx, ky_nx;
   logic [TW-1:0] m_nx;
   wire last_step = last_cb && last_kx && last_ky;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
-  wire [31:0] oh_step = d.out_step == 8'd2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h);
+  logic [31:0] oh_step;                          // an image's output rows (per layer, a register)
+  always_ff @(posedge clk) oh_step <= d.out_step == 8'd2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h);
   // a new output row: the rows it needs are known two cycles later (near_q, need_q), so no step is issued
   // before then; the first of its steps waits three cycles
-  wire row_change = t0_fire && row_last;
-  wire single_step = cb_last_q == 0 && kx_last_q == 0 && ky_last_q == 0 && m_last_q == 0;
+  wire row_change = t0_fire && group_last && row_end;   // one LUT: the fire's three registers and the two flags
   logic group_last_d;                     // group_last after a step within the group, from the flags' next values
   always_comb begin
     logic lt, lc, lkx, lky;
-    lt = last_step ? m_nx == m_last_q : last_tile;
-    lc = !last_cb ? cb_nx == cb_last_q : cb_last_q == 0;
-    lkx = !last_cb ? last_kx : !last_kx ? kx_nx == kx_last_q : kx_last_q == 0;
-    lky = !last_cb || !last_kx ? last_ky : last_ky ? ky_last_q == 0 : ky_nx == ky_last_q;
+    lt = last_step ? m_nx_last : last_tile;
+    lc = !last_cb ? cb_nx_last : cb_one_q;
+    lkx = !last_cb ? last_kx : !last_kx ? kx_nx_last : kx_zero_q;
+    lky = !last_cb || !last_kx ? last_ky : last_ky ? ky_zero_q : ky_nx_last;
     group_last_d = lt && lc && lkx && lky;
   end
   logic image_end_q;
@@ -261,58 +236,57 @@ module window_conv #(
       active <= 1'b1;
       n <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
       n_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
-      last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
+      last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q; last_tile <= m_zero_q;
+      cb_nx_last <= cb_two_q; kx_nx_last <= kx_one_q; ky_nx_last <= ky_one_q; m_nx_last <= m_one_q;
       last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
-      group_last <= single_step; row_end <= x_more_q == 0 && !dw; row_last <= single_step && x_more_q == 0 && !dw;
+      group_last <= single_q; row_end <= x_more_q == 0 && !dw;
       img_base <= '0; nh_q <= '0; col0 <= 32'sd0 - 32'(d.pad_l);
     end else if (t0_fire) begin
       if (!group_last) begin
         group_last <= group_last_d;
-        row_last <= group_last_d && row_end;
         wrow <= wrow + WAW'(1);
         if (last_step) begin
           m <= m_nx; m_nx <= m_nx + TW'(1);
-          last_tile <= m_nx == m_last_q;
+          last_tile <= m_nx_last; m_nx_last <= 8'(m_nx) == m_pen_q;
         end
         if (!last_cb) begin
           cb <= cb_nx; cb_nx <= cb_nx + 16'd1;
-          last_cb <= cb_nx == cb_last_q;
+          last_cb <= cb_nx_last; cb_nx_last <= cb_nx == cb_pen_q;
         end else begin
           cb <= '0; cb_nx <= 16'd1;
-          last_cb <= cb_last_q == 0;
+          last_cb <= cb_one_q; cb_nx_last <= cb_two_q;
           if (!last_kx) begin
             kx <= kx_nx; kx_nx <= kx_nx + 8'd1;
-            last_kx <= kx_nx == kx_last_q;
+            last_kx <= kx_nx_last; kx_nx_last <= kx_nx == kx_pen_q;
           end else begin
             kx <= '0; kx_nx <= 8'd1;
-            last_kx <= kx_last_q == 0;
+            last_kx <= kx_zero_q; kx_nx_last <= kx_one_q;
             if (last_ky) begin
               ky <= '0; ky_nx <= 8'd1;
-              last_ky <= ky_last_q == 0;
+              last_ky <= ky_zero_q; ky_nx_last <= ky_one_q;
             end else begin
               ky <= ky_nx; ky_nx <= ky_nx + 8'd1;
-              last_ky <= ky_nx == ky_last_q;
+              last_ky <= ky_nx_last; ky_nx_last <= ky_nx == ky_pen_q;
             end
           end
         end
       end else begin                       // the group is issued: the next group, row or image
         wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
         cb_nx <= 16'd1; kx_nx <= 8'd1; ky_nx <= 8'd1; m_nx <= TW'(1);
-        last_cb <= cb_last_q == 0; last_kx <= kx_last_q == 0; last_ky <= ky_last_q == 0; last_tile <= m_last_q == 0;
-        group_last <= single_step;
+        last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q; last_tile <= m_zero_q;
+        cb_nx_last <= cb_two_q; kx_nx_last <= kx_one_q; ky_nx_last <= ky_one_q; m_nx_last <= m_one_q;
+        group_last <= single_q;
         if (!row_end) begin
           if (!more_groups) flush <= 1'b1;
           x0 <= x0_nx; x0_nx <= x0_nx + 16'(P);
           more_groups <= 32'(x0_nx) < 32'(x_more_q);
           row_end <= !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
-          row_last <= single_step && !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
           col0 <= col0 + (32'(P) << s2);
         end else begin
           flush <= 1'b0;
           x0 <= '0; x0_nx <= 16'(P);
           more_groups <= x_more_q != 0;
           row_end <= x_more_q == 0 && !dw;
-          row_last <= single_step && x_more_q == 0 && !dw;
           col0 <= 32'sd0 - 32'(d.pad_l);
         end
       end
@@ -402,7 +376,7 @@ module window_conv #(
 
   logic [P*DW-1:0] win_rdata;
   window_ram #(.V(V), .P(P), .WDEPTH(WDEPTH)) wram (
-    .clk, .we(win_we), .wbank(w_bank), .waddr(win_waddr), .wdata(in_data_q), .re(adv), .raddr(win_raddr),
+    .clk, .we(win_we), .wbank(w_bank), .waddr(win_waddr), .wdata(win_wdata), .re(adv), .raddr(win_raddr),
     .rdata(win_rdata));
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
@@ -411,7 +385,8 @@ module window_conv #(
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
-  wire out2 = d.out_step == 8'd2;                // a transposed conv's phase: on the twice-as-large output
+  logic out2;                                    // a transposed conv's phase: on the twice-as-large output
+  always_ff @(posedge clk) out2 <= d.out_step == 8'd2;
   logic [TW-1:0] t1_m, t2_m;
   always_ff @(posedge clk) begin
     if (!rst_n) t1_valid <= 1'b0;

@@ -11,8 +11,9 @@ every candidate would take minutes each:
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
 without the window path are in control (the fused pool's emitter, the controller, the address generator's decode),
 none in the array, so b is 0: the fit found no dependence on the array's size there; from the seventh to the tenth
-the window path's were below them too (c and d 0); since the eleventh took the control paths under 4 ns, a window
-shape's own worst path can be above them, and c is that excess (d stays 0: it does not grow with the array). A slower
+the window path's were below them too (c and d 0); after the eleventh a window shape's own worst path was above them
+(c its excess), and since the twelfth it is not (c 0 again: every synthesised shape's worst path is the write
+queue's pop, 3.978 ns, or the fused pool's first-row sum, 3.964 ns). A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -45,20 +46,17 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the eleventh pipelining's RTL: without the window path 3.964-3.978 ns (the fused pool's
-# first-row sum, the write queue's pop: 251.4-252.3 MHz), so a is the slowest of them; the window path's own worst
-# path differs by shape (the step sequencer's row-end flag: 4.38 ns on 2x8x16, 3.93 on 4x16x16, where the slowest
-# is the window's image offset at 3.994), so c is the slowest window shape's excess over a and d is 0: the model
-# errs on the slow side for the other window shapes (4x16x16 9.7 % slow). Fitted: a on 8x8, 16x8, 16x16, c on
-# 2x8x16; left out: 4x16x16, 2x16x16 and 8x16x16 (the KV260's choice for the big detectors): 3.994, 4.380 and
-# 3.997 ns, the model 9.7 %, 0 and 9.6 % slow
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.978, b_ns=0.0, c_ns=0.402, d_ns=0.0,
-                         fitted_on=("8x8", "16x8", "16x16", "2x8x16"),
-                         checked_on=("4x16x16", "2x16x16", "8x16x16"))
+# UltraScale+ -2 (zcu104), the twelfth pipelining's RTL: 3.964 ns on 8x8 (the fused pool's first-row sum), 3.978 on
+# 2x8x16, 4x16x16 and 8x16x16 (the write queue's pop: 251.4 MHz), the window path's own paths below them (the step
+# sequencer's group-end flag 3.61 ns on 8x16x16), so a is the slowest, and b, c, d are 0. Fitted on 8x8 and 2x8x16;
+# left out: 4x16x16 and 8x16x16 (the KV260's choice for the big detectors), the model exact on both
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.978, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+                         fitted_on=("8x8", "2x8x16"),
+                         checked_on=("4x16x16", "8x16x16"))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.966 ns, the address generator's row sum into the stride's
 # DSP48E1, yosys's inferred multiply without its input registers), the UltraScale+ fit's form scaled to it
 # (7.966 / 3.978); not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=7.966, b_ns=0.0, c_ns=0.402 * 7.966 / 3.978, d_ns=0.0,
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=7.966, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

@@ -2,14 +2,16 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, the RTL of the eleventh pipelining, `benchmarks/results/timing_estimate.jsonl`): LUTs
-fitted on 8x8, 16x16, 2x8x16 and 4x16x16 on xcup (100 / 252 / 257 / 641 DSP, 23,052 / 44,959 / 49,193 / 72,773 LUT;
-the model within 4.1 %; the LUT terms are the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and
-2x8x16 (18,691 / 25,591 / 27,667 / 35,454 FF, within 3.8 %), checked on shapes each was not fitted on: 16x8 (LUT
-35,264, the model +5.6 %), 4x16x16 (FF 55,234, -2.3 %), 2x16x16 and 8x16x16 on xcup (385 / 1,153 DSP exact, LUT
-55,620 / 106,314 -3.6 / +3.3 %, FF 39,128 / 87,424 -2.8 / -1.8 %) and 8x8 on the PYNQ-Z2's xc7 (140 DSP exact, LUT
--3.5 %, FF -3.5 %). The eleventh added about 400 FF per unit (the address generator's offered run and its skid, the
-reader's AR skid, the constant request's C0 stage, loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16
+Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
+4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and 2x8x16 (the eleventh's fit).
+On the twelfth pipelining's RTL: 8x8 100 DSP, 22,775 LUT (model -2.0 %), 18,852 FF (-0.8 %); 2x8x16 257 DSP,
+48,498 LUT (-2.8 %), 35,736 FF (-4.4 %); 4x16x16 641 DSP, 72,038 LUT (0.0 %), 55,515 FF (-2.8 %); 8x16x16, fitted on neither, 1,153 DSP exact, 105,598 LUT (+4.0 %), 87,704
+FF (-2.1 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,791 LUT (-2.1 %), 19,078 FF (-4.3 %). The twelfth took
+300-700 LUT off a unit (the residual's saturating shift in two halves) and added about 150-300 FF (loop flags,
+per-layer bounds, the layer check's four registers). The eleventh's: 8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT,
+27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model +5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128
+FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF per unit (the address generator's offered run and
+its skid, the reader's AR skid, the constant request's C0 stage, loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16
 72,638 LUT, 54,816 FF. The tenth added about 84 FF per result lane (the epilogue's saturation mask decoded a stage
 ahead, the biases in registers) and 32 more per lane of a group's extra tiles (their biases), 96 per window pixel
 (its column bounds) and about 200 per unit (the burst writer's W register and skid, the sixth address stage). The

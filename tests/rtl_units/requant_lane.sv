@@ -10,6 +10,7 @@ module requant_lane (
   input  logic signed [17:0] mult_b,
   input  logic signed [51:0] wide,          // the two-stage saturating shift on any 52-bit value, shift < 52
   output logic signed [7:0]  wide_q,
+  output logic signed [7:0]  wide_split_q,  // ... with the shift split by its multiple of eight (the residual's)
   output logic signed [7:0]  q,
   output logic signed [7:0]  added,
   output logic signed [7:0]  residual,
@@ -37,12 +38,16 @@ module requant_lane (
   assign g16 = a * b;
   assign q = requantise(acc, mult, 8'sd0, mult_b, shift);          // requantisation
   assign added = requantise(32'(a), mult_a, b, mult_b, shift);      // ADD
-  // S8-S10 products and + half, S11-S12 shift and saturate (0 from a shift of 48 on, as the epilogue's S12): a
-  // conv's residual, 48 bits wide
+  // S8-S10 products and + half, S11 the sum, S12-S13 shift (by the multiple of eight, then the rest) and saturate
+  // (0 from a shift of 48 on, as the epilogue's S13): a conv's residual, 48 bits wide
   logic signed [47:0] residual_sum;
   assign residual_sum = 48'(a) * 48'(mult_a) + 48'(b) * 48'(mult_b)
                       + (shift == 8'd0 || shift > 8'd47 ? 48'sd0 : 48'sd1 <<< (shift - 8'd1));
-  assign residual = shift > 8'd47 ? 8'sd0 : shift_sat8_finish(shift_sat8_parts(52'(residual_sum), shift[5:0], shift_sat8_above(shift[5:0])));
+  assign residual = shift > 8'd47 ? 8'sd0
+                  : shift_sat8_finish(shift_sat8_fine(shift_sat8_coarse(52'(residual_sum), shift[5:3],
+                                                                        shift_sat8_above(shift[5:0])), shift[2:0]));
   assign wide_q = shift_sat8_finish(shift_sat8_parts(wide, shift[5:0], shift_sat8_above(shift[5:0])));
+  assign wide_split_q = shift_sat8_finish(shift_sat8_fine(shift_sat8_coarse(wide, shift[5:3], shift_sat8_above(shift[5:0])),
+                                                          shift[2:0]));
   assign gated = requantise(32'(g16), mult_a, 8'sd0, mult_b, shift); // the channel gate
 endmodule

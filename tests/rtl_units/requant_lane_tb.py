@@ -32,8 +32,9 @@ async def integer_semantics_match_the_abi(dut):
 
 @cocotb.test()
 async def saturating_shift_decided_beside_the_shift(dut):
-    """The two-stage saturating shift against saturate8(v >> s) on the values where saturation starts
-    (+-128 * 2^s and one either side), at every shift below 52, and on the 52-bit extremes."""
+    """The two-stage saturating shift (and its form with the shift split at a multiple of eight) against
+    saturate8(v >> s) on the values where saturation starts (+-128 * 2^s and one either side), at every shift below
+    52, and on the 52-bit extremes."""
     rng = random.Random(5)
     top = 2 ** 51
     for shift in range(52):
@@ -47,3 +48,4 @@ async def saturating_shift_decided_beside_the_shift(dut):
             await Timer(1, unit="ns")
             want = max(-128, min(127, v >> shift))
             assert dut.wide_q.value.to_signed() == want, (v, shift)
+            assert dut.wide_split_q.value.to_signed() == want, (v, shift)
