@@ -27,7 +27,8 @@ def test_resource_model_per_parameter():
     """DSPs as yosys counts them for the pipelined RTL (252 for a 16x16 unit on xcup: 128 packed MAC pairs, 2 per VEC
     lane, 5 per epilogue lane, 12 for control); LUTs within a few per cent of yosys's 44,959, FFs within 10 %
     of its 27,667 (the eleventh pipelining's RTL). An 8x8 unit (392 weight rows): yosys 100 DSP, 20.5 BRAM36,
-    22,775 LUT, 18,852 FF (the twelfth's; benchmarks/results/timing_estimate.jsonl). On the PYNQ-Z2's DSP48E1s one product each: 3 per VEC lane."""
+    22,775 LUT, 18,852 FF (the twelfth's; benchmarks/results/timing_estimate.jsonl). On the PYNQ-Z2's DSP48E1s one
+    product each: 3 per VEC lane."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
     assert small.dsp == 16 * 16 // 2 + 2 * 16 + 5 * 16 + 12 == 252            # two int8 MACs per DSP48E2
@@ -47,8 +48,8 @@ def test_resource_model_per_parameter():
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (the pipelined RTL, full epilogue, 512-word window banks, 196 weight rows,
     depthwise on the array's diagonal): 641 DSP, 47.5 BRAM36, 72,038 LUT, 55,515 FF (the twelfth pipelining's RTL;
-    its LUTs among the shapes the model was fitted on, its FFs not). The weight RAM stays PE_ROWS x VEC bytes wide whatever the
-    pixels: only the window's banks grow with them."""
+    its LUTs among the shapes the model was fitted on, its FFs not). The weight RAM stays PE_ROWS x VEC bytes wide
+    whatever the pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     full = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
     assert full.dsp == 4 * 16 * 16 // 2 + 2 * 16 + 5 * 16 + 12 + 5 == 641

@@ -4,26 +4,26 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and 2x8x16 (the eleventh's fit).
-On the twelfth pipelining's RTL: 8x8 100 DSP, 22,775 LUT (model -2.0 %), 18,852 FF (-0.8 %); 2x8x16 257 DSP,
-48,498 LUT (-2.8 %), 35,736 FF (-4.4 %); 4x16x16 641 DSP, 72,038 LUT (0.0 %), 55,515 FF (-2.8 %); 8x16x16, fitted on neither, 1,153 DSP exact, 105,598 LUT (+4.0 %), 87,704
-FF (-2.1 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,791 LUT (-2.1 %), 19,078 FF (-4.3 %). The twelfth took
-300-700 LUT off a unit (the residual's saturating shift in two halves) and added about 150-300 FF (loop flags,
-per-layer bounds, the layer check's four registers). The eleventh's: 8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT,
-27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model +5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128
-FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF per unit (the address generator's offered run and
-its skid, the reader's AR skid, the constant request's C0 stage, loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16
-72,638 LUT, 54,816 FF. The tenth added about 84 FF per result lane (the epilogue's saturation mask decoded a stage
-ahead, the biases in registers) and 32 more per lane of a group's extra tiles (their biases), 96 per window pixel
-(its column bounds) and about 200 per unit (the burst writer's W register and skid, the sixth address stage). The
-ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641 DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per
-result lane and 425 per unit (the epilogue's operand registers, the address generator's per-layer decode and end
-flags, the burst writer's gather register) and took a DSP off (the window row's product, 16 x 16 bits). The
-eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918 LUT, 49,289 FF. The eighth added about 20
-FF per result lane and 270 per unit (the queues' flags and next read addresses, the fused pool's tap registers, the
-writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872 FF;
-4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output
-registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth
-pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
+On the twelfth pipelining's RTL: 8x8 100 DSP, 22,775 LUT (model -2.0 %), 18,852 FF (-0.8 %); 2x8x16 257 DSP, 48,498
+LUT (-2.8 %), 35,736 FF (-4.4 %); 4x16x16 641 DSP, 72,038 LUT (0.0 %), 55,515 FF (-2.8 %); 8x16x16, fitted on
+neither, 1,153 DSP exact, 105,598 LUT (+4.0 %), 87,704 FF (-2.1 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,791
+LUT (-2.1 %), 19,078 FF (-4.3 %). The twelfth took 300-700 LUT off a unit (the residual's saturating shift in two
+halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four registers). The eleventh's:
+8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model
++5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF
+per unit (the address generator's offered run and its skid, the reader's AR skid, the constant request's C0 stage,
+loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added about 84 FF per
+result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more per lane of
+a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the burst
+writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641
+DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
+registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
+DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP,
+71,918 LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next
+read addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT,
+15,872 FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's
+output registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The
+sixth pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
 offset is below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793
 FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653
 DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before
