@@ -49,14 +49,14 @@ class FmaxFit:
 # UltraScale+ -2 (zcu104), the twelfth pipelining's RTL: 3.964 ns on 8x8 (the fused pool's first-row sum), 3.978 on
 # 2x8x16, 4x16x16 and 8x16x16 (the write queue's pop: 251.4 MHz), the window path's own at or below them (on 8x16x16
 # the depthwise phase into the array's DSPs 3.977 ns, a group's first sum 3.746), so a is the slowest, and b, c, d
-# are 0. Fitted on 8x8 and 2x8x16;
-# left out: 4x16x16 and 8x16x16 (the KV260's choice for the big detectors), the model exact on both
+# are 0 (kept in the form: a later RTL may bring an array or window term back). Fitted on 8x8 and 2x8x16; left
+# out: 4x16x16 and 8x16x16 (the KV260's choice for the big detectors), the model exact on both
 ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.978, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                          fitted_on=("8x8", "2x8x16"),
                          checked_on=("4x16x16", "8x16x16"))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.966 ns, the address generator's row sum into the stride's
-# DSP48E1, yosys's inferred multiply without its input registers), the UltraScale+ fit's form scaled to it
-# (7.966 / 3.978); not checked on another
+# DSP48E1, yosys's inferred multiply without its input registers): a alone, as on UltraScale+; not checked on
+# another
 SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=7.966, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
