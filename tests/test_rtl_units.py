@@ -20,14 +20,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_packing_identity_over_every_int8_triple():
-    """(w_hi * 2^18 + w_lo) * x: the low 18 bits sign-extended are w_lo * x; bits 33..18 plus bit 17 are w_hi * x."""
+    """(w_hi * 2^18 + w_lo) * x + 2^17 (mac_pair.sv: the DSP adds C): its bits 33..18 are w_hi * x; its low 18
+    bits with bit 17 inverted, sign-extended, are w_lo * x (without the 2^17 the high part is one short when
+    w_lo * x < 0)."""
     v = np.arange(-128, 128, dtype=np.int64)
     x, hi, lo = (a.ravel() for a in np.meshgrid(v, v, v, indexing="ij"))
-    p = ((hi << 18) + lo) * x
-    low = ((p & 0x3FFFF) ^ 0x20000) - 0x20000
-    high = (((p >> 18) & 0xFFFF) + ((p >> 17) & 1)) & 0xFFFF
-    high = (high ^ 0x8000) - 0x8000
+    p = ((hi << 18) + lo) * x + (1 << 17)
+    flipped = (p & 0x3FFFF) ^ 0x20000                      # the low 18 bits, bit 17 inverted
+    low = (flipped ^ 0x20000) - 0x20000                     # ... sign-extended
+    high = (((p >> 18) & 0xFFFF) ^ 0x8000) - 0x8000
     assert np.array_equal(low, lo * x) and np.array_equal(high, hi * x)
+    plain = ((hi << 18) + lo) * x
+    assert not np.array_equal((((plain >> 18) & 0xFFFF) ^ 0x8000) - 0x8000, hi * x)
 
 
 def _run(tmp_path, top: str, sources: list[Path], module: str, parameters: dict | None = None,

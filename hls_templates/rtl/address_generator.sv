@@ -50,7 +50,8 @@ module address_generator #(
   // ... and the nest's loops as loop_bound's registers: each bound less two (a counter's end flag is set as it steps
   // from the one before its last) and whether it is one; the kernel loops' less three and whether they are two
   // (their flags that they are one step from their ends, kx_at_pen and ky_at_pen, are set the same way)
-  logic [15:0] y_pen, x_pen, c_pen, n_pen;
+  logic [15:0] y_pen2, x_pen2, c_pen2, n_pen;
+  logic        y_two, x_two, c_two;
   logic [7:0]  ky_pen2, kx_pen2;
   logic        ky_two, kx_two;
   logic        kx_one, ky_one, c_one, x_one, y_one, n_one, conv_w_one;
@@ -70,9 +71,12 @@ module address_generator #(
       lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH;
     end
   end
-  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(lim_y), .less2_o(y_pen), .less3_o(), .is1_o(y_one), .is2_o());
-  loop_bound #(.W(16)) x_bound (.clk_i(clk), .count_i(lim_x), .less2_o(x_pen), .less3_o(), .is1_o(x_one), .is2_o());
-  loop_bound #(.W(16)) c_bound (.clk_i(clk), .count_i(lim_c), .less2_o(c_pen), .less3_o(), .is1_o(c_one), .is2_o());
+  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(lim_y), .less2_o(), .less3_o(y_pen2), .is1_o(y_one),
+    .is2_o(y_two));
+  loop_bound #(.W(16)) x_bound (.clk_i(clk), .count_i(lim_x), .less2_o(), .less3_o(x_pen2), .is1_o(x_one),
+    .is2_o(x_two));
+  loop_bound #(.W(16)) c_bound (.clk_i(clk), .count_i(lim_c), .less2_o(), .less3_o(c_pen2), .is1_o(c_one),
+    .is2_o(c_two));
   loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen), .less3_o(), .is1_o(n_one),
     .is2_o());
   loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(lim_ky), .less2_o(), .less3_o(ky_pen2), .is1_o(ky_one),
@@ -165,6 +169,7 @@ module address_generator #(
   // each of the nest's counters at its last value, a flag kept beside it (the window path's image count too)
   logic kx_end, ky_end, c_end, x_end, y_end, n_end;
   logic kx_at_pen, ky_at_pen;            // ag_kx == kw - 2, ag_ky == kh - 2
+  logic c_at_pen, x_at_pen, y_at_pen;    // ... and the pixel loops' (set by the nest's steps, not the window's)
   // ... and their conjunctions, kept the same way, so what moves each counter is two flags and the issue
   logic tap_end, cx_end, cxy_end;        // ky_end && kx_end; c_end && x_end; c_end && x_end && y_end
   logic tap_done_q;                      // ag_ph || (tap_end && !has_ph1): the next step leaves the pixel's taps
@@ -372,17 +377,17 @@ module address_generator #(
     end else if (nest_done) begin
       nest_active <= 1'b0; nest_on_q <= 1'b0; win_on_q <= 1'b0;
     end
+  // the nest's step, in three blocks by what moves each register: the window path's runs and the counters both
+  // paths share (ag_n, ag_y, ag_x) here; the tap loop and the pixel loops' flags and origins below, which only the
+  // nest's steps move (go_tap, go_pixel exclude the window path's go_image, go_res and go_row: nest_on_q and
+  // win_on_q are set apart by ag_start), so the window path's conditions are not among their enables
   always_ff @(posedge clk) begin
     row_step_q <= 1'b0;
     room_fresh_q <= ag_start;
     if (ag_start) begin
       wx_end <= wx_one;
-      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_c <= '0; ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ag_row <= '0;
-      kx_end <= kx_one; ky_end <= ky_one; c_end <= c_one; x_end <= x_one; y_end <= y_one; n_end <= n_one;
-      kx_at_pen <= kx_two; ky_at_pen <= ky_two;
-      tap_end <= kx_one && ky_one; cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
-      tap_done_q <= kx_one && ky_one && !has_ph1;
-      y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x); ky_off <= '0; kx_off <= '0; tap_row <= '0;
+      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0;
+      n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
       res_y <= '0; res_x <= '0; res_x_end <= conv_w_one;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
@@ -423,6 +428,26 @@ module address_generator #(
         lead_q <= lead_q + 32'sd1;
         res_due <= has_res && !res_end && (!lead_q[31] || ag_y == in_h_last);
       end
+    end else if (go_pixel) begin
+      // which loops step: a counter's end flag implies the ones inside it (cxy_end -> cx_end -> c_end)
+      if (c_end && !cx_end) ag_x <= ag_x + 16'd1;
+      if (cx_end) ag_x <= '0;
+      if (cx_end && !cxy_end) ag_y <= ag_y + 16'd1;
+      if (cxy_end) ag_y <= '0;
+      if (cxy_end && !n_end) begin
+        ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
+        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
+        n_out_h <= n_out_h + 32'(d.out_h);
+      end
+    end
+  end
+  // the tap loop: the next tap, or the second phase (go_tap); back to the first tap past a pixel (go_pixel)
+  always_ff @(posedge clk) begin
+    if (ag_start) begin
+      ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
+      kx_end <= kx_one; ky_end <= ky_one; kx_at_pen <= kx_two; ky_at_pen <= ky_two;
+      tap_end <= kx_one && ky_one;
+      tap_done_q <= kx_one && ky_one && !has_ph1;
     end else if (go_tap) begin
       if (!last_tap) begin
         if (kx_end) begin
@@ -446,34 +471,38 @@ module address_generator #(
       kx_end <= kx_one; ky_end <= ky_one; tap_end <= kx_one && ky_one;
       kx_at_pen <= kx_two; ky_at_pen <= ky_two;
       tap_done_q <= kx_one && ky_one && !has_ph1;
-      // which loops step: a counter's end flag implies the ones inside it (cxy_end -> cx_end -> c_end), so each
-      // test below is one or two flags, not the chain of them
+    end
+  end
+  // the pixel loops' flags and the tap geometry's origins, past a pixel's taps
+  always_ff @(posedge clk) begin
+    if (ag_start) begin
+      ag_c <= '0;
+      c_end <= c_one; x_end <= x_one; y_end <= y_one;
+      c_at_pen <= c_two; x_at_pen <= x_two; y_at_pen <= y_two;
+      cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
+      y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x);
+    end else if (go_pixel) begin
       if (!c_end) begin
-        ag_c <= ag_c + 16'd1; c_end <= ag_c == c_pen;
-        cx_end <= ag_c == c_pen && x_end; cxy_end <= ag_c == c_pen && x_end && y_end;
+        ag_c <= ag_c + 16'd1; c_end <= c_at_pen; c_at_pen <= ag_c == c_pen2;
+        cx_end <= c_at_pen && x_end; cxy_end <= c_at_pen && x_end && y_end;
       end else begin
-        ag_c <= '0; c_end <= c_one;
+        ag_c <= '0; c_end <= c_one; c_at_pen <= c_two;
       end
       if (c_end && !cx_end) begin
-        ag_x <= ag_x + 16'd1; x_org <= x_org + 32'(step_x); x_end <= ag_x == x_pen;
-        cx_end <= c_one && ag_x == x_pen; cxy_end <= c_one && ag_x == x_pen && y_end;
+        x_org <= x_org + 32'(step_x); x_end <= x_at_pen; x_at_pen <= ag_x == x_pen2;
+        cx_end <= c_one && x_at_pen; cxy_end <= c_one && x_at_pen && y_end;
       end
       if (cx_end) begin
-        ag_x <= '0; x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one;
+        x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one; x_at_pen <= x_two;
         cx_end <= c_one && x_one;
       end
       if (cx_end && !cxy_end) begin
-        ag_y <= ag_y + 16'd1; y_org <= y_org + 32'(step_y); y_end <= ag_y == y_pen;
-        cxy_end <= c_one && x_one && ag_y == y_pen;
+        y_org <= y_org + 32'(step_y); y_end <= y_at_pen; y_at_pen <= ag_y == y_pen2;
+        cxy_end <= c_one && x_one && y_at_pen;
       end
       if (cxy_end) begin
-        ag_y <= '0; y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one;
+        y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one; y_at_pen <= y_two;
         cxy_end <= c_one && x_one && y_one;
-      end
-      if (cxy_end && !n_end) begin
-        ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
-        n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
-        n_out_h <= n_out_h + 32'(d.out_h);
       end
     end
   end

@@ -25,7 +25,8 @@ module array_weights #(
   input  logic rbank,                      // the half being read
   input  logic re,
   input  logic [$clog2(WROWS)-1:0] raddr,
-  input  logic dw_phase,                   // the stride phase of the array's depthwise step
+  input  logic dw_phase_next,              // the stride phase of the depthwise step the array takes next ...
+  input  logic step_en,                    // ... as its pipeline moves
   output logic [8*V-1:0] rdata,            // the row's first bank: a depthwise beat's weights (per-tap path)
   output logic [R*8*V-1:0] array_w         // the row as the array takes it
 );
@@ -80,10 +81,14 @@ module array_weights #(
     end
     dw_q <= dw;
   end
+  // ... and of the step in the array, picked as the step enters it: a register per row, not the phase's fan-out
+  logic [RD-1:0] past_q;
+  always_ff @(posedge clk)
+    if (step_en) past_q <= dw_phase_next ? past1_q : past0_q;
   always_comb begin
     array_w = row;
     if (win_rows) begin
-      for (int e = 0; e < RD; e++) if (dw_phase ? past1_q[e] : past0_q[e]) array_w[e*DW +: DW] = '0;
+      for (int e = 0; e < RD; e++) if (past_q[e]) array_w[e*DW +: DW] = '0;
     end else if (win && dw_q) begin
       array_w = '0;
       for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = row[8*r +: 8];

@@ -131,7 +131,7 @@ module axi_beat_writer #(
   end
   assign m_wvalid = wo_v_q;
   assign {m_wlast, m_wstrb, m_wdata} = wo_q;
-  assign wq_pop = w_take;
+  assign wq_pop = lq_valid && !ws_v_q;           // w_take but for wq_valid: the queue ignores a pop while empty
   assign lq_pop = lq_valid && wq_valid && ws_free_q && w_last_now;
   assign m_bready = 1'b1;
   assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && !wo_v_q && !ws_v_q && outstanding == 0;
@@ -173,7 +173,7 @@ module axi_beat_writer #(
         g_idle <= g_idle + 1'b1;
         g_idle_end <= g_idle == IDLE_CLOSE[$clog2(IDLE_CLOSE+1)-1:0] - 1'b1;
       end
-      if (wq_pop) begin
+      if (w_take) begin
         w_sent <= w_last_now ? '0 : w_sent + 1'b1;
         w_mid <= !w_last_now;
         w_last_q <= w_sent + 1'b1 == lq_dout[BW-1:0];

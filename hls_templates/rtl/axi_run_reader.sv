@@ -104,7 +104,10 @@ module axi_run_reader #(
   logic [63:0]   sk_addr;
   logic [7:0]    sk_len;
   wire ar_move = !ar_v || m_arready;           // the AR register takes the next burst
-  wire issue = cu_v && !sk_v && !out_full_q;
+  // a burst issues: cu_v && !sk_v && !out_full_q, a register of its own set from the three's next values, so the
+  // current run's enables (its address, length, the take of the next run) start a LUT from it
+  logic issue_q;
+  wire issue = issue_q;
   wire cu_free = !cu_v || (issue && cu_last);
   logic queued;                      // iss != wr (runs written, not yet taken), a register kept beside them
   wire take = (queued || in_q) && cu_free;
@@ -163,12 +166,17 @@ module axi_run_reader #(
   assign idle = idle_q;
 
   wire rlast_fire = m_rvalid && m_rready && m_rlast;
+  wire sk_v_d = ar_move ? 1'b0 : issue ? 1'b1 : sk_v;
+  wire cu_v_d = take ? !src_pad : cu_free ? 1'b0 : cu_v;
+  wire out_full_d = issue && !rlast_fire ? outstanding == OW'(MAX_OUT - 1) : rlast_fire && !issue ? 1'b0 : out_full_q;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
-      queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; sk_v <= 1'b0; hd_v <= 1'b0; out_full_q <= 1'b0;
+      queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; sk_v <= 1'b0; hd_v <= 1'b0; out_full_q <= 1'b0; issue_q <= 1'b0;
     end else begin
+      sk_v <= sk_v_d; cu_v <= cu_v_d; out_full_q <= out_full_d;
+      issue_q <= cu_v_d && !sk_v_d && !out_full_d;
       in_q <= run_valid && run_ready;
       // an entry is free once both sides have passed it: the data side may run ahead over pad runs and the head
       room_q <= wr - rd <= (QW + 1)'(QDEPTH - 4) && wr - iss <= (QW + 1)'(QDEPTH - 4);
@@ -186,11 +194,8 @@ module axi_run_reader #(
       end
       if (ar_move) begin
         ar_v <= sk_v || issue;
-        sk_v <= 1'b0;
         m_araddr <= sk_v ? sk_addr : cu_addr;
         m_arlen <= sk_v ? sk_len : 8'(burst - 1'b1);
-      end else if (issue) begin
-        sk_v <= 1'b1;
       end
       if (issue) begin
         sk_addr <= cu_addr;
@@ -205,17 +210,12 @@ module axi_run_reader #(
       else if (take && !in_q) queued <= iss + 1'b1 != wr;
       if (take) begin                  // a pad run only passes the issue pointer
         iss <= iss + 1'b1;
-        cu_v <= !src_pad;
         cu_addr <= src_addr;
         cu_left <= src_beats;
         cu_cap <= src_cap;
         cu_last <= src_one;
-      end else if (cu_free) begin
-        cu_v <= 1'b0;
       end
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
-      if (issue && !rlast_fire) out_full_q <= outstanding == OW'(MAX_OUT - 1);
-      else if (rlast_fire && !issue) out_full_q <= 1'b0;
       if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
       if (hd_load) begin
         rd <= rd + 1'b1;

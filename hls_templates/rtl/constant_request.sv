@@ -9,7 +9,8 @@ import engine_pkg::*;
 
 module constant_request #(
   parameter int V = 16,
-  parameter int R = 16
+  parameter int R = 16,
+  parameter bit PRIMITIVE = 1'b1       // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
 ) (
   input  logic clk,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
@@ -43,6 +44,12 @@ module constant_request #(
     tile_c0 <= tile; c0_c0 <= c0; tiles_c0 <= tiles;
   end
 
+  // a depthwise tile's taps (kh x kw), per layer on a DSP48E2 with its registers (dsp_mult, three cycles; the
+  // descriptor is steady for many more before a tile's weights are asked for): the product is not behind C1
+  logic signed [15:0] dw_taps;                    // at most 255 x 255
+  dsp_mult #(.AW(9), .BW(9), .PW(16), .PRIMITIVE(PRIMITIVE)) dw_taps_product (
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.kh}), .b_i({1'b0, d.kw}), .c_i('0), .p_o(dw_taps));
+
   // C1: the run's parts: a base, a shifted index (a descriptor or table row), a tile's weights as a product
   // (a tile's bytes are per-layer: tile_rows x VEC x PE rows, or kh x kw x VEC for depthwise), its length as one
   logic [63:0] base_q, index_q;
@@ -50,7 +57,7 @@ module constant_request #(
   logic [31:0] tile_bytes_q, len_a_q;
   always_ff @(posedge clk) begin
     logic [31:0] tile_bytes;
-    tile_bytes = dw ? 32'(d.kh) * 32'(d.kw) * 32'(V) : tile_rows << (VSH + RSH);
+    tile_bytes = dw ? {16'd0, dw_taps} << VSH : tile_rows << (VSH + RSH);
     base_q <= const_base;
     index_q <= '0;
     tile_q <= '0;

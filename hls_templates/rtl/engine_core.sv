@@ -88,6 +88,7 @@ module engine_core #(
   // registers over three stages after `tile` or `tiles` moves, which S_TILE waits out (`gs_ready`)
   logic [15:0] gsz_cur, gsz_next, left_q, rest_q, next_tile;
   logic more_tiles;                            // a group follows the running one in the layer
+  logic more_layers;                           // a layer follows the running one (S_NEXT tests a register)
   logic [1:0] gs_age;
   logic check_wait_q;                          // S_CHECK's first cycle is over (the layer's fit is in)
   wire gs_ready = gs_age == 2'd3;
@@ -96,6 +97,7 @@ module engine_core #(
     gsz_cur <= left_q < 16'(group_max) ? left_q : 16'(group_max);
     rest_q <= left_q < 16'(group_max) ? 16'd0 : left_q - 16'(group_max);
     more_tiles <= left_q > 16'(group_max);
+    more_layers <= layer + 32'd1 < layers;     // layer and layers move in S_IDLE and S_NEXT, cycles before S_NEXT
     gsz_next <= rest_q < 16'(group_max) ? rest_q : 16'(group_max);
     next_tile <= tile + gsz_cur;
   end
@@ -150,7 +152,7 @@ module engine_core #(
 
   logic [7:0] c_want_off;
   logic c_fresh;
-  constant_request #(.V(V), .R(R)) creq (
+  constant_request #(.V(V), .R(R), .PRIMITIVE(PACK)) creq (
     .clk, .desc(d), .by_main(main_collecting), .what_main(st), .what_prefetch(pf_what), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
   // a register: the main sequence collects from the cycle after it enters a collecting state, so what is asked
@@ -174,11 +176,13 @@ module engine_core #(
   assign w_raddr = win ? wc_raddr : mac_raddr;
   logic [DW-1:0] w_rdata_bits;
   logic [R*DW-1:0] array_w;
-  logic dw_phase;
+  logic dw_phase_next;
+  logic wc_array_en;                       // the window path's array pipeline moves
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
   array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS)) weights (
     .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .first(cb_slot_q[0]), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
-    .re(!win || wc_re), .raddr(w_raddr), .dw_phase, .rdata(w_rdata_bits), .array_w);
+    .re(!win || wc_re), .raddr(w_raddr), .dw_phase_next, .step_en(wc_array_en),
+    .rdata(w_rdata_bits), .array_w);
 
 
   // ---- the datapath: address generator -> reader -> MAC stage -> epilogue -> (pool unit) -> writer ---------
@@ -237,7 +241,6 @@ module engine_core #(
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
   logic [2*P*V*20-1:0] array_taps;
-  logic wc_array_en;
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.clk_i(clk), .en_i(!win || wc_array_en), .x(array_x),
                                                       .w(array_w), .sums(array_sums), .taps(array_taps));
   logic [31:0] mac_oaddr;
@@ -264,13 +267,13 @@ module engine_core #(
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
-      .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase,
+      .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase_next,
       .room(room_q), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_array_en = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase_next = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;
@@ -396,6 +399,12 @@ module engine_core #(
     if (to_cbuf_q && cb_valid)
       for (int k = 0; k < CB / B; k++) if (cb_slot_q[k]) cbuf[k * DW +: DW] <= cb_data;
 
+  // the tile's first output channel, as S_TILE leaves: in a block of its own from flat tests of registers (the
+  // state machine's first test, the main collection's last beat, is false in S_TILE, as below)
+  always_ff @(posedge clk)
+    if (rst_n && st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready)
+      c0 <= is_conv && !dw ? tile << RSH : tile << VSH;
+
   // a tile starts (S_RUN next) from the weights' collection taken, a tile whose constants are in (prefetched, or
   // none to load), or a pool layer's weightless step: flat tests of registers, apart from the state machine,
   // since the window path's start fans out into every loop of `window_conv`. The state machine's first test (the
@@ -499,7 +508,6 @@ module engine_core #(
         S_LUT1: if (!need_lut1) st <= S_LUT2;
         S_LUT2: if (!need_lut2) st <= S_TILE;
         S_TILE: if (pf_st == PF_IDLE && !pf_take && gs_ready) begin     // a prefetch still loading is waited for
-          c0 <= is_conv && !dw ? tile << RSH : tile << VSH;
           if (pf_ready) begin                  // prefetched while the last tile ran: switch banks and go
             pf_ready <= 1'b0;
             cur_bank <= !cur_bank;
@@ -516,7 +524,7 @@ module engine_core #(
             tile <= next_tile;
             gs_age <= '0;
             st <= S_TILE;
-          end else if (layer + 32'd1 < layers) begin
+          end else if (more_layers) begin
             layer <= layer + 32'd1;
             st <= S_DESC;
           end else begin

@@ -118,8 +118,12 @@ module mac_stage #(
   logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
   engine_pkg::tag_t c2_tag;
   localparam int NS = G * 8 / DW;          // beats of a pixel's result
-  logic [NS-1:0] c2_slot_q;                // a residual beat's index in it, one-hot, decoded a stage ahead
-  logic res_wide_q;                        // nl >= V: a residual fills whole beats of the result
+  // where a residual (K_RES) or second operand (K_B) beat goes in the result, decoded a stage ahead: whole beats
+  // into slot k (c2_take_q[k]; K_B and a residual of nl >= V), or a narrow residual's lanes shifted down to the
+  // tile's first channel (c2_take_sh_q, from c2_data_sh: c0 does not move while a tile's beats are in flight)
+  logic [NS-1:0] c2_take_q;
+  logic c2_take_sh_q;
+  logic [DW-1:0] c2_data_sh;
   logic [DW-1:0] c2_data;
   logic signed [31:0] c2_sum[G];
   logic signed [31:0] acc[G];
@@ -158,8 +162,11 @@ module mac_stage #(
       end
       c2_valid <= p_valid[PS-1];
       c2_data <= pl_data; c2_tag <= pl_tag; c2_last <= p_last[PS-1];
-      for (int k = 0; k < NS; k++) c2_slot_q[k] <= p_idx[(PS-1)*24 +: 8] == 8'(k);
-      res_wide_q <= nl >= 8'(V);
+      for (int k = 0; k < NS; k++)
+        c2_take_q[k] <= (pl_tag.kind == K_RES && nl >= 8'(V) && p_idx[(PS-1)*24 +: 8] == 8'(k))
+                        || (pl_tag.kind == K_B && k == 0);
+      c2_take_sh_q <= pl_tag.kind == K_RES && nl < 8'(V);
+      c2_data_sh <= pl_data >> (8 * (c0 & 16'(V - 1)));
       c2_start <= pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
       c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
       c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first
@@ -192,6 +199,8 @@ module mac_stage #(
     start = c2_start;
     res_next = res;
     abuf_next = abuf;
+    for (int k = 0; k < NS; k++) if (c2_take_q[k]) res_next[k * DW +: DW] = c2_data;
+    if (c2_take_sh_q) res_next[DW-1:0] = c2_data_sh;
     for (int i = 0; i < G; i++)
       acc_next[i] = !c2_add_q ? acc[i]
                     : (c2_from_bias_q ? $signed(bias[32*i +: 32]) : c2_from_zero_q ? 32'sd0 : acc[i]) + c2_sum[i];
@@ -200,13 +209,6 @@ module mac_stage #(
                 abuf_next[8*v +: 8] = (start || $signed(c2_data[8*v +: 8]) > $signed(abuf[8*v +: 8]))
                                       ? c2_data[8*v +: 8] : abuf[8*v +: 8];
       K_A, K_COPY: abuf_next = c2_data;
-      K_RES: begin
-        if (res_wide_q) begin
-          for (int k = 0; k < NS; k++) if (c2_slot_q[k]) res_next[k * DW +: DW] = c2_data;
-        end
-        else res_next[DW-1:0] = c2_data >> (8 * (c0 & 16'(V - 1)));
-      end
-      K_B: res_next[DW-1:0] = c2_data;
       default: ;
     endcase
   end

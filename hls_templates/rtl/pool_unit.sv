@@ -36,7 +36,7 @@ module pool_unit #(
   logic has_pool;
   logic [15:0] conv_w_last_q;
   logic [7:0] kw_pen_q, kh_pen_q, kw_pen2_q, kh_pen2_q;
-  logic [15:0] w_pen_q, h_pen_q, n_pen_q, w_pen2_q, h_pen2_q;
+  logic [15:0] w_pen_q, n_pen_q, w_pen2_q, h_pen2_q;
   logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
   logic kw_two_q, kh_two_q, w_two_q, h_two_q;
   loop_bound #(.W(8)) kw_bound (.clk_i(clk), .count_i(d.pool_kw), .less2_o(kw_pen_q), .less3_o(kw_pen2_q),
@@ -45,7 +45,7 @@ module pool_unit #(
     .is1_o(kh_one_q), .is2_o(kh_two_q));
   loop_bound #(.W(16)) w_bound (.clk_i(clk), .count_i(d.out_w), .less2_o(w_pen_q), .less3_o(w_pen2_q),
     .is1_o(w_one_q), .is2_o(w_two_q));
-  loop_bound #(.W(16)) h_bound (.clk_i(clk), .count_i(d.out_h), .less2_o(h_pen_q), .less3_o(h_pen2_q),
+  loop_bound #(.W(16)) h_bound (.clk_i(clk), .count_i(d.out_h), .less2_o(), .less3_o(h_pen2_q),
     .is1_o(h_one_q), .is2_o(h_two_q));
   loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen_q), .less3_o(),
     .is1_o(n_one_q), .is2_o());
@@ -125,9 +125,6 @@ module pool_unit #(
   function automatic logic [16:0] ring_end(input logic signed [31:0] first);
     ring_end = ring_clamp(first + RINGK);
   endfunction
-  function automatic logic [31:0] rows_needed(input logic signed [31:0] first);
-    rows_needed = rows_clamp(first + 32'(d.pool_kh));
-  endfunction
   wire signed [31:0] first_top = 32'sd0 - 32'(d.pool_pad_t);
   wire signed [31:0] left_edge = 32'sd0 - 32'(d.pool_pad_l);
   // what the first pooled row's and the next pooled row's first row give, in registers: the first per layer; the
@@ -137,9 +134,11 @@ module pool_unit #(
   logic [16:0] top_end_q, next_end_q;
   logic [31:0] top_rows_q, next_rows_q;
   logic signed [31:0] top_next_k_q, top_next_h_q, em_next_k, em_next_h;
+  logic signed [31:0] top_h_q;                   // first_top + kh, a cycle ahead of its clamp
   always_ff @(posedge clk) begin
     top_end_q <= ring_end(first_top);
-    top_rows_q <= rows_needed(first_top);
+    top_h_q <= first_top + 32'(d.pool_kh);
+    top_rows_q <= rows_clamp(top_h_q);
     top_next_k_q <= first_top + 32'(d.pool_sh) + RINGK;
     top_next_h_q <= first_top + 32'(d.pool_sh) + 32'(d.pool_kh);
     next_end_q <= ring_clamp(em_next_k);
@@ -214,12 +213,9 @@ module pool_unit #(
   always_ff @(posedge clk) begin
     tap_valid <= rst_n && !start && em_step;
     if (start) begin
-      em_py <= '0; em_px <= '0; em_ky <= '0; em_kx <= '0; em_busy <= 1'b0;
-      kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q; py_end <= h_one_q;
-      kx_pen <= kw_two_q; ky_pen <= kh_two_q; px_pen <= w_two_q; py_pen <= h_two_q;
-      em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
-      em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
-      em_ring_end <= top_end_q; need_rows <= top_rows_q;
+      em_px <= '0; em_ky <= '0; em_kx <= '0; em_busy <= 1'b0;
+      kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q;
+      kx_pen <= kw_two_q; ky_pen <= kh_two_q; px_pen <= w_two_q;
       em_left <= left_edge;
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
@@ -245,23 +241,38 @@ module pool_unit #(
               em_px <= '0; px_end <= w_one_q; px_pen <= w_two_q;
               em_left <= left_edge;
               em_busy <= 1'b0;
-              if (!py_end) begin
-                em_py <= em_py + 16'd1; py_end <= em_py == h_pen_q; py_pen <= em_py == h_pen2_q;
-                em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
-                em_next_k <= em_next_k + 32'(d.pool_sh); em_next_h <= em_next_h + 32'(d.pool_sh);
-                em_ring_end <= next_end_q; need_rows <= next_rows_q;
-              end else begin
-                em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
-                em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
-                em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
-                em_ring_end <= top_end_q; need_rows <= top_rows_q;
-              end
             end
           end
         end
       end
     end
   end
+  // the pooled row, in a block of its own: it moves on a row's last step, which row_last_q tells in one flag (the
+  // three loop ends above, set with them), so its enable is the step and that flag. Its next flags are flags too:
+  // py_end's from py_pen, py_pen's from a compare of em_py a cycle old (py_pen2_q), as em_py never moves on two
+  // cycles in a row (a row's end clears em_busy and rows_in_q, so no step follows it at once) nor on the cycle
+  // after a start
+  logic py_pen2_q;                               // em_py == h_pen2_q, a cycle ago
+  always_ff @(posedge clk) py_pen2_q <= em_py == h_pen2_q;
+  always_ff @(posedge clk)
+    if (start) begin
+      em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
+      em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+      em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
+      em_ring_end <= top_end_q; need_rows <= top_rows_q;
+    end else if (em_row_end) begin
+      if (!py_end) begin
+        em_py <= em_py + 16'd1; py_end <= py_pen; py_pen <= py_pen2_q;
+        em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
+        em_next_k <= em_next_k + 32'(d.pool_sh); em_next_h <= em_next_h + 32'(d.pool_sh);
+        em_ring_end <= next_end_q; need_rows <= next_rows_q;
+      end else begin
+        em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
+        em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+        em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
+        em_ring_end <= top_end_q; need_rows <= top_rows_q;
+      end
+    end
   // tap values, a cycle after the ring read, in registers: a tap outside the conv output as 0 or as -128 (never
   // wins); the maximum then compares flip-flops
   logic tq_valid, tq_first, tq_last;

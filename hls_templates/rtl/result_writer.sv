@@ -74,7 +74,9 @@ module result_writer #(
   assign idle = w_idle_q && !s_was_q && !s_valid;
   wire take = in_valid && (!s_valid || w_ready);
   logic ser_last_q;                        // ser_k is the result's last beat
-  assign in_pop = take && ser_last_q;
+  // the queue ignores a pop while it is empty (sync_fifo), so its pop leaves out in_valid: the queue's head flag,
+  // which fans out to its every data bit, is not behind its own pop
+  assign in_pop = (!s_valid || w_ready) && ser_last_q;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       ser_k <= '0;

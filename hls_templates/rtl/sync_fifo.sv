@@ -11,7 +11,7 @@ module sync_fifo #(
   input  logic rst_n,
   input  logic         push,
   input  logic [W-1:0] din,
-  input  logic         pop,
+  input  logic         pop,        // ignored while the queue is empty: a consumer need not test valid
   output logic [W-1:0] dout,
   output logic         valid,      // an item is at the head (a register)
   output logic [$clog2(DEPTH):0] count

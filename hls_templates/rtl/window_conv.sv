@@ -51,7 +51,7 @@ module window_conv #(
   output logic array_en,                    // the array's pipeline moves with this one
   input  logic [P*R*32-1:0] array_sums,     // ARRAY_LATENCY steps after array_x
   input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
-  output logic dw_phase,                    // depthwise: the stride phase of the step in the array
+  output logic dw_phase_next,               // depthwise: the stride phase of the step entering the array
   // finished pixels
   input  logic        room,
   output logic        item_valid,
@@ -169,7 +169,9 @@ module window_conv #(
 
   // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers: the
   // step's loops (kx, ky, tile) as their last less one (`_pen_q`) and whether the last is zero or one
-  logic [15:0] y_last_q, n_last_q, x_more_q;
+  logic [15:0] n_last_q, x_more_q;
+  logic [15:0] y_pen_q;                          // the output rows less two; y's last is zero, or one
+  logic y_zero_q, y_one_q;
   logic [7:0] kx_pen_q, ky_pen_q, m_pen_q;
   logic kx_zero_q, kx_one_q, ky_zero_q, ky_one_q, m_zero_q, m_one_q;
   logic single_q;                                // a group is one step: every step loop's last is zero
@@ -180,10 +182,11 @@ module window_conv #(
     .is2_o(ky_one_q));
   loop_bound #(.W(8)) m_bound (.clk_i(clk), .count_i(group_tiles), .less2_o(m_pen_q), .less3_o(), .is1_o(m_zero_q),
     .is2_o(m_one_q));
+  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(d.conv_h), .less2_o(y_pen_q), .less3_o(),
+    .is1_o(y_zero_q), .is2_o(y_one_q));
   always_ff @(posedge clk) begin
     first_last_q <= 32'(d.kh) - 32'sd1 - 32'(d.pad_t);
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
-    y_last_q <= d.conv_h - 16'd1;
     n_last_q <= d.batch - 16'd1;
     x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
     single_q <= cbs_d == 16'd1 && kx_count == 8'd1 && d.kh == 8'd1 && group_tiles == 8'd1;
@@ -299,20 +302,23 @@ module window_conv #(
       end else active <= 1'b0;
     end
   end
-  // the output row, in a block of its own: it moves on row_change alone, a register and the pipeline's fire
+  // the output row, in a block of its own: it moves on row_change alone, a register and the pipeline's fire; its
+  // last is a flag set from y_nx_last (y_nx is the last), itself set as y steps
+  logic y_nx_last;
   always_ff @(posedge clk) begin
     if (start) begin
-      y <= '0; y_nx <= 16'd1; last_y <= y_last_q == 0;
+      y <= '0; y_nx <= 16'd1; last_y <= y_zero_q; y_nx_last <= y_one_q;
       row0 <= 32'sd0 - 32'(d.pad_t); last_q <= first_last_q;
     end else if (row_change) begin
       if (!last_y) begin
         y <= y_nx; y_nx <= y_nx + 16'd1;
-        last_y <= y_nx == y_last_q;
+        last_y <= y_nx_last;
+        y_nx_last <= y_nx == y_pen_q;
         row0 <= row0 + (32'sd1 << s2);
         last_q <= last_q + (32'sd1 << s2);
       end else begin
         y <= '0; y_nx <= 16'd1;
-        last_y <= y_last_q == 0;
+        last_y <= y_zero_q; y_nx_last <= y_one_q;
         row0 <= 32'sd0 - 32'(d.pad_t);
         last_q <= first_last_q;
       end
@@ -381,7 +387,6 @@ module window_conv #(
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
   logic t1_valid, t1_first, t1_last, t1_flush;
-  logic t1_phase;
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
@@ -394,12 +399,12 @@ module window_conv #(
     if (adv) begin
       t1_m <= tb_m;
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
-      t1_flush <= tb_flush; t1_phase <= tb_phase;
+      t1_flush <= tb_flush;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
     end
   end
 
-  assign dw_phase = t1_phase;
+  assign dw_phase_next = tb_phase;
   always_comb
     for (int p = 0; p < P; p++)
       array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]

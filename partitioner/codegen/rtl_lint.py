@@ -80,7 +80,8 @@ def slang_lint(rtl: Path) -> LintResult:
 def yosys_read(rtl: Path) -> LintResult:
     """yosys reads and elaborates the engine (`read_verilog -sv`, `hierarchy -check`), as `make synth` will: with
     `SYNTHESIS` defined (yosys's default), so the DSP48E2 that mac_pair instantiates is checked against the cell's
-    ports as yosys knows them."""
+    ports as yosys knows them; then `proc; check -assert`, which refuses a register two processes drive (Verilator
+    and slang let two always_ff blocks that agree in simulation through; synthesis gets conflicting drivers)."""
     from partitioner.codegen.synth import yosys_command
     from partitioner.errors import ModelError
     rtl = rtl.resolve()
@@ -90,10 +91,11 @@ def yosys_read(rtl: Path) -> LintResult:
         return LintResult("yosys read_verilog", [str(exc)])
     sources = " ".join(f"{rtl.name}/{f}" for f in rtl_sources(rtl))
     script = (f"read_verilog -lib +/xilinx/cells_xtra.v; read_verilog -sv -I{rtl.name} {sources}; "
-              f"hierarchy -check -top {TOP}")
+              f"hierarchy -check -top {TOP}; proc; check -assert")
     proc = subprocess.run(cmd + ["-q", "-p", script],
                           capture_output=True, text=True, cwd=rtl.parent)
-    findings = [line for line in (proc.stdout + proc.stderr).splitlines() if "ERROR" in line]
+    findings = [line for line in (proc.stdout + proc.stderr).splitlines()
+                if "ERROR" in line or "conflicting drivers" in line]
     if proc.returncode != 0 and not findings:
         findings = [(proc.stdout + proc.stderr).strip()[-2000:] or f"yosys exited {proc.returncode}"]
     return LintResult("yosys read_verilog", findings)

@@ -12,8 +12,8 @@ stall signal reaches every register of its P x PE rows x VEC array). Since the s
 without the window path are in control (the fused pool's emitter, the controller, the address generator's decode),
 none in the array, so b is 0: the fit found no dependence on the array's size there; from the seventh to the tenth
 the window path's were below them too (c and d 0); after the eleventh a window shape's own worst path was above them
-(c its excess), and since the twelfth it is not (c 0 again: every synthesised shape's worst path is the write
-queue's pop, 3.978 ns, or the fused pool's first-row sum, 3.964 ns). A slower
+(c its excess), after the twelfth it was not (c 0 again), and since the thirteenth the widest window's is again,
+by 0.018 ns (the constant request's run length is every other shape's worst path, 3.840 ns). A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -46,14 +46,15 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the twelfth pipelining's RTL: 3.964 ns on 8x8 (the fused pool's first-row sum), 3.978 on
-# 2x8x16, 4x16x16 and 8x16x16 (the write queue's pop: 251.4 MHz), the window path's own at or below them (on 8x16x16
-# the depthwise phase into the array's DSPs 3.977 ns, a group's first sum 3.746), so a is the slowest, and b, c, d
-# are 0 (kept in the form: a later RTL may bring an array or window term back). Fitted on 8x8 and 2x8x16; left
-# out: 4x16x16 and 8x16x16 (the KV260's choice for the big detectors), the model exact on both
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.978, b_ns=0.0, c_ns=0.0, d_ns=0.0,
-                         fitted_on=("8x8", "2x8x16"),
-                         checked_on=("4x16x16", "8x16x16"))
+# UltraScale+ -2 (zcu104), the thirteenth pipelining's RTL: 3.840 ns on 8x8, 2x8x16 and 4x16x16 (260.4 MHz; the
+# constant request's run length, a product yosys infers on a DSP48E2 without its registers), 3.858 on 8x16x16 (the
+# controller's window start, 259.2 MHz). a is 8x8's; the window term (c, d) takes 2x8x16 and 8x16x16 exactly, so
+# no shape synthesised runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: 8x16x16
+# misses it by 0.004 ns, a smaller window makes it); b is 0 (no array term). Fitted on 8x8, 2x8x16 and 8x16x16;
+# left out: 4x16x16, the model 0.3 % slow there
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.840, b_ns=0.0, c_ns=-0.048, d_ns=0.006,
+                         fitted_on=("8x8", "2x8x16", "8x16x16"),
+                         checked_on=("4x16x16",))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.966 ns, the address generator's row sum into the stride's
 # DSP48E1, yosys's inferred multiply without its input registers): a alone, as on UltraScale+; not checked on
 # another

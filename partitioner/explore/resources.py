@@ -3,35 +3,36 @@ RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts foll
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
-4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and 2x8x16 (the eleventh's fit).
-On the twelfth pipelining's RTL: 8x8 100 DSP, 22,775 LUT (model -2.0 %), 18,852 FF (-0.8 %); 2x8x16 257 DSP, 48,498
-LUT (-2.8 %), 35,736 FF (-4.4 %); 4x16x16 641 DSP, 72,038 LUT (0.0 %), 55,515 FF (-2.8 %); 8x16x16, fitted on
-neither, 1,153 DSP exact, 105,598 LUT (+4.0 %), 87,704 FF (-2.1 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,791
-LUT (-2.1 %), 19,078 FF (-4.3 %). The twelfth took 300-700 LUT off a unit (the residual's saturating shift in two
-halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four registers). The eleventh's:
-8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model
-+5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF
-per unit (the address generator's offered run and its skid, the reader's AR skid, the constant request's C0 stage,
-loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added about 84 FF per
-result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more per lane of
-a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the burst
-writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641
-DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
-registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
-DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP,
-71,918 LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next
-read addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT,
-15,872 FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's
-output registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The
-sixth pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
-offset is below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793
-FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653
-DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before
-(stop 39's RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP,
-100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit
-152 DSP, 35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units
-took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table
-bit and lane.
+4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and 2x8x16 (the eleventh's fit). On
+the thirteenth pipelining's RTL: 8x8 100 DSP, 22,533 LUT (model -1.0 %), 18,935 FF (-1.3 %); 2x8x16 257 DSP, 48,139 LUT
+(-2.0 %), 35,905 FF (-4.8 %); 4x16x16 641 DSP, 71,351 LUT (+0.9 %), 55,686 FF (-3.1 %); 8x16x16, fitted on neither,
+1,153 DSP exact, 104,343 LUT (+5.2 %), 87,879 FF (-2.3 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,598 LUT (-1.2 %),
+19,161 FF (-4.7 %). The thirteenth took 240-700 LUT off a unit (the MAC pairs' sign correction moved into the DSP's
+post-adder) and changed FFs by +-200. The twelfth's: 8x8 22,775 LUT, 18,852 FF; 2x8x16 48,498 LUT, 35,736 FF; 4x16x16
+72,038 LUT, 55,515 FF; 8x16x16 105,598 LUT, 87,704 FF. The twelfth took 300-700 LUT off a unit (the residual's
+saturating shift in two halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four
+registers). The eleventh's: 8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8
+35,264 LUT (the model +5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh
+added about 400 FF per unit (the address generator's offered run and its skid, the reader's AR skid, the constant
+request's C0 stage, loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added
+about 84 FF per result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more
+per lane of a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the
+burst writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16
+641 DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
+registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a DSP
+off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918
+LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next read
+addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872
+FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output
+registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth
+pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its offset is
+below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643
+DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT,
+43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the
+MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before
+the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
+Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 / 52,497 LUT
+and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
