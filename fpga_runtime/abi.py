@@ -310,6 +310,13 @@ MAX_SHIFT = 62        # every shift of a program (the requantisation tables' and
 # 8-25 are the negative-side multiplier, signed 18 bits (|neg| < 2^17), and the rest is zero.
 SHIFT_MASK = 0xFF
 NEG_MULT_BITS = 18
+# Every activation tensor a layer addresses holds fewer pixels (batch x rows x columns) than this: the RTL forms a
+# pixel's address as two products on DSP48E2s with 27-bit signed operands (pixel_address.sv), its row n * h + y and
+# its index in the tensor. 64 Mi pixels: a batch of seven 4K (3840 x 2160) frames.
+MAX_PIXELS = 1 << 26
+# The engine computes memory addresses in this many bits (engine_pkg::ADDR_W): every buffer the runtime hands it
+# lies below 2^40, as every Zynq UltraScale+ and Alveo memory map does; the AXI ports carry 64.
+ADDRESS_BITS = 40
 
 
 def pack_requant_word(shift: np.ndarray, neg_mult: np.ndarray | None = None) -> np.ndarray:

@@ -20,6 +20,7 @@ from fpga_runtime.abi import (
     DESCRIPTOR_SIZE,
     HEADER_SIZE,
     L2NORM_SHIFTS,
+    MAX_PIXELS,
     MAX_SHIFT,
     MULT_LIMIT,
     NEG_MULT_BITS,
@@ -201,6 +202,9 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
         if luts_used and kind == Act.LUT:
             spans.append((f"lut{k}", addr, 256, consts, 0, 1))
     for what, addr, nbytes, region, channels, stride in spans:
+        if region == act and nbytes // stride >= MAX_PIXELS:
+            return (f"{what}: {nbytes // stride:,} pixels (batch x rows x columns), the engine addresses fewer than "
+                    f"{MAX_PIXELS:,} per tensor (split the batch or the frame)")
         if channels > stride:
             return f"{what}_c_offset + channels = {channels} past its {what}_c_stride {stride}"
         if addr + nbytes > region:

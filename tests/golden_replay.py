@@ -36,3 +36,16 @@ class Case:
         for addr, layers in self.programs:
             run(act, self.const, addr, layers)
         return act
+
+
+def layer_cycles_on(engine, cases: list[Case]):
+    """Every case's programs run on an RTL engine (fpga_runtime.rtl_sim): per layer (case, descriptor, RTL cycles,
+    the cycle model's)."""
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    from fpga_runtime.rtl_sim.single_layer import program_descriptors
+    for case in cases:
+        act = case.act_in.copy()
+        for addr, n in case.programs:
+            result = engine.run(act, case.const, addr, n)
+            for measured, d in zip(result.layers, program_descriptors(case.const, addr, n)):
+                yield case, d, measured.cycles, layer_cycles(LayerShape.of(d, case.config), case.config)

@@ -38,6 +38,16 @@ def test_register_map_in_the_document_matches_the_code():
         assert f"| 0x{reg.value:02X}" in DOC
 
 
+def test_the_address_limits_are_the_rtls():
+    """The runtime's address limits are the RTL package's widths, and the document states both."""
+    from fpga_runtime.abi import ADDRESS_BITS, MAX_PIXELS
+    pkg = (Path(__file__).resolve().parent.parent / "hls_templates" / "rtl" / "engine_pkg.sv").read_text()
+    assert re.search(rf"localparam int ADDR_W = {ADDRESS_BITS};", pkg)
+    pixel = (Path(__file__).resolve().parent.parent / "hls_templates" / "rtl" / "pixel_address.sv").read_text()
+    assert MAX_PIXELS == 1 << 26 and ".AW(27)" in pixel           # a 27-bit signed DSP operand holds 0 .. 2^26 - 1
+    assert "below 2^40 (`abi.ADDRESS_BITS`" in DOC and "2^26 pixels" in DOC and "`abi.MAX_PIXELS`" in DOC
+
+
 def test_program_round_trip():
     ds = [Descriptor(op=1, in_addr=64, out_addr=128, res_mult_a=-7, act_lo=-5, layer_id=i) for i in range(3)]
     raw = pack_program(ds)

@@ -241,6 +241,25 @@ def test_a_squeeze_excite_gate_is_coded_over_its_whole_range():
     assert "gate offset" in (_refusal(bad, _Image(), case.const) or "")
 
 
+def test_the_program_check_refuses_a_tensor_past_the_engines_pixel_addressing(monkeypatch):
+    """The RTL's pixel addresses are exact below MAX_PIXELS pixels per tensor (27-bit DSP operands): a program
+    with a tensor at the limit is refused by the check every backend runs (the limit lowered to reach it)."""
+    from golden_replay import GOLDEN, Case
+
+    from fpga_runtime import program_check
+    case = Case(GOLDEN / "squeeze_excite_sigmoid.npz")
+    conv = next(d for d in case.descriptors() if d.op == program_check.Op.CONV)
+
+    class _Image:
+        config = case.config
+        act_bytes = 1 << 30
+        const_bytes = case.const.size
+    assert program_check._refusal(conv, _Image(), case.const) is None
+    pixels = conv.batch * conv.in_h * conv.in_w
+    monkeypatch.setattr(program_check, "MAX_PIXELS", pixels)
+    assert f"in: {pixels:,} pixels" in (program_check._refusal(conv, _Image(), case.const) or "")
+
+
 def test_a_table_activation_codes_only_the_span_where_its_function_moves(tmp_path, monkeypatch):
     """SiLU is flat below about -6: a conv output reaching -40 gets its stage codes over [about -6, max] with a
     zero point (in the bias and the table, nothing at run time), which halves the stage's step and the int8 error

@@ -116,6 +116,13 @@ def test_dsp_mult_primitive_on_amd_dsp48e2_model(tmp_path, monkeypatch, use_c):
 
 
 @needs_toolchain
+def test_pixel_address(tmp_path):
+    """The address generator's and the window path's pixel addresses, two registered DSP products, against the
+    32-bit formula over tensors up to MAX_PIXELS pixels."""
+    _run(tmp_path, "pixel_address", [RTL / "dsp_mult.sv", RTL / "pixel_address.sv"], "pixel_address_tb")
+
+
+@needs_toolchain
 def test_requantiser(tmp_path):
     _run(tmp_path, "requant_lane", [RTL / "engine_pkg.sv", UNITS / "requant_lane.sv"], "requant_lane_tb")
 

@@ -39,6 +39,17 @@ def test_conv_support(kw, ok, reason):
     assert reason in verdict.reason
 
 
+def test_a_tensor_past_the_engines_pixel_addressing_stays_on_the_cpu(monkeypatch):
+    """pixel_address.sv's DSP operands are 27-bit: a tensor of MAX_PIXELS pixels or more (batch x spatial) is
+    refused with its name and count (the limit lowered so a small graph reaches it)."""
+    import dataclasses
+    g = _conv_graph(size=8)
+    assert fpga.check(g.nodes["c"], g, {}).ok
+    monkeypatch.setattr(fpga, "LIMITS", dataclasses.replace(fpga.LIMITS, max_pixels=64))
+    verdict = fpga.check(g.nodes["c"], g, {})
+    assert not verdict.ok and "holds 64 pixels" in verdict.reason and "fewer than 64" in verdict.reason
+
+
 def test_board_catalog_is_complete():
     assert set(BOARDS) == {"pynq-z2", "ultra96v2", "kv260", "zcu104", "zcu102", "alveo-u250"}
     z = board("zcu104")

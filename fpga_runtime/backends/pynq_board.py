@@ -29,7 +29,7 @@ except ImportError as exc:          # load_backend turns this into a one-line er
     raise ImportError(f"{exc} (the pynq backend needs PYNQ: on a board it comes with the image; elsewhere "
                       "pip install pynq==4.0.0)") from None
 
-from fpga_runtime.abi import CTRL_DONE, CTRL_START, ENGINE_VLNV, PERF_COUNTERS, Reg
+from fpga_runtime.abi import ADDRESS_BITS, CTRL_DONE, CTRL_START, ENGINE_VLNV, PERF_COUNTERS, Reg
 from fpga_runtime.backends import STATS_WINDOW, Backend, BackendError, ThreadedUnits, timed
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
@@ -190,6 +190,11 @@ class PynqBackend(Backend):
 
     def _allocate(self, content: np.ndarray):
         buf = pynq.allocate((content.size,), np.uint8, target=self.device)
+        end = int(buf.device_address) + content.size
+        if end > 1 << ADDRESS_BITS:
+            raise BackendError(f"a {content.size:,}-byte buffer at {int(buf.device_address):#x} ends past the engine's "
+                               f"{ADDRESS_BITS}-bit address space ({end:#x}): this memory map is not one the engine "
+                               "was built for")
         buf[:] = content
         buf.flush()
         return buf

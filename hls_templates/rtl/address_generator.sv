@@ -1,15 +1,16 @@
 // Address generator: the loop nest of one layer (one output-channel tile of it) as a stream of read runs,
 // each tagged with what its beats are for (engine_pkg::tag_t), one run per cycle, AG_LATENCY cycles after the
 // nest reaches it: P1 decodes the run (its tag, the operands of its two pixel addresses, the input tap's
-// coordinates), then pixel_address.sv takes engine_pkg::ADDRESS_LATENCY stages for each address, an add or a
-// multiply each. The MAC stage walks the same nest by the tags alone. On the window path (`win`) the runs are
+// coordinates), then pixel_address.sv takes engine_pkg::ADDRESS_LATENCY stages for each address (adds, and two
+// registered DSP48E2 products). The MAC stage walks the same nest by the tags alone. On the window path (`win`) the runs are
 // the layer's input rows in order instead (a whole row where its channels are contiguous, else a pixel at a
 // time), each issued only once the window has room for it (`win_limit`).
 import engine_pkg::*;
 
 module address_generator #(
   parameter int V = 16,
-  parameter int B = 16             // bytes per activation beat
+  parameter int B = 16,            // bytes per activation beat
+  parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -145,7 +146,9 @@ module address_generator #(
   logic out_v_q, sk_v_q;
   wire en = !sk_v_q;
   assign a_run_valid = out_v_q;
-  assign ag_active = nest_active || |v_q || out_v_q || sk_v_q;
+  // a register, a cycle behind the nest and the pipeline and set by ag_start itself, so the controller never sees
+  // a started tile idle, only an idle one a cycle late
+  always_ff @(posedge clk) ag_active <= rst_n && (ag_start || nest_active || |v_q || out_v_q || sk_v_q);
   // a run enters the pipeline (the nest moves on) when the nest has one and the pipeline moves
   // whether the window has room for row ag_row, from registers: the compare against win_limit of the cycle
   // before, for ag_row and for ag_row + 1 (picked when the row count stepped). The limit only grows during a
@@ -179,7 +182,6 @@ module address_generator #(
   wire go_image = win_on_q && w_loaded && !res_due;              // the window path: the next image
   wire go_res = win_on_q && nest_en_q && res_due;                // ... a residual's run
   wire go_row = win_on_q && nest_en_q && !res_due && !w_loaded && room;   // ... a run of an input row
-  wire go_tap = nest_on_q && nest_en_q && !tap_done_q;           // the nest: the next tap, or the second phase
   wire go_pixel = nest_on_q && nest_en_q && tap_done_q;          // ... past the pixel's taps
   wire nest_done = (go_image || (go_pixel && cxy_end)) && n_end;
   wire last_tap = tap_end;
@@ -190,11 +192,17 @@ module address_generator #(
   logic cls_copy, cls_gap, cls_l2, tap_first_cls, tap_last_cls;
   engine_pkg::kind_t kind_p0, kind_p1;
   logic [23:0] beats_res, beats_wi, beats_p0, beats_p1;
+  // a window row's beats where its channels are contiguous, in_w x channel beats: per layer, on a DSP48E2 with its
+  // registers (three cycles; the descriptor is steady for many more before the nest's first run)
+  logic signed [23:0] row_beats;
+  dsp_mult #(.AW(17), .BW(17), .PW(24), .PRIMITIVE(PRIMITIVE)) row_beats_product (
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.in_w}), .b_i({1'b0, cin_beats}), .c_i('0), .p_o(row_beats));
   logic [7:0] fill_p0;
   logic [1:0] geo_p1;                    // phase 1's A geometry: 0 input, 1 conv output, 2 output, 3 gate vector
   logic gate_p1;                         // ... is the gate vector
   logic in2_p1, wide_p0, wide_p1, cv_p0, cv_p1, step2;
   logic [31:0] off_a_wr, off_a_wi, off_a_p0, off_a_p1, off_b_p0, off_b_p1;
+  logic sel_dw_q, sel_dw_gap_q, sel_conv_q, sel_conv_gap_q, sel_l2_q;   // which offsets take c0
   logic [15:0] wb_layer;
   always_ff @(posedge clk) begin
     logic conv, pool, copy, l2, gap, other, depthwise;
@@ -207,7 +215,7 @@ module address_generator #(
     kind_p0 <= conv ? (depthwise ? K_DW : K_MAC) : pool ? K_POOL : copy ? K_COPY : (l2 || gap) ? K_GAP : K_A;
     kind_p1 <= l2 ? K_COPY : conv ? K_RES : K_B;
     beats_res <= nl > 8'(V) ? 24'(nl >> VSH) : 24'd1;
-    beats_wi <= depthwise ? 24'd1 : d.in_c == d.in_c_stride ? 24'(32'(d.in_w) * 32'(cin_beats)) : 24'(cin_beats);
+    beats_wi <= depthwise ? 24'd1 : d.in_c == d.in_c_stride ? 24'(row_beats) : 24'(cin_beats);
     beats_p0 <= (conv && !depthwise) || copy || l2 ? 24'(cin_beats) : 24'd1;
     beats_p1 <= l2 ? 24'(cin_beats) : conv ? (nl > 8'(V) ? 24'(nl >> VSH) : 24'd1) : 24'd1;
     fill_p0 <= conv ? d.in_zero : pool ? (d.flags[F_POOL_PAD_ZERO] ? 8'h00 : 8'h80) : 8'h00;
@@ -218,12 +226,16 @@ module address_generator #(
     wide_p1 <= !l2;
     cv_p0 <= pool || other;
     cv_p1 <= !conv && !l2;
+    sel_dw_q <= depthwise; sel_dw_gap_q <= depthwise || gap; sel_conv_q <= conv; sel_conv_gap_q <= conv || gap;
+    sel_l2_q <= l2;
+    // the tile's channel offsets: c0 (set with ag_start, a cycle before the nest's first run) plus a per-layer
+    // offset, picked by per-layer registers, so each is an AND and an add
     off_a_wr <= 32'(d.in2_c_offset) + 32'(c0);
-    off_a_wi <= 32'(d.in_c_offset) + (depthwise ? 32'(c0) : 32'd0);
-    off_a_p0 <= 32'(d.in_c_offset) + (depthwise || gap ? 32'(c0) : 32'd0);
-    off_a_p1 <= l2 ? 32'(d.in_c_offset) : 32'(d.in2_c_offset) + (conv ? 32'(c0) : 32'd0);
-    off_b_p0 <= 32'(d.out_c_offset) + (conv || gap ? 32'(c0) : 32'd0);
-    off_b_p1 <= 32'(d.out_c_offset) + (conv ? 32'(c0) : 32'd0);
+    off_a_wi <= 32'(d.in_c_offset) + (sel_dw_q ? 32'(c0) : 32'd0);
+    off_a_p0 <= 32'(d.in_c_offset) + (sel_dw_gap_q ? 32'(c0) : 32'd0);
+    off_a_p1 <= sel_l2_q ? 32'(d.in_c_offset) : 32'(d.in2_c_offset) + (sel_conv_q ? 32'(c0) : 32'd0);
+    off_b_p0 <= 32'(d.out_c_offset) + (sel_conv_gap_q ? 32'(c0) : 32'd0);
+    off_b_p1 <= 32'(d.out_c_offset) + (sel_conv_q ? 32'(c0) : 32'd0);
     step2 <= d.out_step == 8'd2;
     wb_layer <= d.out_step == 8'd2 ? {d.out_w[14:0], 1'b0} : d.out_w;
   end
@@ -336,11 +348,11 @@ module address_generator #(
   end
   wire [31:0] tap_y = 32'(iy_q) >> up, tap_x = 32'(ix_q) >> up;
   logic [63:0] oaddr64, raddr64;
-  pixel_address #(.B(B)) read_address (
+  pixel_address #(.B(B), .PRIMITIVE(PRIMITIVE)) read_address (
     .clk_i(clk), .en_i(en), .nh_i(nha_q), .y_i(from_tap_q ? tap_y : ya_q), .x_i(from_tap_q ? tap_x : xa_q),
     .w_i(wa_q), .stride_i(sa_q), .base_i(base_a_q), .add_i(add_a_q), .wide_i(wide_a_q), .align_i(align_a_q),
     .zero_i(1'b0), .addr_o(raddr64));
-  pixel_address #(.B(B)) result_address (
+  pixel_address #(.B(B), .PRIMITIVE(PRIMITIVE)) result_address (
     .clk_i(clk), .en_i(en), .nh_i(nhb_q), .y_i(yb_q), .x_i(xb_q), .w_i(wb_q), .stride_i(sb_q), .base_i(base_b_q),
     .add_i(add_b_q), .wide_i(1'b0), .align_i(1'b0), .zero_i(zero_b_q), .addr_o(oaddr64));
   localparam int OW = 64 + 24 + 8 + 1 + TW;
@@ -379,7 +391,7 @@ module address_generator #(
     end
   // the nest's step, in three blocks by what moves each register: the window path's runs and the counters both
   // paths share (ag_n, ag_y, ag_x) here; the tap loop and the pixel loops' flags and origins below, which only the
-  // nest's steps move (go_tap, go_pixel exclude the window path's go_image, go_res and go_row: nest_on_q and
+  // nest's steps move (on nest_on_q, which excludes the window path's go_image, go_res and go_row: nest_on_q and
   // win_on_q are set apart by ag_start), so the window path's conditions are not among their enables
   always_ff @(posedge clk) begin
     row_step_q <= 1'b0;
@@ -441,21 +453,30 @@ module address_generator #(
       end
     end
   end
-  // the tap loop: the next tap, or the second phase (go_tap); back to the first tap past a pixel (go_pixel)
+  // the tap loop: the next tap, or the second phase (go_tap); back to the first tap past a pixel (go_pixel) or as
+  // a tile starts. Its registers move on one enable (the nest steps, or the tile starts) and their next values
+  // do not depend on it, so the pipeline's enable (nest_en_q, fanned out) is a clock enable one LUT deep; the
+  // first tap's flags are per-layer registers
+  logic tap_end0_q, tap_done0_q, kx_one_np_q;    // kx_one && ky_one; ... && !has_ph1; kx_one && !has_ph1
   always_ff @(posedge clk) begin
-    if (ag_start) begin
-      ag_ky <= '0; ag_kx <= '0; ag_ph <= 1'b0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
-      kx_end <= kx_one; ky_end <= ky_one; kx_at_pen <= kx_two; ky_at_pen <= ky_two;
-      tap_end <= kx_one && ky_one;
-      tap_done_q <= kx_one && ky_one && !has_ph1;
-    end else if (go_tap) begin
-      if (!last_tap) begin
+    tap_end0_q <= kx_one && ky_one;
+    tap_done0_q <= kx_one && ky_one && !has_ph1;
+    kx_one_np_q <= kx_one && !has_ph1;
+  end
+  always_ff @(posedge clk)
+    if (ag_start || (nest_on_q && nest_en_q)) begin
+      if (ag_start || tap_done_q) begin
+        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
+        kx_end <= kx_one; ky_end <= ky_one; tap_end <= tap_end0_q;
+        kx_at_pen <= kx_two; ky_at_pen <= ky_two;
+        tap_done_q <= tap_done0_q;
+      end else if (!last_tap) begin
         if (kx_end) begin
           ag_kx <= '0; kx_off <= '0; kx_end <= kx_one;
           kx_at_pen <= kx_two;
           ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ky_at_pen; ky_at_pen <= ag_ky == ky_pen2;
           tap_end <= kx_one && ky_at_pen;
-          tap_done_q <= kx_one && ky_at_pen && !has_ph1;
+          tap_done_q <= kx_one_np_q && ky_at_pen;
         end else begin
           ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= kx_at_pen; kx_at_pen <= ag_kx == kx_pen2;
           tap_end <= kx_at_pen && ky_end;
@@ -466,43 +487,39 @@ module address_generator #(
         ag_ph <= 1'b1;
         tap_done_q <= 1'b1;
       end
-    end else if (go_pixel) begin
-      ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
-      kx_end <= kx_one; ky_end <= ky_one; tap_end <= kx_one && ky_one;
-      kx_at_pen <= kx_two; ky_at_pen <= ky_two;
-      tap_done_q <= kx_one && ky_one && !has_ph1;
     end
-  end
   // the pixel loops' flags and the tap geometry's origins, past a pixel's taps
   always_ff @(posedge clk) begin
-    if (ag_start) begin
-      ag_c <= '0;
-      c_end <= c_one; x_end <= x_one; y_end <= y_one;
-      c_at_pen <= c_two; x_at_pen <= x_two; y_at_pen <= y_two;
-      cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
-      y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x);
-    end else if (go_pixel) begin
-      if (!c_end) begin
-        ag_c <= ag_c + 16'd1; c_end <= c_at_pen; c_at_pen <= ag_c == c_pen2;
-        cx_end <= c_at_pen && x_end; cxy_end <= c_at_pen && x_end && y_end;
-      end else begin
-        ag_c <= '0; c_end <= c_one; c_at_pen <= c_two;
-      end
-      if (c_end && !cx_end) begin
-        x_org <= x_org + 32'(step_x); x_end <= x_at_pen; x_at_pen <= ag_x == x_pen2;
-        cx_end <= c_one && x_at_pen; cxy_end <= c_one && x_at_pen && y_end;
-      end
-      if (cx_end) begin
-        x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one; x_at_pen <= x_two;
-        cx_end <= c_one && x_one;
-      end
-      if (cx_end && !cxy_end) begin
-        y_org <= y_org + 32'(step_y); y_end <= y_at_pen; y_at_pen <= ag_y == y_pen2;
-        cxy_end <= c_one && x_one && y_at_pen;
-      end
-      if (cxy_end) begin
-        y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one; y_at_pen <= y_two;
-        cxy_end <= c_one && x_one && y_one;
+    if (ag_start || (nest_on_q && nest_en_q && tap_done_q)) begin
+      if (ag_start) begin
+        ag_c <= '0;
+        c_end <= c_one; x_end <= x_one; y_end <= y_one;
+        c_at_pen <= c_two; x_at_pen <= x_two; y_at_pen <= y_two;
+        cx_end <= c_one && x_one; cxy_end <= c_one && x_one && y_one;
+        y_org <= 32'sd0 - 32'(pad_y); x_org <= 32'sd0 - 32'(pad_x);
+      end else begin                                   // go_pixel
+        if (!c_end) begin
+          ag_c <= ag_c + 16'd1; c_end <= c_at_pen; c_at_pen <= ag_c == c_pen2;
+          cx_end <= c_at_pen && x_end; cxy_end <= c_at_pen && x_end && y_end;
+        end else begin
+          ag_c <= '0; c_end <= c_one; c_at_pen <= c_two;
+        end
+        if (c_end && !cx_end) begin
+          x_org <= x_org + 32'(step_x); x_end <= x_at_pen; x_at_pen <= ag_x == x_pen2;
+          cx_end <= c_one && x_at_pen; cxy_end <= c_one && x_at_pen && y_end;
+        end
+        if (cx_end) begin
+          x_org <= 32'sd0 - 32'(pad_x); x_end <= x_one; x_at_pen <= x_two;
+          cx_end <= c_one && x_one;
+        end
+        if (cx_end && !cxy_end) begin
+          y_org <= y_org + 32'(step_y); y_end <= y_at_pen; y_at_pen <= ag_y == y_pen2;
+          cxy_end <= c_one && x_one && y_at_pen;
+        end
+        if (cxy_end) begin
+          y_org <= 32'sd0 - 32'(pad_y); y_end <= y_one; y_at_pen <= y_two;
+          cxy_end <= c_one && x_one && y_one;
+        end
       end
     end
   end

@@ -10,7 +10,8 @@ module axi_beat_writer #(
   parameter int MAX_OUT = 16,
   parameter int WDEPTH = 64,       // data beats queued, power of two
   parameter int ADEPTH = 16,       // closed bursts queued, power of two
-  parameter int IDLE_CLOSE = 8
+  parameter int IDLE_CLOSE = 8,
+  parameter int AW = 40            // address bits computed with (engine_pkg::ADDR_W); m_awaddr's above are 0
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -20,7 +21,7 @@ module axi_beat_writer #(
   input  logic [DW-1:0]   in_data,
   input  logic [DW/8-1:0] in_strb,
   output logic            idle,
-  output logic [63:0]     bytes_written,
+  output logic            beat_written,   // a beat went to memory last cycle (the byte counters)
   // AXI4 write channels
   output logic            m_awvalid,
   input  logic            m_awready,
@@ -43,14 +44,14 @@ module axi_beat_writer #(
   // ---- the beat's address, a cycle before the gather takes it: whether it follows the beat before it (b_seq) is
   // a register, so what closes a burst does not wait on a 64-bit compare
   logic          b_valid;
-  logic [63:0]   b_addr;
+  logic [AW-1:0] b_addr;
   logic          b_seq;
-  logic [63:0]   b_next;           // the address a beat following the last one has
+  logic [AW-1:0] b_next;           // the address a beat following the last one has
   logic          b_page_end;       // ... starts a 4 KiB page
 
   // ---- the burst being gathered --------------------------------------------------------------------
   logic          g_open;
-  logic [63:0]   g_addr;
+  logic [AW-1:0] g_addr;
   logic [BW-1:0] g_count;
   logic [BW-1:0] g_len1;           // g_count - 1: what the queues keep (AXI's AWLEN), so no subtract follows them
   logic          g_single;         // g_count is 1: the queues keep it too, the W channel's last for a first beat
@@ -72,14 +73,14 @@ module axi_beat_writer #(
     .count(wq_count));
   logic aq_push, aq_valid;
   logic [$clog2(ADEPTH):0] aq_count;
-  logic [64+BW:0] aq_din, aq_dout;
-  sync_fifo #(.W(65 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
+  logic [AW+BW:0] aq_din, aq_dout;
+  sync_fifo #(.W(AW + 1 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
                                                .dout(aq_dout), .valid(aq_valid), .count(aq_count));
   logic lq_valid, lq_pop;
   logic [BW:0] lq_dout;
   logic [$clog2(ADEPTH):0] lq_count;
   sync_fifo #(.W(BW + 1), .DEPTH(ADEPTH), .OUT_REG(1'b1)) lq (
-    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[64+BW:64]), .pop(lq_pop), .dout(lq_dout),
+    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[AW+BW:AW]), .pop(lq_pop), .dout(lq_dout),
     .valid(lq_valid), .count(lq_count));
 
   // ready from registers: a queue's count a cycle ago with one entry more to spare (a cycle pushes one at most), so
@@ -97,9 +98,14 @@ module axi_beat_writer #(
 
   localparam int OW = $clog2(MAX_OUT + 1);
   logic [OW-1:0] outstanding;
-  assign m_awvalid = aq_valid && outstanding < OW'(MAX_OUT) && lq_count < ADEPTH[$clog2(ADEPTH):0];   // room to track its data
-  assign m_awaddr = aq_dout[63:0];
-  assign m_awlen = 8'(aq_dout[63+BW:64]);
+  // room for a burst (outstanding, and a place to track its data): a register, tested a cycle early against one
+  // less, as at most one burst goes out a cycle; room only grows between two of them, so a valid stays up
+  logic aw_room_q;
+  always_ff @(posedge clk)
+    aw_room_q <= rst_n && outstanding < OW'(MAX_OUT - 1) && lq_count < ADEPTH[$clog2(ADEPTH):0] - 1'b1;
+  assign m_awvalid = aq_valid && aw_room_q;
+  assign m_awaddr = 64'(aq_dout[AW-1:0]);
+  assign m_awlen = 8'(aq_dout[AW+BW-1:AW]);
   assign m_awsize = 3'(BEAT_SHIFT);
   assign m_awburst = 2'b01;
 
@@ -141,13 +147,13 @@ module axi_beat_writer #(
       b_valid <= 1'b0; b_next <= '0;
       g_open <= 1'b0; g_count <= '0; g_len1 <= '0; g_single <= 1'b0; g_idle <= '0; g_addr <= '0;
       g_can <= 1'b0; g_idle_end <= 1'b0;
-      w_sent <= '0; w_mid <= 1'b0; w_last_q <= 1'b0; outstanding <= '0; bytes_written <= '0;
+      w_sent <= '0; w_mid <= 1'b0; w_last_q <= 1'b0; outstanding <= '0; beat_written <= 1'b0;
     end else begin
       b_valid <= fire;
       if (fire) begin
-        b_addr <= in_addr;
-        b_seq <= in_addr == b_next;
-        b_next <= in_addr + 64'(B);
+        b_addr <= AW'(in_addr);
+        b_seq <= AW'(in_addr) == b_next;
+        b_next <= AW'(in_addr) + AW'(B);
         b_page_end <= (in_addr[11:0] + 12'(B)) == 12'd0;
       end
       if (b_valid) begin
@@ -177,8 +183,8 @@ module axi_beat_writer #(
         w_sent <= w_last_now ? '0 : w_sent + 1'b1;
         w_mid <= !w_last_now;
         w_last_q <= w_sent + 1'b1 == lq_dout[BW-1:0];
-        bytes_written <= bytes_written + 64'(B);
       end
+      beat_written <= w_take;
       outstanding <= outstanding + OW'(m_awvalid && m_awready) - OW'(m_bvalid);
     end
   end

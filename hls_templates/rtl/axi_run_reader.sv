@@ -13,7 +13,8 @@ module axi_run_reader #(
   parameter int DW = 128,          // data bits (one beat)
   parameter int TAGW = 8,
   parameter int QDEPTH = 64,       // runs in flight, power of two, >= 4
-  parameter int MAX_OUT = 16       // outstanding bursts
+  parameter int MAX_OUT = 16,      // outstanding bursts
+  parameter int AW = 40            // address bits computed with (engine_pkg::ADDR_W); m_araddr's above are 0
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -33,7 +34,7 @@ module axi_run_reader #(
   output logic [23:0]     beat_idx,
   output logic            beat_last,
   output logic            idle,
-  output logic [63:0]     bytes_read,
+  output logic            beat_read,      // a beat came from memory last cycle (the byte counters)
   // AXI4 read channels
   output logic            m_arvalid,
   input  logic            m_arready,
@@ -56,13 +57,13 @@ module axi_run_reader #(
 
   // ---- runs in: one registered stage, then the queue (LUT RAM) ---------------------------------------
   logic            in_q;
-  logic [63:0]     in_addr_q;
+  logic [AW-1:0] in_addr_q;
   logic [23:0]     in_beats_q;
   logic            in_pad_q;
   logic [7:0]      in_fill_q;
   logic [TAGW-1:0] in_tag_q;
   logic [CAPW-1:0] in_cap_q;         // the first burst's most beats: to the next MAXB-beat boundary
-  logic [63:0]     q_addr [QDEPTH];
+  logic [AW-1:0] q_addr [QDEPTH];
   logic [23:0]     q_beats[QDEPTH];
   logic [23:0]     q_pen  [QDEPTH];  // beats - 2 and whether beats is 1: the data side's last-beat flag is
   logic            q_lone [QDEPTH];  // set a beat ahead, with no subtract
@@ -76,7 +77,7 @@ module axi_run_reader #(
   logic room_q;
   assign run_ready = room_q;
   always_ff @(posedge clk) begin
-    in_addr_q <= run_addr; in_beats_q <= run_beats; in_pad_q <= run_pad; in_fill_q <= run_fill; in_tag_q <= run_tag;
+    in_addr_q <= AW'(run_addr); in_beats_q <= run_beats; in_pad_q <= run_pad; in_fill_q <= run_fill; in_tag_q <= run_tag;
     in_cap_q <= CAPW'(MAXB) - CAPW'(run_addr[BEAT_SHIFT +: MW]);
   end
   wire in_one = in_beats_q <= 24'(in_cap_q);
@@ -90,18 +91,18 @@ module axi_run_reader #(
   logic          out_full_q;         // outstanding == MAX_OUT, a register kept beside it
   wire [QW-1:0] ii = iss[QW-1:0];
   logic          cu_v, ar_v;
-  logic [63:0]   cu_addr;
+  logic [AW-1:0] cu_addr;
   logic [23:0]   cu_left;
   logic [CAPW-1:0] cu_cap;           // the burst's beats unless it ends the run
   logic          cu_last;            // this burst ends the run
   wire [CAPW-1:0] burst = cu_last ? CAPW'(cu_left) : cu_cap;
   // a burst never crosses a page, so only the low 12 address bits add; their carry steps the page number
   wire [12:0] cu_low_next = {1'b0, cu_addr[11:0]} + 13'(32'(burst) << BEAT_SHIFT);
-  wire [51:0] cu_next_page = cu_addr[63:12] + 52'd1;
+  wire [AW-13:0] cu_next_page = cu_addr[AW-1:12] + 1'b1;
   // a burst issues into the AR register, or into a skid register when the AR register is held: what issues
   // tests the skid's register, not the channel's ready
   logic          sk_v;
-  logic [63:0]   sk_addr;
+  logic [AW-1:0] sk_addr;
   logic [7:0]    sk_len;
   wire ar_move = !ar_v || m_arready;           // the AR register takes the next burst
   // a burst issues: cu_v && !sk_v && !out_full_q, a register of its own set from the three's next values, so the
@@ -112,7 +113,7 @@ module axi_run_reader #(
   logic queued;                      // iss != wr (runs written, not yet taken), a register kept beside them
   wire take = (queued || in_q) && cu_free;
   wire src_pad = queued ? q_pad[ii] : in_pad_q;
-  wire [63:0] src_addr = queued ? q_addr[ii] : in_addr_q;
+  wire [AW-1:0] src_addr = queued ? q_addr[ii] : in_addr_q;
   wire [23:0] src_beats = queued ? q_beats[ii] : in_beats_q;
   wire [CAPW-1:0] src_cap = queued ? q_cap[ii] : in_cap_q;
   wire src_one = queued ? q_one[ii] : in_one;
@@ -137,7 +138,12 @@ module axi_run_reader #(
   assign m_rready = hd_v && !hd_pad && !skid_v;
   wire beat_fire = h_valid && !skid_v;         // the head beat is taken into one of the two registers
   wire hd_end = beat_fire && h_last;
-  wire hd_load = (!hd_v || hd_end) && rd != wr;
+  logic runs_q;                                 // the queue holds a run the data side has not taken (rd != wr)
+  wire hd_load = (!hd_v || hd_end) && runs_q;
+  always_ff @(posedge clk)
+    if (!rst_n) runs_q <= 1'b0;
+    else if (in_q && !hd_load) runs_q <= 1'b1;
+    else if (hd_load && !in_q) runs_q <= rd + 1'b1 != wr;
   wire [QW-1:0] ri = rd[QW-1:0];
   wire [OUTW-1:0] h_beat = {hd_pad ? {B{hd_fill}} : m_rdata, hd_tag, rd_off, h_last};
   wire out_move = !out_v || beat_ready;        // the offered register takes the next beat
@@ -172,7 +178,7 @@ module axi_run_reader #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; bytes_read <= '0;
+      in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; beat_read <= 1'b0;
       queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; sk_v <= 1'b0; hd_v <= 1'b0; out_full_q <= 1'b0; issue_q <= 1'b0;
     end else begin
       sk_v <= sk_v_d; cu_v <= cu_v_d; out_full_q <= out_full_d;
@@ -194,14 +200,14 @@ module axi_run_reader #(
       end
       if (ar_move) begin
         ar_v <= sk_v || issue;
-        m_araddr <= sk_v ? sk_addr : cu_addr;
+        m_araddr <= 64'(sk_v ? sk_addr : cu_addr);
         m_arlen <= sk_v ? sk_len : 8'(burst - 1'b1);
       end
       if (issue) begin
         sk_addr <= cu_addr;
         sk_len <= 8'(burst - 1'b1);
         cu_addr[11:0] <= cu_low_next[11:0];
-        cu_addr[63:12] <= cu_low_next[12] ? cu_next_page : cu_addr[63:12];
+        cu_addr[AW-1:12] <= cu_low_next[12] ? cu_next_page : cu_addr[AW-1:12];
         cu_left <= cu_left - 24'(cu_cap);          // what is left matters only when the burst did not end the run
         cu_cap <= CAPW'(MAXB);
         cu_last <= cu_left <= 24'(cu_cap) + 24'(MAXB);
@@ -216,7 +222,7 @@ module axi_run_reader #(
         cu_last <= src_one;
       end
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
-      if (m_rvalid && m_rready) bytes_read <= bytes_read + 64'(B);
+      beat_read <= m_rvalid && m_rready;
       if (hd_load) begin
         rd <= rd + 1'b1;
         hd_v <= 1'b1;

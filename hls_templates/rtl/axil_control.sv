@@ -40,16 +40,24 @@ module axil_control #(
     merge = old;
   endfunction
 
-  // ---- reads ------------------------------------------------------------------------------------
-  wire do_read = s_arvalid && !s_rvalid;
+  // ---- reads: the address in a register (and a counter's index decoded from it), the data the cycle after --
+  logic rd_q;                          // a read's address is in ar_q: its data next
+  logic [11:0] ar_q;
+  logic [$clog2(2 * NCOUNTERS + 1)-1:0] ctr_idx_q;   // the counter word it reads, plus one (0: none)
+  wire do_read = s_arvalid && !s_rvalid && !rd_q;
   assign s_arready = do_read;
   assign s_rresp = 2'b00;
-
-  function automatic logic [31:0] counter_word(input logic [11:0] a);
-    int idx;
-    idx = (32'(a) - 32'h50) >> 3;
-    if (a < 12'h50 || idx >= NCOUNTERS) counter_word = 32'd0;
-    else counter_word = a[2] ? counters[64*idx + 32 +: 32] : counters[64*idx +: 32];
+  always_ff @(posedge clk) begin
+    rd_q <= rst_n && do_read;
+    if (do_read) begin
+      int idx;
+      idx = (32'(s_araddr) - 32'h50) >> 2;
+      ar_q <= s_araddr;
+      ctr_idx_q <= s_araddr < 12'h50 || idx >= 2 * NCOUNTERS ? '0 : $bits(ctr_idx_q)'(idx + 1);
+    end
+  end
+  function automatic logic [31:0] counter_word(input logic [$clog2(2 * NCOUNTERS + 1)-1:0] k);
+    counter_word = k == 0 ? 32'd0 : counters[32 * (32'(k) - 1) +: 32];
   endfunction
 
   always_ff @(posedge clk) begin
@@ -86,9 +94,9 @@ module axil_control #(
         endcase
       end
       if (s_rvalid && s_rready) s_rvalid <= 1'b0;
-      if (do_read) begin
+      if (rd_q) begin
         s_rvalid <= 1'b1;
-        case (s_araddr)
+        case (ar_q)
           12'h00: begin
             s_rdata <= {24'd0, auto_restart, 3'd0, done_sticky, ap_idle, done_sticky, ap_start};
             if (!ap_done) done_sticky <= 1'b0;      // ap_done clears on read
@@ -107,7 +115,7 @@ module axil_control #(
           12'h40: s_rdata <= cycles[63:32];
           12'h48: s_rdata <= status;
           12'h4C: s_rdata <= error_layer;
-          default: s_rdata <= counter_word(s_araddr);
+          default: s_rdata <= counter_word(ctr_idx_q);
         endcase
       end
     end

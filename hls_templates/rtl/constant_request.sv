@@ -2,9 +2,11 @@
 // descriptor (from the program), its lookup tables, or a group of output-channel tiles' biases,
 // requantisation table or weights (a depthwise tile's kh x kw x V bytes; a standard tile's kh x kw x in_c x R,
 // for each tile of the group). `offset`: where the wanted bytes start in the first beat.
-// The run is computed from the request's fields over four registered stages: `fresh` says the run out is the
-// one asked for now, four cycles after the request last changed (what is collected, and for whom: the main
-// sequence or the prefetch; its tile, layer and descriptor do not change while it is asked for).
+// The run is computed from the request's fields over seven registered stages (its two products on DSP48E2s with
+// every register): `fresh` says the run out is the one asked for now, seven cycles after the request last changed
+// (what is collected, and for whom: the main sequence or the prefetch; its tile, layer and descriptor do not change
+// while it is asked for). A tile's bytes lie below 2^26 (it fits the weight RAM) and the tiles below 2^16, so
+// the 27 x 18-bit products are exact.
 import engine_pkg::*;
 
 module constant_request #(
@@ -54,27 +56,27 @@ module constant_request #(
   // (a tile's bytes are per-layer: tile_rows x VEC x PE rows, or kh x kw x VEC for depthwise), its length as one
   logic [63:0] base_q, index_q;
   logic [15:0] tile_q, len_b_q;
-  logic [31:0] tile_bytes_q, len_a_q;
+  logic [26:0] tile_bytes_q, len_a_q;            // below 2^26: a tile fits the weight RAM
   always_ff @(posedge clk) begin
-    logic [31:0] tile_bytes;
-    tile_bytes = dw ? {16'd0, dw_taps} << VSH : tile_rows << (VSH + RSH);
+    logic [26:0] tile_bytes;
+    tile_bytes = dw ? 27'({16'd0, dw_taps} << VSH) : 27'(tile_rows << (VSH + RSH));
     base_q <= const_base;
     index_q <= '0;
     tile_q <= '0;
     tile_bytes_q <= tile_bytes;
-    len_a_q <= 32'd0;
+    len_a_q <= 27'd0;
     len_b_q <= 16'd1;
     case (what)
-      S_DESC: begin base_q <= program_addr + 64'd16; index_q <= 64'(layer) << 7; len_a_q <= 32'd128; end
-      S_LUT1: begin base_q <= const_base + 64'(d.lut1_addr); len_a_q <= 32'd256; end
-      S_LUT2: begin base_q <= const_base + 64'(d.lut2_addr); len_a_q <= 32'd256; end
+      S_DESC: begin base_q <= program_addr + 64'd16; index_q <= 64'(layer) << 7; len_a_q <= 27'd128; end
+      S_LUT1: begin base_q <= const_base + 64'(d.lut1_addr); len_a_q <= 27'd256; end
+      S_LUT2: begin base_q <= const_base + 64'(d.lut2_addr); len_a_q <= 27'd256; end
       S_BIAS: begin
         base_q <= const_base + 64'(d.bias_addr); index_q <= 64'(c0_c0) << 2;
-        len_a_q <= 32'(lanes) << 2; len_b_q <= tiles_c0;
+        len_a_q <= 27'(lanes) << 2; len_b_q <= tiles_c0;
       end
       S_RQ: begin
         base_q <= const_base + 64'(d.requant_addr); index_q <= 64'(c0_c0) << 3;
-        len_a_q <= 32'(lanes) << 3; len_b_q <= tiles_c0;
+        len_a_q <= 27'(lanes) << 3; len_b_q <= tiles_c0;
       end
       S_WEIGHTS: begin
         base_q <= const_base + 64'(d.weight_addr); tile_q <= tile_c0;
@@ -84,28 +86,38 @@ module constant_request #(
     endcase
   end
 
-  // C2: the address and length; C3: the run of whole beats
+  // C2-C4: the group's offset (its first tile times a tile's bytes) and length (a row's or tile's bytes times the
+  // tiles) on DSP48E2s; C5: the address and length; C6: the run of whole beats
+  logic signed [41:0] at_p;                      // below 2^26 x 2^16
+  logic signed [31:0] len_p;                     // its low 32 bits, as the length's register holds
+  dsp_mult #(.AW(27), .BW(18), .PW(42), .PRIMITIVE(PRIMITIVE)) tile_offset (
+    .clk_i(clk), .en_i(1'b1), .a_i(tile_bytes_q), .b_i({2'b00, tile_q}), .c_i('0), .p_o(at_p));
+  dsp_mult #(.AW(27), .BW(18), .PW(32), .PRIMITIVE(PRIMITIVE)) run_length (
+    .clk_i(clk), .en_i(1'b1), .a_i(len_a_q), .b_i({2'b00, len_b_q}), .c_i('0), .p_o(len_p));
   logic [63:0] addr_q;
   logic [31:0] len_q;
   always_ff @(posedge clk) begin
-    addr_q <= base_q + index_q + 64'(48'(tile_q) * 48'(tile_bytes_q));
-    len_q <= len_a_q * 32'(len_b_q);
+    addr_q <= base_q + index_q + 64'(at_p);
+    len_q <= len_p;
     run_addr <= addr_q & ~64'(V - 1);
     run_beats <= 24'((64'(addr_q[VSH-1:0]) + 64'(len_q) + 64'(V - 1)) >> VSH);
     offset <= 8'(addr_q[VSH-1:0]);
   end
 
-  // the run out now was asked for four cycles ago: fresh while the request has not changed since. The last
-  // three cycles' requests agreeing is a register (settled_q); this cycle's is compared with last cycle's for
-  // each asker, and whose it is picks last, so `fresh` is one LUT after by_main
+  // the run out now was asked for seven cycles ago: fresh while the request has not changed since. Whether each
+  // of the last six cycles' requests equalled the one before is a shift register of flags, their conjunction a
+  // register (settled_q); this cycle's is compared with last cycle's for each asker, and whose it is picks last,
+  // so `fresh` is one LUT after by_main
   localparam int KW = 1 + 4;                       // by_main and the state (engine_pkg::state_t, 4 bits)
-  logic [3*KW-1:0] asked_q;                        // the requests of the last three cycles, latest lowest
-  logic settled_q;                                 // the last four cycles' requests were one
+  logic [KW-1:0] asked_q;                          // last cycle's request
+  logic [4:0] same_q;                              // the request equalled the one before, one to five cycles ago
+  logic settled_q;                                 // ... and this cycle's: the last seven cycles' requests were one
   wire [KW-1:0] asking = {by_main, by_main ? what_main : what_prefetch};
+  wire same_now = asking == asked_q;
   always_ff @(posedge clk) begin
-    asked_q <= {asked_q[2*KW-1:0], asking};
-    settled_q <= asking == asked_q[0 +: KW] && asked_q[0 +: KW] == asked_q[KW +: KW]
-                 && asked_q[KW +: KW] == asked_q[2*KW +: KW];
+    asked_q <= asking;
+    same_q <= {same_q[3:0], same_now};
+    settled_q <= same_now && &same_q;
   end
   wire same_main = asked_q[KW-1] && asked_q[0 +: KW-1] == what_main;
   wire same_prefetch = !asked_q[KW-1] && asked_q[0 +: KW-1] == what_prefetch;

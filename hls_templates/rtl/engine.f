@@ -25,6 +25,7 @@ epilogue.sv
 sliced_epilogue.sv
 pool_unit.sv
 result_writer.sv
+split_counter.sv
 perf_counters.sv
 constant_request.sv
 engine_core.sv

@@ -70,7 +70,8 @@ module engine_core #(
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words, tile_rows;
-  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) layer_desc (
+  layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
+                   .PRIMITIVE(PACK)) layer_desc (
     .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1, .need_lut2,
     .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows);
 
@@ -90,7 +91,8 @@ module engine_core #(
   logic more_tiles;                            // a group follows the running one in the layer
   logic more_layers;                           // a layer follows the running one (S_NEXT tests a register)
   logic [1:0] gs_age;
-  logic check_wait_q;                          // S_CHECK's first cycle is over (the layer's fit is in)
+  logic [2:0] check_age_q;                     // cycles in S_CHECK
+  logic check_ready_q;                         // S_CHECK's sixth cycle: the layer's fit is in (layer_descriptor)
   wire gs_ready = gs_age == 2'd3;
   always_ff @(posedge clk) begin
     left_q <= tiles - tile;
@@ -110,7 +112,7 @@ module engine_core #(
   logic [DW-1:0] cb_data;
   logic [23:0] cb_idx;
   logic        c_idle;
-  logic [63:0] const_bytes;
+  logic        const_beat;
   logic [8*CB-1:0] cbuf;
   logic [7:0]  c_off;                          // byte offset of the wanted data in cbuf
   // the next constant beat's index in its run, one-hot (zero past cbuf's slots; runs arrive whole, one after
@@ -120,11 +122,11 @@ module engine_core #(
     if (!rst_n || (cb_valid && cb_last)) cb_slot_q <= (CB/B)'(1);
     else if (cb_valid) cb_slot_q <= cb_slot_q << 1;
 
-  axi_run_reader #(.DW(DW), .TAGW(1), .QDEPTH(4), .MAX_OUT(4)) creader (
+  axi_run_reader #(.DW(DW), .TAGW(1), .QDEPTH(4), .MAX_OUT(4), .AW(ADDR_W)) creader (
     .clk, .rst_n, .run_valid(c_run_valid), .run_ready(c_run_ready), .run_addr(c_run_addr),
     .run_beats(c_run_beats), .run_pad(1'b0), .run_fill(8'd0), .run_tag(1'b0),
     .beat_valid(cb_valid), .beat_ready(1'b1), .beat_data(cb_data), .beat_tag(), .beat_idx(cb_idx),
-    .beat_last(cb_last), .idle(c_idle), .bytes_read(const_bytes),
+    .beat_last(cb_last), .idle(c_idle), .beat_read(const_beat),
     .m_arvalid(m_const_arvalid), .m_arready(m_const_arready), .m_araddr(m_const_araddr),
     .m_arlen(m_const_arlen), .m_arsize(m_const_arsize), .m_arburst(m_const_arburst),
     .m_rvalid(m_const_rvalid), .m_rready(m_const_rready), .m_rdata(m_const_rdata), .m_rlast(m_const_rlast));
@@ -195,7 +197,7 @@ module engine_core #(
   logic [7:0] a_run_fill;
   logic [TAGW-1:0] a_tag;
   logic [31:0] win_limit;
-  address_generator #(.V(V), .B(B)) agen (
+  address_generator #(.V(V), .B(B), .PRIMITIVE(PACK)) agen (
     .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
     .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
@@ -204,12 +206,13 @@ module engine_core #(
   logic [TAGW-1:0] ab_tag;
   logic [23:0]   ab_idx;
   logic          a_idle;
-  logic [63:0]   act_bytes_read;
-  axi_run_reader #(.DW(DW), .TAGW(TAGW), .QDEPTH(128), .MAX_OUT(64)) areader (
-    .clk, .rst_n, .run_valid(a_run_valid), .run_ready(a_run_ready), .run_addr(act_base + a_run_addr),
+  logic          act_beat_read;
+  axi_run_reader #(.DW(DW), .TAGW(TAGW), .QDEPTH(128), .MAX_OUT(64), .AW(ADDR_W)) areader (
+    .clk, .rst_n, .run_valid(a_run_valid), .run_ready(a_run_ready),
+    .run_addr(64'(act_base[ADDR_W-1:0] + ADDR_W'(a_run_addr))),
     .run_beats(a_run_beats), .run_pad(a_run_pad), .run_fill(a_run_fill), .run_tag(a_tag),
     .beat_valid(ab_valid), .beat_ready(ab_ready), .beat_data(ab_data), .beat_tag(ab_tag),
-    .beat_idx(ab_idx), .beat_last(ab_last), .idle(a_idle), .bytes_read(act_bytes_read),
+    .beat_idx(ab_idx), .beat_last(ab_last), .idle(a_idle), .beat_read(act_beat_read),
     .m_arvalid(m_act_arvalid), .m_arready(m_act_arready), .m_araddr(m_act_araddr), .m_arlen(m_act_arlen),
     .m_arsize(m_act_arsize), .m_arburst(m_act_arburst), .m_rvalid(m_act_rvalid), .m_rready(m_act_rready),
     .m_rdata(m_act_rdata), .m_rlast(m_act_rlast));
@@ -263,7 +266,7 @@ module engine_core #(
     // its room in the epilogue queue, a cycle old: one result a cycle goes in, so 12 then is at most 13 now
     logic room_q;
     always_ff @(posedge clk) room_q <= epi_count <= 5'd12;
-    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW)) wconv (
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW), .PRIMITIVE(PACK)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
@@ -338,10 +341,10 @@ module engine_core #(
     .valid(wq_valid), .count(wq_count));
 
   logic wr_idle;
-  logic [63:0] act_bytes_written;
+  logic act_beat_written;
   result_writer #(.V(V), .G(G)) rwriter (
     .clk, .rst_n, .nl, .act_base, .in_valid(wq_valid), .in_pop(wq_pop), .in_q(wq_dout[WITEMW-1:32]),
-    .in_oaddr(wq_dout[31:0]), .idle(wr_idle), .bytes_written(act_bytes_written),
+    .in_oaddr(wq_dout[31:0]), .idle(wr_idle), .beat_written(act_beat_written),
     .m_awvalid(m_act_awvalid), .m_awready(m_act_awready), .m_awaddr(m_act_awaddr), .m_awlen(m_act_awlen),
     .m_awsize(m_act_awsize), .m_awburst(m_act_awburst), .m_wvalid(m_act_wvalid), .m_wready(m_act_wready),
     .m_wdata(m_act_wdata), .m_wstrb(m_act_wstrb), .m_wlast(m_act_wlast), .m_bvalid(m_act_bvalid),
@@ -357,13 +360,13 @@ module engine_core #(
   wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
   // why the array is not taking a beat: no input yet, results backing up, or the tile's tail; on the window
   // path it waits for input rows or for the epilogue
-  perf_counters perf (
+  perf_counters #(.B(B)) perf (
     .clk, .rst_n, .clear(st == S_IDLE && ap_start), .mac_beat(mac_beat || wc_beat),
     .wait_input(win ? wc_wait_in : streaming && ab_ready && !ab_valid),
     .wait_weights(main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)),
     .wait_output(win ? wc_wait_out : streaming && ab_valid && !ab_ready),
     .draining((st == S_RUN || st == S_DRAIN) && (win ? !wc_busy : !streaming)),
-    .act_bytes_read, .const_bytes_read(const_bytes), .act_bytes_written, .counters);
+    .act_beat_read, .const_beat_read(const_beat), .act_beat_written, .counters);
   assign ap_idle = st == S_IDLE;
   assign ap_ready = st == S_IDLE && ap_start;
   // the run's clock cycles in two 32-bit halves, the high half stepping on a flag set as the low half reaches all
@@ -382,11 +385,12 @@ module engine_core #(
   assign cycles = {cycles_hi_q, cycles_lo_q};
   assign layer_index = layer;
 
-  // S_CHECK's registers: its second cycle, the layer's tile count and channels per pixel result (no collection
+  // S_CHECK's registers: its sixth cycle, the layer's tile count and channels per pixel result (no collection
   // ends in S_CHECK, so their enables are the state's decode alone, not behind the collection's last beat as the
   // controller's other registers)
   always_ff @(posedge clk) begin
-    check_wait_q <= rst_n && st == S_CHECK && !check_wait_q;
+    check_age_q <= rst_n && st == S_CHECK ? check_age_q + 3'd1 : 3'd0;
+    check_ready_q <= rst_n && st == S_CHECK && check_age_q == 3'd4;
     if (st == S_CHECK) begin
       tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
       nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
@@ -495,8 +499,8 @@ module engine_core #(
         S_CHECK: begin
           tile <= '0;
           gs_age <= '0;
-          if (!check_wait_q) begin
-            // the first cycle: `fits` is a register of this cycle's products
+          if (!check_ready_q) begin
+            // the first five cycles: `fits` comes from the descriptor's products (layer_descriptor)
           end else if (!layer_fits) begin
             status <= 32'd1;
             error_layer <= layer;

@@ -37,9 +37,12 @@ package engine_pkg;
   } desc_t;
 
   localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
-  localparam int EPI_LATENCY = 15;                 // cycles from a result into the epilogue to it out (epilogue.sv)
+  localparam int EPI_LATENCY = 17;                 // cycles from a result into the epilogue to it out (epilogue.sv)
   localparam int ARRAY_LATENCY = 5;                // cycles from the MAC array's operands to its sums (mac_array.sv)
-  localparam int ADDRESS_LATENCY = 6;              // cycles from pixel_address.sv's operands to its address
+  // physical address bits the engine computes with: every Zynq UltraScale+ and Alveo memory map lies below 2^40
+  // (the runtime checks its buffers); the AXI ports carry 64, the bits above these 0
+  localparam int ADDR_W = 40;
+  localparam int ADDRESS_LATENCY = 8;              // cycles from pixel_address.sv's operands to its address
 
   // What a run of activation beats is for, carried with each of its beats through the reader.
   typedef struct packed {

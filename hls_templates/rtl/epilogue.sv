@@ -1,8 +1,10 @@
 // Epilogue: EPI_LATENCY pipelined stages per pixel result of G lanes, one result accepted per cycle.
 //   S0  operands  each lane's operands in registers: the accumulator (or the first operand), the product's
-//                 multiplier (a PRELU conv's negative one for a negative accumulator), SCALE's gate plus its offset
-//   S1  DSP input the product's operands: x (SCALE: its gate product, 8 x 10 bits, from S0's registers) and m,
-//                 and y * n's y
+//                 multiplier (a PRELU conv's negative one for a negative accumulator); SCALE's gate product's
+//                 (the first operand, the gate plus its offset) in its DSP48E2's input registers
+//   G1  gate      the gate product, 8 x 10 bits, in the DSP's multiplier register; the other operands wait
+//   G2            ... in its output register (dsp_mult.sv)
+//   S1  DSP input the product's operands: x (SCALE: the gate product) and m, and y * n's y
 //   S2  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
 //                 the rounding half added in the DSP of its half, and y * n: each a DSP48E2 with its operand (S1),
 //                 multiplier (S2) and output (S3) registers (dsp_mult.sv)
@@ -98,13 +100,17 @@ module epilogue #(
   logic signed [47:0] res_half_q;
   logic res_zero_q, res_whole_q;
   logic [5:0] res_s_q;
+  logic [23:0] res_dec_q;                 // res_shift decoded (shift_sat8_above_decode), a stage before its mask
   logic [43:0] res_above_q;
   logic signed [17:0] res_ma_q, res_mb_q;
+  logic signed [9:0] gate_off_q;           // SCALE's gate offset (res_mult_b: 128 for an unsigned gate)
   always_ff @(posedge clk) begin
+    gate_off_q <= $signed({2'b00, d.res_mult_b[7:0]});
     res_s_q <= d.res_shift[5:0];
     res_zero_q <= d.res_shift > 8'd47;                  // from 48 on the result is 0 (residual_half's range)
     res_whole_q <= d.res_shift == 8'd0;
-    res_above_q <= shift_sat8_above(res_s_q);
+    res_dec_q <= shift_sat8_above_decode(res_s_q);
+    res_above_q <= shift_sat8_above_pick(res_dec_q);
     res_half_q <= res_zero_q || res_whole_q ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
     res_ma_q <= $signed(d.res_mult_a[17:0]);
     res_mb_q <= $signed(d.res_mult_b[17:0]);
@@ -153,28 +159,35 @@ module epilogue #(
       assign a_lane = 8'sd0;
     end
 
-    // S0: the operands in registers, so SCALE's gate product is all S1 computes before the DSPs' operands
-    logic signed [31:0] x0_q;              // the accumulator, or the first operand
-    logic signed [17:0] m0_q;
-    logic signed [9:0]  g0_q;              // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate)
-    logic signed [7:0]  a0_q, b0_q;
-    logic [7:0]         sh0_q;
+    // S0: the operands in registers; SCALE's gate product (the first operand times the gate plus its offset,
+    // res_mult_b: 128 for an unsigned gate) on a DSP48E2 from the inputs, out at G2, while the others wait two stages
+    logic signed [31:0] x0_q, x1_q, x2_q;  // the accumulator, or the first operand
+    logic signed [17:0] m0_q, m1_q, m2_q;
+    logic signed [7:0]  a0_q, a1_q, a2_q, b0_q, b1_q, b2_q;
+    logic [7:0]         sh0_q, sh1_q, sh2_q;
+    logic signed [17:0] gate_p;
+    if (i < V) begin : g_gate                // the first operand has VEC lanes: past them its product is 0
+      dsp_mult #(.AW(8), .BW(10), .PW(18), .PRIMITIVE(PRIMITIVE)) gate_product (
+        .clk_i(clk), .en_i(1'b1), .a_i(a_lane), .b_i(10'($signed(in_b[8*i +: 8])) + gate_off_q), .c_i('0),
+        .p_o(gate_p));
+    end else begin : g_no_gate
+      assign gate_p = 18'sd0;
+    end
     always_ff @(posedge clk) begin
       x0_q <= per_channel ? in_acc[32*i +: 32] : 32'(a_lane);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
       m0_q <= prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
               : is_l2 ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
-      g0_q <= 10'($signed(in_b[8*i +: 8])) + $signed({2'b00, d.res_mult_b[7:0]});
       a0_q <= a_lane;
       b0_q <= in_b[8*i +: 8];
       sh0_q <= per_channel ? shift[8*i +: 8] : is_l2 ? in_b[8*i +: 8] : d.res_shift;
+      {x1_q, m1_q, a1_q, b1_q, sh1_q} <= {x0_q, m0_q, a0_q, b0_q, sh0_q};                          // G1
+      {x2_q, m2_q, a2_q, b2_q, sh2_q} <= {x1_q, m1_q, a1_q, b1_q, sh1_q};                          // G2
     end
     always_comb begin
-      logic signed [17:0] g18;
-      g18 = a0_q * g0_q;
-      x_d = is_scale ? 32'(g18) : x0_q;
-      m_d = m0_q;
-      y_d = is_add ? b0_q : 8'sd0;
+      x_d = is_scale ? 32'(gate_p) : x2_q;
+      m_d = m2_q;
+      y_d = is_add ? b2_q : 8'sd0;
       e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
     end
     // S1-S3 (S8-S10): the products in DSP48E2s, operand, product and output registers; the rounding half of the
@@ -201,9 +214,9 @@ module epilogue #(
       .clk_i(clk), .en_i(1'b1), .a_i(b6), .b_i(res_mb_q), .c_i('0), .p_o(tb_p));
 
     always_ff @(posedge clk) begin
-      sh_q <= {sh_q[31:0], sh0_q};
-      a_q <= {a_q[47:0], a0_q};
-      b_q <= {b_q[47:0], b0_q};
+      sh_q <= {sh_q[31:0], sh2_q};
+      a_q <= {a_q[47:0], a2_q};
+      b_q <= {b_q[47:0], b2_q};
       xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S4
       yn_q <= yn_p;
       above1_dec_q <= shift_sat8_above_decode(sh_q[21:16]);

@@ -2,10 +2,10 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// The layer's kind flags are registered a cycle after the descriptor, `fits` takes four cycles (its products
-// registered over two, then itself), the window path's geometry three and its choice five: the controller reads
-// the flags and `fits` in S_CHECK's second cycle, after S_DECODE and S_SIZE, the window path from S_TILE on (after
-// S_LUT1 and S_LUT2).
+// Its three products are on DSP48E2s with every register (dsp_mult, three cycles each). The layer's kind flags
+// are registered a cycle after the descriptor, `fits` takes seven cycles (kh x kw, then times the channel beats,
+// then itself), the window path's geometry six and its choice seven: the controller reads the flags and `fits` in
+// S_CHECK's sixth cycle, after S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -17,7 +17,8 @@ module layer_descriptor #(
   parameter int P = 1,             // pixels per step of the window path (1: no window path)
   parameter int WDEPTH = 2,        // window words per bank
   parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
-  parameter bit DWW = 1            // the depthwise kernel-row logic is built
+  parameter bit DWW = 1,           // the depthwise kernel-row logic is built
+  parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
 ) (
   input  logic clk,
   input  logic [1023:0] raw,
@@ -64,9 +65,9 @@ module layer_descriptor #(
 
   // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
   // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
-  logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q;
-  logic [15:0] taps_q;
-  logic [31:0] tile_rows_q;
+  logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_pool_q;
+  logic signed [17:0] taps_p;            // kh x kw
+  logic signed [31:0] tile_rows_p;       // ... times the input's channel beats
   always_ff @(posedge clk) begin
     logic l2_ok;
     l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
@@ -77,23 +78,25 @@ module layer_descriptor #(
     ok_step_q <= d.out_step == 8'd2 ? d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL]
                                       && d.out_phase_y <= 8'd1 && d.out_phase_x <= 8'd1
                                     : d.out_step <= 8'd1;
-    ok_conv_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
-                 && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0
-                 && (d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0)
+    // a conv's, over two stages (its kernel and steps; its channels and fused pool)
+    ok_kernel_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
+                   && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0;
+    ok_pool_q <= (d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0)
                  && (!d.flags[F_POOL] || (d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK
                                           && d.pool_sh != 0 && d.pool_sw != 0 && 32'(d.conv_w) <= MAX_W
                                           && 32'(d.pool_sh) <= RINGK));
+    ok_conv_q <= ok_kernel_q && ok_pool_q;
     ok_other_q <= (d.out_c & 16'(V - 1)) == 0
                   && (d.op != OP_MAXPOOL || (d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0));
   end
   wire fits_parts = ok_all_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
-  // the weight rows it needs, from the second cycle's product, in a register the third cycle
+  // the weight rows it needs, from the products, in a register the seventh cycle
   always_ff @(posedge clk)
-    fits <= fits_parts && (!is_conv || (dw ? 32'(taps_q) <= WROWS : tile_rows_q <= 32'(WROWS)));
+    fits <= fits_parts && (!is_conv || (dw ? 32'(taps_p) <= WROWS : 32'(tile_rows_p) <= 32'(WROWS)));
 
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
-  assign tile_rows = tile_rows_q;
+  assign tile_rows = tile_rows_p;
   logic [15:0] cols_q;                  // at most in_w, so below 2^16: one DSP for each product
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
@@ -116,8 +119,14 @@ module layer_descriptor #(
                 && (d.stride_w == 8'd1 || s2);
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
-    taps_q <= 16'(d.kh) * 16'(d.kw);
   end
+  dsp_mult #(.AW(9), .BW(9), .PW(18), .PRIMITIVE(PRIMITIVE)) taps_product (
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.kh}), .b_i({1'b0, d.kw}), .c_i('0), .p_o(taps_p));
+  dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) tile_rows_product (
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, cin_beats_q}), .b_i({1'b0, taps_p[15:0]}), .c_i('0), .p_o(tile_rows_p));
+  logic signed [31:0] row_words_p;       // a window row's words per bank and stride phase: columns x channel beats
+  dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) row_words_product (
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, cols_q}), .b_i({1'b0, cbs_q}), .c_i('0), .p_o(row_words_p));
 
   always_ff @(posedge clk) begin
     is_conv <= d.op == OP_CONV;
@@ -128,17 +137,15 @@ module layer_descriptor #(
     need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
   end
 
-  // second cycle: a tile's weight rows (a product of the first's, not two multiplies in a row), a row's words per
-  // bank and stride phase
+  // a row's words per bank and stride phase (the fifth cycle)
   always_ff @(posedge clk) begin
-    tile_rows_q <= 32'(taps_q) * 32'(cin_beats_q);
-    win_phase_words <= 32'(cols_q) * 32'(cbs_q);
-    win_row_words <= (32'(cols_q) * 32'(cbs_q)) << s2_q;
+    win_phase_words <= row_words_p;
+    win_row_words <= row_words_p << s2_q;
   end
 
-  // third cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
+  // sixth cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
   // so the next rows load, latency hidden, while the array reads these; else whether it holds kh rows (`least`,
-  // rounded up); and the most output-channel tiles the weight RAM holds at once. Fourth: the window path's choice
+  // rounded up); and the most output-channel tiles the weight RAM holds at once (the seventh). Seventh: the window path's choice
   // (neither fits: the layer takes the per-tap path)
   logic ahead_fits_q, least_fits_q;
   logic [7:0] group_fit_q;
@@ -147,7 +154,7 @@ module layer_descriptor #(
     least_fits_q <= least_q <= 5'd8 && fits_pow2(win_row_words, least_q, 36'(WDEPTH));
     group_fit_q <= 8'd1;
     for (int m = 2; m <= P; m *= 2)
-      if (32'(m) * tile_rows_q <= 32'(WROWS)) group_fit_q <= 8'(m);
+      if (32'(m) * tile_rows <= 32'(WROWS)) group_fit_q <= 8'(m);
   end
   logic win_d;
   logic [4:0] win_slots_d;

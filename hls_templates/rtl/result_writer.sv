@@ -13,7 +13,7 @@ module result_writer #(
   input  logic [G*8-1:0]  in_q,
   input  logic [31:0]     in_oaddr,
   output logic            idle,
-  output logic [63:0]     bytes_written,
+  output logic            beat_written,
   output logic m_awvalid, input logic m_awready, output logic [63:0] m_awaddr, output logic [7:0] m_awlen,
   output logic [2:0] m_awsize, output logic [1:0] m_awburst,
   output logic m_wvalid, input logic m_wready, output logic [8*V-1:0] m_wdata, output logic [V-1:0] m_wstrb,
@@ -109,8 +109,8 @@ module result_writer #(
     end
   end
 
-  axi_beat_writer #(.DW(DW), .MAX_BURST(16), .MAX_OUT(64)) writer (
+  axi_beat_writer #(.DW(DW), .MAX_BURST(16), .MAX_OUT(64), .AW(engine_pkg::ADDR_W)) writer (
     .clk, .rst_n, .in_valid(s_valid), .in_ready(w_ready), .in_addr(s_addr), .in_data(s_data), .in_strb(s_strb),
-    .idle(w_idle), .bytes_written, .m_awvalid, .m_awready, .m_awaddr, .m_awlen, .m_awsize, .m_awburst, .m_wvalid,
+    .idle(w_idle), .beat_written, .m_awvalid, .m_awready, .m_awaddr, .m_awlen, .m_awsize, .m_awburst, .m_wvalid,
     .m_wready, .m_wdata, .m_wstrb, .m_wlast, .m_bvalid, .m_bready);
 endmodule

@@ -23,7 +23,8 @@ module window_conv #(
   parameter int WDEPTH = 2048,     // window words per bank
   parameter int WAW = 10,          // weight RAM address bits
   parameter int RESQ = 512,       // residual beats queued
-  parameter bit DWW = 1            // the depthwise kernel-row logic is built
+  parameter bit DWW = 1,           // the depthwise kernel-row logic is built
+  parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -107,8 +108,8 @@ module window_conv #(
     .we_o(win_we), .bank_o(w_bank), .addr_o(win_waddr), .data_o(win_wdata), .rows_loaded_o(rows_loaded));
 
   // ---- the step sequencer (stage T0) ---------------------------------------------------------------
-  // A step is issued at T0, its window address formed over TA (the slot, phase and column) and TB (the column
-  // times the channel beats), the RAMs read at TB's end; its words are out at T1.
+  // A step is issued at T0, its window address formed over TA (the slot, phase and column), TA2 and TB (the
+  // column times the channel beats, on a DSP48E2 from T0 to TB), the RAMs read at TB's end; its words are out at T1.
   logic active;
   logic [15:0] n, y, x0;
   logic [7:0] ky, kx;
@@ -329,31 +330,36 @@ module window_conv #(
   always_ff @(posedge clk)
     image_end_q <= rst_n && !start && row_change && last_y;
 
-  // ---- TA, TB: the step's window address ------------------------------------------------------------
-  localparam int FW = 4 + TW + PB + P + 3 * 16 + 32 + WAW;  // the step's fields carried to T1
-  logic ta_valid, tb_valid;
-  logic [FW-1:0] ta_f, tb_f;
-  logic [2:0] ta_slot;
-  logic ta_phase;
-  logic [15:0] ta_jc, ta_cb;
-  logic [31:0] ta_limit, tb_limit;
+  // ---- TA, TA2, TB: the step's window address ----------------------------------------------------------
+  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW;  // the step's fields carried to T1
+  logic ta_valid, ta2_valid, tb_valid;
+  logic [FW-1:0] ta_f, ta2_f, tb_f;
+  logic [2:0] ta_slot, ta2_slot;
+  logic ta_phase, ta2_phase;
+  logic [15:0] ta_cb, ta2_cb;
+  logic [31:0] ta_limit, ta2_limit, tb_limit;
   logic [WA-1:0] tb_part, tb_cols;               // slot, phase and channel beat; column times channel beats
   logic [WA-1:0] cbs_q;
   always_ff @(posedge clk) cbs_q <= WA'(cbs);
+  // the column times the channel beats (its low WA bits): operands at TA, product at TA2, out at TB
+  logic signed [WA-1:0] cols_p;
+  dsp_mult #(.AW(17), .BW(17), .PW(WA), .PRIMITIVE(PRIMITIVE)) cols_product (
+    .clk_i(clk), .en_i(adv), .a_i({1'b0, t0_jc}), .b_i({1'b0, cbs}), .c_i('0), .p_o(cols_p));
+  assign tb_cols = cols_p;
   always_ff @(posedge clk) begin
     if (!rst_n || start) begin
-      ta_valid <= 1'b0; tb_valid <= 1'b0;
+      ta_valid <= 1'b0; ta2_valid <= 1'b0; tb_valid <= 1'b0;
     end else if (adv) begin
-      ta_valid <= t0_fire; tb_valid <= ta_valid;
+      ta_valid <= t0_fire; ta2_valid <= ta_valid; tb_valid <= ta2_valid;
     end
     if (adv) begin
-      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, nh_q, t0_wraddr};
-      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_jc <= t0_jc; ta_cb <= cb; ta_limit <= limit_q;
-      tb_f <= ta_f;
-      tb_part <= WA'((ta_slot[0] ? row_words : 32'd0) + (ta_slot[1] ? row_words << 1 : 32'd0)
-                     + (ta_slot[2] ? row_words << 2 : 32'd0) + (ta_phase ? phase_words : 32'd0) + 32'(ta_cb));
-      tb_cols <= WA'(32'(ta_jc) * 32'(cbs_q));
-      tb_limit <= ta_limit;
+      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, t0_wraddr};
+      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= cb; ta_limit <= limit_q;
+      ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
+      tb_f <= ta2_f;
+      tb_part <= WA'((ta2_slot[0] ? row_words : 32'd0) + (ta2_slot[1] ? row_words << 1 : 32'd0)
+                     + (ta2_slot[2] ? row_words << 2 : 32'd0) + (ta2_phase ? phase_words : 32'd0) + 32'(ta2_cb));
+      tb_limit <= ta2_limit;
     end
   end
   logic tb_first, tb_last, tb_flush, tb_phase;
@@ -361,9 +367,8 @@ module window_conv #(
   logic [PB-1:0] tb_rot;
   logic [P-1:0] tb_mask;
   logic [15:0] tb_n, tb_y, tb_x;
-  logic [31:0] tb_nh;
   logic [WAW-1:0] tb_wraddr;
-  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_nh, tb_wraddr} = tb_f;
+  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
     for (int b = 0; b < P; b++)
@@ -377,7 +382,8 @@ module window_conv #(
   always_ff @(posedge clk) begin
     fresh_q <= {fresh_q[0], start};
     if (!rst_n || start || |fresh_q) load_limit <= '0;
-    else load_limit <= tb_valid ? tb_limit : ta_valid ? ta_limit : active ? limit_q : 32'hffff_ffff;
+    else load_limit <= tb_valid ? tb_limit : ta2_valid ? ta2_limit : ta_valid ? ta_limit
+                      : active ? limit_q : 32'hffff_ffff;
   end
 
   logic [P*DW-1:0] win_rdata;
@@ -424,14 +430,15 @@ module window_conv #(
   end
   assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
   // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes
-  // ADDRESS_LATENCY steps from TB, a step ahead of T1, then it waits out the array's others
-  localparam int OD = AL + 1 - ADDRESS_LATENCY;
+  // ADDRESS_LATENCY steps from T0's counters (its first stage beside TA, three steps ahead of T1), then it waits
+  // out the array's others
+  localparam int OD = AL + 4 - ADDRESS_LATENCY;
   logic [63:0] pa_oaddr;
   logic [31:0] a_oaddr, t2_oaddr;
-  pixel_address #(.B(V)) group_address (
-    .clk_i(clk), .en_i(adv), .nh_i(tb_nh), .y_i(out2 ? {15'd0, tb_y, d.out_phase_y[0]} : 32'(tb_y)),
-    .x_i(out2 ? {15'd0, tb_x, d.out_phase_x[0]} : 32'(tb_x)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
-    .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(tb_m) * 32'(R)),
+  pixel_address #(.B(V), .PRIMITIVE(PRIMITIVE)) group_address (
+    .clk_i(clk), .en_i(adv), .nh_i(nh_q), .y_i(out2 ? {15'd0, y, d.out_phase_y[0]} : 32'(y)),
+    .x_i(out2 ? {15'd0, x0, d.out_phase_x[0]} : 32'(x0)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
+    .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(m) * 32'(R)),
     .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(pa_oaddr));
   if (OD > 0) begin : g_oaddr_wait
     logic [31:0] od_q[OD];
@@ -600,5 +607,5 @@ module window_conv #(
   assign item_n = ob_n;
   assign item_y = ob_y;
   assign item_x = ob_x;
-  assign busy = active || ta_valid || tb_valid || t1_valid || |a_busy || t2_valid || hold_q || !ob_empty_q;
+  assign busy = active || ta_valid || ta2_valid || tb_valid || t1_valid || |a_busy || t2_valid || hold_q || !ob_empty_q;
 endmodule

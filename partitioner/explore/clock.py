@@ -46,19 +46,20 @@ class FmaxFit:
         return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
 
 
-# UltraScale+ -2 (zcu104), the thirteenth pipelining's RTL: 3.840 ns on 8x8, 2x8x16 and 4x16x16 (260.4 MHz; the
-# constant request's run length, a product yosys infers on a DSP48E2 without its registers), 3.858 on 8x16x16 (the
-# controller's window start, 259.2 MHz). a is 8x8's; the window term (c, d) takes 2x8x16 and 8x16x16 exactly, so
-# no shape synthesised runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: 8x16x16
-# misses it by 0.004 ns, a smaller window makes it); b is 0 (no array term). Fitted on 8x8, 2x8x16 and 8x16x16;
-# left out: 4x16x16, the model 0.3 % slow there
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.840, b_ns=0.0, c_ns=-0.048, d_ns=0.006,
+# UltraScale+ -2 (zcu104), the fourteenth pipelining's RTL (every DSP48E2 with its registers): 3.788 ns on 8x8
+# (264.0 MHz; the controller's collection into its run-issued flag, 6 LUTs), 3.802 on 2x8x16 and 3.801 on 4x16x16
+# (the same path), 3.840 on 8x16x16 (the window path's bank rotation into the array's DSP inputs, 260.4 MHz). a is
+# 8x8's; the window term (c, d) takes 2x8x16 and 8x16x16 to within 0.001 ns above them, so no shape synthesised
+# runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: every shape makes it now); b is 0
+# (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
+# thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.788, b_ns=0.0, c_ns=-0.087, d_ns=0.0127,
                          fitted_on=("8x8", "2x8x16", "8x16x16"),
                          checked_on=("4x16x16",))
-# 7-series -1 (pynq-z2): one synthesised shape (8x8: 7.966 ns, the address generator's row sum into the stride's
-# DSP48E1, yosys's inferred multiply without its input registers): a alone, as on UltraScale+; not checked on
-# another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=7.966, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+# 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
+# write queue's head; the thirteenth's 7.966 was the address generator's row sum into an inferred DSP48E1): a alone,
+# as on UltraScale+; not checked on another
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=6.647, b_ns=0.0, c_ns=0.0, d_ns=0.0,
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

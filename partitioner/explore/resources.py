@@ -3,49 +3,58 @@ RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts foll
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
-4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8, 16x8, 16x16 and 2x8x16 (the eleventh's fit). On
-the thirteenth pipelining's RTL: 8x8 100 DSP, 22,533 LUT (model -1.0 %), 18,935 FF (-1.3 %); 2x8x16 257 DSP, 48,139 LUT
-(-2.0 %), 35,905 FF (-4.8 %); 4x16x16 641 DSP, 71,351 LUT (+0.9 %), 55,686 FF (-3.1 %); 8x16x16, fitted on neither,
-1,153 DSP exact, 104,343 LUT (+5.2 %), 87,879 FF (-2.3 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,598 LUT (-1.2 %),
-19,161 FF (-4.7 %). The thirteenth took 240-700 LUT off a unit (the MAC pairs' sign correction moved into the DSP's
-post-adder) and changed FFs by +-200. The twelfth's: 8x8 22,775 LUT, 18,852 FF; 2x8x16 48,498 LUT, 35,736 FF; 4x16x16
-72,038 LUT, 55,515 FF; 8x16x16 105,598 LUT, 87,704 FF. The twelfth took 300-700 LUT off a unit (the residual's
-saturating shift in two halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four
-registers). The eleventh's: 8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8
-35,264 LUT (the model +5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh
-added about 400 FF per unit (the address generator's offered run and its skid, the reader's AR skid, the constant
-request's C0 stage, loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added
-about 84 FF per result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more
-per lane of a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the
-burst writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16
-641 DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
-registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a DSP
-off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP, 71,918
-LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next read
-addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT, 15,872
-FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's output
-registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The sixth
-pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its offset is
-below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793 FF; 4x16x16 643
-DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653 DSP, 85,354 LUT,
-43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before (stop 39's RTL, the
-MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP, 100,174 LUT, 67,716 FF. Before
-the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit 152 DSP, 35,322 LUT, 7,871 FF.
-Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units took 90,672 / 104,629 / 52,497 LUT
-and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table bit and lane.
+4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). On the
+fourteenth pipelining's RTL (every DSP48E2 with its registers, 40-bit addresses, 32-bit counter halves): 8x8 98 DSP,
+22,471 LUT (model -0.7 %), 17,603 FF (+0.0 %); 2x8x16 253 DSP, 48,445 LUT (-2.7 %), 33,478 FF (+0.0 %); 4x16x16 637
+DSP, 71,638 LUT (+0.5 %), 53,254 FF (+0.0 %, not fitted on); 8x16x16, fitted on neither, 1,149 DSP, 104,607 LUT
+(+5.0 %), 85,442 FF (-0.3 %); 8x8 on the PYNQ-Z2's xc7 142 DSP, 22,786 LUT (-2.1 %), 18,465 FF (-7.0 %). The DSP
+counts are the structure's, exact on every shape: the control's products, now registered, are 10 (was 12 inferred;
+14 on DSP48E1s, which take 25-bit operands), the window path's 3 (was 5), SCALE's gate one per epilogue lane that
+has a first operand. The fourteenth took 1,300-2,400 FF off a unit (no 64-bit counters or address registers) and
+added about 50 per result lane (the epilogue's two gate stages). On the thirteenth pipelining's RTL: 8x8 100 DSP,
+22,533 LUT (model -1.0 %), 18,935 FF (-1.3 %); 2x8x16 257 DSP, 48,139 LUT (-2.0 %), 35,905 FF (-4.8 %); 4x16x16 641
+DSP, 71,351 LUT (+0.9 %), 55,686 FF (-3.1 %); 8x16x16, fitted on neither, 1,153 DSP exact, 104,343 LUT (+5.2 %),
+87,879 FF (-2.3 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,598 LUT (-1.2 %), 19,161 FF (-4.7 %). The thirteenth
+took 240-700 LUT off a unit (the MAC pairs' sign correction moved into the DSP's post-adder) and changed FFs by
++-200. The twelfth's: 8x8 22,775 LUT, 18,852 FF; 2x8x16 48,498 LUT, 35,736 FF; 4x16x16 72,038 LUT, 55,515 FF;
+8x16x16 105,598 LUT, 87,704 FF. The twelfth took 300-700 LUT off a unit (the residual's saturating shift in two
+halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four registers). The eleventh's:
+8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model
++5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF
+per unit (the address generator's offered run and its skid, the reader's AR skid, the constant request's C0 stage,
+loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added about 84 FF per
+result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more per lane of
+a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the burst
+writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641
+DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
+registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
+DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP,
+71,918 LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next
+read addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT,
+15,872 FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's
+output registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The
+sixth pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
+offset is below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793
+FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653
+DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before
+(stop 39's RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP,
+100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit
+152 DSP, 35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units
+took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table
+bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
   default): per lane a 32x18 product as two DSP products, an 8x18 product and the residual's two 8x18 products
-  (5 DSP48E2s with every register, dsp_mult.sv; every multiplier is
-  below 2^17 since ABI v2; the gate's product in the VEC lanes is counted under "The rest"), its two copies of
+  (5 DSP48E2s with every register, dsp_mult.sv; every multiplier is below 2^17 since ABI v2) and SCALE's 8x10 gate
+  product in the lanes that have a first operand (the first VEC, or every lane of a sliced epilogue), its two copies of
   the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  12 DSP, 19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and
-  the L2NORM square (one packed DSP48E2, or two DSP48E1s) and the gate's product; the pipeline's registers
-  (PIPE_*).
+  10 DSP (the pixel addresses' and per-layer and per-request products, registered), 19,200 LUT, 5,564 FF plus 607
+  LUT and 140 FF per result lane; per VEC lane the depthwise product and the L2NORM square (one packed DSP48E2, or
+  two DSP48E1s); the pipeline's registers (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -53,9 +62,10 @@ and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table 
 - Window path (pixels P > 1): the array grows to P x PE_ROWS x VEC (one multiplier array shared with the
   per-tap path); P window banks of `window_words` x VEC bytes; per pixel and output channel an accumulator and
   the finished group's copy (2 x 32 FF and LUT), the bank-to-pixel rotation, the residual queue (512 beats of
-  LUTRAM), a group's extra tiles' parameters (GROUP_*), 10 DSPs of address arithmetic; the depthwise kernel-row
-  path (per pixel and lane: the sums per output of the array's rows, the carry into the group before and that
-  group's held sums, the masks of the taps: DEPTHWISE_*), built only where the build's depthwise layers use it
+  LUTRAM), a group's extra tiles' parameters (GROUP_*), 3 DSPs (its output address, its window column); the
+  depthwise kernel-row path (per pixel and lane: the sums per output of the array's rows, the carry into the group
+  before and that group's held sums, the masks of the taps: DEPTHWISE_*), built only where the build's depthwise
+  layers use it
   (`depthwise_rows`; without it they take a tap per step on the array's diagonal). yosys in ABI v1, before the
   refit, 4 x 16 x 16 with an 8-lane epilogue and 2,048-word window banks: 9,284 more LUT and 4,340 more FF with
   the kernel-row logic than without.
@@ -70,13 +80,17 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
-CONTROL_DSP, CONTROL_LUT, CONTROL_FF = 12, 19_200, 5_564
+# the control's registered products (dsp_mult.sv): two per pixel address (the address generator's two, the window
+# path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats
+CONTROL_DSP = {2: 10, 1: 14}   # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
+CONTROL_LUT, CONTROL_FF = 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
-# DSP48E1s), SCALE's gate product (epilogue)
-VEC_DSP = {2: 2, 1: 3}
-WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
+# DSP48E1s); SCALE's gate product is one per epilogue lane that has a first operand (epilogue.sv: the VEC lanes of a
+# full epilogue, every lane of a sliced one)
+VEC_DSP = {2: 1, 1: 2}
+WINDOW_DSP = {2: 3, 1: 5}  # the window path's output address (two, or four) and its window column offset (one)
 # The pipeline registers of the pipelined RTL: per packed MAC pair the array's partial sums (its operand, product and
 # output registers are the DSP48E2's own since the third pipelining, mac_pair.sv; on 7-series yosys packs them
 # into the DSP48E1s), per result lane the epilogue's fifteen stages, per window pixel its array stages; and the rest
@@ -84,8 +98,10 @@ WINDOW_DSP = 5            # the window path's address arithmetic (yosys)
 # over 8x8, 16x8, 16x16 and 2x8x16 of the fifth pipelining's yosys runs (per pair and the constant), the per-lane
 # term and the constant moved by the sixth's to the tenth's (output registers, queue heads and flags, the epilogue's
 # operand stage and its mask's decode, the registered biases; least squares over the same four; the tenth's 96 FF
-# per window pixel and 32 per lane of a group's extra tiles counted from the RTL).
-PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 722, 1_046, 4_613
+# per window pixel and 32 per lane of a group's extra tiles counted from the RTL). The fourteenth (every DSP
+# registered, a 17-stage epilogue, 40-bit addresses, 32-bit counter halves) moved the per-lane term and the constant:
+# an exact fit to 8x8 and 2x8x16, checked on 4x16x16 (53,278 modelled, 53,254 by yosys).
+PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_046, 3_127
 # ... and their LUTs, a fit over 8x8, 16x16, 2x8x16 and 4x16x16 of the sixth pipelining's yosys runs (a constant,
 # per VEC lane and per window pixel and PE row; not derived from the structure: the last is negative, the
 # structural count of the window path's accumulators, 64 LUT per pixel and row, over-counts what yosys maps once the
@@ -140,8 +156,9 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
+    gates = lanes if sliced else min(lanes, cfg.vec)
     dsp = (math.ceil(macs / board.int8_macs_per_dsp) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
-           + EPILOGUE_DSP * lanes + CONTROL_DSP)
+           + EPILOGUE_DSP * lanes + gates + CONTROL_DSP[board.int8_macs_per_dsp])
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
@@ -155,7 +172,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0))
     if cfg.pixels > 1:
         p = cfg.pixels
-        dsp += WINDOW_DSP
+        dsp += WINDOW_DSP[board.int8_macs_per_dsp]
         bram += p * _memories(cfg.window_words, cfg.vec * 8)
         lut += round(RESIDUAL_QUEUE_LUT + (64 + PIPE_LUT_PER_PIXEL_ROW) * p * cfg.pe_rows
                      + p * cfg.vec * 8 * max(1, p // 4) + GROUP_LUT * cfg.granule * (p - 1))

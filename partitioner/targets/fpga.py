@@ -11,6 +11,7 @@ from typing import Callable
 import numpy as np
 from onnx import TensorProto
 
+from fpga_runtime.abi import MAX_PIXELS
 from partitioner.engine.layout import layout_conflicts as engine_layout_conflicts
 from partitioner.ir.graph import Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 from partitioner.ir.op_facts import (
@@ -35,6 +36,7 @@ class FpgaLimits:
     max_dense_inputs: int = 65536
     max_products: int = 65536  # int8 products per output: the int32 accumulator keeps half its range for the bias
     max_spatial: int = 2048
+    max_pixels: int = MAX_PIXELS      # batch x rows x columns of a tensor: the RTL's 27-bit address products
     pool_kernels: frozenset[int] = frozenset({2, 3})
     pool_strides: frozenset[int] = frozenset({1, 2})
     dtypes: frozenset[int] = frozenset({TensorProto.FLOAT})
@@ -55,6 +57,11 @@ def _tensors_ok(node: Node, graph: Graph) -> Verdict:
             return no(_dynamic_reason(t, graph))
         if t.elem_type not in LIMITS.dtypes:
             return no(f"tensor {t.onnx_name!r} is {t.dtype_name}; the engine takes float32 models (quantised to int8)")
+        if len(t.shape) >= 3:
+            pixels = int(np.prod([t.shape[0], *t.shape[2:]], dtype=np.int64))
+            if pixels >= LIMITS.max_pixels:
+                return no(f"tensor {t.onnx_name!r} {list(t.shape)} holds {pixels:,} pixels (batch x spatial); the "
+                          f"engine addresses fewer than {LIMITS.max_pixels:,} per tensor")
     return YES
 
 
