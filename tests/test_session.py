@@ -158,3 +158,12 @@ def test_a_plan_that_is_not_a_plan_is_one_error(tmp_path):
     (tmp_path / "plan.json").write_text('{"version": 1, "subgraphs": [{"name": 3}]}')
     with pytest.raises(PlanError, match="malformed plan"):
         read_plan(tmp_path)
+
+
+def test_every_engine_op_has_a_name_in_the_profile():
+    """A profile's layers are named by op (SSD300's L2Norm layer was once listed as "7")."""
+    from fpga_runtime.abi import Descriptor, Flag, Op
+    from fpga_runtime.prediction.profile import op_name
+    names = {op_name(Descriptor(op=int(op))) for op in Op}
+    assert len(names) == len(Op) and not any(n.isdigit() for n in names)
+    assert op_name(Descriptor(op=int(Op.CONV), flags=int(Flag.DEPTHWISE))) == "depthwise_conv"

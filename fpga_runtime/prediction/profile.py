@@ -16,7 +16,7 @@ from fpga_runtime.rtl_sim.single_layer import program_descriptors
 
 STALLS = {"input": "stall_input", "weights": "stall_weights", "output": "stall_output", "epilogue": "stall_epilogue"}
 _OPS = {Op.CONV: "conv", Op.ADD: "add", Op.MAXPOOL: "maxpool", Op.COPY: "copy", Op.GLOBAL_AVG_POOL: "global_avg_pool",
-        Op.SCALE: "scale"}
+        Op.SCALE: "scale", Op.L2NORM: "l2norm"}
 
 
 def op_name(d: Descriptor) -> str:
