@@ -12,8 +12,9 @@ stall signal reaches every register of its P x PE rows x VEC array). Since the s
 without the window path are in control (the fused pool's emitter, the controller, the address generator's decode),
 none in the array, so b is 0: the fit found no dependence on the array's size there; from the seventh to the tenth
 the window path's were below them too (c and d 0); after the eleventh a window shape's own worst path was above them
-(c its excess), after the twelfth it was not (c 0 again), and since the thirteenth the widest window's is again,
-by 0.018 ns (the constant request's run length is every other shape's worst path, 3.840 ns). A slower
+(c its excess), after the twelfth it was not (c 0 again), after the thirteenth the widest window's was again, by
+0.018 ns, and since the fourteenth the window shapes' worst paths are 0.014-0.052 ns above 8x8's (3.788 ns, the
+controller's constant collection), growing with the window (8x16x16's bank rotation into the array). A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
