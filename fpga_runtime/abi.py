@@ -34,6 +34,9 @@ class EngineConfig:
     # RTL: depthwise layers on the window path take a whole kernel row per step on the array's rows (True: 9k LUT
     # more per 4x16x16 unit) or a tap per step on its diagonal (False); None: rows where the build's layers use them
     depthwise_rows: bool | None = None
+    # RTL: the MAC array's DSP48E2s at this multiple of the engine clock (2: `--dsp-clock 2x`, one DSP per four output
+    # rows of a lane, half the DSPs; UltraScale+ only, PE rows a multiple of 4)
+    dsp_clock: int = 1
 
     @classmethod
     def from_shape(cls, shape: str, **fields) -> "EngineConfig":
@@ -51,8 +54,17 @@ class EngineConfig:
         """"4x16x16 (epilogue 8 lanes) x 2 units": the design as errors and reports name it."""
         units = self.compute_units if units is None else units
         narrow = f" (epilogue {self.epilogue_lanes} lanes)" if self.epilogue_lanes else ""
+        double = " (DSPs at 2x clock)" if self.dsp_clock == 2 else ""
         pixels = f"{self.pixels}x" if self.pixels > 1 else ""
-        return f"{pixels}{self.pe_rows}x{self.vec}{narrow} x {units} unit{'s' if units > 1 else ''}"
+        return f"{pixels}{self.pe_rows}x{self.vec}{narrow}{double} x {units} unit{'s' if units > 1 else ''}"
+
+    def dsp_clock_problem(self) -> str | None:
+        """Why this engine cannot run its array's DSPs at `dsp_clock` times its clock, or None."""
+        if self.dsp_clock not in (1, 2):
+            return f"dsp_clock {self.dsp_clock!r}: 1 or 2 (the DSPs at the engine clock or twice it)"
+        if self.dsp_clock == 2 and isinstance(self.pe_rows, int) and self.pe_rows % 4:
+            return f"dsp_clock 2 takes PE rows in fours (one DSP per four rows of a lane); {self.pe_rows} PE rows"
+        return None
 
     @property
     def array_macs(self) -> int:

@@ -165,6 +165,12 @@ def pool_tail_cycles(conv_h: int, out_h: int, out_w: int, kh: int, kw: int, sh: 
     return rows * out_w * kh * kw
 
 
+def array_latency_extra(cfg: EngineConfig) -> int:
+    """Cycles a tile's run takes longer when the array's DSPs run at twice the clock: mac_quad.sv's extra stage
+    (engine_pkg::DOUBLE_LATENCY), once per run as the array drains."""
+    return 1 if cfg.dsp_clock == 2 else 0
+
+
 def latency_cycles(cfg: EngineConfig) -> int:
     return max(1, round(MEMORY_LATENCY_NS * cfg.clock_mhz / 1000))
 
@@ -182,7 +188,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
     fixed = _cost(LAYER_OVERHEAD, latency) + s.luts * (_cost(LUT_OVERHEAD, latency) + 256 // v)
-    run_fixed = _cost(TILE_RUN_OVERHEAD, latency)
+    run_fixed = _cost(TILE_RUN_OVERHEAD, latency) + array_latency_extra(cfg)
     if s.op == Op.CONV and s.window_slots:
         return round(fixed + _window_conv_cycles(s, cfg, beat, latency))
     if s.op == Op.CONV:
@@ -244,7 +250,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:
             rows_cycles = first + rows * (compute_row + load_row)
-        run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
+        run = _cost(WINDOW_RUN_OVERHEAD, latency) + array_latency_extra(cfg) + rows_cycles + p * out_px + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * weights)
         return run, load
 

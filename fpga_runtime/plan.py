@@ -211,12 +211,18 @@ def _check_order(plan: Plan) -> None:
 
 
 def check_fits(plan: Plan, board: str, units: int) -> None:
-    """Refuse to predict a board the build's engine does not fit (resources as `partition` estimated them)."""
+    """Refuse to predict a board the build's engine does not fit (resources as `partition` estimated them), or
+    cannot run at all (DSPs at twice the clock where no DSP48E2 or no aligned second clock is)."""
+    from fpga_runtime.boards import BOARDS
+    if (plan.engine_config or {}).get("dsp_clock") == 2 and (BOARDS[board].int8_macs_per_dsp != 2
+                                                              or BOARDS[board].family == "alveo"):
+        raise PlanError(f"the build's engine runs its DSPs at twice its clock (--dsp-clock 2x), which {board} cannot "
+                        "(a Zynq UltraScale+ board can); partition the model for this board")
     per_unit = (plan.unit_resources or {}).get(board)
     if not per_unit or plan.resource_budget is None:
         return
     from fpga_runtime.abi import EngineConfig
-    from fpga_runtime.boards import BOARDS, over_budget
+    from fpga_runtime.boards import over_budget
     over = over_budget(BOARDS[board], {k: units * v for k, v in per_unit.items()}, plan.resource_budget)
     if over:
         design = EngineConfig(**plan.engine_config).describe(units) if plan.engine_config else f"{units} unit(s)"

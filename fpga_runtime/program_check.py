@@ -47,6 +47,9 @@ class ProgramError(PlanError, ValueError):
 
 def check_programs(image: EngineImage, const: np.ndarray) -> None:
     """Refuse the build unless every program of `image` is one the engines may run on these regions."""
+    problem = image.config.dsp_clock_problem()
+    if problem:
+        raise ProgramError(f"engine.json: {problem}; partition the model again")
     if const.size != image.const_bytes:
         raise ProgramError(f"memory.bin holds {const.size:,} bytes where engine.json says {image.const_bytes:,}: a "
                            "truncated or changed file (copy it again or partition the model again)")

@@ -94,6 +94,7 @@ class PartitionConfig:
     synth: bool = False                       # yosys synth_xilinx of the RTL engine (fpga/synth/)
     engine_impl: str = "rtl"                  # the engine the overlay instantiates: rtl (packaged IP) | hls
     clock_mhz: float | None = None            # the engine clock, fixed; None: the board's, or the estimated Fmax
+    dsp_clock: int = 1                        # 2: the MAC array's DSPs at twice the engine clock (--dsp-clock 2x)
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
     bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
@@ -243,7 +244,8 @@ def _explore_step(s: BuildState) -> None:
     cfg = s.cfg
     s.exploration = choose_design(s.graph, s.board, keep_on_cpu=cfg.keep_on_cpu, offload_all=cfg.offload_everything,
                                   compute_units=cfg.compute_units, target_fps=cfg.target_fps,
-                                  objective=cfg.objective, clock_mhz=cfg.clock_mhz, in_flight=cfg.in_flight)
+                                  objective=cfg.objective, clock_mhz=cfg.clock_mhz, in_flight=cfg.in_flight,
+                                  dsp_clock=cfg.dsp_clock)
 
 
 def _save_exploration(s: BuildState, folder: Path) -> None:

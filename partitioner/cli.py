@@ -68,17 +68,32 @@ def _preprocess_overrides(preset, mean, std, scale, letterbox, bgr, layout=None)
     return given
 
 
-def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | None:
+def _dsp_clock(value: str, board: str) -> int:
+    multiple = int(value.rstrip("x"))
+    if multiple == 2 and BOARDS[board].int8_macs_per_dsp != 2:
+        raise click.BadParameter(f"2x needs UltraScale+ DSP48E2s; {board}'s DSP48E1s cannot take the packed "
+                                 "products at twice the clock", param_hint="--dsp-clock")
+    if multiple == 2 and BOARDS[board].family == "alveo":
+        raise click.BadParameter(f"2x needs two clocks with aligned edges from one MMCM, which the Zynq overlay makes; "
+                                 f"{board}'s shell gives a kernel clocks it does not promise to align",
+                                 param_hint="--dsp-clock")
+    return multiple
+
+
+def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) -> EngineConfig | None:
     if shape is None:
         return None
     try:
-        config = EngineConfig.from_shape(shape, compute_units=units or 1, clock_mhz=BOARDS[board].clock_mhz)
+        config = EngineConfig.from_shape(shape, compute_units=units or 1, clock_mhz=BOARDS[board].clock_mhz,
+                                         dsp_clock=dsp_clock)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     if config.pe_rows not in (8, 16, 32, 64) or config.vec not in (8, 16, 32, 64):
         raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
     if config.pixels not in (1, 2, 4, 8, 16):
         raise click.BadParameter(f"{shape!r}: pixels must be 1, 2, 4, 8 or 16")
+    if config.dsp_clock_problem():
+        raise click.BadParameter(f"{shape!r} with --dsp-clock 2x: {config.dsp_clock_problem()}")
     return replace(config, clock_mhz=design_clock(BOARDS[board], config)[0])
 
 
@@ -146,6 +161,10 @@ def _engine(shape: str | None, units: int | None, board: str) -> EngineConfig | 
               help="the engine clock every time and rate assumes and the overlay is built for [default: the "
                    "board's fabric clock, or the engine's estimated Fmax where lower]; above the estimate it is "
                    "warned about (give it when Vivado's routed timing says the design meets it)")
+@click.option("--dsp-clock", type=click.Choice(["1x", "2x"]), default="1x", show_default=True,
+              help="the MAC array's DSP48E2s at the engine clock or twice it (the DPU's double-pumped DSPs: half the "
+                   "DSPs for the same array; UltraScale+; the overlay makes the second clock). Exploring, every "
+                   "candidate takes it")
 @click.option("--engine-impl", type=click.Choice(["rtl", "hls"]), default="rtl", show_default=True,
               help="the engine `make bitstream` puts on the board: rtl, the SystemVerilog engine that Verilator "
                    "simulates and yosys synthesises (packaged as IP by `make ip`), or hls, the Vitis HLS engine "
@@ -177,7 +196,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, fallback_budget: float | None,
          sensitivity: bool,
          no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
-         save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, engine_impl: str,
+         save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, dsp_clock: str, engine_impl: str,
          offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
          layout: str | None,
@@ -195,13 +214,18 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         calibration_table=calibration_table,
         calibration_method=calibration_method, accuracy=not no_accuracy, synth=synth, engine_impl=engine_impl,
         clock_mhz=clock_mhz,
-        engine=_engine(engine_shape, compute_units, board), target_fps=target_fps, compute_units=compute_units,
+        dsp_clock=_dsp_clock(dsp_clock, board),
+        engine=_engine(engine_shape, compute_units, board, _dsp_clock(dsp_clock, board)), target_fps=target_fps,
+        compute_units=compute_units,
         objective=objective, in_flight=in_flight, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu,
         preprocess=preprocess,
         bias_correction=not no_bias_correction,
         preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")
+    if cfg.dsp_clock == 2 and engine_impl == "hls":
+        raise click.UsageError("--dsp-clock 2x is the RTL engine's (mac_quad.sv); the HLS engine runs its DSPs at "
+                               "the engine clock: use --engine-impl rtl")
     if auto_fallback and min_cosine is None and min_f1 is None:
         raise click.UsageError("--auto-fallback needs a target: --min-cosine and/or --min-f1")
     if fallback_budget is not None and not auto_fallback:

@@ -72,6 +72,38 @@ def test_resource_model_of_the_window_path():
     assert eight.bram36 - unit.bram36 == 4 * 8 and unit.bram36 - one.bram36 == 4 * 8     # 8 BRAM36 per bank
 
 
+def test_resource_model_of_the_double_pumped_array():
+    """`--dsp-clock 2x`: one DSP per four MACs of the array (mac_quad.sv), the rest unchanged; its fabric registers
+    and LUTs per DSP (yosys: 8x8 82 DSP against 98, 19,623 FF; 4x16x16 381 DSP against 637, 72,445 LUT, 88,945 FF;
+    2x8x16, not fitted on, 189 DSP, 48,853 LUT, 42,096 FF)."""
+    zcu = board("zcu104")
+    one = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
+    two = compute_unit(EngineConfig(vec=8, pe_rows=8, dsp_clock=2), zcu, 392 * 64, 32)
+    assert one.dsp - two.dsp == 8 * 8 // 4 == 16 and two.dsp == 82
+    assert abs(two.ff / 19_623 - 1) < 0.05 and 0 < two.lut - one.lut < 400
+    window = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False, dsp_clock=2), zcu,
+                          196 * 256, 32)
+    assert window.dsp == 4 * 16 * 16 // 4 + 16 + 6 * 16 + 10 + 3 == 381
+    assert abs(window.lut / 72_445 - 1) < 0.05 and abs(window.ff / 88_945 - 1) < 0.05
+    pair = compute_unit(EngineConfig(vec=16, pe_rows=8, pixels=2, window_words=512, depthwise_rows=False,
+                                     dsp_clock=2), zcu, 196 * 128, 32)
+    assert pair.dsp == 189 and abs(pair.lut / 48_853 - 1) < 0.06 and abs(pair.ff / 42_096 - 1) < 0.05
+
+
+def test_the_exploration_takes_the_double_pumped_array_only_when_asked(zoo):
+    """Every candidate of a `--dsp-clock 2x` exploration has its DSPs at twice the clock (PE rows in fours), none of
+    a default one; the 2x array fits at least the MACs the 1x one does on the same board."""
+    g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
+    b = board("zcu104")
+    plain = explore(g, nodes, n, b)
+    double = explore(g, nodes, n, b, dsp_clock=2)
+    assert all(d.config.dsp_clock == 1 for d in plain.feasible)
+    assert double.feasible and all(d.config.dsp_clock == 2 and d.config.pe_rows % 4 == 0 for d in double.feasible)
+    assert double.chosen.resources.fits(b)
+    biggest = max(d.config.array_macs * d.config.compute_units for d in plain.feasible)
+    assert max(d.config.array_macs * d.config.compute_units for d in double.feasible) >= biggest
+
+
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_chosen_design_fits_and_is_fastest(zoo, name):
     g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
@@ -157,9 +189,10 @@ def test_build_reports_both_objectives_for_chosen_and_runner_up(tmp_path, zoo):
     assert len(rows) == 2
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]
-        assert float(cells[15].split()[0]) > 0 and float(cells[16]) > 0      # frames/s and latency ms
-        assert cells[4] in ("kernel row", "tap")                              # SSD-MobileNet has depthwise layers
-    assert float(rows[0].split("|")[17]) <= float(rows[1].split("|")[17])   # the chosen frame is the shorter
+        assert float(cells[16].split()[0]) > 0 and float(cells[17]) > 0      # frames/s and latency ms
+        assert cells[5] in ("kernel row", "tap")                              # SSD-MobileNet has depthwise layers
+        assert cells[2] == "1x"                                               # DSP clock: the default
+    assert float(rows[0].split("|")[18]) <= float(rows[1].split("|")[18])   # the chosen frame is the shorter
     bad = CliRunner().invoke(main, [str(zoo("ssd-mobilenet-v1", 96)), "-o", str(tmp_path / "c"), "--objective", "fps"])
     assert bad.exit_code == 2 and "Invalid value for '--objective'" in bad.output
 
@@ -221,6 +254,10 @@ def test_predict_gives_the_steady_rate_the_report_gives(tmp_path, zoo):
         (["--engine", "16"], r"'16': expected ROWSxVEC or PIXELSxROWSxVEC"),
         (["--engine", "12x16"], r"'12x16': PE rows and VEC must each be 8, 16, 32 or 64"),
         (["--engine", "3x16x16"], r"'3x16x16': pixels must be 1, 2, 4, 8 or 16"),
+        (["--dsp-clock", "2x", "--board", "pynq-z2"], r"--dsp-clock.*2x needs UltraScale\+ DSP48E2s"),
+        (["--dsp-clock", "2x", "--board", "alveo-u250"], r"--dsp-clock.*aligned edges from one MMCM"),
+        (["--dsp-clock", "2x", "--engine-impl", "hls"], r"--dsp-clock 2x is the RTL engine's"),
+        (["--dsp-clock", "3x"], r"Invalid value for '--dsp-clock'"),
     ],
 )
 def test_budgets_and_targets_are_enforced(tmp_path, zoo, args, message):

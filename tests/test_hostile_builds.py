@@ -332,6 +332,8 @@ def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp
     lambda e: next(iter(e["programs"].values())).update(addr=-4096),
     lambda e: e.pop("tensors"),
     lambda e: e["config"].update(vec="wide"),
+    lambda e: e["config"].update(dsp_clock=3),
+    lambda e: e["config"].update(dsp_clock=2, pe_rows=6),
 ])
 def test_a_malformed_engine_image_is_one_error(pooled, tmp_path, change):
     folder = tmp_path / "b"

@@ -88,6 +88,22 @@ def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 
+@needs_toolchain
+def test_mac_quad(tmp_path):
+    """The double-pumped DSP (`--dsp-clock 2x`): four products per fabric clock from one multiplier."""
+    _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv"], "mac_quad_tb")
+
+
+@needs_toolchain
+@pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
+                    "verilog/src/unisims to check mac_quad's DSP48E2 instance against AMD's model")
+def test_mac_quad_primitive_on_amd_dsp48e2_model(tmp_path):
+    """mac_quad's DSP48E2 (pre-adder switched between the D and A ports by INMODE every fast cycle) on AMD's model."""
+    model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
+    _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv", model], "mac_quad_tb", {}, {"SYNTHESIS": 1},
+         ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
+
+
 def _dsp_widths(monkeypatch, aw: int, bw: int, pw: int, use_c: int) -> dict[str, int]:
     """dsp_mult's parameters, for the Verilator build and (as DSP_*) for its bench."""
     params = {"AW": aw, "BW": bw, "PW": pw, "USE_C": use_c}

@@ -48,3 +48,21 @@ def test_partition_synth_writes_resources(tmp_path, zoo):
     # the build's clock came from the exploration's Fmax model, and the synthesised engine reaches it
     assert timing["estimated_fmax_mhz"] >= timing["clock_mhz"]
     assert "the synthesised engine's estimated Fmax" not in report
+
+
+@pytest.mark.slow
+def test_double_pumped_engine_synthesises_with_its_dsp_clock_timed(tmp_path, zoo):
+    """`--dsp-clock 2x`: yosys maps mac_quad's DSP48E2 at the second clock with every register; the timing estimate
+    finds the DSP clock's paths, counts them at half the period, and the build's clock holds for both clocks."""
+    out = tmp_path / "b"
+    run_partition(PartitionConfig(model=zoo("two-branch"), out_dir=out, picture=False, accuracy=False,
+                                  offload_everything=True, synth=True, dsp_clock=2,
+                                  engine=EngineConfig(vec=8, pe_rows=8, dsp_clock=2)))
+    r = json.loads((out / "fpga" / "synth" / "resources.json").read_text())
+    timing = json.loads((out / "fpga" / "synth" / "timing.json").read_text())
+    assert timing["dsp_clock"] == "2x" and timing["dsp_without_mreg_preg"] == 0
+    assert r["DSP"] >= 8 * 8 // 4 and timing["dsp_cells"] < 8 * 8 // 2 + 8 + 6 * 8 + 10
+    assert timing["fast_estimated_fmax_mhz"] >= 2 * timing["clock_mhz"]
+    assert timing["estimated_fmax_mhz"] >= timing["clock_mhz"]
+    assert all(p["clock"] in ("1x", "2x") for p in timing["worst_paths"])
+    assert "DSP clock's worst path" in (out / "report.md").read_text()

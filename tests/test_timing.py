@@ -80,6 +80,27 @@ def test_fanout_slows_a_net():
     assert t2 - t1 == pytest.approx(m.net_fanout * 10, rel=1e-6)     # 1,024 loads: ten doublings
 
 
+def test_a_path_of_the_2x_clock_has_half_the_period():
+    """`--dsp-clock 2x`: a register on ap_clk_2x (through its clock buffer) starts or ends paths of half a fabric
+    period: the same LUT chain counts twice against the fabric clock when either end is in that clock."""
+    m = ULTRASCALE_PLUS_2
+    fast_ff = _cell("FDRE", {"C": [3], "CE": ["1"], "R": ["0"], "D": [13], "Q": [20]},
+                    {"C": "input", "CE": "input", "R": "input", "D": "input", "Q": "output"})
+    bufg = _cell("BUFG", {"I": [2], "O": [3]}, {"I": "input", "O": "output"})
+    chain = {"q0": _ff(20, 10), "l1": _lut(10, 11), "l2": _lut(11, 12), "l3": _lut(12, 13)}
+    slow = dict(chain, q1=_ff(13, 20))
+    net = _netlist(dict(chain, q1=fast_ff, buf=bufg), {"start_q": 10, "end_q": 20})
+    net["modules"]["top"]["ports"]["ap_clk_2x"] = {"direction": "input", "bits": [2]}
+    one = estimate_timing(_netlist(slow, {"start_q": 10, "end_q": 20}), m, 300.0, top="top")
+    two = estimate_timing(net, m, 300.0, top="top")
+    assert one.worst_paths[0].clock == "1x" and one.fast_critical_ns is None
+    worst = two.worst_paths[0]
+    assert worst.clock == "2x" and worst.delay_ns == pytest.approx(one.worst_paths[0].delay_ns)
+    assert two.critical_ns == pytest.approx(2 * worst.delay_ns)
+    assert two.fast_critical_ns == pytest.approx(worst.delay_ns)
+    assert two.to_json()["dsp_clock"] == "2x" and two.to_json()["worst_paths"][0]["clock"] == "2x"
+
+
 def _dsp(a_bit, p_bit, areg, mreg, preg):
     return _cell("DSP48E2", {"CLK": [1], "A": [a_bit], "B": [a_bit], "P": [p_bit]},
                  {"CLK": "input", "A": "input", "B": "input", "P": "output"},
@@ -145,8 +166,10 @@ def test_yosys_mapped_multipliers(tmp_path):
 
 
 def _shape(shape: str):
+    """`[PIXELSx]ROWSxVEC[@2x]`, as benchmarks/timing_estimate.py names its rows."""
     from fpga_runtime.abi import EngineConfig
-    return EngineConfig.from_shape(shape)
+    spec, _, clock = shape.partition("@")
+    return EngineConfig.from_shape(spec, dsp_clock=2 if clock == "2x" else 1)
 
 
 def test_fmax_model_holds_on_the_synthesised_shapes():

@@ -88,6 +88,28 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, ker
     engine.close()
 
 
+@pytest.mark.parametrize("rows,vec,pixels", [(8, 16, 4), pytest.param(16, 16, 1, marks=pytest.mark.slow)])
+def test_double_pumped_dsp_array_bit_exact(tmp_path, rows, vec, pixels):
+    """`--dsp-clock 2x`: the array's DSPs at twice the clock, four rows per DSP (mac_quad.sv), the harness driving
+    both clocks; per-tap and window-path layers (strided, padded, depthwise, pooled, residual) stay bit-exact."""
+    config = EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, dsp_clock=2)
+    names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "squeeze_excite_sigmoid", "global_avgpool",
+             "zero_point_padding", "grouped_conv", "act_prelu", "l2_norm", "dense", "conv_transpose"]
+    if pixels > 1:
+        names += ["conv7x7_s2", "conv3x3_asym_pad", "conv3x3_dilated", "conv1x1_tiles", "residual_wide",
+                  "depthwise3x3_s2", "pools_and_norms_as_depthwise"]
+    cases = {n: make_case(n, tmp_path, config) for n in names}
+    descriptors = [d for c in cases.values() for a, k in c["programs"] for d in program_descriptors(c["const"], a, k)]
+    engine = rtl_engine(tmp_path / "rtl", config, descriptors)
+    assert "`define ENGINE_DSP_2X" in (tmp_path / "rtl" / "fpga" / "rtl" / "engine_config.svh").read_text()
+    for name, case in cases.items():
+        act = case["act_in"].copy()
+        for addr, layers in case["programs"]:
+            engine.run(act, case["const"], int(addr), int(layers), name)
+        assert np.array_equal(act, case["act_out"]), name
+    engine.close()
+
+
 def test_memory_timing_changes_cycles_not_results(tmp_path, golden):
     """A slower memory (longer latency, narrower port) costs cycles and never changes a bit."""
     from fpga_runtime.rtl_sim.engine import MemoryTiming
@@ -156,6 +178,42 @@ def test_whole_models_equal_reference(tmp_path, zoo, name, size, pixels, lanes):
                 assert np.array_equal(x, y)
         assert all(s.cycles > 0 for s in sim.stats)
         assert {s.unit for s in sim.stats} == {0, 1}
+
+
+def test_double_pumped_build_runs_a_whole_model_as_the_reference_does(tmp_path, zoo):
+    """`partition --dsp-clock 2x` end to end: the build's RTL drives the second clock, Session on Verilator equals the
+    reference backend on a whole YOLOv3-tiny (window path), and the cycle model (its one cycle more per tile run)
+    stays within 5 % of the RTL on the layers above 10,000 cycles."""
+    from click.testing import CliRunner
+
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    from partitioner.cli import main
+    out = tmp_path / "b"
+    result = CliRunner().invoke(main, [str(zoo("yolov3-tiny", 96)), "-o", str(out), "--no-picture", "--no-accuracy",
+                                       "--engine", "2x8x16", "--dsp-clock", "2x", "--compute-units", "1"])
+    assert result.exit_code == 0, result.output
+    assert "`define ENGINE_DSP_2X" in (out / "fpga" / "rtl" / "engine_config.svh").read_text()
+    assert "twice the engine clock" in (out / "report.md").read_text()
+    with Session(out, backend="reference") as ref, Session(out, backend="verilator") as sim:
+        cfg = sim.image.config
+        assert cfg.dsp_clock == 2
+        frame = random_frame(ref.plan, 3)
+        for a, b in zip(ref.run(None, frame), sim.run(None, frame)):
+            assert np.array_equal(a, b)
+        checked = 0
+        for run in sim.backend.runs:
+            descriptors = program_descriptors(sim.backend.const, run.program.addr, run.program.layers)
+            for layer, d in zip(run.result.layers, descriptors):
+                if layer.cycles > 10_000:
+                    model = layer_cycles(LayerShape.of(d, cfg), cfg)
+                    assert abs(model / layer.cycles - 1) < 0.05, (d.layer_id, layer.cycles, model)
+                    checked += 1
+        assert checked >= 3
+    from fpga_runtime.plan import PlanError
+    from fpga_runtime.prediction.virtual_time import predict
+    assert predict(out, board="kv260").steady_fps > 0
+    with pytest.raises(PlanError, match="twice its clock"):
+        predict(out, board="pynq-z2")
 
 
 def test_missing_rtl_is_a_clear_error(tmp_path, zoo):

@@ -92,6 +92,11 @@ def source_digest(rtl: Path) -> str:
                           + " ".join(WAIVERS + CXX).encode()).hexdigest()[:20]
 
 
+def dsp_double(rtl: Path) -> bool:
+    """The build's MAC array runs its DSPs at twice the clock (`--dsp-clock 2x`): the harness drives both clocks."""
+    return any(line.strip() == "`define ENGINE_DSP_2X" for line in (rtl / "engine_config.svh").read_text().splitlines())
+
+
 def vec_of(rtl: Path) -> int:
     for line in (rtl / "engine_config.svh").read_text().splitlines():
         if line.startswith("`define ENGINE_VEC "):
@@ -131,7 +136,9 @@ def build_library(rtl: Path, quiet: bool = False) -> Path:
     for i, src in enumerate(sources):
         obj = work / f"{src.stem}.o"
         say(f"compiling {i + 1}/{len(sources)} {src.name}")
-        _run([cxx, *CXX, f"-DENGINE_VEC={vec_of(rtl)}", *inc, "-c", str(src), "-o", str(obj)], f"g++ on {src.name}")
+        double = ["-DENGINE_DSP_2X"] if dsp_double(rtl) else []
+        _run([cxx, *CXX, f"-DENGINE_VEC={vec_of(rtl)}", *double, *inc, "-c", str(src), "-o", str(obj)],
+             f"g++ on {src.name}")
         compiled.append(obj)
     exports = work / "exports.map"
     exports.write_text("{ global: sim_*; local: *; };\n")

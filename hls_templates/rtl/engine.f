@@ -5,6 +5,7 @@ sync_fifo.sv
 loop_bound.sv
 residual_queue.sv
 mac_pair.sv
+mac_quad.sv
 dsp_mult.sv
 axi_run_reader.sv
 axi_beat_writer.sv

@@ -19,9 +19,11 @@ module engine_core #(
   parameter int EL = 0,            // epilogue lanes per pass (0: all, one pass)
   parameter int P = 1,             // output pixels per step of the window path (1: no window path)
   parameter int WDEPTH = 2,        // input-window words per bank
-  parameter bit DWW = 1            // the window path's depthwise kernel-row logic (else depthwise is per-tap)
+  parameter bit DWW = 1,           // the window path's depthwise kernel-row logic (else depthwise is per-tap)
+  parameter bit DOUBLE = 0         // the array's DSPs at clk2x (`--dsp-clock 2x`)
 ) (
   input  logic clk,
+  input  logic clk2x,                      // DOUBLE: twice clk, rising edges aligned
   input  logic rst_n,
   input  logic        ap_start,
   output logic        ap_ready,
@@ -244,14 +246,17 @@ module engine_core #(
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
   logic [2*P*V*20-1:0] array_taps;
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW)) array (.clk_i(clk), .en_i(!win || wc_array_en), .x(array_x),
-                                                      .w(array_w), .sums(array_sums), .taps(array_taps));
+  // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is the window path's register itself, which is
+  // 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW), .DOUBLE(DOUBLE)) array (.clk_i(clk), .clk2x_i(clk2x),
+    .en_i(DOUBLE ? wc_array_en : !win || wc_array_en), .x(array_x), .w(array_w), .sums(array_sums),
+    .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
-  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW)) mac (
+  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW), .DOUBLE(DOUBLE)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
-    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY - (DOUBLE ? DOUBLE_LATENCY : 0))), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 
@@ -266,7 +271,7 @@ module engine_core #(
     // its room in the epilogue queue, a cycle old: one result a cycle goes in, so 12 then is at most 13 now
     logic room_q;
     always_ff @(posedge clk) room_q <= epi_count <= 5'd12;
-    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW), .PRIMITIVE(PACK)) wconv (
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW), .PRIMITIVE(PACK), .DOUBLE(DOUBLE)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),

@@ -16,6 +16,9 @@ module engine_top #(
   parameter bit DWW = `ENGINE_DEPTHWISE_ROWS
 ) (
   input  logic ap_clk,
+`ifdef ENGINE_DSP_2X
+  input  logic ap_clk_2x,          // the MAC array's DSPs: twice ap_clk, rising edges aligned
+`endif
   input  logic ap_rst_n,
   output logic interrupt,
   input  logic s_axi_control_awvalid, output logic s_axi_control_awready, input logic [11:0] s_axi_control_awaddr,
@@ -59,8 +62,16 @@ module engine_top #(
     .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count, .act_base, .const_base, .cycles,
     .status, .error_layer, .counters(perf));
 
-  engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW)) core (
-    .clk(ap_clk), .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
+`ifdef ENGINE_DSP_2X
+  localparam bit DOUBLE = 1'b1;
+  wire clk2x = ap_clk_2x;
+`else
+  localparam bit DOUBLE = 1'b0;
+  wire clk2x = 1'b0;
+`endif
+  engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
+                .DOUBLE(DOUBLE)) core (
+    .clk(ap_clk), .clk2x, .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
     .act_base, .const_base, .cycles, .status, .error_layer, .counters(perf), .layer_index,
     .m_act_arvalid(m_axi_act_arvalid), .m_act_arready(m_axi_act_arready), .m_act_araddr(m_axi_act_araddr),
     .m_act_arlen(m_axi_act_arlen), .m_act_arsize(m_axi_act_arsize), .m_act_arburst(m_axi_act_arburst),

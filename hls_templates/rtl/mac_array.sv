@@ -6,16 +6,20 @@
 // belongs to output pixel p - e, which `taps` sums per lane for the outputs -P .. P-1 of the group.
 // Pipelined over engine_pkg::ARRAY_LATENCY (5) cycles of en_i: operands, products and outputs in the DSP48s'
 // registers (mac_pair), then the lanes summed in two registered steps: groups of four lanes, then the groups.
+// DOUBLE (`--dsp-clock 2x`): one DSP at clk2x_i per four rows of a lane (mac_quad), half the DSPs, a cycle more
+// (DOUBLE_LATENCY). Its DSPs take en_i in half a fabric cycle, so en_i must come straight from a register.
 
 module mac_array #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 1,
   parameter bit PACK = 1,
-  parameter bit TAPS = 1                 // build the depthwise sums (`taps`)
+  parameter bit TAPS = 1,                // build the depthwise sums (`taps`)
+  parameter bit DOUBLE = 0               // DSPs at twice the clock, four rows each (R a multiple of 4, PACK)
 ) (
   input  logic clk_i,
-  input  logic en_i,                     // the pipeline moves
+  input  logic clk2x_i,                  // DOUBLE: twice clk_i, rising edges aligned
+  input  logic en_i,                     // the pipeline moves (DOUBLE: a register's output)
   input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
   output logic [P*R*32-1:0] sums,        // pixel p, channel r at [(p*R + r)*32 +: 32]
@@ -24,23 +28,40 @@ module mac_array #(
   localparam int TB = 20;                // up to P + 1 products of 15 bits and a sign (P <= 8)
   localparam int DW = 8 * V;
   logic signed [15:0] prod[P][R][V];
-  for (genvar p = 0; p < P; p++) begin : g_pix
-    for (genvar r = 0; r < R; r += 2) begin : g_rows
-      for (genvar v = 0; v < V; v++) begin : g_lanes
-        if (r + 1 < R) begin : g_pair
-          mac_pair #(.PACK(PACK)) mp (.clk_i, .en_i, .x_i(x[p*DW + 8*v +: 8]), .w_hi_i(w[(r + 1) * DW + 8*v +: 8]),
-                                      .w_lo_i(w[r * DW + 8*v +: 8]), .p_hi_o(prod[p][r + 1][v]),
-                                      .p_lo_o(prod[p][r][v]));
-        end else begin : g_single
-          logic signed [7:0] x_q, w_q;
-          logic signed [15:0] m_q;
-          always_ff @(posedge clk_i)
-            if (en_i) begin
-              x_q <= x[p*DW + 8*v +: 8];
-              w_q <= w[r * DW + 8*v +: 8];
-              m_q <= x_q * w_q;
-              prod[p][r][v] <= m_q;
-            end
+  if (DOUBLE) begin : g_double
+    for (genvar p = 0; p < P; p++) begin : g_pix
+      for (genvar r = 0; r < R; r += 4) begin : g_rows
+        for (genvar v = 0; v < V; v++) begin : g_lanes
+          logic [63:0] quad;
+          mac_quad mq (.clk_i, .clk2x_i, .en_i, .x_i(x[p*DW + 8*v +: 8]),
+                       .w_i({w[(r + 3) * DW + 8*v +: 8], w[(r + 2) * DW + 8*v +: 8], w[(r + 1) * DW + 8*v +: 8],
+                             w[r * DW + 8*v +: 8]}),
+                       .p_o(quad));
+          for (genvar k = 0; k < 4; k++) begin : g_split
+            assign prod[p][r + k][v] = quad[16*k +: 16];
+          end
+        end
+      end
+    end
+  end else begin : g_single_clock
+    for (genvar p = 0; p < P; p++) begin : g_pix
+      for (genvar r = 0; r < R; r += 2) begin : g_rows
+        for (genvar v = 0; v < V; v++) begin : g_lanes
+          if (r + 1 < R) begin : g_pair
+            mac_pair #(.PACK(PACK)) mp (.clk_i, .en_i, .x_i(x[p*DW + 8*v +: 8]), .w_hi_i(w[(r + 1) * DW + 8*v +: 8]),
+                                        .w_lo_i(w[r * DW + 8*v +: 8]), .p_hi_o(prod[p][r + 1][v]),
+                                        .p_lo_o(prod[p][r][v]));
+          end else begin : g_single
+            logic signed [7:0] x_q, w_q;
+            logic signed [15:0] m_q;
+            always_ff @(posedge clk_i)
+              if (en_i) begin
+                x_q <= x[p*DW + 8*v +: 8];
+                w_q <= w[r * DW + 8*v +: 8];
+                m_q <= x_q * w_q;
+                prod[p][r][v] <= m_q;
+              end
+          end
         end
       end
     end

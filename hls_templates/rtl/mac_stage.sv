@@ -9,7 +9,8 @@ module mac_stage #(
   parameter int V = 16,
   parameter bit PACK = 1,          // the lane products two per multiplier (mac_pair)
   parameter int R = 16,
-  parameter int WAW = 10           // weight RAM address bits
+  parameter int WAW = 10,          // weight RAM address bits
+  parameter bit DOUBLE = 0         // the array's DSPs at twice the clock (a cycle more)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -79,14 +80,15 @@ module mac_stage #(
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
-  // C1 -> P1 .. P5 -> C2: the array's sums of C1's beat are out at P5 (engine_pkg::ARRAY_LATENCY after C1)
-  localparam int PS = ARRAY_LATENCY;
+  // C1 -> P1 .. P(PS) -> C2: the array's sums of C1's beat are out at P(PS) (engine_pkg::ARRAY_LATENCY after C1,
+  // DOUBLE_LATENCY more with DOUBLE)
+  localparam int PS = ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
   localparam int TB = engine_pkg::TAG_BITS;
   logic c1_valid, c1_last;
   logic [DW-1:0] c1_data;
   engine_pkg::tag_t c1_tag;
   logic [23:0] c1_idx;
-  logic [PS-1:0] p_valid, p_last;          // P1..P5 at bit 0..4, data and tags alike
+  logic [PS-1:0] p_valid, p_last;          // P1 .. P(PS) at bit 0 .. PS-1, data and tags alike
   logic [PS*DW-1:0] p_data;
   logic [PS*TB-1:0] p_tags;
   logic [PS*24-1:0] p_idx;

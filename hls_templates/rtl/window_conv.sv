@@ -24,7 +24,8 @@ module window_conv #(
   parameter int WAW = 10,          // weight RAM address bits
   parameter int RESQ = 512,       // residual beats queued
   parameter bit DWW = 1,           // the depthwise kernel-row logic is built
-  parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
+  parameter bit PRIMITIVE = 1'b1,  // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
+  parameter bit DOUBLE = 0         // the array's DSPs at twice the clock (a cycle more)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -50,7 +51,7 @@ module window_conv #(
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
   output logic [P*8*V-1:0] array_x,
   output logic array_en,                    // the array's pipeline moves with this one
-  input  logic [P*R*32-1:0] array_sums,     // ARRAY_LATENCY steps after array_x
+  input  logic [P*R*32-1:0] array_sums,     // AL steps after array_x
   input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
   output logic dw_phase_next,               // depthwise: the stride phase of the step entering the array
   // finished pixels
@@ -416,9 +417,8 @@ module window_conv #(
       array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
                                        : {(DW / 8){d.in_zero}};      // padding: the input's zero point
 
-  // ---- T1 -> T2 through the array's pipeline: the step's fields wait ARRAY_LATENCY steps for its sums -------
-  assign array_en = adv;
-  localparam int AL = ARRAY_LATENCY;
+  // ---- T1 -> T2 through the array's pipeline: the step's fields wait AL steps for its sums ------------------
+  localparam int AL = ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
   localparam int SW = 4 + TW + 3 * 16;          // valid, first, last, flush, tile, n, y, x
   logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
   logic a_valid, a_first, a_last, a_flush;
@@ -536,6 +536,18 @@ module window_conv #(
       adv <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
       hold_q <= hold_d;
     end
+  end
+  // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own
+  // (kept: synthesis would merge the two), so the window path's control does not share their load
+  if (DOUBLE) begin : g_array_move
+    logic adv_array;
+    (* keep *) always_ff @(posedge clk) begin
+      if (!rst_n) adv_array <= 1'b1;
+      else adv_array <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
+    end
+    assign array_en = adv_array;
+  end else begin : g_shared_move
+    assign array_en = adv;
   end
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
   wire [31:0] g_oaddr = t2_oaddr;

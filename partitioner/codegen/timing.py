@@ -7,6 +7,10 @@ Sequential primitives start and end paths (flip-flops; block RAM and UltraRAM at
 of their internal registers are used, so an unregistered DSP is part of the path through it); distributed RAM
 and shift registers are combinational from their address to their output. Top-level ports count as registered
 outside the engine (the AXI interconnect registers them).
+
+An engine built with `--dsp-clock 2x` has a second clock, `ap_clk_2x`, twice `ap_clk` with aligned edges: a path
+that starts or ends at a register of that clock has half a fabric period (its edges are half a period from the
+next edge of either clock), so it counts twice its delay against the fabric clock and is marked "2x".
 """
 from __future__ import annotations
 
@@ -29,6 +33,8 @@ BLOCK_RAMS = {"RAMB18E1", "RAMB36E1", "RAMB18E2", "RAMB36E2"}
 ULTRA_RAMS = {"URAM288", "URAM288_BASE"}
 DSPS = {"DSP48E1", "DSP48E2"}
 BUFFERS = {"IBUF", "OBUF", "BUFG", "IOBUF", "OBUFT", "INV"}
+CLOCK_PINS = ("C", "CLK", "CLKARDCLK", "CLKBWRCLK", "WCLK")
+FAST_CLOCK_PORT = "ap_clk_2x"          # engine_top.sv's second clock (`--dsp-clock 2x`)
 
 
 @dataclass
@@ -42,11 +48,17 @@ class TimingPath:
     dsp_unregistered: int = 0     # DSPs the path passes through without stopping at an internal register
     ram: int = 0
     fanout_max: int = 0
+    clock: str = "1x"             # "2x": the path starts or ends in the DSPs' double-speed clock (half a period)
+
+    @property
+    def period_ns(self) -> float:
+        """The fabric clock period this path needs."""
+        return self.delay_ns * (2 if self.clock == "2x" else 1)
 
     def row(self) -> dict:
         return {"from": self.start, "to": self.end, "lut_levels": self.lut_levels, "carry_bits": self.carry_bits,
                 "dsp": self.dsp, "ram": self.ram, "delay_ns": round(self.delay_ns, 3),
-                "dsp_unregistered": self.dsp_unregistered, "fanout_max": self.fanout_max}
+                "dsp_unregistered": self.dsp_unregistered, "fanout_max": self.fanout_max, "clock": self.clock}
 
 
 @dataclass
@@ -58,6 +70,7 @@ class TimingReport:
     dsp_cells: int = 0
     dsp_without_mreg_preg: int = 0
     registers_used: dict = field(default_factory=dict)
+    fast_critical_ns: float | None = None    # the worst path of the 2x clock (its own delay), with `--dsp-clock 2x`
 
     @property
     def estimated_fmax_mhz(self) -> float:
@@ -69,6 +82,9 @@ class TimingReport:
                 "model": self.model, "critical_path_ns": round(self.critical_ns, 3),
                 "dsp_cells": self.dsp_cells, "dsp_without_mreg_preg": self.dsp_without_mreg_preg,
                 "dsp_registers": self.registers_used,
+                **({"dsp_clock": "2x", "fast_critical_path_ns": round(self.fast_critical_ns, 3),
+                    "fast_estimated_fmax_mhz": round(1000.0 / self.fast_critical_ns, 1)}
+                   if self.fast_critical_ns is not None else {}),
                 "worst_paths": [p.row() for p in self.worst_paths]}
 
 
@@ -114,7 +130,9 @@ class _Netlist:
             self.inputs[name], self.outputs[name] = ins, outs
         self.port_in: set[int] = set()
         self.port_out: dict[int, str] = {}
+        self.port_bits: dict[str, list[int]] = {}
         for pname, port in module["ports"].items():
+            self.port_bits[pname] = [b for b in port["bits"] if isinstance(b, int)]
             for i, b in enumerate(port["bits"]):
                 if isinstance(b, int):
                     if port["direction"] == "input":
@@ -171,6 +189,47 @@ class _Analysis:
     def __init__(self, net: _Netlist, model: DelayModel):
         self.net, self.m = net, model
         self.arrival: dict[int, _Arrival] = {}
+        self.fast_clock = self._fast_clock_bits()
+        self.fast_bits = self._fast_reach() if self.fast_clock else set()
+
+    # ---- the 2x clock -----------------------------------------------------------------------------------------
+    def _fast_clock_bits(self) -> set[int]:
+        """The 2x clock's net and the nets its buffers drive."""
+        bits = set(self.net.port_bits.get(FAST_CLOCK_PORT, []))
+        grew = bool(bits)
+        while grew:
+            grew = False
+            for cname, cell in self.net.cells.items():
+                if cell["type"] in BUFFERS and any(b in bits for _, b in self.net.inputs[cname]):
+                    for _, ob in self.net.outputs[cname]:
+                        if ob not in bits:
+                            bits.add(ob)
+                            grew = True
+        return bits
+
+    def fast_cell(self, cname: str) -> bool:
+        return any(pin in CLOCK_PINS and b in self.fast_clock for pin, b in self.net.inputs[cname])
+
+    def _fast_reach(self) -> set[int]:
+        """The nets a register of the 2x clock reaches through combinational cells."""
+        loads: dict[int, list[tuple[str, str]]] = defaultdict(list)
+        for cname, ins in self.net.inputs.items():
+            for pin, b in ins:
+                loads[b].append((cname, pin))
+        frontier = [b for cname, cell in self.net.cells.items() if self.fast_cell(cname)
+                    for pin, b in self.net.outputs[cname] if self.start_time(cell, pin) is not None]
+        reach = set(frontier)
+        while frontier:
+            b = frontier.pop()
+            for cname, pin in loads[b]:
+                cell = self.net.cells[cname]
+                if self.cell_delay(cell, pin) is None:
+                    continue
+                for opin, ob in self.net.outputs[cname]:
+                    if ob not in reach and self.start_time(cell, opin) is None:
+                        reach.add(ob)
+                        frontier.append(ob)
+        return reach
 
     # ---- what each cell is ----------------------------------------------------------------------------------
     def kind(self, cell: dict) -> str:
@@ -341,14 +400,16 @@ class _Analysis:
         return self.cell_delay(cell, pin) is None
 
     def endpoints(self):
-        """(required time, endpoint name, input bit) for every input that ends a path, and each output port."""
+        """(required time, endpoint name, input bit, in the 2x clock) for every input that ends a path, and each
+        output port."""
         for cname, cell in self.net.cells.items():
+            fast = self.fast_cell(cname)
             for pin, b in self.net.inputs[cname]:
                 if self.ends_path(cell, pin):
                     t = self.arrive(b).time + self.route(b, cell, pin) + self.end_time(cell, pin)
-                    yield t, f"{self._cell_label(cname, cell, b)}.{pin}", b
+                    yield t, f"{self._cell_label(cname, cell, b)}.{pin}", b, fast or b in self.fast_bits
         for b, pname in self.net.port_out.items():
-            yield self.arrive(b).time + self.m.net, pname, b
+            yield self.arrive(b).time + self.m.net, pname, b, False
 
     def _cell_label(self, cname: str, cell: dict, bit: int) -> str:
         """An endpoint's name: the RTL name of the register's output; for a RAM or DSP its instance path and type
@@ -366,7 +427,8 @@ class _Analysis:
         for cname, cell in self.net.cells.items():
             kind = self.kind(cell)
             if kind == "bram":
-                yield self.m.bram_min_period, f"{instance_path(cname)} (inside {cell['type']})", None
+                yield self.m.bram_min_period, f"{instance_path(cname)} (inside {cell['type']})", None, \
+                    self.fast_cell(cname)
             elif kind == "dsp":
                 ain, mreg, preg = self.dsp_regs(cell)
                 stages = [1000.0 / self.m.dsp_fmax(mreg=True)] if ain and mreg else []
@@ -375,7 +437,7 @@ class _Analysis:
                 if stages:
                     out = next((b for p, b in self.net.outputs[cname] if p.startswith("P")), None)
                     label = self.net.name(out) if out is not None else cname
-                    yield max(stages), f"{label} (inside {cell['type']})", None
+                    yield max(stages), f"{label} (inside {cell['type']})", None, self.fast_cell(cname)
 
     def trace(self, end_time: float, end_name: str, bit: int | None) -> TimingPath:
         path = TimingPath(start=end_name, end=end_name, delay_ns=end_time)
@@ -419,23 +481,27 @@ def estimate_timing(netlist: dict, model: DelayModel, clock_mhz: float, top: str
     ends = list(analysis.endpoints()) + list(analysis.internal_paths())
     if not ends:
         raise ValueError(f"timing: no register-to-register path in module {top}")
-    ends.sort(key=lambda e: -e[0])
+    ends.sort(key=lambda e: -(e[0] + model.uncertainty) * (2 if e[3] else 1))
     paths: list[TimingPath] = []
     signals: set[str] = set()
-    for t, name, bit in ends:
+    for t, name, bit, fast in ends:
         signal = re.sub(r"\[\d+\]", "", name if bit is None else name.rsplit(".", 1)[0])
         if signal in signals:
             continue
         signals.add(signal)
-        paths.append(analysis.trace(t + model.uncertainty, name, bit))
+        path = analysis.trace(t + model.uncertainty, name, bit)
+        path.clock = "2x" if fast else "1x"
+        paths.append(path)
         if len(paths) == worst:
             break
+    fast_ends = [t for t, _, _, fast in ends if fast]
     dsps = [c for c in net.cells.values() if c["type"] in DSPS]
     regs = defaultdict(int)
     for c in dsps:
         ain, mreg, preg = analysis.dsp_regs(c)
         regs[f"A/B {'reg' if ain else 'comb'}, M {'reg' if mreg else 'comb'}, P {'reg' if preg else 'comb'}"] += 1
-    return TimingReport(clock_mhz=clock_mhz, model=model.name, critical_ns=paths[0].delay_ns, worst_paths=paths,
+    return TimingReport(clock_mhz=clock_mhz, model=model.name, critical_ns=paths[0].period_ns, worst_paths=paths,
+                        fast_critical_ns=max(fast_ends) + model.uncertainty if fast_ends else None,
                         dsp_cells=len(dsps), dsp_without_mreg_preg=sum(1 for c in dsps
                                                                        if not all(analysis.dsp_regs(c)[1:])),
                         registers_used=dict(regs))

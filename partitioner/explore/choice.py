@@ -12,13 +12,13 @@ from partitioner.ir.graph import Graph
 
 def choose_design(graph: Graph, board: Board, *, keep_on_cpu: tuple[str, ...] = (), offload_all: bool = False,
                   compute_units: int | None = None, target_fps: float | None = None, objective: str = "throughput",
-                  clock_mhz: float | None = None, in_flight: int | None = None) -> Exploration:
+                  clock_mhz: float | None = None, in_flight: int | None = None, dsp_clock: int = 1) -> Exploration:
     """The design and split for this model and board; a board no design fits (with units fixed), or a rate no
     design reaches, is an error."""
     nodes, splits = branch_splits(graph, board, keep_on_cpu, split_all=offload_all)
     units = (compute_units,) if compute_units else UNITS
     exploration = explore(graph, nodes, splits[0].fpga_subgraphs, board, target_fps, units, objective,
-                          clock_mhz=clock_mhz, splits=splits, in_flight=in_flight)
+                          clock_mhz=clock_mhz, splits=splits, in_flight=in_flight, dsp_clock=dsp_clock)
     if exploration.chosen is None and (compute_units or target_fps):
         raise ModelError(exploration.note + (f" (with --compute-units {compute_units})" if compute_units else ""))
     if target_fps is not None and exploration.chosen is not None and exploration.chosen.rate < target_fps:

@@ -42,12 +42,37 @@ class FmaxFit:
     fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
 
+    # `--dsp-clock 2x`: the DSP clock's worst path (its own delay): the DSP's internal stage without the window path
+    # (its enable is then a constant), else the window path's move register into the DSPs' enables, whose load grows
+    # with the array (f0 + f1 * log2 of its MACs); and that load's cost to the window path's own control (e0 + e1 *
+    # the same), which shares the register
+    fast_ns: float = 0.0
+    fast_f0_ns: float = 0.0
+    fast_f1_ns: float = 0.0
+    double_e0_ns: float = 0.0
+    double_e1_ns: float = 0.0
+
     def critical_ns(self, config: EngineConfig) -> float:
-        window = self.c_ns + self.d_ns * math.log2(config.pixels * config.pe_rows * config.vec)
-        return self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
+        """The fabric clock period the design needs: its worst fabric path, and with the DSPs at twice the clock
+        twice the DSP clock's worst path (timing.py counts those at half the period)."""
+        macs = math.log2(config.pixels * config.pe_rows * config.vec)
+        window = self.c_ns + self.d_ns * macs
+        fabric = self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
+        if config.dsp_clock != 2:
+            return fabric
+        if config.pixels == 1:
+            return max(fabric, 2 * self.fast_ns)
+        fast = self.fast_f0_ns + self.fast_f1_ns * macs
+        return max(fabric + self.double_e0_ns + self.double_e1_ns * macs, 2 * fast)
 
 
-# UltraScale+ -2 (zcu104), the fourteenth pipelining's RTL (every DSP48E2 with its registers): 3.788 ns on 8x8
+# UltraScale+ -2 (zcu104). The fifteenth RTL (the double-pumped array, `--dsp-clock 2x`, beside the unchanged 1x one):
+# 1x 3.789 ns on 8x8, 3.801 on 2x8x16 and 4x16x16, 3.840 on 8x16x16, as the fourteenth's, so a, c, d stay; 2x:
+# 3.788 on 8x8@2x (no window path: the DSPs' enable is a constant; the DSP clock's worst path, 1.44 ns, is the DSP's
+# own stage), 3.858 on 2x8x16@2x and 3.935 on 4x16x16@2x, the window path's move register (which also enables every
+# DSP of the array) into the window path's counters, slower as its load grows; the DSP clock's worst path that
+# register into the first product's catch, 1.797 and 1.873 ns (556.6 and 534.0 MHz DSP clock). The 2x terms are
+# fitted on those three (exact); out of sample see FITS. The fourteenth pipelining's RTL: 3.788 ns on 8x8
 # (264.0 MHz; the controller's collection into its run-issued flag, 6 LUTs), 3.802 on 2x8x16 and 3.801 on 4x16x16
 # (the same path), 3.840 on 8x16x16 (the window path's bank rotation into the array's DSP inputs, 260.4 MHz). a is
 # 8x8's; the window term (c, d) takes 2x8x16 and 8x16x16 to within 0.001 ns above them, so no shape synthesised
@@ -55,8 +80,9 @@ class FmaxFit:
 # (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
 # thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
 ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.788, b_ns=0.0, c_ns=-0.087, d_ns=0.0127,
-                         fitted_on=("8x8", "2x8x16", "8x16x16"),
-                         checked_on=("4x16x16",))
+                         fitted_on=("8x8", "2x8x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x"),
+                         checked_on=("4x16x16",),
+                         fast_ns=1.44, fast_f0_ns=1.493, fast_f1_ns=0.038, double_e0_ns=-0.151, double_e1_ns=0.0258)
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
 # write queue's head; the thirteenth's 7.966 was the address generator's row sum into an inferred DSP48E1): a alone,
 # as on UltraScale+; not checked on another

@@ -287,6 +287,8 @@ def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineCo
     from dataclasses import asdict, replace
     out = {}
     for b in boards:
+        if cfg.dsp_clock == 2 and (b.int8_macs_per_dsp != 2 or b.family == "alveo"):
+            continue                 # no such engine there (check_fits refuses the board)
         designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
         best = min(designs, key=lambda d: max(d.resources.share(b).values()))
         out[b.name] = asdict(best.resources)
@@ -306,20 +308,21 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None,
             clock_mhz: float | None = None, splits: list[BranchSplit] | None = None,
-            fixed: EngineConfig | None = None, in_flight: int | None = None) -> Exploration:
+            fixed: EngineConfig | None = None, in_flight: int | None = None, dsp_clock: int = 1) -> Exploration:
     """The design for `objective` among those that fit; with `stages` (one draft partition) or `splits` (the
     ways of cutting the FPGA regions at their forks, branch_splits()), rates are whole frames' (`schedule`), else
     the FPGA's alone, and with `splits` each design is scheduled under each and keeps its best. `subgraphs`: the
     FPGA subgraphs the FPGA time counts program starts for (with `splits`, the first's). Each design runs at its
     `design_clock`, or at `clock_mhz` where the user fixes it; `fixed` weighs the splits for one engine only.
-    `in_flight`: the frames in flight whole-frame rates assume (None: the runtime's default for each design)."""
+    `in_flight`: the frames in flight whole-frame rates assume (None: the runtime's default for each design).
+    `dsp_clock` 2: every candidate's array DSPs at twice its clock (`--dsp-clock 2x`), only where asked."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
     layers = _Layers(graph, fpga_nodes)
     if fixed is not None:
         sized = [fixed if fixed.weight_rows else layers.sized(fixed)]
     else:
-        sized = _candidates(board, units, clock_mhz, layers)
+        sized = _candidates(board, units, clock_mhz, layers, dsp_clock)
     designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
     feasible = [d for d in designs if d.resources.fits(board)] or (designs if fixed is not None else [])
     if not feasible:
@@ -349,11 +352,13 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
     return exploration
 
 
-def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, layers: _Layers) -> list[EngineConfig]:
+def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, layers: _Layers,
+                dsp_clock: int = 1) -> list[EngineConfig]:
     configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
-                            epilogue_lanes=max(v, r) // p if p > 1 else 0)
+                            epilogue_lanes=max(v, r) // p if p > 1 else 0, dsp_clock=dsp_clock)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
-               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp]      # the array alone must fit
+               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp * dsp_clock   # the array alone must fit
+               and (dsp_clock == 1 or r % 4 == 0)]
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
     configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
     sized = [layers.sized(c) for c in configs]

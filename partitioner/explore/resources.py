@@ -108,6 +108,12 @@ PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_04
 # controller's descriptor take is a beat-wide select)
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
+# `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
+# shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
+# the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
+# yosys (the fifteenth RTL): 8x8 +2,020 FF +127 LUT for 16 DSPs, 2x8x16 +8,618 / +361 for 64, 4x16x16 +35,691 /
+# +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs).
+DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 2.83, 82
 GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
@@ -157,7 +163,8 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
     gates = lanes if sliced else min(lanes, cfg.vec)
-    dsp = (math.ceil(macs / board.int8_macs_per_dsp) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
+    double = cfg.dsp_clock == 2
+    dsp = (math.ceil(macs / (board.int8_macs_per_dsp * cfg.dsp_clock)) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
            + EPILOGUE_DSP * lanes + gates + CONTROL_DSP[board.int8_macs_per_dsp])
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
@@ -169,7 +176,9 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
                 + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT)
     ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + 34 * lanes + 80 * sliced
                + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
-               + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0))
+               + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
+               + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
+    lut += round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0
     if cfg.pixels > 1:
         p = cfg.pixels
         dsp += WINDOW_DSP[board.int8_macs_per_dsp]

@@ -98,8 +98,19 @@ struct Sim {
     // one clock cycle: settle with the clock low, note the handshakes, raise the clock, drive the memory side
     void step() {
         auto *t = top.get();
+#ifdef ENGINE_DSP_2X
+        // the DSPs' clock (--dsp-clock 2x): a rising edge in mid cycle, as ap_clk falls, and one with ap_clk's
+        t->ap_clk_2x = 0;
+        t->eval();
+        t->ap_clk_2x = 1;
+#endif
         t->ap_clk = 0;
         t->eval();
+#ifdef ENGINE_DSP_2X
+        t->ap_clk_2x = 0;
+        t->eval();
+        t->ap_clk_2x = 1;
+#endif
         bool ar_a = t->m_axi_act_arvalid && t->m_axi_act_arready;
         bool ar_c = t->m_axi_const_arvalid && t->m_axi_const_arready;
         bool r_a = t->m_axi_act_rvalid && t->m_axi_act_rready;
