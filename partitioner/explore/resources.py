@@ -112,7 +112,8 @@ RESIDUAL_QUEUE_LUT = 1_400
 # shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
 # yosys (the fifteenth RTL): 8x8 +2,020 FF +127 LUT for 16 DSPs, 2x8x16 +8,618 / +361 for 64, 4x16x16 +35,691 /
-# +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs).
+# +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs); 8x16x16, left out,
+# 637 DSP exact, 105,937 LUT (model +5.1 %, as for its 1x twin), 157,230 FF (-0.3 %).
 DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 2.83, 82
 GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
