@@ -57,7 +57,7 @@ def main() -> None:
             b = board(bname)
             for name, graph in graphs.items():
                 for dsp_clock in clocks:
-                    if dsp_clock == 2 and (b.int8_macs_per_dsp != 2 or b.family == "alveo"):
+                    if dsp_clock == 2 and b.dsp_clock_2x_problem:
                         continue                # partition refuses --dsp-clock 2x there
                     ex = choose_design(graph, b, objective=args.objective, dsp_clock=dsp_clock)
                     d = ex.chosen

@@ -40,6 +40,17 @@ class Board:
         """DSP48E2 (UltraScale+) packs two int8 products sharing one operand; DSP48E1 does one."""
         return 1 if self.family == "zynq7" else 2
 
+    @property
+    def dsp_clock_2x_problem(self) -> str | None:
+        """Why an engine with its DSPs at twice the clock (`--dsp-clock 2x`) cannot run here, or None."""
+        if self.int8_macs_per_dsp != 2:
+            return (f"2x needs UltraScale+ DSP48E2s; {self.name}'s DSP48E1s cannot take the packed products at twice "
+                    "the clock")
+        if self.family == "alveo":
+            return (f"2x needs two clocks with aligned edges from one MMCM, which the Zynq overlay makes; "
+                    f"{self.name}'s shell gives a kernel clocks it does not promise to align")
+        return None
+
 
 BOARDS: dict[str, Board] = {b.name: b for b in [
     # XC7Z020-1CLG400C; DDR3 16-bit at 1050 MT/s (PYNQ-Z2 reference manual)

@@ -214,8 +214,7 @@ def check_fits(plan: Plan, board: str, units: int) -> None:
     """Refuse to predict a board the build's engine does not fit (resources as `partition` estimated them), or
     cannot run at all (DSPs at twice the clock where no DSP48E2 or no aligned second clock is)."""
     from fpga_runtime.boards import BOARDS
-    if (plan.engine_config or {}).get("dsp_clock") == 2 and (BOARDS[board].int8_macs_per_dsp != 2
-                                                              or BOARDS[board].family == "alveo"):
+    if (plan.engine_config or {}).get("dsp_clock") == 2 and BOARDS[board].dsp_clock_2x_problem:
         raise PlanError(f"the build's engine runs its DSPs at twice its clock (--dsp-clock 2x), which {board} cannot "
                         "(a Zynq UltraScale+ board can); partition the model for this board")
     per_unit = (plan.unit_resources or {}).get(board)

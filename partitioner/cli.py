@@ -70,13 +70,8 @@ def _preprocess_overrides(preset, mean, std, scale, letterbox, bgr, layout=None)
 
 def _dsp_clock(value: str, board: str) -> int:
     multiple = int(value.rstrip("x"))
-    if multiple == 2 and BOARDS[board].int8_macs_per_dsp != 2:
-        raise click.BadParameter(f"2x needs UltraScale+ DSP48E2s; {board}'s DSP48E1s cannot take the packed "
-                                 "products at twice the clock", param_hint="--dsp-clock")
-    if multiple == 2 and BOARDS[board].family == "alveo":
-        raise click.BadParameter(f"2x needs two clocks with aligned edges from one MMCM, which the Zynq overlay makes; "
-                                 f"{board}'s shell gives a kernel clocks it does not promise to align",
-                                 param_hint="--dsp-clock")
+    if multiple == 2 and BOARDS[board].dsp_clock_2x_problem:
+        raise click.BadParameter(BOARDS[board].dsp_clock_2x_problem, param_hint="--dsp-clock")
     return multiple
 
 

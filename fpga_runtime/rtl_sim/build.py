@@ -133,10 +133,10 @@ def build_library(rtl: Path, quiet: bool = False) -> Path:
     inc = ["-I", str(work / "obj"), "-I", str(root / "include"), "-I", str(root / "include" / "vltstd")]
     sources = sorted((work / "obj").glob("*.cpp")) + [rtl / "sim" / "harness.cpp"]
     compiled = []
+    double = ["-DENGINE_DSP_2X"] if dsp_double(rtl) else []
     for i, src in enumerate(sources):
         obj = work / f"{src.stem}.o"
         say(f"compiling {i + 1}/{len(sources)} {src.name}")
-        double = ["-DENGINE_DSP_2X"] if dsp_double(rtl) else []
         _run([cxx, *CXX, f"-DENGINE_VEC={vec_of(rtl)}", *double, *inc, "-c", str(src), "-o", str(obj)],
              f"g++ on {src.name}")
         compiled.append(obj)

@@ -287,7 +287,7 @@ def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineCo
     from dataclasses import asdict, replace
     out = {}
     for b in boards:
-        if cfg.dsp_clock == 2 and (b.int8_macs_per_dsp != 2 or b.family == "alveo"):
+        if cfg.dsp_clock == 2 and b.dsp_clock_2x_problem:
             continue                 # no such engine there (check_fits refuses the board)
         designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
         best = min(designs, key=lambda d: max(d.resources.share(b).values()))
