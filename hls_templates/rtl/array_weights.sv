@@ -68,16 +68,18 @@ module array_weights #(
   assign rdata = row[DW-1:0];
 
   // the array rows past a kernel row's taps, for each stride phase: per layer, in registers, so the weights'
-  // way into the DSPs holds a phase select, not the descriptor's decode
+  // way into the DSPs holds a phase select, not the descriptor's decode; the taps per phase a register before
+  // (the descriptor is steady for cycles before a layer's first step, and its decode and the comparisons did not
+  // fit one cycle)
+  logic [7:0] taps0_q, taps1_q;
   logic [RD-1:0] past0_q, past1_q;
   logic dw_q;
   always_ff @(posedge clk) begin
-    logic [7:0] taps0, taps1;
-    taps0 = phases == 8'd2 ? (d.kw + 8'd1) >> 1 : d.kw;
-    taps1 = phases == 8'd2 ? d.kw >> 1 : d.kw;
+    taps0_q <= phases == 8'd2 ? (d.kw + 8'd1) >> 1 : d.kw;
+    taps1_q <= phases == 8'd2 ? d.kw >> 1 : d.kw;
     for (int e = 0; e < RD; e++) begin
-      past0_q[e] <= 8'(e) >= taps0;
-      past1_q[e] <= 8'(e) >= taps1;
+      past0_q[e] <= 8'(e) >= taps0_q;
+      past1_q[e] <= 8'(e) >= taps1_q;
     end
     dw_q <= dw;
   end

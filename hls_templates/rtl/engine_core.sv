@@ -246,8 +246,8 @@ module engine_core #(
   logic [P*R*32-1:0] array_sums;
   assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
   logic [2*P*V*20-1:0] array_taps;
-  // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is the window path's register itself, which is
-  // 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is
+  // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is a register: the window path's copy of its
+  // move, which is 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW), .DOUBLE(DOUBLE)) array (.clk_i(clk), .clk2x_i(clk2x),
     .en_i(DOUBLE ? wc_array_en : !win || wc_array_en), .x(array_x), .w(array_w), .sums(array_sums),
     .taps(array_taps));

@@ -1,21 +1,23 @@
 // Epilogue: EPI_LATENCY pipelined stages per pixel result of G lanes, one result accepted per cycle.
 //   S0  operands  each lane's operands in registers: the accumulator (or the first operand), the product's
 //                 multiplier (a PRELU conv's negative one for a negative accumulator); SCALE's gate product's
-//                 (the first operand, the gate plus its offset) in its DSP48E2's input registers
+//                 (the first operand, the gate plus its offset) in the input registers of the DSP48E2 that takes
+//                 the residual's first product in other layers (a SCALE has no residual)
 //   G1  gate      the gate product, 8 x 10 bits, in the DSP's multiplier register; the other operands wait
 //   G2            ... in its output register (dsp_mult.sv)
-//   S1  DSP input the product's operands: x (SCALE: the gate product) and m, and y * n's y
+//   S1  DSP input the product's operands: x (SCALE: the gate product) and m, and b * mb's b
 //   S2  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
-//                 the rounding half added in the DSP of its half, and y * n: each a DSP48E2 with its operand (S1),
-//                 multiplier (S2) and output (S3) registers (dsp_mult.sv)
+//                 the rounding half added in the DSP of its half, and b * mb: each a DSP48E2 with its operand (S1),
+//                 multiplier (S2) and output (S3) registers (dsp_mult.sv). b * mb is ADD's second term here and a
+//                 conv's residual term at S11, so one DSP makes it for both: the residual's waits seven stages
 //   S4  sums      the two halves
-//   S5  round     + y * n
+//   S5  round     + b * mb (ADD)
 //   S6  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S4's shift)
 //   S7  saturate  to int8 (0 from a shift of 49 on)
 //   S8  act1      clamp or table (a conv's or ADD's first activation) -> E1
-//   S9  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1), b * mb (two 8 x 18 products on DSP48E2s,
-//                 operands S8, products S9, outputs S10)
-//   S11 sum       their sum
+//   S9  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1) (an 8 x 18 product on a DSP48E2,
+//                 operand S8, product S9, output S10)
+//   S11 sum       + b * mb, made at S1-S3
 //   S12 shift     >>> res_shift, the same test (the layer's mask)
 //   S13 saturate  (0 from a shift of 48 on)
 //   S14 act2      clamp or table -> the result
@@ -24,6 +26,7 @@
 // what lets it meet the board clock. The sums are 52 bits, not 64: every multiplier is below 2^17 (ABI v2), so
 // |x * m + y * n| < 2^48, and from a shift of 49 on the rounded result is 0 (the program check refuses shifts past
 // 62, which 64 bits would treat otherwise).
+// A lane has four DSP48E2s: x * m's two halves, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer.
 // Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
 import engine_pkg::*;
 
@@ -111,7 +114,7 @@ module epilogue #(
     res_whole_q <= d.res_shift == 8'd0;
     res_dec_q <= shift_sat8_above_decode(res_s_q);
     res_above_q <= shift_sat8_above_pick(res_dec_q);
-    res_half_q <= res_zero_q || res_whole_q ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
+    res_half_q <= res_zero_q || res_whole_q || is_scale ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
     res_ma_q <= $signed(d.res_mult_a[17:0]);
     res_mb_q <= $signed(d.res_mult_b[17:0]);
   end
@@ -123,11 +126,12 @@ module epilogue #(
     logic signed [7:0]  y_d;
     logic [5*8-1:0]     sh_q;              // the shift at S1..S5 (S k+1's at [8*k +: 8])
     logic [7*8-1:0]     a_q;               // the pass-through operand at S1..S7
-    logic [7*8-1:0]     b_q;               // the residual operand at S1..S7
     // S2..S7: requantisation; S8: E1
     logic signed [35:0] lo_p;              // x[16:0] * m + (the rounding half below 2^17)
     logic signed [33:0] hi_p;              // x[31:17] * m + (the rounding half from 2^17 on) / 2^17
-    logic signed [25:0] yn_p, yn_q;        // y * n
+    logic signed [25:0] bm_p, yn_q;        // b * mb; ADD's share of it at S4
+    logic [6*26-1:0]    bm_q;              // b * mb at S4..S9, the residual's (shift registers)
+    logic signed [25:0] bm_last_q;         // ... at S10, a flip-flop: a shift register's output is slow for the sum
     logic signed [35:0] half_lo;
     logic signed [33:0] half_hi;
     logic [4:0] lo_idx_q, hi_idx_q;        // the rounding half's bit in either half of x, at S2
@@ -141,14 +145,12 @@ module epilogue #(
     logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_q, e1_q;
     // S9..S14: residual; the result
-    logic signed [7:0]  e1_d, b6;
-    logic signed [17:0] x_lo;
+    logic signed [7:0]  e1_d, ta_a;
+    logic signed [17:0] x_lo, ta_b;
     logic signed [14:0] x_hi;
     assign x_lo = {1'b0, x_d[16:0]};
     assign x_hi = x_d[31:17];
-    assign b6 = b_q[55:48];
-    logic signed [47:0] ta_p;              // e1 * ma + 2^(res_shift-1)
-    logic signed [25:0] tb_p;              // b * mb
+    logic signed [47:0] ta_p;              // e1 * ma + 2^(res_shift-1); SCALE: the gate product
     logic signed [47:0] t_q;
     logic signed [7:0]  pass9_q, pass10_q, pass11_q, pass12_q, q2_q, q_q;
     logic [7:0] t1, t2;
@@ -166,13 +168,7 @@ module epilogue #(
     logic signed [7:0]  a0_q, a1_q, a2_q, b0_q, b1_q, b2_q;
     logic [7:0]         sh0_q, sh1_q, sh2_q;
     logic signed [17:0] gate_p;
-    if (i < V) begin : g_gate                // the first operand has VEC lanes: past them its product is 0
-      dsp_mult #(.AW(8), .BW(10), .PW(18), .PRIMITIVE(PRIMITIVE)) gate_product (
-        .clk_i(clk), .en_i(1'b1), .a_i(a_lane), .b_i(10'($signed(in_b[8*i +: 8])) + gate_off_q), .c_i('0),
-        .p_o(gate_p));
-    end else begin : g_no_gate
-      assign gate_p = 18'sd0;
-    end
+    assign gate_p = ta_p[17:0];            // a lane past VEC has no first operand: its a_lane is 0
     always_ff @(posedge clk) begin
       x0_q <= per_channel ? in_acc[32*i +: 32] : 32'(a_lane);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
@@ -187,8 +183,13 @@ module epilogue #(
     always_comb begin
       x_d = is_scale ? 32'(gate_p) : x2_q;
       m_d = m2_q;
-      y_d = is_add ? b2_q : 8'sd0;
+      y_d = b2_q;
       e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
+      // the residual DSP's operands; SCALE's gate product's from the inputs (e1 is q1 there: e1_q1 is never off
+      // in a SCALE, so this select only replaces the pass-through branch, no deeper than e1_d's)
+      ta_a = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 && !is_scale ? q1_q
+             : is_scale ? a_lane : $signed(a_q[55:48]);
+      ta_b = is_scale ? 18'($signed(in_b[8*i +: 8])) + 18'(gate_off_q) : res_ma_q;
     end
     // S1-S3 (S8-S10): the products in DSP48E2s, operand, product and output registers; the rounding half of the
     // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S2
@@ -206,19 +207,17 @@ module epilogue #(
       .clk_i(clk), .en_i(1'b1), .a_i(x_lo), .b_i(m_d), .c_i(half_lo), .p_o(lo_p));
     dsp_mult #(.AW(15), .BW(18), .PW(34), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) hi_product (
       .clk_i(clk), .en_i(1'b1), .a_i(x_hi), .b_i(m_d), .c_i(half_hi), .p_o(hi_p));
-    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) yn_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(yn_p));
+    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) bm_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(bm_p));
     dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(e1_d), .b_i(res_ma_q), .c_i(res_half_q), .p_o(ta_p));
-    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) tb_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(b6), .b_i(res_mb_q), .c_i('0), .p_o(tb_p));
+      .clk_i(clk), .en_i(1'b1), .a_i(ta_a), .b_i(ta_b), .c_i(res_half_q), .p_o(ta_p));
 
     always_ff @(posedge clk) begin
       sh_q <= {sh_q[31:0], sh2_q};
       a_q <= {a_q[47:0], a2_q};
-      b_q <= {b_q[47:0], b2_q};
       xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S4
-      yn_q <= yn_p;
+      yn_q <= is_add ? bm_p : 26'sd0;
+      bm_q <= {bm_q[5*26-1:0], bm_p};
       above1_dec_q <= shift_sat8_above_decode(sh_q[21:16]);
       above1_q <= shift_sat8_above_pick(above1_dec_q);
       r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S5
@@ -228,7 +227,7 @@ module epilogue #(
       e1_q <= e1_d;                                                                       // S8
       pass9_q <= e1_q;                                                                    // S9
       pass10_q <= pass9_q;                                                                // S10
-      t_q <= ta_p + 48'(tb_p);                                                            // S11
+      t_q <= ta_p + 48'(bm_last_q);                                                       // S11
       pass11_q <= pass10_q;
       p2_q <= shift_sat8_coarse(52'(t_q), res_s_q[5:3], res_above_q);                      // S12
       pass12_q <= pass11_q;
@@ -236,6 +235,9 @@ module epilogue #(
               : shift_sat8_finish(shift_sat8_fine(p2_q, res_s_q[2:0]));                       // S13
       q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S14
     end
+    always_ff @(posedge clk)                 // the reset keeps it out of the shift register (an SRL has none)
+      if (!rst_n) bm_last_q <= '0;
+      else bm_last_q <= $signed(bm_q[5*26 +: 26]);
     assign out_q[8*i +: 8] = q_q;
 
     lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),

@@ -537,12 +537,13 @@ module window_conv #(
       hold_q <= hold_d;
     end
   end
-  // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own
-  // (kept: synthesis would merge the two), so the window path's control does not share their load
+  // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own,
+  // so the window path's control does not share their load. Its reset value differs (the array has nothing to move
+  // the cycle after reset), which is what keeps synthesis from merging the two: a `keep` did not
   if (DOUBLE) begin : g_array_move
     logic adv_array;
-    (* keep *) always_ff @(posedge clk) begin
-      if (!rst_n) adv_array <= 1'b1;
+    always_ff @(posedge clk) begin
+      if (!rst_n) adv_array <= 1'b0;
       else adv_array <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
     end
     assign array_en = adv_array;

@@ -4,7 +4,13 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). On the
-fourteenth pipelining's RTL (every DSP48E2 with its registers, 40-bit addresses, 32-bit counter halves): 8x8 98 DSP,
+sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for ADD and a
+residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and 26 FF):
+8x8 82 DSP, 22,909 LUT (model -1.0 %), 17,826 FF (-0.1 %); 2x8x16 221 DSP, 49,202 LUT (-2.7 %), 33,909 FF (0.0 %);
+4x16x16 605 DSP, 72,390 LUT (+0.5 %), 53,685 FF (0.0 %); 8x16x16, fitted on neither, 1,117 DSP, 105,402 LUT
+(+4.9 %), 85,873 FF (-0.3 %); the 2x shapes 66, 157, 349 and 605 DSP; 8x8 on the PYNQ-Z2's xc7 126 DSP, 23,230
+LUT (-2.4 %), 18,688 FF (-7.0 %). On the fourteenth pipelining's RTL (every DSP48E2 with its registers, 40-bit
+addresses, 32-bit counter halves): 8x8 98 DSP,
 22,471 LUT (model -0.7 %), 17,603 FF (+0.0 %); 2x8x16 253 DSP, 48,445 LUT (-2.7 %), 33,478 FF (+0.0 %); 4x16x16 637
 DSP, 71,638 LUT (+0.5 %), 53,254 FF (+0.0 %, not fitted on); 8x16x16, fitted on neither, 1,149 DSP, 104,607 LUT
 (+5.0 %), 85,442 FF (-0.3 %); 8x8 on the PYNQ-Z2's xc7 142 DSP, 22,786 LUT (-2.1 %), 18,465 FF (-7.0 %). The DSP
@@ -46,9 +52,9 @@ bit and lane.
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
-  default): per lane a 32x18 product as two DSP products, an 8x18 product and the residual's two 8x18 products
-  (5 DSP48E2s with every register, dsp_mult.sv; every multiplier is below 2^17 since ABI v2) and SCALE's 8x10 gate
-  product in the lanes that have a first operand (the first VEC, or every lane of a sliced epilogue), its two copies of
+  default): per lane a 32x18 product as two DSP products, b x mb (ADD's second term and the residual's, one product
+  for both: no layer has both) and e1 x ma (the residual's first; SCALE's 8x10 gate product in a SCALE layer), 4
+  DSP48E2s with every register (dsp_mult.sv; every multiplier is below 2^17 since ABI v2), its two copies of
   the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
   38 LUT and 80 FF per result lane to hold and slice the result.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
@@ -79,7 +85,9 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
-EPILOGUE_DSP, EPILOGUE_LUT = 5, 1000         # per epilogue lane (tables in registers read through 256:1 muxes: 3230)
+# per epilogue lane (tables in registers read through 256:1 muxes: 3230); the sixteenth RTL's merged products added
+# 45 LUT (b x mb's 26 bits carried seven stages in shift registers, the residual DSP's operand choice) and 26 FF
+EPILOGUE_DSP, EPILOGUE_LUT, EPILOGUE_FF = 4, 1045, 60
 # the control's registered products (dsp_mult.sv): two per pixel address (the address generator's two, the window
 # path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats
 CONTROL_DSP = {2: 10, 1: 14}   # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
@@ -87,8 +95,7 @@ CONTROL_LUT, CONTROL_FF = 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
-# DSP48E1s); SCALE's gate product is one per epilogue lane that has a first operand (epilogue.sv: the VEC lanes of a
-# full epilogue, every lane of a sliced one)
+# DSP48E1s)
 VEC_DSP = {2: 1, 1: 2}
 WINDOW_DSP = {2: 3, 1: 5}  # the window path's output address (two, or four) and its window column offset (one)
 # The pipeline registers of the pipelined RTL: per packed MAC pair the array's partial sums (its operand, product and
@@ -163,10 +170,9 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     macs = cfg.array_macs
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
-    gates = lanes if sliced else min(lanes, cfg.vec)
     double = cfg.dsp_clock == 2
     dsp = (math.ceil(macs / (board.int8_macs_per_dsp * cfg.dsp_clock)) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
-           + EPILOGUE_DSP * lanes + gates + CONTROL_DSP[board.int8_macs_per_dsp])
+           + EPILOGUE_DSP * lanes + CONTROL_DSP[board.int8_macs_per_dsp])
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
@@ -175,7 +181,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
                 + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT)
-    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + 34 * lanes + 80 * sliced
+    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + EPILOGUE_FF * lanes + 80 * sliced
                + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
                + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
