@@ -69,7 +69,8 @@ class FmaxFit:
 # 3.801 ns on 8x8@2x, 2x8x16@2x, 4x16x16@2x: the window path no longer shares its register with the DSPs' enables,
 # so the e terms that modelled that load are gone), and 8x16x16@2x is bound by its DSP clock: 1.911 ns, twice that
 # 3.822 (261.6 MHz, was 251.5); the DSP clock's worst paths 1.44, 1.791, 1.872, 1.911 ns, the f terms unchanged
-# (within 0.3 %). Fitted and checked on the same shapes as before. The fifteenth RTL (the double-pumped array, `--dsp-clock 2x`, beside the unchanged 1x one):
+# (within 0.3 %). Fitted and checked on the same shapes as before.
+# The fifteenth RTL (the double-pumped array, `--dsp-clock 2x`, beside the unchanged 1x one):
 # 1x 3.789 ns on 8x8, 3.801 on 2x8x16 and 4x16x16, 3.840 on 8x16x16, as the fourteenth's, so a, c, d stay; 2x:
 # 3.788 on 8x8@2x (no window path: the DSPs' enable is a constant; the DSP clock's worst path, 1.44 ns, is the DSP's
 # own stage), 3.858 on 2x8x16@2x and 3.935 on 4x16x16@2x, the window path's move register (which also enables every
