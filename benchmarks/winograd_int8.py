@@ -25,21 +25,17 @@ whose positions' ranges differ more (no trained weights are on this machine: the
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
+import onnx
+import onnxruntime as ort
+from _zoo import SIZES
+from onnx import helper, numpy_helper
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import models
 
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-from onnx import helper, numpy_helper  # noqa: E402
-
-import models  # noqa: E402
-
-SIZES = {"yolov3": 416, "yolov3-tiny": 416, "ssd300-vgg16": 300, "ssd-mobilenet-v1": 300}
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=np.int64)
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], dtype=np.int64)
