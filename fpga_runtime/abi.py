@@ -103,6 +103,7 @@ class Flag(enum.IntFlag):
     UPSAMPLE2 = 8   # read the input through x2 nearest-neighbour upsampling
     POOL_PAD_ZERO = 16  # the max pool's taps outside its input count as 0, not -128 (a zero Pad before it)
     PRELU = 32      # CONV: a negative accumulator takes the entry's negative-side multiplier (PRelu per channel)
+    WINOGRAD = 64   # CONV 3x3 stride 1: integer Winograd F(2x2, 3x3) accumulators, 16 weights per channel pair
 
 
 class Act(enum.IntEnum):
@@ -408,3 +409,8 @@ def l2norm_factor(ss: np.ndarray, mult: int, shift: int) -> tuple[np.ndarray, np
     idx = np.where(ss > 0, np.left_shift(ss, np.where(ss > 0, z, 0)) >> 22, 0) & ((1 << RSQRT_INDEX_BITS) - 1)
     k = shift_round(rsqrt_table()[idx] * np.int64(mult), 23)
     return np.where(ss > 0, k, 0), np.where(ss > 0, shift + 14 - z // 2, 0)
+
+
+def weight_taps(d: "Descriptor") -> int:
+    """Weights per output and input channel of a CONV: its kernel's taps, or a Winograd layer's 16 positions."""
+    return 16 if d.flags & Flag.WINOGRAD else d.kh * d.kw

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from fpga_runtime import window_path
+from fpga_runtime import window_path, winograd
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 
 MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
@@ -114,6 +114,7 @@ class LayerShape:
     group_tiles: int = 1    # output-channel tiles computed over one load of the input (multi-tile 1x1 layers)
     kernel_rows: bool = False   # a depthwise window layer taking a kernel row per step (else a tap, diagonally)
     phases: int = 1         # identical layers the node compiles to (4: a 2x2 stride-2 transposed conv's phases)
+    winograd: bool = False  # integer Winograd F(2x2, 3x3): projected, not RTL (see `_winograd_steps`)
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -141,7 +142,8 @@ class LayerShape:
             inside = (taps_inside(d.conv_h, d.kh, d.stride_h, d.pad_t, d.dil_h, d.in_h * up)
                       * taps_inside(d.conv_w, d.kw, d.stride_w, d.pad_l, d.dil_w, d.in_w * up))
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
-                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, inside)
+                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, inside,
+                       winograd=bool(d.flags & Flag.WINOGRAD))
         if d.op == Op.GLOBAL_AVG_POOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
         if d.op == Op.MAXPOOL:
@@ -200,10 +202,11 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
             weights = s.kh * s.kw
         else:
             tiles = s.out_c // r
-            per_pixel = s.kh * s.kw * (s.in_c // v) + s.residual * max(1, r // v)
-            weights = s.kh * s.kw * (s.in_c // v) * r
+            taps_px = 4 if s.winograd else s.kh * s.kw    # Winograd: 16 patch words per tile of 4 outputs
+            per_pixel = taps_px * (s.in_c // v) + s.residual * max(1, r // v)
+            weights = (16 if s.winograd else s.kh * s.kw) * (s.in_c // v) * r
         per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
-        taps = pixels * s.kh * s.kw * (1 if s.depthwise else s.in_c // v)
+        taps = pixels * (4 if s.winograd else s.kh * s.kw) * (1 if s.depthwise else s.in_c // v)
         run = run_fixed + max(per_tap * taps + beat * (pixels * per_pixel - taps), passes * pixels) + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * weights
         return round(fixed + load + run + (tiles - 1) * max(run, load))
@@ -238,6 +241,8 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
     params = -(-4 * lanes // v) + -(-8 * lanes // v)
     weights = s.kh * s.kw * (1 if s.depthwise else cbs * r)
+    if s.winograd:
+        pixel_groups, steps, rows, load_row, weights, out_px = _winograd_steps(s, cfg, beat, cbs, out_px, res_beats)
 
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
@@ -261,6 +266,18 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     for (run, _), (_, next_load) in zip(costs, costs[1:]):
         total += max(run, next_load)              # each group runs while the next one loads
     return total
+
+
+def _winograd_steps(s: LayerShape, cfg: EngineConfig, beat: int, cbs: int, out_px: int, res_beats: int
+                    ) -> tuple[int, int, int, float, int, int]:
+    """A Winograd layer's window-path terms, for the datapath issue 26 plans (not built in RTL yet, so not fitted
+    to Verilator: a projection): a step takes one input-channel beat of one 4x4 position for `pixels` tiles of 2x2
+    outputs, 16 steps per beat; a row of tiles makes two output rows from two more input rows; a group's 4 x pixels
+    results leave through the epilogue. (pixel groups per row of tiles, steps per group, rows of tiles, cycles to
+    load a row of tiles, weight beats, epilogue cycles per array pixel.)"""
+    groups = -(-winograd.tiles(s.conv_w) // cfg.pixels)
+    load_row = beat * (2 * s.in_w * cbs + s.residual * 2 * s.conv_w * res_beats)
+    return groups, 16 * cbs, s.batch * winograd.tiles(s.conv_h), load_row, 16 * cbs * cfg.pe_rows, 4 * out_px
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

@@ -31,13 +31,16 @@ from fpga_runtime.abi import (
     Op,
     unpack_program,
     unpack_requant_word,
+    weight_taps,
 )
 from fpga_runtime.plan import PlanError
+from fpga_runtime.winograd import MAX_IN_C as WINOGRAD_MAX_IN_C
 
 if TYPE_CHECKING:                   # engine_image calls this module when it loads memory.bin
     from fpga_runtime.engine_image import EngineImage
 
-KNOWN_FLAGS = int(Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.UPSAMPLE2 | Flag.POOL_PAD_ZERO | Flag.PRELU)
+KNOWN_FLAGS = int(Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.UPSAMPLE2 | Flag.POOL_PAD_ZERO | Flag.PRELU
+                  | Flag.WINOGRAD)
 
 
 class ProgramError(PlanError, ValueError):
@@ -93,8 +96,8 @@ def _refusal(d: Descriptor, image: EngineImage, const: np.ndarray) -> str | None
     op = Op(d.op)
     if d.flags & ~KNOWN_FLAGS:
         return f"flags {d.flags:#x} has unknown bits"
-    if d.flags & Flag.PRELU and op != Op.CONV:
-        return "flag PRELU on a layer that is not a CONV"
+    if d.flags & (Flag.PRELU | Flag.WINOGRAD) and op != Op.CONV:
+        return f"flag {Flag(d.flags & (Flag.PRELU | Flag.WINOGRAD)).name} on a layer that is not a CONV"
     if d.act1 not in Act.__members__.values() or d.act2 not in Act.__members__.values():
         return f"act1 {d.act1} / act2 {d.act2}: no such activation"
     if d.out_step > 2 or d.out_step == 2 and (op != Op.CONV or d.flags & (Flag.POOL | Flag.RESIDUAL)
@@ -127,6 +130,12 @@ def _conv_geometry(d: Descriptor, cfg, in_h: int, in_w: int) -> str | None:
             return f"{field} 0"
     if d.kh > cfg.max_kernel or d.kw > cfg.max_kernel:
         return f"kernel {d.kh}x{d.kw} is larger than the engine's {cfg.max_kernel}"
+    if d.flags & Flag.WINOGRAD:
+        if (d.flags & (Flag.DEPTHWISE | Flag.UPSAMPLE2) or (d.kh, d.kw, d.stride_h, d.stride_w, d.dil_h, d.dil_w)
+                != (3, 3, 1, 1, 1, 1) or d.out_step == 2):
+            return "WINOGRAD on a layer other than a standard 3x3 stride-1 undilated conv read and written directly"
+        if d.in_c > WINOGRAD_MAX_IN_C:
+            return f"WINOGRAD with in_c {d.in_c}: its accumulators stay within int32 up to {WINOGRAD_MAX_IN_C}"
     if d.flags & Flag.DEPTHWISE:
         if d.out_c != d.in_c:
             return f"a depthwise conv with in_c {d.in_c} and out_c {d.out_c}"
@@ -134,7 +143,7 @@ def _conv_geometry(d: Descriptor, cfg, in_h: int, in_w: int) -> str | None:
     else:
         if d.out_c % cfg.pe_rows:
             return f"out_c {d.out_c} is not a multiple of the engine's {cfg.pe_rows} PE rows"
-        rows = d.kh * d.kw * d.in_c // cfg.vec
+        rows = weight_taps(d) * d.in_c // cfg.vec
     if cfg.weight_rows and rows > cfg.weight_rows:
         return f"{rows} weight rows of a {cfg.weight_rows}-row weight RAM"
     for axis, size, k, s, dil, pads, out in (("h", in_h, d.kh, d.stride_h, d.dil_h, d.pad_t + d.pad_b, d.conv_h),
@@ -195,7 +204,7 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
         spans.append(("in2", d.in2_addr, d.batch * second * d.in2_c_stride, act, d.in2_c_offset + d.out_c,
                       d.in2_c_stride))
     if op == Op.CONV:
-        per = d.kh * d.kw * (1 if d.flags & Flag.DEPTHWISE else d.in_c)
+        per = weight_taps(d) * (1 if d.flags & Flag.DEPTHWISE else d.in_c)
         spans += [("weight", d.weight_addr, d.out_c * per, consts, 0, 1), ("bias", d.bias_addr, 4 * d.out_c, consts,
                                                                            0, 1)]
     if op in (Op.CONV, Op.GLOBAL_AVG_POOL):

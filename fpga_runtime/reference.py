@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fpga_runtime import winograd
 from fpga_runtime.abi import (
     DESCRIPTOR_SIZE,
     HEADER_SIZE,
@@ -116,9 +117,18 @@ class ReferenceEngine:
             raw = const[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw].view(np.int8)
             w = raw.reshape(d.out_c // cfg.vec, d.kh, d.kw, cfg.vec).transpose(0, 3, 1, 2)
             return w.reshape(d.out_c, d.kh, d.kw)
-        raw = const[d.weight_addr:d.weight_addr + d.out_c * d.kh * d.kw * d.in_c].view(np.int8)
-        w = raw.reshape(d.out_c // cfg.pe_rows, d.kh, d.kw, d.in_c // cfg.vec, cfg.pe_rows, cfg.vec)
-        return w.transpose(0, 4, 1, 2, 3, 5).reshape(d.out_c, d.kh, d.kw, d.in_c)
+        kh, kw = (4, 4) if d.flags & Flag.WINOGRAD else (d.kh, d.kw)       # a Winograd layer's 4x4 positions
+        raw = const[d.weight_addr:d.weight_addr + d.out_c * kh * kw * d.in_c].view(np.int8)
+        w = raw.reshape(d.out_c // cfg.pe_rows, kh, kw, d.in_c // cfg.vec, cfg.pe_rows, cfg.vec)
+        return w.transpose(0, 4, 1, 2, 3, 5).reshape(d.out_c, kh, kw, d.in_c)
+
+    def _winograd_accumulate(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> np.ndarray:
+        """fpga_runtime/winograd.py's accumulators: the input padded on to whole tiles (the zero point)."""
+        rows, cols = 2 * winograd.tiles(d.conv_h) + 2, 2 * winograd.tiles(d.conv_w) + 2
+        x = _read_input(act, d)
+        x = _pad(x, d.pad_t, d.pad_l, max(0, rows - x.shape[1] - d.pad_t), max(0, cols - x.shape[2] - d.pad_l),
+                 d.in_zero)
+        return winograd.accumulate(x, self._weights(const, d, False), d.conv_h, d.conv_w)
 
     def _accumulate(self, x: np.ndarray, w: np.ndarray | None, d: Descriptor, depthwise: bool,
                     wt: np.ndarray | None = None, live: np.ndarray | None = None) -> np.ndarray:
@@ -164,10 +174,13 @@ class ReferenceEngine:
 
     def _conv(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> None:
         depthwise = bool(d.flags & Flag.DEPTHWISE)
-        x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)   # the zero point
-        if depthwise:
+        if d.flags & Flag.WINOGRAD:
+            acc = self._winograd_accumulate(act, const, d)
+        elif depthwise:
+            x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)   # the zero point
             acc = self._accumulate(x, self._weights(const, d, True), d, True)
         else:
+            x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)
             acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
         rq = _requant_table(const, d)

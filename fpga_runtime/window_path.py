@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
+from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, weight_taps
 
 
 def _pow2_at_least(v: int) -> int:
@@ -105,7 +105,7 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
 def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:
     """Weight-RAM rows a standard conv needs: one tile's, or `pixels` tiles' for a 1x1 window layer, which the
     build's engine always holds (codegen sizes it so)."""
-    rows = d.kh * d.kw * (d.in_c // cfg.vec)
+    rows = weight_taps(d) * (d.in_c // cfg.vec)
     if d.kh * d.kw == 1 and _groups_tiles(d, cfg):
         return rows * cfg.pixels
     return rows
@@ -123,7 +123,7 @@ def tiles_per_group(d: Descriptor, cfg: EngineConfig) -> int:
     if not _groups_tiles(d, cfg):
         return 1
     rows = cfg.weight_rows or min_weight_rows(d, cfg)
-    per_tile = d.kh * d.kw * (d.in_c // cfg.vec)
+    per_tile = weight_taps(d) * (d.in_c // cfg.vec)
     m = 1
     while m * 2 <= cfg.pixels and m * 2 * per_tile <= rows:
         m *= 2

@@ -29,6 +29,7 @@ from partitioner.engine.calibration import Calibration
 from partitioner.engine.calibration_frames import accuracy_frames, choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
 from partitioner.engine.geometry import sized_buffers
+from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
@@ -98,6 +99,8 @@ class PartitionConfig:
     sensitivity: bool = False                 # rank engine tensors by their int8 cost (sensitivity.py)
     keep_on_cpu: tuple[str, ...] = ()         # ONNX node names whose layers stay in float on the CPU
     bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
+    winograd: str = "off"                     # off | auto | all: 3x3 stride-1 convs as Winograd (engine/winograd.py)
+    winograd_max_loss: float = WINOGRAD_MAX_LOSS   # auto: the int8 cosine a layer may lose against direct
     preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
     preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
     class_names: list[str] | None = None     # None: from the model's metadata
@@ -147,6 +150,7 @@ class BuildState:
     image: EngineImage | None = None
     descriptors: list = field(default_factory=list)
     codes: dict[str, tuple[float, int]] = field(default_factory=dict)   # (scale, zero) per engine tensor
+    winograd: list = field(default_factory=list)     # engine/winograd.py's WinogradTrial per eligible conv
     accuracy: AccuracyReport | None = None
     layers: list[LayerAccuracy] = field(default_factory=list)
     sensitivity: list[TensorSensitivity] = field(default_factory=list)
@@ -333,8 +337,14 @@ def _compile(s: BuildState) -> None:
     s.calibration = choose_calibration(s.plan, cfg.calibration_table, cfg.calibrate_dir, cfg.calibration_frames,
                                        cfg.calibration_method, cfg.seed, s.preprocess, s.warnings)
     compiled = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id,
-                              cfg.bias_correction)
+                              cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss)
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
+    s.winograd = compiled.winograd
+    if any(t.chosen for t in s.winograd):
+        s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "
+                          f"{cfg.winograd}): the reference and csim backends run them; the RTL engine (verilator, "
+                          "pynq) has no Winograd unit yet and refuses this build, and their cycles are the cycle "
+                          "model's projection of the planned datapath, not Verilator's")
     s.warnings += compiled.warnings
     s.plan.engine = f"{ENGINE_DIR}/engine.json"
     fpga = s.fpga_subgraphs
@@ -425,4 +435,4 @@ def write_outputs(s: BuildState) -> None:
     if s.exploration is not None and s.exploration.chosen is None:
         s.warnings.append(f"{s.exploration.note}: every layer stays on the CPU")
     write_report(s.plan, s.out_dir, s.picture, s.warnings, s.checks, s.accuracy, s.exploration, s.calibration,
-                 s.layers, s.synthesis, s.sensitivity, s.image, s.cfg.engine_impl, s.splits)
+                 s.layers, s.synthesis, s.sensitivity, s.image, s.cfg.engine_impl, s.splits, s.winograd)

@@ -14,6 +14,8 @@ from fpga_runtime.boards import BOARDS
 from fpga_runtime.class_names import NamesError, read_names
 from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
+from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
+from partitioner.engine.winograd import MODES as WINOGRAD_MODES
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE, OWN_ROUNDING, first_failure
 from partitioner.explore.clock import design_clock
@@ -146,6 +148,13 @@ def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) ->
 @click.option("--no-bias-correction", is_flag=True,
               help="keep the convs' float biases as they are instead of removing the mean error int8 rounding of "
                    "their weights adds (measured from the calibration frames' channel means)")
+@click.option("--winograd", type=click.Choice(list(WINOGRAD_MODES)), default="off", show_default=True,
+              help="3x3 stride-1 convs as integer Winograd F(2x2, 3x3) layers: all of them, none, or (auto) those "
+                   "the cycle model says are faster and whose int8 cosine, measured on the calibration frames, "
+                   "drops at most --winograd-max-loss below direct int8. The reference and csim backends run them; "
+                   "the RTL engine (verilator, pynq) has no Winograd unit yet and refuses such a build")
+@click.option("--winograd-max-loss", type=click.FloatRange(0.0, 1.0), default=WINOGRAD_MAX_LOSS, show_default=True,
+              help="--winograd auto: the cosine a layer may lose against direct int8")
 @click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",
               help="keep this ONNX node's layer in float on the CPU (repeatable; --sensitivity suggests which)")
 @click.option("--save-steps", is_flag=True,
@@ -190,7 +199,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
          in_flight: int | None, no_accuracy: bool,
          min_cosine: float | None, min_f1: float | None, auto_fallback: bool, fallback_budget: float | None,
          sensitivity: bool,
-         no_bias_correction: bool, keep_on_cpu: tuple[str, ...],
+         no_bias_correction: bool, winograd: str, winograd_max_loss: float, keep_on_cpu: tuple[str, ...],
          save_steps: bool, no_picture: bool, synth: bool, clock_mhz: float | None, dsp_clock: str, engine_impl: str,
          offload_all: bool, preprocess: str | None,
          mean: str | None, std: str | None, pixel_scale: float | None, letterbox: bool | None, bgr: bool | None,
@@ -214,7 +223,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
         compute_units=compute_units,
         objective=objective, in_flight=in_flight, sensitivity=sensitivity, keep_on_cpu=keep_on_cpu,
         preprocess=preprocess,
-        bias_correction=not no_bias_correction,
+        bias_correction=not no_bias_correction, winograd=winograd, winograd_max_loss=winograd_max_loss,
         preprocess_overrides=_preprocess_overrides(preprocess, mean, std, pixel_scale, letterbox, bgr, layout),
         class_names=names)
     click.echo(f"partition {model} --target {target} --board {board} -> {cfg.out_dir}")

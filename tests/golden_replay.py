@@ -11,6 +11,7 @@ from fpga_runtime.engine_image import TensorView
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CASE_FILES = sorted(GOLDEN.glob("*.npz"))
+WINOGRAD_FILES = sorted((GOLDEN / "winograd").glob("*.npz"))    # only the reference and csim run them (yet)
 
 
 class Case:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from golden_replay import CASE_FILES, Case
+from golden_replay import CASE_FILES, WINOGRAD_FILES, Case
 from graphs import Net
 
 from fpga_runtime import Session
@@ -14,7 +14,7 @@ from fpga_runtime.reference import ReferenceEngine
 from partitioner.build import PartitionConfig, run_partition
 
 
-@pytest.fixture(params=CASE_FILES, ids=lambda p: p.stem)
+@pytest.fixture(params=CASE_FILES + WINOGRAD_FILES, ids=lambda p: p.stem)
 def case(request):
     return Case(request.param)
 
@@ -70,6 +70,14 @@ FEATURES = {
     "pools_and_norms_as_depthwise": lambda ds: sum(d.flags & Flag.DEPTHWISE and (d.kh, d.stride_h) in ((1, 1), (2, 2),
                                                                                                  (3, 1))
                                                    for d in ds) == 3,
+    "winograd3x3": lambda ds: ds[0].flags & Flag.WINOGRAD and ds[0].conv_h % 2 == 0,
+    "winograd_odd_wide": lambda ds: ds[0].flags & Flag.WINOGRAD and ds[0].conv_w % 2 and ds[0].in_c == 48
+    and ds[0].out_c == 48,
+    "winograd_residual_pool": lambda ds: any(d.flags & Flag.WINOGRAD and d.flags & Flag.RESIDUAL
+                                             and d.flags & Flag.POOL and d.conv_w % 2 for d in ds),
+    "winograd_zero_point": lambda ds: sum(d.flags & Flag.WINOGRAD and d.in_zero != 0 for d in ds) == 3
+    and {(d.pad_t, d.pad_l, d.pad_b, d.pad_r) for d in ds if d.flags & Flag.WINOGRAD}
+    == {(1, 1, 1, 1), (0, 0, 0, 0), (0, 1, 1, 0)},
     "zero_point_padding": lambda ds: sum(d.op == Op.CONV and d.in_zero != 0 and d.pad_t > 0 for d in ds) >= 3
     and any(d.flags & Flag.DEPTHWISE and d.in_zero != 0 for d in ds),
 }
@@ -77,7 +85,7 @@ FEATURES = {
 
 @pytest.mark.parametrize("name", sorted(FEATURES))
 def test_golden_cases_cover_their_feature(name):
-    case = Case(next(p for p in CASE_FILES if p.stem == name))
+    case = Case(next(p for p in CASE_FILES + WINOGRAD_FILES if p.stem == name))
     assert FEATURES[name](case.descriptors())
 
 
@@ -86,8 +94,9 @@ def test_golden_files_are_reproduced_by_the_compiler(tmp_path):
     compiler or the ABI shows up here. Calibrating afresh would not do: the ranges come from float onnxruntime,
     whose last bits differ between CPUs (AVX2 vs AVX-512 kernels), and so would scales and multipliers."""
     from partitioner.golden.cases import make_case
-    for name in ("conv3x3", "residual_relu", "concat_odd_channels", "depthwise3x3", "act_sigmoid"):
-        old = Case(next(p for p in CASE_FILES if p.stem == name))
+    for name in ("conv3x3", "residual_relu", "concat_odd_channels", "depthwise3x3", "act_sigmoid",
+                 "winograd_zero_point"):
+        old = Case(next(p for p in CASE_FILES + WINOGRAD_FILES if p.stem == name))
         fresh = make_case(name, tmp_path, old.config, old.calibration)
         assert np.array_equal(fresh["const"], old.const) and np.array_equal(fresh["act_in"], old.act_in)
         assert np.array_equal(fresh["act_out"], old.act_out)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, Flag, unpack_program
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
 BACKENDS = {
@@ -45,6 +46,7 @@ class RunStats:
 
 class Backend(abc.ABC):
     name = "abstract"
+    winograd = True        # runs CONV layers flagged WINOGRAD (the RTL engine has no Winograd unit yet)
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         self.image = image
@@ -56,6 +58,19 @@ class Backend(abc.ABC):
         self.units = compute_units or built
         self.slots = slots
         self.constants = image.load_constants(folder)     # checked (program_check.py) before any engine exists
+        if not self.winograd:
+            self._refuse_winograd()
+
+    def _refuse_winograd(self) -> None:
+        for p in self.image.programs.values():
+            raw = self.constants[p.addr:p.addr + HEADER_SIZE + p.layers * DESCRIPTOR_SIZE].tobytes()
+            for i, d in enumerate(unpack_program(raw)):
+                if d.flags & Flag.WINOGRAD:
+                    label = p.layer_names[i] if i < len(p.layer_names) else f"#{i}"
+                    raise BackendError(
+                        f"program {p.subgraph!r}, layer {i} ({label}): a Winograd layer (partition --winograd), "
+                        f"which the RTL engine the {self.name} backend runs does not implement yet; run this build "
+                        "with --backend reference or csim, or partition with --winograd off")
 
     @abc.abstractmethod
     def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...

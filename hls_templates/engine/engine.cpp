@@ -123,6 +123,89 @@ void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const
     }
 }
 
+// Integer Winograd F(2x2, 3x3), the C model of a CONV flagged WINOGRAD (docs/kernel-abi.md, "Winograd layers";
+// fpga_runtime/winograd.py): per 2x2 output tile and input-channel tile, the 4x4 input patch's V = B^T d B
+// (adds), 16 positions x R x V products into M, then Y = A^T M A (adds) onto the bias. A row of tiles makes two
+// output rows, which go through the epilogue in row order (the fused pool's ring expects them so).
+// The RTL has no Winograd unit yet: its backends refuse these layers.
+void winograd_patch(const Descriptor &d, const word_t *act, int n, int ty, int tx, int c, int16_t v[16][V]) {
+    int16_t x[4][4][V], t[4][4][V];
+    for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b) {
+            int8_t xv[V];
+            read_input<V>(d, act, n, 2 * ty - d.pad_t + a, 2 * tx - d.pad_l + b, c, xv);
+            for (int i = 0; i < V; ++i) x[a][b][i] = xv[i];
+        }
+    for (int b = 0; b < 4; ++b)
+        for (int i = 0; i < V; ++i) {
+            t[0][b][i] = x[0][b][i] - x[2][b][i];
+            t[1][b][i] = x[1][b][i] + x[2][b][i];
+            t[2][b][i] = x[2][b][i] - x[1][b][i];
+            t[3][b][i] = x[1][b][i] - x[3][b][i];
+        }
+    for (int a = 0; a < 4; ++a)
+        for (int i = 0; i < V; ++i) {
+            v[4 * a + 0][i] = t[a][0][i] - t[a][2][i];
+            v[4 * a + 1][i] = t[a][1][i] + t[a][2][i];
+            v[4 * a + 2][i] = t[a][2][i] - t[a][1][i];
+            v[4 * a + 3][i] = t[a][1][i] - t[a][3][i];
+        }
+}
+
+void conv_winograd(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
+                   const int8_t lut2[256], uint64_t &cycles) {
+    const int ic_tiles = d.in_c / V;
+    const uint32_t tile_bytes = 16u * ic_tiles * R * V;
+    const int rows = (d.conv_h + 1) / 2, cols = (d.conv_w + 1) / 2;
+    ENGINE_STEPS(cycles, (uint64_t)d.batch * (d.out_c / R) *
+                         (tile_bytes / 64 + (uint64_t)rows * ((cols + P - 1) / P) * 16 * ic_tiles));
+    static int32_t ybuf[2][ENGINE_MAX_WIDTH + 1][R];
+    for (int n = 0; n < d.batch; ++n) {
+        for (int ot = 0; ot < d.out_c / R; ++ot) {
+            WEIGHT_TILE(wbuf);
+            int32_t bias[G], mult[G], shift[G];
+            load_tile(d, consts, ot, tile_bytes, wbuf, bias, mult, shift);
+            int py_next = 0;
+            for (int ty = 0; ty < rows; ++ty) {
+                for (int tx = 0; tx < cols; ++tx) {
+                    int32_t m[16][R];
+                    for (int p = 0; p < 16; ++p)
+                        for (int r = 0; r < R; ++r) m[p][r] = 0;
+                    for (int it = 0; it < ic_tiles; ++it) {
+                        int16_t v[16][V];
+                        winograd_patch(d, act, n, ty, tx, it * V, v);
+                        for (int p = 0; p < 16; ++p)
+                            for (int r = 0; r < R; ++r) {
+                                const vec_t &w = wbuf[r][p * ic_tiles + it];
+                                for (int i = 0; i < V; ++i) m[p][r] += (int32_t)v[p][i] * (int32_t)lane(w, i);
+                            }
+                    }
+                    for (int r = 0; r < R; ++r) {
+                        int32_t s[2][4];
+                        for (int b = 0; b < 4; ++b) {
+                            s[0][b] = m[b][r] + m[4 + b][r] + m[8 + b][r];
+                            s[1][b] = m[4 + b][r] - m[8 + b][r] - m[12 + b][r];
+                        }
+                        for (int i = 0; i < 2; ++i) {
+                            ybuf[i][2 * tx][r] = bias[r] + s[i][0] + s[i][1] + s[i][2];
+                            ybuf[i][2 * tx + 1][r] = bias[r] + s[i][1] - s[i][2] - s[i][3];
+                        }
+                    }
+                }
+                for (int i = 0; i < 2 && 2 * ty + i < d.conv_h; ++i) {
+                    const int oy = 2 * ty + i;
+                    for (int ox = 0; ox < d.conv_w; ++ox) {
+                        int8_t y[R];
+                        epilogue<R>(d, act, ybuf[i][ox], mult, shift, lut1, lut2, n, oy, ox, ot * R, y);
+                        finish_row_pixel<R>(d, act, y, n, oy, ox, ot * R);
+                    }
+                    if (d.flags & F_POOL) emit_pooled_rows<R>(d, act, n, oy, ot * R, py_next);
+                }
+            }
+        }
+    }
+}
+
 // Depthwise convolution: V channels at a time, each with its own kernel.
 void conv_depthwise(const Descriptor &d, word_t *act, const word_t *consts, const int8_t lut1[256],
                     const int8_t lut2[256], uint64_t &cycles) {
@@ -303,6 +386,7 @@ void engine(const word_t *program, uint32_t layer_count, word_t *act, const word
         if (d.act2 == ACT_LUT) load_lut(consts, d.lut2_addr, lut2);
         if (d.op == OP_CONV) {
             if (d.flags & F_DEPTHWISE) conv_depthwise(d, act, consts, lut1, lut2, count);
+            else if (d.flags & F_WINOGRAD) conv_winograd(d, act, consts, lut1, lut2, count);
             else conv_standard(d, act, consts, lut1, lut2, count);
         } else if (d.op == OP_GLOBAL_AVG_POOL) {
             global_avg_pool(d, act, consts, count);

@@ -13,7 +13,8 @@ typedef ap_int<18> mult_t;                   // every epilogue multiplier is bel
 #define MULT_LIMIT (1 << 17)
 
 enum Op { OP_CONV = 1, OP_ADD = 2, OP_MAXPOOL = 3, OP_COPY = 4, OP_GLOBAL_AVG_POOL = 5, OP_SCALE = 6, OP_L2NORM = 7 };
-enum Flag { F_DEPTHWISE = 1, F_RESIDUAL = 2, F_POOL = 4, F_UPSAMPLE2 = 8, F_POOL_PAD_ZERO = 16, F_PRELU = 32 };
+enum Flag { F_DEPTHWISE = 1, F_RESIDUAL = 2, F_POOL = 4, F_UPSAMPLE2 = 8, F_POOL_PAD_ZERO = 16, F_PRELU = 32,
+           F_WINOGRAD = 64 };
 enum Act { ACT_NONE = 0, ACT_CLAMP = 1, ACT_LUT = 2 };
 
 // *cycles after a program with a layer this engine was not built for (kernel, width, weight tile, channels)

@@ -45,6 +45,10 @@ bool fits(const Descriptor &d) {
     if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL) return false;
     if ((d.flags & F_POOL) && (d.conv_w > ENGINE_MAX_WIDTH || d.pool_kh > ENGINE_POOL_RING)) return false;   // the row ring
     if (d.in_c % ENGINE_VEC || d.out_c % (d.flags & F_DEPTHWISE ? ENGINE_VEC : ENGINE_PE_ROWS)) return false;
+    if (d.flags & F_WINOGRAD)         // a standard 3x3 stride-1 conv, 16 weights per channel pair
+        return !(d.flags & (F_DEPTHWISE | F_UPSAMPLE2)) && d.kh == 3 && d.kw == 3 && d.stride_h == 1 &&
+               d.stride_w == 1 && d.dil_h == 1 && d.dil_w == 1 && d.out_step != 2 && d.in_c <= 2048 &&
+               d.conv_w <= ENGINE_MAX_WIDTH && (uint64_t)16 * d.in_c * ENGINE_PE_ROWS <= ENGINE_WBUF_BYTES;
     return (d.flags & F_DEPTHWISE) || (uint64_t)d.kh * d.kw * d.in_c * ENGINE_PE_ROWS <= ENGINE_WBUF_BYTES;
 }
 

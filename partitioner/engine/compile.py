@@ -2,7 +2,7 @@
 sources for that image are the code generator's (`codegen.sources.write_engine_sources`), a step of their own."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +12,8 @@ from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
 from fpga_runtime.plan import Plan
 from fpga_runtime.program_check import ProgramError, check_programs
-from partitioner.engine.calibration import Calibration
+from partitioner.engine import winograd
+from partitioner.engine.calibration import Calibration, fpga_float_values
 from partitioner.engine.geometry import engine_limits
 from partitioner.engine.layers import LayerEmitter, bias_dominance_warning
 from partitioner.engine.layout import engine_tensor_names, plan_layout, tensor_scales
@@ -29,11 +30,12 @@ class Compiled:
     warnings: list[str]
     descriptors: list[Descriptor]          # every program's: what the generated engine must be sized for
     codes: dict[str, tuple[float, int]]    # (scale, zero point) per ONNX tensor name, fused stages included
+    winograd: list[winograd.WinogradTrial] = field(default_factory=list)  # eligible convs, what --winograd chose
 
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
-                   board: Board | None = None, build_id: str | None = None, bias_correction: bool = True
-                   ) -> Compiled:
+                   board: Board | None = None, build_id: str | None = None, bias_correction: bool = True,
+                   winograd_mode: str = "off", winograd_max_loss: float = winograd.MAX_LOSS) -> Compiled:
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
@@ -49,9 +51,13 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     scales, zeros = tensor_scales(graph, nodes, ranges, warnings, calibration.bounds)
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations, zeros)
+    trials = winograd.trials(graph, nodes, config, winograd_mode)
+    if winograd_mode == "auto":
+        _measure_winograd(trials, part, plan, calibration, scales, zeros, winograd_max_loss, warnings)
     consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts,
-                           calibration.means if bias_correction else None, zeros)
+                           calibration.means if bias_correction else None, zeros,
+                           {t.node for t in trials if t.chosen})
     programs: dict[str, Program] = {}
     every: list = []
     layer_id = 0
@@ -99,4 +105,23 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
         raise ModelError(f"internal: the compiler wrote a program the engines refuse: {exc}") from None
     image.save(out_dir / ENGINE_DIR, const)
     calibration.save(out_dir / ENGINE_DIR)
-    return Compiled(image, warnings, every, {name: (scales[name], zeros[name]) for name in scales})
+    return Compiled(image, warnings, every, {name: (scales[name], zeros[name]) for name in scales}, trials)
+
+
+def _measure_winograd(trials: list[winograd.WinogradTrial], part: Partition, plan: Plan, calibration: Calibration,
+                      scales: dict[str, float], zeros: dict[str, int], max_loss: float, warnings: list[str]) -> None:
+    """`--winograd auto`'s cosine test on the first calibration frames (engine/winograd.py, `measure`)."""
+    frames = calibration.frames[:winograd.TRIAL_FRAMES]
+    if not trials:
+        return
+    if not frames:
+        warnings.append(f"--winograd auto: {calibration.source} brings ranges but no frames, so the Winograd "
+                        "layers were chosen by cycles alone (their int8 cosine loss is unmeasured); --calibrate DIR "
+                        "measures it")
+        return
+    graph = part.graph
+    values = [v for v, _ in fpga_float_values(plan, frames)]
+    for t in trials:
+        node = graph.nodes[t.node]
+        x = graph.tensors[node.inputs[0]].onnx_name
+        winograd.measure(t, node, graph, [v[x] for v in values], scales[x], zeros.get(x, 0), max_loss)

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from fpga_runtime import winograd
 from fpga_runtime.abi import (
     L2NORM_SHIFTS,
     MULT_BITS,
@@ -18,6 +19,7 @@ from fpga_runtime.abi import (
     quantize_multiplier,
 )
 from fpga_runtime.engine_image import TensorView
+from partitioner.engine import winograd as winograd_weights
 from partitioner.engine.activations import lut
 from partitioner.engine.geometry import conv_output_hw
 from partitioner.engine.layout import layout_conflict, table_first
@@ -59,13 +61,15 @@ def accumulation_bound(terms: int, zero: int = 0) -> int:
     return terms * (128 + abs(zero)) * 127
 
 
-def weight_scales(w: np.ndarray, bias: np.ndarray | None, s_x: float, terms: int, zero: int = 0) -> np.ndarray:
+def weight_scales(w: np.ndarray, bias: np.ndarray | None, s_x: float, terms: int, zero: int = 0,
+                  bound: int | None = None) -> np.ndarray:
     """Per output channel: max |w| / 127, widened where the int32 bias (bias / (s_x * s_w)) would not fit beside
-    the worst-case accumulation. Trained heads have large biases and small weights; such a channel's output is
-    dominated by its bias, so coarser weights cost little there, and no valid model is refused for it."""
+    the worst-case accumulation (`bound`, by default `accumulation_bound(terms, zero)`). Trained heads have large
+    biases and small weights; such a channel's output is dominated by its bias, so coarser weights cost little
+    there, and no valid model is refused for it."""
     cout = w.shape[0]
     s_w = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
-    room = ACC_LIMIT - accumulation_bound(terms, zero)
+    room = ACC_LIMIT - (accumulation_bound(terms, zero) if bound is None else bound)
     if room <= 1:
         raise ValueError(f"{terms} products per output overflow int32 even without a bias")
     if bias is not None:
@@ -121,8 +125,9 @@ def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> lis
 class LayerEmitter:
     def __init__(self, graph: Graph, views: dict[str, TensorView], scales: dict[str, float],
                  config: EngineConfig, arena: ConstArena, means: dict[str, list[float]] | None = None,
-                 zeros: dict[str, int] | None = None):
+                 zeros: dict[str, int] | None = None, winograd: set[str] | frozenset = frozenset()):
         self.graph, self.views, self.scales, self.config, self.arena = graph, views, scales, config, arena
+        self.winograd = winograd           # node names that become Winograd layers (engine/winograd.py)
         self.zeros = zeros or {}           # zero points by ONNX name; a table's stage is the one not in a view
         self.means = means or {}           # calibrated channel means of tensors: the weights' rounding bias removed
         self.bias_dominated: list[tuple[str, int, int, float, int]] = []   # bias_dominance_warning's
@@ -214,22 +219,24 @@ class LayerEmitter:
         _set_view(d, "out", dst, self._phys(dst))
         return d
 
-    def _bias_corrected(self, node: Node, w: np.ndarray, wq: np.ndarray, s_w: np.ndarray, bias: np.ndarray,
-                        s_x: float, s_out: float, zero: int, terms: int) -> np.ndarray:
+    def _bias_corrected(self, node: Node, w: np.ndarray, gain: np.ndarray, s_w: np.ndarray, bias: np.ndarray,
+                        s_x: float, s_out: float, bound: int) -> np.ndarray:
         """`bias` less the mean error the weights' rounding adds to each output channel, (Wq - W) E[x], from the
         input's calibrated channel means (Nagel et al., "Data-Free Quantization", bias correction). Depthwise
         layers, whose few taps round coarsely, gain most. Only where it moves an output by an eighth of its int8
-        step or more, and where the corrected bias still fits beside the accumulation; a conv whose kernel is its
-        whole input map (a flattened dense layer) reads positions, not channels, and is left alone."""
+        step or more, and where the corrected bias still fits beside the accumulation (`bound`); a conv whose kernel
+        is its whole input map (a flattened dense layer) reads positions, not channels, and is left alone. `gain`
+        [out, in]: the quantised weights' response to a constant unit input channel (sum of Wq; a Winograd layer's
+        dc_gain)."""
         spec, x = node.conv, self.graph.tensors[node.inputs[0]]
         mean = self.means.get(x.onnx_name)
         whole_map = len(x.shape) == 4 and tuple(x.shape[2:]) == spec.kernel != (1, 1) and not any(spec.pads)
         if mean is None or whole_map or len(mean) != (w.shape[0] if spec.group > 1 else w.shape[1]):
             return bias
-        err = (wq.astype(np.float64) * s_w[:, None, None, None] - w).sum(axis=(2, 3))     # [cout, cin_g]
+        err = gain * s_w[:, None] - w.sum(axis=(2, 3))     # [cout, cin_g]
         mean = np.asarray(mean, np.float64)
         shift = err[:, 0] * mean if spec.group > 1 else err @ mean
-        room = ACC_LIMIT - accumulation_bound(terms, zero) - 1
+        room = ACC_LIMIT - bound - 1
         fits = np.abs((bias - shift) / (s_x * s_w)) <= room
         use = (np.abs(shift) >= s_out / 8) & fits
         if use.any():
@@ -270,22 +277,27 @@ class LayerEmitter:
 
         float_bias = g.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(cout)
         float_bias = float_bias + zero_in_bias * target         # in the bias: the output's zero point
-        s_w = weight_scales(w, float_bias if spec.bias or zero_in_bias else None, s_x,
-                            cin_g if transposed else kh * kw * cin_g, x.zero)
-        plain = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
+        wino = node.name in self.winograd
+        kernel = winograd_weights.transform(w) if wino else w       # a Winograd layer's U = G g G^T
+        bound = (winograd.accumulator_bound(cin_g, x.zero) if wino else
+                 accumulation_bound(cin_g if transposed else kh * kw * cin_g, x.zero))
+        s_w = weight_scales(kernel, float_bias if spec.bias or zero_in_bias else None, s_x, 0, bound=bound)
+        plain = np.max(np.abs(kernel.reshape(cout, -1)), axis=1) / 127.0
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
             dead = widened & (plain * 127.0 < 0.5 * s_w)        # every weight of the channel rounds to 0
             live = widened & ~dead
             coarser = float(np.max(s_w[live] / np.maximum(plain[live], 1e-30))) if live.any() else 0.0
             self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
-        wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127).astype(np.int8)
+        wq = np.clip(np.rint(kernel / s_w[:, None, None, None]), -127, 127).astype(np.int8)
+        gain = winograd_weights.dc_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
         out_map = np.asarray(y.channel_map)
         if not transposed:
-            float_bias = self._bias_corrected(node, w, wq, s_w, float_bias, s_x, target, x.zero, kh * kw * cin_g)
+            float_bias = self._bias_corrected(node, w, gain, s_w, float_bias, s_x, target, bound)
 
         def bias_of(taps: np.ndarray) -> np.ndarray:
-            """int32 bias per physical channel; the input's zero point folded in over the weights' taps."""
+            """int32 bias per physical channel; the input's zero point folded in over `taps` (per output channel,
+            its response to a unit input: the weights, or a Winograd layer's gain)."""
             b = np.zeros(oc_p, np.int64)
             b[out_map] = np.rint(float_bias / (s_x * s_w)).astype(np.int64) \
                 - x.zero * taps.reshape(cout, -1).astype(np.int64).sum(axis=1)
@@ -304,6 +316,8 @@ class LayerEmitter:
             d.flags |= Flag.UPSAMPLE2
         if depthwise:
             d.flags |= Flag.DEPTHWISE
+        if wino:
+            d.flags |= Flag.WINOGRAD
         _set_view(d, "in", x, ic_p)
         _set_view(d, "out", y, oc_p)
 
@@ -347,7 +361,7 @@ class LayerEmitter:
                   for dy, dx in (((0, 0), (0, 1), (1, 0), (1, 1)) if transposed else ())]
         d.requant_addr = self.arena.put(requant)
         if not transposed:
-            d.bias_addr = self.arena.put(bias_of(wq))
+            d.bias_addr = self.arena.put(bias_of(gain))
             return [d]
         shared = self.arena.put(bias_of(wq)) if not x.zero else None
         return [replace(d, layer_id=layer_id + i, out_phase_y=dy, out_phase_x=dx, weight_addr=addr,

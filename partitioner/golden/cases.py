@@ -334,20 +334,50 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 
+def _winograd_residual_pool() -> onnx.ModelProto:
+    """A Winograd conv with a fused ReLU, residual add and 2x2 max pool on an odd map: the epilogue and the
+    pool's ring take a row of tiles' two output rows in order, the last tile's second row and column unwritten."""
+    c = _Case("winograd_residual_pool", size=9)
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=16, k=1)], "a_relu")
+    s = c.op("Add", [c.op("Relu", [c.conv(a, "b", cin=16, cout=16)], "b_relu"), a], "sum")
+    return c.model([c.op("MaxPool", [s], "pool", kernel_shape=[2, 2], strides=[2, 2])])
+
+
+def _winograd_zero_point() -> onnx.ModelProto:
+    """Winograd convs reading an asymmetric tensor (a ReLU's), with 'same', no and one-sided padding: the taps
+    outside the image are the zero point, folded into the bias through the weights' gain at position (1, 1)."""
+    c = _Case("winograd_zero_point", size=10)
+    a = c.op("Relu", [c.conv("x", "a", cin=8, cout=16, k=1)], "a_relu")
+    b = c.op("Relu", [c.conv(a, "same", cin=16, cout=16)], "same_relu")
+    b = c.op("LeakyRelu", [c.conv(b, "valid", cin=16, cout=16, pads=[0, 0, 0, 0])], "valid_leaky", alpha=0.1)
+    return c.model([c.conv(b, "onesided", cin=16, cout=8, pads=[0, 1, 1, 0])])
+
+
+# Cases compiled with `--winograd all`, kept apart (tests/golden/winograd/) while only the reference and csim
+# backends run Winograd layers: the RTL's golden replays read tests/golden/*.npz.
+WINOGRAD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
+    "winograd3x3": _conv_case("winograd3x3"),
+    "winograd_odd_wide": _conv_case("winograd_odd_wide", cin=40, cout=33, size=7),
+    "winograd_residual_pool": _winograd_residual_pool,
+    "winograd_zero_point": _winograd_zero_point,
+}
+
+
 def make_case(name: str, folder: Path, config: EngineConfig | None = None,
               calibration: dict | None = None) -> dict[str, np.ndarray]:
     """Partition, compile and run one case; returns the arrays of its golden file. With `calibration` (a case's
     stored ranges and bounds) the compile uses no float arithmetic of onnxruntime, so its bytes are the same on
     every CPU."""
     path = folder / f"{name}.onnx"
-    onnx.save(CASES[name](), str(path))
+    onnx.save({**CASES, **WINOGRAD_CASES}[name](), str(path))
     table = None
     if calibration is not None:
         table = folder / f"{name}.{TABLE_FILE}"
         table.write_text(json.dumps({"source": "golden case", **calibration}))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
                                            offload_everything=True, calibration_frames=8, calibration_table=table,
-                                           engine=config or EngineConfig()))
+                                           engine=config or EngineConfig(),
+                                           winograd="all" if name in WINOGRAD_CASES else "off"))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     if not fpga or any(s.device == "cpu" for s in plan.subgraphs):
@@ -407,8 +437,10 @@ def main() -> None:
     ap.add_argument("--vec", type=int, default=EngineConfig.vec)
     ap.add_argument("--pe-rows", type=int, default=EngineConfig.pe_rows)
     ap.add_argument("--bin", action="store_true", help="raw files for the C++ testbench instead of .npz")
+    ap.add_argument("--winograd", action="store_true", help="the Winograd cases, into OUT/winograd")
     args = ap.parse_args()
-    for p in write_cases(args.out, config=EngineConfig(vec=args.vec, pe_rows=args.pe_rows), binary=args.bin):
+    out, names = (args.out / "winograd", list(WINOGRAD_CASES)) if args.winograd else (args.out, None)
+    for p in write_cases(out, names, EngineConfig(vec=args.vec, pe_rows=args.pe_rows), binary=args.bin):
         print(p)
 
 

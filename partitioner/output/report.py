@@ -229,10 +229,33 @@ def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
     return lines
 
 
+def winograd_section(trials: list) -> list[str]:
+    """The 3x3 stride-1 convs `--winograd` weighed: cycles both ways (the Winograd ones projected), the measured
+    int8 cosines (auto) and the choice."""
+    chosen = [t for t in trials if t.chosen]
+    direct = sum(t.direct_cycles for t in trials)
+    after = sum(t.winograd_cycles if t.chosen else t.direct_cycles for t in trials)
+    lines = ["## Winograd F(2x2, 3x3) layers", "",
+             f"{len(chosen)} of {len(trials)} eligible convs compiled as integer Winograd layers: their cycles "
+             f"{direct:,} -> {after:,} on one compute unit. Winograd cycles are the cycle model's projection of the "
+             "planned RTL datapath (no Verilator run checks them yet: the RTL engine has no Winograd unit, so only "
+             "the reference and csim backends run these layers). Cosines: the layer's int8 output before its "
+             "activation, direct and Winograd from the same int8 input, against the float conv of the float input, "
+             "on the first calibration frames (`--winograd auto` only).", ""]
+    rows = [[t.node, f"{t.direct_cycles:,}", f"{t.winograd_cycles:,}",
+             "-" if t.cosine_direct is None else f"{t.cosine_direct:.6f}",
+             "-" if t.cosine_winograd is None else f"{t.cosine_winograd:.6f}",
+             "-" if t.loss is None else f"{t.loss:.2g}", "Winograd" if t.chosen else f"direct ({t.why})"]
+            for t in trials]
+    return lines + _table(["conv", "direct cycles", "Winograd cycles", "cosine direct", "cosine Winograd",
+                           "loss", "compiled as"], rows) + [""]
+
+
 def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list[str],
                  verification: list | None = None, accuracy=None, exploration=None, calibration=None,
                  layers: list | None = None, synthesis: dict | None = None, sensitivity: list | None = None,
-                 image: EngineImage | None = None, engine_impl: str = "rtl", splits=None) -> Path:
+                 image: EngineImage | None = None, engine_impl: str = "rtl", splits=None,
+                 winograd: list | None = None) -> Path:
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     macs_fpga = sum(s.estimate["macs"] for s in fpga if s.estimate)
     total_nodes = sum(len(s.nodes) for s in plan.subgraphs)
@@ -317,6 +340,8 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
                         [[x.tensor, x.subgraph, f"{x.cosine:.5f}", f"{x.snr_db:.1f}"] for x in layers]) + [""]
     if sensitivity:
         lines += _sensitivity(sensitivity)
+    if winograd:
+        lines += winograd_section(winograd)
     if fpga:
         lines += ["## Fused FPGA layers", ""]
         rows = [

@@ -1,0 +1,88 @@
+"""What integer Winograd F(2x2, 3x3) would give the engine the exploration picks, before its RTL exists (issue
+26): FPGA fps of each zoo detector with every eligible conv direct and as a Winograd layer, on the same design at
+the same clock, beside the Vitis AI DPU's figure.
+
+    python benchmarks/winograd_projection.py [--board zcu104] [--models yolov3,...] [--dsp-clock 1x,2x]
+
+A projection, not a measurement: the Winograd layers' cycles are the cycle model's terms for the planned datapath
+(fpga_runtime/cycle_model.py, `_winograd_steps`: 16 array steps per input-channel beat for `pixels` tiles of 2x2
+outputs, two output rows per row of tiles), not fitted to any RTL; the Winograd unit's resources (the input
+transform's adders, 16 accumulators per tile, the output transform) are not in the design's budget, so a design
+that fits without them may not fit with them; its DDR traffic counts 16 weights per channel pair instead of 9. The
+clock is the design's (the board's, or the RTL's estimated Fmax where lower), and the Winograd unit's paths are
+not in that estimate. "3x3 share": the FPGA time direct convs eligible for Winograd take.
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from _zoo import SIZES
+from design_space import DPU_ZCU104
+
+import models
+from fpga_runtime.boards import board
+from fpga_runtime.cycle_model import layer_cycles
+from partitioner.engine.geometry import layer_shape
+from partitioner.engine.winograd import why_not
+from partitioner.explore.choice import choose_design
+from partitioner.frontend.importer import import_model
+from partitioner.passes.pipeline import run_fusion
+from partitioner.placement.cost import node_cost
+
+
+def project(graph, design, b) -> tuple[float, float, int]:
+    """(FPGA fps with Winograd, share of the direct FPGA time its layers took, Winograd layers)."""
+    cfg = replace(design.config, compute_units=1)
+    ddr_gbps = b.ddr_gbps
+    frame, eligible_s, extra_bytes, count = design.frame_s, 0.0, 0, 0
+    for n, seconds in design.layer_s.items():
+        node = graph.nodes[n]
+        if why_not(node, graph, cfg) is not None:
+            continue
+        x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
+        more = 7 * x[1] * y[1]                              # 16 weights per channel pair instead of 9
+        shape = replace(layer_shape(node, graph, cfg), winograd=True)
+        wino = max(layer_cycles(shape, cfg, b.port_bits // 8) / (cfg.clock_mhz * 1e6),
+                   (node_cost(node, graph).bytes + more) / (ddr_gbps * 1e9))
+        frame += wino - seconds
+        eligible_s += seconds
+        extra_bytes += more
+        count += 1
+    fps = min(design.config.compute_units / frame, ddr_gbps * 1e9 / max(design.ddr_bytes + extra_bytes, 1))
+    return fps, eligible_s / design.frame_s, count
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--board", default="zcu104")
+    ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
+    ap.add_argument("--dsp-clock", default="1x,2x")
+    args = ap.parse_args()
+    b = board(args.board)
+    print("| model | design | DSP clock | MHz | Winograd layers | 3x3 share of FPGA time | FPGA fps direct | "
+          "FPGA fps Winograd (projected) | Vitis AI DPU fps |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            path = Path(tmp) / f"{name}.onnx"
+            models.build_to_file(name, path, SIZES[name])
+            graph = run_fusion(import_model(path).graph)
+            for clock in [int(c.strip().rstrip("x")) for c in args.dsp_clock.split(",")]:
+                if clock == 2 and b.dsp_clock_2x_problem:
+                    continue
+                d = choose_design(graph, b, dsp_clock=clock).chosen
+                if d is None:
+                    print(f"| {name} | none fits | {clock}x |" + " - |" * 6)
+                    continue
+                fps, share, count = project(graph, d, b)
+                c = d.config
+                dpu = DPU_ZCU104.get(name, "") if b.name == "zcu104" else ""
+                print(f"| {name}-{SIZES[name]} | {c.describe()} | {clock}x | {c.clock_mhz:g} | {count} | {share:.0%} | "
+                      f"{d.fps:.1f} | {fps:.1f} | {dpu} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Which convs become integer Winograd F(2x2, 3x3) layers (`partition --winograd auto|off|all`), and their
+weights: U = G g G^T from the float kernel, quantised to int8 with one scale per output channel (the scale all
+16 positions share: `benchmarks/winograd_int8.py` measured per-position scales no better at int8 and 2^e scales
+needing 32-bit sums). The arithmetic the engines run is fpga_runtime/winograd.py's.
+
+`auto` takes a layer where both hold: the cycle model gives it fewer cycles than direct convolution on the build's
+engine (more weights to load against fewer array steps), and its int8 cosine loss is small: on the calibration
+frames, the layer's output computed in int8 both ways from the same int8 input, each against the float conv of the
+float input, loses at most `max_loss` of cosine with Winograd.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from fpga_runtime import winograd
+from fpga_runtime.abi import EngineConfig
+from fpga_runtime.cycle_model import layer_cycles
+from partitioner.engine.geometry import layer_shape
+from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
+
+G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+MODES = ("off", "auto", "all")
+MAX_LOSS = 0.0005            # auto: the cosine a layer may lose against direct int8
+TRIAL_FRAMES = 2             # auto: calibration frames the loss is measured on
+
+
+def why_not(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
+    """Why the engine cannot run `node` as a Winograd layer, or None."""
+    spec = node.conv
+    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV:
+        return "not a standard conv"
+    if spec.kernel != (3, 3) or spec.strides != (1, 1) or spec.dilations != (1, 1) or spec.group != 1:
+        return "not a 3x3 stride-1 undilated dense conv"
+    if spec.upsample != 1:
+        return "reads its input through x2 upsampling"
+    if cfg.padded(graph.tensors[node.inputs[0]].shape[1]) > winograd.MAX_IN_C:
+        return f"more than {winograd.MAX_IN_C} input channels (int32 accumulators)"
+    return None
+
+
+def transform(w: np.ndarray) -> np.ndarray:
+    """U = G g G^T [out, in, 4, 4] of float 3x3 kernels g [out, in, 3, 3]."""
+    return np.einsum("ai,kcij,bj->kcab", G, w, G)
+
+
+def quantise(u: np.ndarray, s_u: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(u / s_u[:, None, None, None]), -127, 127).astype(np.int8)
+
+
+def dc_gain(uq: np.ndarray) -> np.ndarray:
+    """[out, in]: what a constant unit input channel adds to every output (as sum w does for a direct conv)."""
+    return winograd.zero_point_gain(uq)
+
+
+@dataclass
+class WinogradTrial:
+    """One eligible conv: the cycles both ways on the build's engine and, for `auto`, the measured cosines."""
+    node: str
+    direct_cycles: int
+    winograd_cycles: int
+    cosine_direct: float | None = None
+    cosine_winograd: float | None = None
+    chosen: bool = False
+    why: str = ""
+
+    @property
+    def loss(self) -> float | None:
+        if self.cosine_direct is None or self.cosine_winograd is None:
+            return None
+        return self.cosine_direct - self.cosine_winograd
+
+
+def cycles_both_ways(node: Node, graph: Graph, cfg: EngineConfig) -> tuple[int, int]:
+    shape = layer_shape(node, graph, cfg)
+    return layer_cycles(shape, cfg), layer_cycles(replace(shape, winograd=True), cfg)
+
+
+def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str) -> list[WinogradTrial]:
+    """The eligible convs among `nodes` with their cycles; `all` chooses every one, `off` none, `auto` those that
+    pay in cycles (the cosine test comes after, in `measure`)."""
+    out = []
+    for n in nodes:
+        node = graph.nodes[n]
+        if why_not(node, graph, cfg) is not None:
+            continue
+        direct, wino = cycles_both_ways(node, graph, cfg)
+        t = WinogradTrial(n, direct, wino)
+        if mode == "all":
+            t.chosen, t.why = True, "--winograd all"
+        elif mode == "auto":
+            t.chosen = wino < direct
+            t.why = "" if t.chosen else "no fewer cycles"
+        else:
+            t.why = "--winograd off"
+        out.append(t)
+    return out
+
+
+def _conv3x3(xc: np.ndarray, wq: np.ndarray, pads: tuple[int, ...]) -> np.ndarray:
+    """sum w x of a 3x3 stride-1 conv, [N, H, W, K] (float64 GEMMs: exact for integers)."""
+    t, l, b, r = pads
+    xp = np.pad(xc, ((0, 0), (t, b), (l, r), (0, 0))).astype(np.float64)
+    h, w = xp.shape[1] - 2, xp.shape[2] - 2
+    out = np.zeros((xp.shape[0], h, w, wq.shape[0]))
+    for ky in range(3):
+        for kx in range(3):
+            out += xp[:, ky:ky + h, kx:kx + w] @ wq[:, :, ky, kx].T.astype(np.float64)
+    return out
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    den = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a.ravel(), b.ravel()) / den) if den > 0 else 1.0
+
+
+def _channel_scales(k: np.ndarray) -> np.ndarray:
+    return np.maximum(np.abs(k.reshape(len(k), -1)).max(axis=1), 1e-30) / 127
+
+
+def measure(trial: WinogradTrial, node: Node, graph: Graph, inputs: list[np.ndarray], s_x: float, zero: int,
+            max_loss: float) -> None:
+    """The layer's int8 output (before its activation) both ways against float on the calibration frames' inputs
+    `inputs` (float NCHW): the same int8 input (codes with this tensor's scale and zero point), direct int8
+    weights and Winograd weights, each at max |w| / 127 per output channel; sets the cosines and keeps
+    `trial.chosen` only where the loss is at most `max_loss`."""
+    spec = node.conv
+    w = graph.const(spec.weight).astype(np.float64)
+    u = transform(w)
+    s_w, s_u = _channel_scales(w), _channel_scales(u)
+    bias = graph.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(w.shape[0])
+    wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127)
+    uq = quantise(u, s_u).transpose(0, 2, 3, 1)
+    t, l, b, r = spec.pads
+    truth, direct, wino = [], [], []
+    for x in inputs[:TRIAL_FRAMES]:
+        xf = np.asarray(x, np.float64).transpose(0, 2, 3, 1)
+        xc = np.clip(np.rint(xf / s_x) + zero, -128, 127) - zero          # int8 codes less the zero point
+        truth.append(_conv3x3(xf, w, spec.pads) + bias)
+        direct.append(_conv3x3(xc, wq, spec.pads) * (s_x * s_w) + bias)
+        h, wd = truth[-1].shape[1:3]
+        rows, cols = 2 * winograd.tiles(h) + 2, 2 * winograd.tiles(wd) + 2
+        xp = np.pad(xc, ((0, 0), (t, rows - xc.shape[1] - t), (l, cols - xc.shape[2] - l), (0, 0)))
+        wino.append(winograd.accumulate(xp, uq, h, wd) * (s_x * s_u) + bias)
+    trial.cosine_direct = _cosine(np.concatenate(direct), np.concatenate(truth))
+    trial.cosine_winograd = _cosine(np.concatenate(wino), np.concatenate(truth))
+    if trial.chosen and trial.loss > max_loss:
+        trial.chosen, trial.why = False, f"cosine loss {trial.loss:.2g} > {max_loss:g}"
