@@ -19,6 +19,7 @@ import click
 import numpy as np
 
 from fpga_runtime import __version__
+from fpga_runtime.abi import Flag
 from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.boards import board as board_by_name
@@ -26,6 +27,7 @@ from fpga_runtime.checking.accuracy import compare, summarise
 from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.checking.ladder import DEFAULT_RUNGS, RUNGS
 from fpga_runtime.cli_frames import RunFrames, expand_sources, names_option, write_pictures
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import PlanError, check_feeds, original_model, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
@@ -349,6 +351,13 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
                f"{', '.join(sorted({f'{p.clock_mhz:g} MHz on {p.board}' for p in predictions}))} (the build's "
                "clock on its own board; on another, the lower of that board's default fabric clock and the engine's "
                "estimated Fmax there, as plan.json's board_clocks records it)")
+    engine_dir = build / ENGINE_DIR
+    if (engine_dir / "engine.json").exists():
+        image = EngineImage.load(engine_dir)
+        wino = image.flagged_layers(image.load_constants(engine_dir), Flag.WINOGRAD)
+        if wino:
+            click.echo(f"{len(wino)} Winograd layer(s) (partition --winograd): their durations are the cycle model's "
+                       "projection of a datapath the RTL engine does not have yet, not fitted to Verilator")
     last = predictions[-1]
     if trace:
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")

@@ -220,3 +220,35 @@ def test_cycle_model_counts_tiles_and_their_waste():
     assert ratio(13, 64) < ratio(16, 64)
     plain = LayerShape(Op.CONV, 1, 64, 64, 3, 3, 32, 32)
     assert 2.0 < layer_cycles(plain, cfg) / layer_cycles(replace(plain, winograd=True), cfg) < 2.3
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_whole_detector_runs_on_csim_as_on_the_reference(tmp_path, zoo):
+    """YOLOv3-tiny with every eligible conv as Winograd (pools and the head fused beside them): the C model equals
+    the reference bit for bit, and the int8 outputs stay as close to float as direct int8's (within 0.002 cosine)."""
+    from fpga_runtime.checking.accuracy import output_accuracy
+    model = zoo("yolov3-tiny", 96)
+    for mode in ("off", "all"):
+        run_partition(PartitionConfig(model=model, out_dir=tmp_path / mode, picture=False, accuracy=False,
+                                      winograd=mode))
+    with Session(tmp_path / "all", backend="reference") as ref, Session(tmp_path / "all", backend="csim") as sim, \
+            Session(tmp_path / "off", backend="reference") as direct:
+        feeds = random_frame(ref.plan, 5)
+        want = original_outputs(model, feeds)
+        wino = ref.run(None, feeds)
+        for a, b in zip(wino, sim.run(None, feeds)):
+            assert np.array_equal(a, b)
+        for name, a, b in zip(ref.output_names, wino, direct.run(None, feeds)):
+            cos_wino = output_accuracy(name, want[name], a).cosine
+            cos_direct = output_accuracy(name, want[name], b).cosine
+            assert cos_wino >= cos_direct - 0.002, (name, cos_wino, cos_direct)
+
+
+def test_predict_says_winograd_durations_are_projected(builds):
+    from click.testing import CliRunner
+
+    from fpga_runtime.cli import main
+    _, root, _ = builds
+    said = {mode: CliRunner().invoke(main, ["predict", str(root / mode)]) for mode in ("off", "all")}
+    assert said["all"].exit_code == 0 and "2 Winograd layer(s)" in said["all"].output
+    assert said["off"].exit_code == 0 and "Winograd" not in said["off"].output

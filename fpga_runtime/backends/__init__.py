@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.abi import DESCRIPTOR_SIZE, HEADER_SIZE, Flag, unpack_program
+from fpga_runtime.abi import Flag
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
 BACKENDS = {
@@ -62,15 +62,11 @@ class Backend(abc.ABC):
             self._refuse_winograd()
 
     def _refuse_winograd(self) -> None:
-        for p in self.image.programs.values():
-            raw = self.constants[p.addr:p.addr + HEADER_SIZE + p.layers * DESCRIPTOR_SIZE].tobytes()
-            for i, d in enumerate(unpack_program(raw)):
-                if d.flags & Flag.WINOGRAD:
-                    label = p.layer_names[i] if i < len(p.layer_names) else f"#{i}"
-                    raise BackendError(
-                        f"program {p.subgraph!r}, layer {i} ({label}): a Winograd layer (partition --winograd), "
-                        f"which the RTL engine the {self.name} backend runs does not implement yet; run this build "
-                        "with --backend reference or csim, or partition with --winograd off")
+        for program, i, label in self.image.flagged_layers(self.constants, Flag.WINOGRAD)[:1]:
+            raise BackendError(
+                f"program {program!r}, layer {i} ({label}): a Winograd layer (partition --winograd), which the RTL "
+                f"engine the {self.name} backend runs does not implement yet; run this build with --backend "
+                "reference or csim, or partition with --winograd off")
 
     @abc.abstractmethod
     def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...

@@ -51,7 +51,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     scales, zeros = tensor_scales(graph, nodes, ranges, warnings, calibration.bounds)
     activations = ActivationArena()
     layout = plan_layout(graph, nodes, scales, config, activations, zeros)
-    trials = winograd.trials(graph, nodes, config, winograd_mode)
+    trials = winograd.trials(graph, nodes, config, winograd_mode, board)
     if winograd_mode == "auto":
         _measure_winograd(trials, part, plan, calibration, scales, zeros, winograd_max_loss, warnings)
     consts = ConstArena()

@@ -3,8 +3,9 @@ weights: U = G g G^T from the float kernel, quantised to int8 with one scale per
 16 positions share: `benchmarks/winograd_int8.py` measured per-position scales no better at int8 and 2^e scales
 needing 32-bit sums). The arithmetic the engines run is fpga_runtime/winograd.py's.
 
-`auto` takes a layer where both hold: the cycle model gives it fewer cycles than direct convolution on the build's
-engine (more weights to load against fewer array steps), and its int8 cosine loss is small: on the calibration
+`auto` takes a layer where both hold: it is faster than direct convolution on the build's engine (its cycles by the
+cycle model, or where the board's DDR bounds it, its bytes: 16 weights per channel pair instead of 9), and its int8
+cosine loss is small: on the calibration
 frames, the layer's output computed in int8 both ways from the same int8 input, each against the float conv of the
 float input, loses at most `max_loss` of cosine with Winograd.
 """
@@ -16,9 +17,11 @@ import numpy as np
 
 from fpga_runtime import winograd
 from fpga_runtime.abi import EngineConfig
+from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from partitioner.engine.geometry import layer_shape
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
+from partitioner.placement.cost import node_cost
 
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 MODES = ("off", "auto", "all")
@@ -60,6 +63,8 @@ class WinogradTrial:
     node: str
     direct_cycles: int
     winograd_cycles: int
+    direct_s: float = 0.0          # the longer of the cycles' time and the layer's DDR traffic's
+    winograd_s: float = 0.0
     cosine_direct: float | None = None
     cosine_winograd: float | None = None
     chosen: bool = False
@@ -72,26 +77,33 @@ class WinogradTrial:
         return self.cosine_direct - self.cosine_winograd
 
 
-def cycles_both_ways(node: Node, graph: Graph, cfg: EngineConfig) -> tuple[int, int]:
+def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None) -> WinogradTrial:
+    """The layer's cycles and time on one unit of `cfg`, direct and Winograd (DDR-bound on `board`, if given)."""
     shape = layer_shape(node, graph, cfg)
-    return layer_cycles(shape, cfg), layer_cycles(replace(shape, winograd=True), cfg)
+    port = board.port_bits // 8 if board is not None else 16
+    direct, wino = layer_cycles(shape, cfg, port), layer_cycles(replace(shape, winograd=True), cfg, port)
+    nbytes = node_cost(node, graph).bytes
+    more = 7 * graph.tensors[node.inputs[0]].shape[1] * graph.tensors[node.outputs[0]].shape[1]
+    hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_gbps if board is not None else float("inf")) * 1e9
+    return WinogradTrial(node.name, direct, wino, max(direct / hz, nbytes / ddr), max(wino / hz, (nbytes + more) / ddr))
 
 
-def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str) -> list[WinogradTrial]:
+def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: Board | None = None
+           ) -> list[WinogradTrial]:
     """The eligible convs among `nodes` with their cycles; `all` chooses every one, `off` none, `auto` those that
-    pay in cycles (the cosine test comes after, in `measure`)."""
+    are faster (the cosine test comes after, in `measure`)."""
     out = []
     for n in nodes:
         node = graph.nodes[n]
         if why_not(node, graph, cfg) is not None:
             continue
-        direct, wino = cycles_both_ways(node, graph, cfg)
-        t = WinogradTrial(n, direct, wino)
+        t = both_ways(node, graph, replace(cfg, compute_units=1), board)
         if mode == "all":
             t.chosen, t.why = True, "--winograd all"
         elif mode == "auto":
-            t.chosen = wino < direct
-            t.why = "" if t.chosen else "no fewer cycles"
+            t.chosen = t.winograd_s < t.direct_s
+            t.why = "" if t.chosen else ("no fewer cycles" if t.winograd_cycles >= t.direct_cycles
+                                         else "its DDR traffic bounds it")
         else:
             t.why = "--winograd off"
         out.append(t)
