@@ -2,12 +2,13 @@
 reason, int8 accuracy against float onnxruntime beside onnxruntime's own `quantize_static`, and time.
 
     python benchmarks/partition_quality.py [CORPUS_DIR] [--zoo] [--board zcu104] [--only NAME ...]
-                                           [--method max|percentile|mse] [--no-ort]
+                                           [--method max|percentile|mse] [--no-ort] [--winograd off,auto,all]
 
 CORPUS_DIR (default build/corpus) is what `scripts/export_corpus.sh` writes: ONNX exports of ultralytics,
 torchvision and PaddleOCR-style detectors with calibration and held-out frames. `--zoo` adds this project's
 own zoo models. Each model is partitioned with its calibration frames and `--verify`; the held-out frame
-measures int8 against float. Prints two Markdown tables.
+measures int8 against float (a zoo model, which has no frames of its own: a seeded random frame). `--winograd`
+partitions each model once per mode given (`partition --winograd`), a row each. Prints Markdown tables.
 """
 from __future__ import annotations
 
@@ -27,11 +28,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import onnx  # noqa: E402
 import onnx.version_converter  # noqa: E402
 import onnxruntime as ort  # noqa: E402
+from _zoo import SIZES  # noqa: E402
 
 import models  # noqa: E402
 from fpga_runtime import Session  # noqa: E402
 from fpga_runtime.checking.accuracy import compare, output_accuracy  # noqa: E402
-from fpga_runtime.checking.frames import original_outputs  # noqa: E402
+from fpga_runtime.checking.frames import original_outputs, random_frame  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 from partitioner.errors import ModelError  # noqa: E402
 
@@ -96,13 +98,14 @@ def ort_qdq_cosines(model: Path, input_name: str, calibrate: list[np.ndarray], f
 
 
 def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None, eval_frame: dict | None,
-            board: str, folder: Path, method: str = "max", with_ort: bool = True) -> dict:
-    row: dict = {"model": name}
+            board: str, folder: Path, method: str = "max", with_ort: bool = True, winograd: str = "off") -> dict:
+    row: dict = {"model": name if winograd == "off" else f"{name} (winograd {winograd})"}
     t0 = time.perf_counter()
     try:
         result = run_partition(PartitionConfig(model=model, out_dir=folder / "build", board=board, verify=True,
                                                picture=False, calibrate_dir=calibrate_dir,
-                                               inputs=eval_frame or {}, calibration_method=method))
+                                               inputs=eval_frame or {}, calibration_method=method,
+                                               winograd=winograd))
     except ModelError as exc:
         row.update(status=f"dies: {exc.message()[:80]}")
         return row
@@ -115,8 +118,8 @@ def measure(name: str, model: Path, input_name: str, calibrate_dir: Path | None,
                fpga_subgraphs=sum(s.device == "fpga" for s in plan.subgraphs),
                mac_share=fpga_macs / all_macs if all_macs else 0.0, reasons=_reasons(plan),
                gmac=all_macs / 1e9)
-    feeds = eval_frame
-    if result.accuracy is not None and feeds:
+    feeds = eval_frame or random_frame(plan, 11)
+    if result.accuracy is not None:
         with Session(folder / "build") as s:
             got = dict(zip(s.output_names, s.run(None, feeds)))
         want = original_outputs(model, feeds)
@@ -149,25 +152,30 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("corpus", type=Path, nargs="?", default=Path("build/corpus"))
     ap.add_argument("--zoo", action="store_true", help="add the zoo's detection models (random calibration)")
+    ap.add_argument("--zoo-models", default="yolov3-tiny,ssd-mobilenet-v1", help="which, with --zoo")
     ap.add_argument("--board", default="zcu104")
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--method", default="mse", choices=["max", "percentile", "mse"],
                     help="int8 calibration method (partition --calibration-method)")
     ap.add_argument("--no-ort", action="store_true", help="skip onnxruntime's quantize_static column")
+    ap.add_argument("--winograd", default="off", help="partition --winograd modes, comma-separated (off,auto,all)")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cases = _corpus(args.corpus, args.only)
         if args.zoo:
-            for name, size in (("yolov3-tiny", 416), ("ssd-mobilenet-v1", 300)):
+            for name in args.zoo_models.split(","):
+                size = SIZES[name]
                 path = Path(tmp) / f"{name}.onnx"
                 models.build_to_file(name, path, size)
                 cases.append((f"zoo {name}", path, "images", None, None))
         for name, path, input_name, calib, feeds in cases:
-            print(f"{name} ...", file=sys.stderr, flush=True)
-            work = Path(tmp) / name.replace(" ", "_")
-            work.mkdir()
-            rows.append(measure(name, path, input_name, calib, feeds, args.board, work, args.method, not args.no_ort))
+            for mode in args.winograd.split(","):
+                print(f"{name} (winograd {mode}) ...", file=sys.stderr, flush=True)
+                work = Path(tmp) / f"{name.replace(' ', '_')}_{mode}"
+                work.mkdir()
+                rows.append(measure(name, path, input_name, calib, feeds, args.board, work, args.method,
+                                    not args.no_ort, mode))
     print("| model | status | GMAC | conv MACs on FPGA | FPGA subgraphs | sequential segments | parallel groups | "
           "partition s |")
     print("|---|---|---|---|---|---|---|---|")
