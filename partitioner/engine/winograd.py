@@ -20,6 +20,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from partitioner.engine.geometry import layer_shape
+from partitioner.errors import ModelError
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
 from partitioner.placement.cost import node_cost
 
@@ -90,8 +91,12 @@ def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None) 
 
 def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: Board | None = None
            ) -> list[WinogradTrial]:
-    """The eligible convs among `nodes` with their cycles; `all` chooses every one, `off` none, `auto` those that
-    are faster (the cosine test comes after, in `measure`)."""
+    """The eligible convs among `nodes` with their cycles; `all` chooses every one, `auto` those that are faster
+    (the cosine test comes after, in `measure`); `off` weighs none (the report then has no Winograd table)."""
+    if mode not in MODES:
+        raise ModelError(f"--winograd {mode!r}: one of {', '.join(MODES)}")
+    if mode == "off":
+        return []
     out = []
     for n in nodes:
         node = graph.nodes[n]
@@ -100,12 +105,10 @@ def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: 
         t = both_ways(node, graph, replace(cfg, compute_units=1), board)
         if mode == "all":
             t.chosen, t.why = True, "--winograd all"
-        elif mode == "auto":
+        else:
             t.chosen = t.winograd_s < t.direct_s
             t.why = "" if t.chosen else ("no fewer cycles" if t.winograd_cycles >= t.direct_cycles
                                          else "its DDR traffic bounds it")
-        else:
-            t.why = "--winograd off"
         out.append(t)
     return out
 
