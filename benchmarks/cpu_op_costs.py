@@ -15,13 +15,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from _zoo import SIZES
+from _zoo import SIZES, fused_graph
 
-import models
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.prediction import cpu_costs
-from partitioner.frontend.importer import import_model
-from partitioner.passes.pipeline import run_fusion
 from partitioner.placement.cost import CostModel, cpu_op, node_cost
 from partitioner.placement.partition import Device, partition
 from partitioner.targets import fpga as fpga_target
@@ -45,9 +42,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            path = Path(tmp) / f"{name}.onnx"
-            models.build_to_file(name, path, SIZES[name])
-            graph = run_fusion(import_model(path).graph)
+            graph = fused_graph(name, Path(tmp))
             for b in BOARDS.values():
                 draft = partition(graph, fpga_target, CostModel(b), offload_everything=True)
                 for sg in draft.subgraphs:

@@ -20,14 +20,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from _zoo import SIZES
+from _zoo import SIZES, fused_graph
 
-import models
 from fpga_runtime.boards import BOARDS, board
 from partitioner.explore.choice import choose_design
 from partitioner.explore.clock import design_clock
-from partitioner.frontend.importer import import_model
-from partitioner.passes.pipeline import run_fusion
 
 # Vitis AI model zoo, ZCU104, 2 x DPUCZDX8G B4096 at 300 MHz (throughput, fps)
 DPU_ZCU104 = {"yolov3": 27.3, "yolov3-tiny": 329.5, "ssd-mobilenet-v1": 303.5}
@@ -50,9 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
-            path = Path(tmp) / f"{name}.onnx"
-            models.build_to_file(name, path, SIZES[name])
-            graphs[name] = run_fusion(import_model(path).graph)
+            graphs[name] = fused_graph(name, Path(tmp))
         for bname in args.boards.split(","):
             b = board(bname)
             for name, graph in graphs.items():

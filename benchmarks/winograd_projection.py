@@ -20,17 +20,14 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from _zoo import SIZES
+from _zoo import SIZES, fused_graph
 from design_space import DPU_ZCU104
 
-import models
 from fpga_runtime.boards import board
 from fpga_runtime.cycle_model import layer_cycles
 from partitioner.engine.geometry import layer_shape
 from partitioner.engine.winograd import why_not
 from partitioner.explore.choice import choose_design
-from partitioner.frontend.importer import import_model
-from partitioner.passes.pipeline import run_fusion
 from partitioner.placement.cost import node_cost
 
 
@@ -71,9 +68,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models.split(","):
-            path = Path(tmp) / f"{name}.onnx"
-            models.build_to_file(name, path, SIZES[name])
-            graph = run_fusion(import_model(path).graph)
+            graph = fused_graph(name, Path(tmp))
             for clock in [int(c.strip().rstrip("x")) for c in args.dsp_clock.split(",")]:
                 if clock == 2 and b.dsp_clock_2x_problem:
                     continue
