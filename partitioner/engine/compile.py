@@ -124,4 +124,7 @@ def _measure_winograd(trials: list[winograd.WinogradTrial], part: Partition, pla
     for t in trials:
         node = graph.nodes[t.node]
         x = graph.tensors[node.inputs[0]].onnx_name
+        if any(x not in v for v in values):              # no float value to measure against: keep it direct
+            t.chosen, t.why = False, "its input has no float value to measure the loss on"
+            continue
         winograd.measure(t, node, graph, [v[x] for v in values], scales[x], zeros.get(x, 0), max_loss)

@@ -69,9 +69,10 @@ def weight_scales(w: np.ndarray, bias: np.ndarray | None, s_x: float, terms: int
     there, and no valid model is refused for it."""
     cout = w.shape[0]
     s_w = np.max(np.abs(w.reshape(cout, -1)), axis=1) / 127.0
-    room = ACC_LIMIT - (accumulation_bound(terms, zero) if bound is None else bound)
+    worst = accumulation_bound(terms, zero) if bound is None else bound
+    room = ACC_LIMIT - worst
     if room <= 1:
-        raise ValueError(f"{terms} products per output overflow int32 even without a bias")
+        raise ValueError(f"a worst-case accumulation of {worst:,} overflows int32 even without a bias")
     if bias is not None:
         s_w = np.maximum(s_w, np.abs(bias.astype(np.float64)) / (s_x * (room - 1)))
     s_w[s_w == 0] = 1.0
