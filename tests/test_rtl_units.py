@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_packing_identity_over_every_int8_triple():
     """(w_hi * 2^18 + w_lo) * x + 2^17 (mac_pair.sv: the DSP adds C): its bits 33..18 are w_hi * x; its low 18
     bits with bit 17 inverted, sign-extended, are w_lo * x (without the 2^17 the high part is one short when
-    w_lo * x < 0)."""
+    w_lo * x < 0). For a 10-bit x, see the next test."""
     v = np.arange(-128, 128, dtype=np.int64)
     x, hi, lo = (a.ravel() for a in np.meshgrid(v, v, v, indexing="ij"))
     p = ((hi << 18) + lo) * x + (1 << 17)
@@ -32,6 +32,18 @@ def test_packing_identity_over_every_int8_triple():
     assert np.array_equal(low, lo * x) and np.array_equal(high, hi * x)
     plain = ((hi << 18) + lo) * x
     assert not np.array_equal((((plain >> 18) & 0xFFFF) ^ 0x8000) - 0x8000, hi * x)
+
+
+def test_packing_identity_holds_for_ten_bit_operands():
+    """The same packing with x in -512 .. 511 (a Winograd layer's V, mac_pair XW = 10): the low product stays below
+    2^17, so its 18 bits with bit 17 inverted are w_lo * x and bits 35..18 are w_hi * x, for every int8 pair."""
+    w = np.arange(-128, 128, dtype=np.int64)
+    for x0 in range(-512, 512, 64):                   # 64 operands at a time: 4M triples
+        x, hi, lo = (a.ravel() for a in np.meshgrid(np.arange(x0, x0 + 64), w, w, indexing="ij"))
+        p = ((hi << 18) + lo) * x + (1 << 17)
+        low = (p & 0x3FFFF) - 0x20000                 # bit 17 inverted, then sign-extended
+        high = (((p >> 18) & 0x3FFFF) ^ 0x20000) - 0x20000
+        assert np.array_equal(low, lo * x) and np.array_equal(high, hi * x)
 
 
 def _run(tmp_path, top: str, sources: list[Path], module: str, parameters: dict | None = None,
@@ -60,9 +72,10 @@ needs_toolchain = pytest.mark.skipif(shutil.which("g++") is None or sys.platform
 
 
 @needs_toolchain
-@pytest.mark.parametrize("pack", [1, 0])
-def test_mac_pair(tmp_path, pack):
-    _run(tmp_path, "mac_pair", [RTL / "dsp_mult.sv", RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": pack})
+@pytest.mark.parametrize("pack,xw", [(1, 8), (0, 8), (1, 10), (0, 10)])
+def test_mac_pair(tmp_path, pack, xw):
+    """xw 10: the 10-bit operands of integer Winograd layers (|V| <= 512, fpga_runtime/winograd.py)."""
+    _run(tmp_path, "mac_pair", [RTL / "dsp_mult.sv", RTL / "mac_pair.sv"], "mac_pair_tb", {"PACK": pack, "XW": xw})
 
 
 def _unisim_dsp48e2(folder: Path, out: Path) -> Path:
@@ -89,9 +102,11 @@ def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
 
 
 @needs_toolchain
-def test_mac_quad(tmp_path):
-    """The double-pumped DSP (`--dsp-clock 2x`): four products per fabric clock from one multiplier."""
-    _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv"], "mac_quad_tb")
+@pytest.mark.parametrize("xw", [8, 10])
+def test_mac_quad(tmp_path, xw):
+    """The double-pumped DSP (`--dsp-clock 2x`): four products per fabric clock from one multiplier; xw 10 as for
+    mac_pair."""
+    _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv"], "mac_quad_tb", {"XW": xw})
 
 
 @needs_toolchain

@@ -8,6 +8,7 @@
 // registers (mac_pair), then the lanes summed in two registered steps: groups of four lanes, then the groups.
 // DOUBLE (`--dsp-clock 2x`): one DSP at clk2x_i per four rows of a lane (mac_quad), half the DSPs, a cycle more
 // (DOUBLE_LATENCY). Its DSPs take en_i in half a fabric cycle, so en_i must come straight from a register.
+// XW: the input operands' bits, 8 (int8) or 10 (an integer Winograd layer's V; mac_pair.sv).
 
 module mac_array #(
   parameter int V = 16,
@@ -15,30 +16,33 @@ module mac_array #(
   parameter int P = 1,
   parameter bit PACK = 1,
   parameter bit TAPS = 1,                // build the depthwise sums (`taps`)
-  parameter bit DOUBLE = 0               // DSPs at twice the clock, four rows each (R a multiple of 4, PACK)
+  parameter bit DOUBLE = 0,              // DSPs at twice the clock, four rows each (R a multiple of 4, PACK)
+  parameter int XW = 8                   // input operand bits: 8 or 10
 ) (
   input  logic clk_i,
   input  logic clk2x_i,                  // DOUBLE: twice clk_i, rising edges aligned
   input  logic en_i,                     // the pipeline moves (DOUBLE: a register's output)
-  input  logic [P*8*V-1:0] x,            // pixel p's V input bytes at [p*8V +: 8V]
+  input  logic [P*XW*V-1:0] x,           // pixel p's V input operands at [p*XW*V +: XW*V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
   output logic [P*R*32-1:0] sums,        // pixel p, channel r at [(p*R + r)*32 +: 32]
   output logic [2*P*V*20-1:0] taps       // output o (-P .. P-1), lane v at [((o + P)*V + v)*20 +: 20]
 );
-  localparam int TB = 20;                // up to P + 1 products of 15 bits and a sign (P <= 8)
-  localparam int DW = 8 * V;
-  logic signed [15:0] prod[P][R][V];
+  localparam int TB = 20;                // up to P + 1 products of 15 bits and a sign (P <= 8; depthwise is int8)
+  localparam int DW = 8 * V;             // a row of weights' bits per output channel
+  localparam int XD = XW * V;            // a pixel's operands' bits
+  localparam int QW = XW + 8;            // a product's bits
+  logic signed [QW-1:0] prod[P][R][V];
   if (DOUBLE) begin : g_double
     for (genvar p = 0; p < P; p++) begin : g_pix
       for (genvar r = 0; r < R; r += 4) begin : g_rows
         for (genvar v = 0; v < V; v++) begin : g_lanes
-          logic [63:0] quad;
-          mac_quad mq (.clk_i, .clk2x_i, .en_i, .x_i(x[p*DW + 8*v +: 8]),
+          logic [4*QW-1:0] quad;
+          mac_quad #(.XW(XW)) mq (.clk_i, .clk2x_i, .en_i, .x_i(x[p*XD + XW*v +: XW]),
                        .w_i({w[(r + 3) * DW + 8*v +: 8], w[(r + 2) * DW + 8*v +: 8], w[(r + 1) * DW + 8*v +: 8],
                              w[r * DW + 8*v +: 8]}),
                        .p_o(quad));
           for (genvar k = 0; k < 4; k++) begin : g_split
-            assign prod[p][r + k][v] = quad[16*k +: 16];
+            assign prod[p][r + k][v] = quad[QW*k +: QW];
           end
         end
       end
@@ -48,15 +52,16 @@ module mac_array #(
       for (genvar r = 0; r < R; r += 2) begin : g_rows
         for (genvar v = 0; v < V; v++) begin : g_lanes
           if (r + 1 < R) begin : g_pair
-            mac_pair #(.PACK(PACK)) mp (.clk_i, .en_i, .x_i(x[p*DW + 8*v +: 8]), .w_hi_i(w[(r + 1) * DW + 8*v +: 8]),
-                                        .w_lo_i(w[r * DW + 8*v +: 8]), .p_hi_o(prod[p][r + 1][v]),
-                                        .p_lo_o(prod[p][r][v]));
+            mac_pair #(.PACK(PACK), .XW(XW)) mp (.clk_i, .en_i, .x_i(x[p*XD + XW*v +: XW]),
+                                                 .w_hi_i(w[(r + 1) * DW + 8*v +: 8]), .w_lo_i(w[r * DW + 8*v +: 8]),
+                                                 .p_hi_o(prod[p][r + 1][v]), .p_lo_o(prod[p][r][v]));
           end else begin : g_single
-            logic signed [7:0] x_q, w_q;
-            logic signed [15:0] m_q;
+            logic signed [XW-1:0] x_q;
+            logic signed [7:0] w_q;
+            logic signed [QW-1:0] m_q;
             always_ff @(posedge clk_i)
               if (en_i) begin
-                x_q <= x[p*DW + 8*v +: 8];
+                x_q <= x[p*XD + XW*v +: XW];
                 w_q <= w[r * DW + 8*v +: 8];
                 m_q <= x_q * w_q;
                 prod[p][r][v] <= m_q;
@@ -67,16 +72,16 @@ module mac_array #(
     end
   end
   localparam int NG = (V + 3) / 4;       // lane groups of the first sum step
-  logic signed [17:0] part[P][R][NG];
+  logic signed [QW+1:0] part[P][R][NG];
   always_ff @(posedge clk_i)
     if (en_i)
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) begin
           logic signed [31:0] s;
           for (int g = 0; g < NG; g++) begin
-            logic signed [17:0] a;
+            logic signed [QW+1:0] a;
             a = '0;
-            for (int v = 4 * g; v < 4 * g + 4 && v < V; v++) a = a + 18'(prod[p][r][v]);
+            for (int v = 4 * g; v < 4 * g + 4 && v < V; v++) a = a + (QW+2)'(prod[p][r][v]);
             part[p][r][g] <= a;
           end
           s = '0;

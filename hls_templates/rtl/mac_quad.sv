@@ -1,5 +1,6 @@
-// Four int8 products per fabric cycle from one DSP48E2 at twice the fabric clock (`--dsp-clock 2x`, the DPU's
-// double-pumped DSPs): one activation x and four weights of output rows r .. r+3. Rows r, r+1 go packed on the A
+// Four int8 x XW-bit products per fabric cycle from one DSP48E2 at twice the fabric clock (`--dsp-clock 2x`, the
+// DPU's double-pumped DSPs): one activation x (int8, or a Winograd layer's 10-bit V: XW) and four weights of output
+// rows r .. r+3. Rows r, r+1 go packed on the A
 // port and rows r+2, r+3 on the D port (mac_pair.sv's shared-operand packing); in the first half of a fabric cycle
 // the pre-adder passes D, in the second A, so the multiplier makes one packed product per fast cycle.
 //
@@ -11,21 +12,24 @@
 //
 // The fast side knows which half of the fabric cycle it is in from a fabric toggle and its copy one fast cycle
 // late (they differ in the first half), so no reset or start signal aligns it.
-module mac_quad (
-  input  logic               clk_i,       // fabric clock
-  input  logic               clk2x_i,     // twice clk_i, rising edges aligned with clk_i's
-  input  logic               en_i,        // the pipeline moves this fabric cycle (held for the whole cycle)
-  input  logic signed [7:0]  x_i,
-  input  logic [31:0]        w_i,         // row r + k's weight at [8k +: 8]
-  output logic [63:0]        p_o          // row r + k's product (16 bits, signed) at [16k +: 16]
+module mac_quad #(
+  parameter int XW = 8                    // x's bits: 8 or 10 (mac_pair.sv)
+) (
+  input  logic                 clk_i,     // fabric clock
+  input  logic                 clk2x_i,   // twice clk_i, rising edges aligned with clk_i's
+  input  logic                 en_i,      // the pipeline moves this fabric cycle (held for the whole cycle)
+  input  logic signed [XW-1:0] x_i,
+  input  logic [31:0]          w_i,       // row r + k's weight at [8k +: 8]
+  output logic [4*(XW+8)-1:0]  p_o        // row r + k's product (XW + 8 bits, signed) at [(XW+8)k +: XW+8]
 );
+  localparam int QW = XW + 8;
   // packed weight pairs: hi * 2^18 + lo (mac_pair.sv), the high weight less the low one's borrow
   wire signed [26:0] w_a = {9'(signed'(w_i[15:8])) - {8'd0, w_i[7]}, {10{w_i[7]}}, w_i[7:0]};
   wire signed [26:0] w_d = {9'(signed'(w_i[31:24])) - {8'd0, w_i[23]}, {10{w_i[23]}}, w_i[23:16]};
 
   // fabric side: the operands of the cycle, held for the fast pipeline's two halves
   logic signed [26:0] wa_q, wd_q;
-  logic signed [7:0]  x_q;
+  logic signed [XW-1:0] x_q;
   always_ff @(posedge clk_i)
     if (en_i) begin
       wa_q <= w_a;
@@ -72,7 +76,7 @@ module mac_quad (
 `endif
   end else begin : g_stages
     logic signed [26:0] a_q, d_q, ad_q;
-    logic signed [7:0]  b1_q, b2_q;
+    logic signed [XW-1:0] b1_q, b2_q;
     logic signed [47:0] m_q, p_q;
     always_ff @(posedge clk2x_i)
       if (en_i) begin
@@ -91,7 +95,8 @@ module mac_quad (
   logic [47:0] pa_q;
   always_ff @(posedge clk2x_i)
     if (en_i && first_half_q) pa_q <= p;
-  // each pair: the high product above bit 18; the low one is the low 18 bits with bit 17 inverted and fits in 16
+  // each pair: the high product above bit 18; the low one is the low 18 bits with bit 17 inverted (in QW bits: for
+  // XW = 8 its low 16, which the 2^17 does not touch)
   always_ff @(posedge clk_i)
-    if (en_i) p_o <= {p[33:18], p[15:0], pa_q[33:18], pa_q[15:0]};
+    if (en_i) p_o <= {p[QW+17:18], QW'({~p[17], p[16:0]}), pa_q[QW+17:18], QW'({~pa_q[17], pa_q[16:0]})};
 endmodule

@@ -1,5 +1,6 @@
-"""cocotb: two int8 products from one packed multiplier equal the plain products, edge values and random, one
-operand set a clock, out three enabled clocks later (AREG, MREG, PREG); with en_i low the pipeline holds."""
+"""cocotb: two products (int8 weights, an int8 or 10-bit shared operand: the width of x_i) from one packed
+multiplier equal the plain products, edge values and random, one operand set a clock, out three enabled clocks later
+(AREG, MREG, PREG); with en_i low the pipeline holds."""
 import itertools
 import random
 
@@ -14,8 +15,10 @@ LATENCY = 3
 @cocotb.test()
 async def packed_products_are_exact(dut):
     rng = random.Random(1)
-    cases = list(itertools.product(EDGES, EDGES, EDGES))
-    cases += [(rng.randint(-128, 127), rng.randint(-128, 127), rng.randint(-128, 127)) for _ in range(3000)]
+    top = 1 << (len(dut.x_i) - 1)                   # the shared operand's range: -top .. top - 1
+    x_edges = sorted(set(EDGES + [-top, -top + 1, top - 1, top // 2]))
+    cases = list(itertools.product(x_edges, EDGES, EDGES))
+    cases += [(rng.randint(-top, top - 1), rng.randint(-128, 127), rng.randint(-128, 127)) for _ in range(3000)]
     cocotb.start_soon(Clock(dut.clk_i, 10, unit="ns").start())
     sent = []                    # operand sets in the pipeline, oldest first
     checked = 0

@@ -1,7 +1,8 @@
-"""cocotb: four int8 products per fabric clock from one multiplier clocked twice as fast (mac_quad.sv) equal the
-plain products, edge values and random, one operand set a fabric clock, out four enabled fabric clocks later; with
-en_i low for a fabric clock both clocks' pipelines hold. The fast clock starts in phase with the fabric one and,
-in a second run, a fast cycle late, as a clocking wizard's outputs may after lock (the fast side finds its phase)."""
+"""cocotb: four products (int8 weights, an int8 or 10-bit x: the width of x_i) per fabric clock from one multiplier
+clocked twice as fast (mac_quad.sv) equal the plain products, edge values and random, one operand set a fabric
+clock, out four enabled fabric clocks later; with en_i low for a fabric clock both clocks' pipelines hold. The fast
+clock starts in phase with the fabric one and, in a second run, a fast cycle late, as a clocking wizard's outputs
+may after lock (the fast side finds its phase)."""
 import itertools
 import random
 
@@ -13,14 +14,17 @@ EDGES = [-128, -127, -1, 0, 1, 127]
 LATENCY = 4
 
 
-def _signed16(v: int) -> int:
-    return v - (1 << 16) if v & 0x8000 else v
+def _signed(v: int, bits: int) -> int:
+    return v - (1 << bits) if v >> (bits - 1) & 1 else v
 
 
 async def _products_are_exact(dut, seed: int, fast_delay_ns: int):
     rng = random.Random(seed)
-    cases = [(x, (w, -w if w > -128 else 127, rng.randint(-128, 127), w)) for x, w in itertools.product(EDGES, EDGES)]
-    cases += [(rng.randint(-128, 127), tuple(rng.randint(-128, 127) for _ in range(4))) for _ in range(3000)]
+    top = 1 << (len(dut.x_i) - 1)                   # x's range: -top .. top - 1
+    qw = len(dut.x_i) + 8                           # a product's bits in p_o
+    x_edges = sorted(set(EDGES + [-top, top - 1]))
+    cases = [(x, (w, -w if w > -128 else 127, rng.randint(-128, 127), w)) for x, w in itertools.product(x_edges, EDGES)]
+    cases += [(rng.randint(-top, top - 1), tuple(rng.randint(-128, 127) for _ in range(4))) for _ in range(3000)]
     cocotb.start_soon(Clock(dut.clk_i, 10, unit="ns").start())
     if fast_delay_ns:
         await Timer(fast_delay_ns, unit="ns")
@@ -35,7 +39,7 @@ async def _products_are_exact(dut, seed: int, fast_delay_ns: int):
         if len(sent) >= LATENCY:
             x, w = sent.pop(0)
             p = int(dut.p_o.value)
-            got = [_signed16((p >> (16 * k)) & 0xFFFF) for k in range(4)]
+            got = [_signed((p >> (qw * k)) & ((1 << qw) - 1), qw) for k in range(4)]
             assert got == [x * wk for wk in w], (x, w, got)
             checked += 1
         stall = rng.random() < 0.2
