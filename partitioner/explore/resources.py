@@ -6,8 +6,9 @@ Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUT
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
 seventeenth RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
 to the sixteenth's DSP, BRAM, FF and Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x
-106,654). On the sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for ADD and a
-residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and 26 FF):
+106,654). On the sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for
+ADD and a residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
+26 FF):
 8x8 82 DSP, 22,909 LUT (model -1.0 %), 17,826 FF (-0.1 %); 2x8x16 221 DSP, 49,202 LUT (-2.7 %), 33,909 FF (0.0 %);
 4x16x16 605 DSP, 72,390 LUT (+0.5 %), 53,685 FF (0.0 %); 8x16x16, fitted on neither, 1,117 DSP, 105,402 LUT
 (+4.9 %), 85,873 FF (-0.3 %); the 2x shapes 66, 157, 349 and 605 DSP; 8x8 on the PYNQ-Z2's xc7 126 DSP, 23,230
