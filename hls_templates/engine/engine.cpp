@@ -125,9 +125,12 @@ void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const
 
 // Integer Winograd F(2x2, 3x3), the C model of a CONV flagged WINOGRAD (docs/kernel-abi.md, "Winograd layers";
 // fpga_runtime/winograd.py): per 2x2 output tile and input-channel tile, the 4x4 input patch's V = B^T d B
-// (adds), 16 positions x R x V products into M, then Y = A^T M A (adds) onto the bias. A row of tiles makes two
-// output rows, which go through the epilogue in row order (the fused pool's ring expects them so).
-// The RTL has no Winograd unit yet: its backends refuse these layers.
+// (adds), then per position one array step of R x V products. Y = A^T M A is linear in M, so no M is kept: each
+// step's sums go straight into the tile's four outputs with the signs A^T[i][a] A^T[j][b] of its position (a, b),
+// the datapath planned for the RTL. A row of tiles makes two output rows, which go through the epilogue in row
+// order (the fused pool's ring expects them so). The RTL has no Winograd unit yet: its backends refuse these layers.
+const int WINO_AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+
 void winograd_patch(const Descriptor &d, const word_t *act, int n, int ty, int tx, int c, int16_t v[16][V]) {
     int16_t x[4][4][V], t[4][4][V];
     for (int a = 0; a < 4; ++a)
@@ -168,29 +171,25 @@ void conv_winograd(const Descriptor &d, word_t *act, const word_t *consts, const
             int py_next = 0;
             for (int ty = 0; ty < rows; ++ty) {
                 for (int tx = 0; tx < cols; ++tx) {
-                    int32_t m[16][R];
-                    for (int p = 0; p < 16; ++p)
-                        for (int r = 0; r < R; ++r) m[p][r] = 0;
+                    int32_t y[2][2][R];                     // the tile's outputs (i, j), bias first
+                    for (int i = 0; i < 2; ++i)
+                        for (int j = 0; j < 2; ++j)
+                            for (int r = 0; r < R; ++r) y[i][j][r] = bias[r];
                     for (int it = 0; it < ic_tiles; ++it) {
                         int16_t v[16][V];
                         winograd_patch(d, act, n, ty, tx, it * V, v);
-                        for (int p = 0; p < 16; ++p)
+                        for (int p = 0; p < 16; ++p)        // a step: position p's V lanes, R rows of weights
                             for (int r = 0; r < R; ++r) {
                                 const vec_t &w = wbuf[r][p * ic_tiles + it];
-                                for (int i = 0; i < V; ++i) m[p][r] += (int32_t)v[p][i] * (int32_t)lane(w, i);
+                                int32_t s = 0;
+                                for (int i = 0; i < V; ++i) s += (int32_t)v[p][i] * (int32_t)lane(w, i);
+                                for (int i = 0; i < 2; ++i)
+                                    for (int j = 0; j < 2; ++j) y[i][j][r] += WINO_AT[i][p / 4] * WINO_AT[j][p % 4] * s;
                             }
                     }
-                    for (int r = 0; r < R; ++r) {
-                        int32_t s[2][4];
-                        for (int b = 0; b < 4; ++b) {
-                            s[0][b] = m[b][r] + m[4 + b][r] + m[8 + b][r];
-                            s[1][b] = m[4 + b][r] - m[8 + b][r] - m[12 + b][r];
-                        }
-                        for (int i = 0; i < 2; ++i) {
-                            ybuf[i][2 * tx][r] = bias[r] + s[i][0] + s[i][1] + s[i][2];
-                            ybuf[i][2 * tx + 1][r] = bias[r] + s[i][1] - s[i][2] - s[i][3];
-                        }
-                    }
+                    for (int i = 0; i < 2; ++i)
+                        for (int j = 0; j < 2; ++j)
+                            for (int r = 0; r < R; ++r) ybuf[i][2 * tx + j][r] = y[i][j][r];
                 }
                 for (int i = 0; i < 2 && 2 * ty + i < d.conv_h; ++i) {
                     const int oy = 2 * ty + i;
