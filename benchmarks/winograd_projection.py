@@ -17,43 +17,25 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 from _zoo import SIZES, fused_graph
 from design_space import DPU_ZCU104
 
 from fpga_runtime.boards import board
-from fpga_runtime.cycle_model import layer_cycles
-from partitioner.engine.geometry import layer_shape
-from partitioner.engine.winograd import why_not
+from partitioner.engine.winograd import trials
 from partitioner.explore.choice import choose_design
-from partitioner.placement.cost import node_cost
 
 
 def project(graph, design, b) -> tuple[float, float, int, int]:
     """(FPGA fps with Winograd where it is faster, share of the direct FPGA time the eligible convs took, convs
-    taken as Winograd layers)."""
-    cfg = replace(design.config, compute_units=1)
-    ddr_gbps = b.ddr_gbps
-    frame, eligible_s, extra_bytes, count, eligible = design.frame_s, 0.0, 0, 0, 0
-    for n, seconds in design.layer_s.items():
-        node = graph.nodes[n]
-        if why_not(node, graph, cfg) is not None:
-            continue
-        x, y = graph.tensors[node.inputs[0]].shape, graph.tensors[node.outputs[0]].shape
-        more = 7 * x[1] * y[1]                              # 16 weights per channel pair instead of 9
-        shape = replace(layer_shape(node, graph, cfg), winograd=True)
-        wino = max(layer_cycles(shape, cfg, b.port_bits // 8) / (cfg.clock_mhz * 1e6),
-                   (node_cost(node, graph).bytes + more) / (ddr_gbps * 1e9))
-        eligible_s += seconds
-        eligible += 1
-        if wino < seconds:                                  # as --winograd auto's cycle test takes it
-            frame += wino - seconds
-            extra_bytes += more
-            count += 1
-    fps = min(design.config.compute_units / frame, ddr_gbps * 1e9 / max(design.ddr_bytes + extra_bytes, 1))
-    return fps, eligible_s / design.frame_s, count, eligible
+    taken as Winograd layers, eligible convs)."""
+    weighed = trials(graph, list(design.layer_s), design.config, "auto", b)   # auto's speed test, per conv
+    chosen = [t for t in weighed if t.chosen]
+    frame = design.frame_s + sum(t.winograd_s - design.layer_s[t.node] for t in chosen)
+    extra_bytes = sum(t.extra_bytes for t in chosen)
+    fps = min(design.config.compute_units / frame, b.ddr_gbps * 1e9 / max(design.ddr_bytes + extra_bytes, 1))
+    return fps, sum(design.layer_s[t.node] for t in weighed) / design.frame_s, len(chosen), len(weighed)
 
 
 def main() -> None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fpga_runtime import winograd
+
 ABI_VERSION = 2                # 2: 17-bit multipliers (one DSP48 port), in_zero
 ALIGN = 64                     # every buffer starts on a 64-byte boundary (one 512-bit AXI beat)
 PROGRAM_MAGIC = 0x41475046     # "FPGA" little-endian
@@ -413,4 +415,4 @@ def l2norm_factor(ss: np.ndarray, mult: int, shift: int) -> tuple[np.ndarray, np
 
 def weight_taps(d: "Descriptor") -> int:
     """Weights per output and input channel of a CONV: its kernel's taps, or a Winograd layer's 16 positions."""
-    return 16 if d.flags & Flag.WINOGRAD else d.kh * d.kw
+    return winograd.POSITIONS if d.flags & Flag.WINOGRAD else d.kh * d.kw

@@ -194,6 +194,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     if s.op == Op.CONV and s.window_slots:
         return round(fixed + _window_conv_cycles(s, cfg, beat, latency))
     if s.op == Op.CONV:
+        reads = winograd.POSITIONS // 4 if s.winograd else s.kh * s.kw    # Winograd: 16 words per 4 outputs
         lanes = v if s.depthwise else r
         params = -(-4 * lanes // v) + -(-8 * lanes // v)
         if s.depthwise:
@@ -202,11 +203,10 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
             weights = s.kh * s.kw
         else:
             tiles = s.out_c // r
-            taps_px = 4 if s.winograd else s.kh * s.kw    # Winograd: 16 patch words per tile of 4 outputs
-            per_pixel = taps_px * (s.in_c // v) + s.residual * max(1, r // v)
-            weights = (16 if s.winograd else s.kh * s.kw) * (s.in_c // v) * r
+            per_pixel = reads * (s.in_c // v) + s.residual * max(1, r // v)
+            weights = (winograd.POSITIONS if s.winograd else s.kh * s.kw) * (s.in_c // v) * r
         per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
-        taps = pixels * (4 if s.winograd else s.kh * s.kw) * (1 if s.depthwise else s.in_c // v)
+        taps = pixels * reads * (1 if s.depthwise else s.in_c // v)
         run = run_fixed + max(per_tap * taps + beat * (pixels * per_pixel - taps), passes * pixels) + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * weights
         return round(fixed + load + run + (tiles - 1) * max(run, load))
@@ -277,7 +277,8 @@ def _winograd_steps(s: LayerShape, cfg: EngineConfig, beat: int, cbs: int, out_p
     load a row of tiles, weight beats, epilogue cycles per array pixel.)"""
     groups = -(-winograd.tiles(s.conv_w) // cfg.pixels)
     load_row = beat * (2 * s.in_w * cbs + s.residual * 2 * s.conv_w * res_beats)
-    return groups, 16 * cbs, s.batch * winograd.tiles(s.conv_h), load_row, 16 * cbs * cfg.pe_rows, 4 * out_px
+    steps = winograd.POSITIONS * cbs
+    return groups, steps, s.batch * winograd.tiles(s.conv_h), load_row, steps * cfg.pe_rows, 4 * out_px
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

@@ -123,11 +123,7 @@ class ReferenceEngine:
         return w.transpose(0, 4, 1, 2, 3, 5).reshape(d.out_c, kh, kw, d.in_c)
 
     def _winograd_accumulate(self, act: np.ndarray, const: np.ndarray, d: Descriptor) -> np.ndarray:
-        """fpga_runtime/winograd.py's accumulators: the input padded on to whole tiles (the zero point)."""
-        rows, cols = 2 * winograd.tiles(d.conv_h) + 2, 2 * winograd.tiles(d.conv_w) + 2
-        x = _read_input(act, d)
-        x = _pad(x, d.pad_t, d.pad_l, max(0, rows - x.shape[1] - d.pad_t), max(0, cols - x.shape[2] - d.pad_l),
-                 d.in_zero)
+        x = winograd.pad_to_tiles(_read_input(act, d), d.pad_t, d.pad_l, d.conv_h, d.conv_w, d.in_zero)
         return winograd.accumulate(x, self._weights(const, d, False), d.conv_h, d.conv_w)
 
     def _accumulate(self, x: np.ndarray, w: np.ndarray | None, d: Descriptor, depthwise: bool,
@@ -176,12 +172,10 @@ class ReferenceEngine:
         depthwise = bool(d.flags & Flag.DEPTHWISE)
         if d.flags & Flag.WINOGRAD:
             acc = self._winograd_accumulate(act, const, d)
-        elif depthwise:
-            x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)   # the zero point
-            acc = self._accumulate(x, self._weights(const, d, True), d, True)
         else:
-            x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)
-            acc = self._accumulate(x, None, d, False, *self._float_tap_weights(const, d))
+            x = _pad(_read_input(act, d), d.pad_t, d.pad_l, d.pad_b, d.pad_r, d.in_zero)   # the zero point
+            acc = (self._accumulate(x, self._weights(const, d, True), d, True) if depthwise
+                   else self._accumulate(x, None, d, False, *self._float_tap_weights(const, d)))
         acc += const[d.bias_addr:d.bias_addr + 4 * d.out_c].view(np.int32)
         rq = _requant_table(const, d)
         if d.flags & Flag.PRELU:

@@ -60,9 +60,17 @@ def output_transform(m: np.ndarray) -> np.ndarray:
     return y.reshape(n, 2 * rows, 2 * cols, k)
 
 
+def pad_to_tiles(x: np.ndarray, pad_t: int, pad_l: int, out_h: int, out_w: int, value: int) -> np.ndarray:
+    """The input [N, H, W, C] padded with `value` (the zero point) by the layer's top and left padding and on to
+    whole tiles: 2 tiles(out) + 2 rows and columns, which covers its bottom and right padding."""
+    rows, cols = 2 * tiles(out_h) + 2, 2 * tiles(out_w) + 2
+    return np.pad(x, ((0, 0), (pad_t, max(0, rows - x.shape[1] - pad_t)), (pad_l, max(0, cols - x.shape[2] - pad_l)),
+                      (0, 0)), constant_values=value)
+
+
 def accumulate(xp: np.ndarray, u: np.ndarray, out_h: int, out_w: int) -> np.ndarray:
-    """The layer's accumulators [N, out_h, out_w, K] (int64, bias not added) from its input padded by the layer's
-    padding (with the zero point) to at least 2 tiles(out) + 2 rows and columns, and its weights u [K, 4, 4, C].
+    """The layer's accumulators [N, out_h, out_w, K] (int64, bias not added) from its input as `pad_to_tiles`
+    leaves it and its weights u [K, 4, 4, C].
 
     The products run as float64 GEMMs per position: |sum| < in_c 2^16 < 2^53, exact."""
     rows, cols = tiles(out_h), tiles(out_w)

@@ -62,7 +62,9 @@ class Backend(abc.ABC):
             self._refuse_winograd()
 
     def _refuse_winograd(self) -> None:
-        for program, i, label in self.image.flagged_layers(self.constants, Flag.WINOGRAD)[:1]:
+        flagged = self.image.flagged_layers(self.constants, Flag.WINOGRAD)
+        if flagged:
+            program, i, label = flagged[0]
             raise BackendError(
                 f"program {program!r}, layer {i} ({label}): a Winograd layer (partition --winograd), which the RTL "
                 f"engine the {self.name} backend runs does not implement yet; run this build with --backend "

@@ -228,7 +228,7 @@ class LayerEmitter:
         step or more, and where the corrected bias still fits beside the accumulation (`bound`); a conv whose kernel
         is its whole input map (a flattened dense layer) reads positions, not channels, and is left alone. `gain`
         [out, in]: the quantised weights' response to a constant unit input channel (sum of Wq; a Winograd layer's
-        dc_gain)."""
+        zero_point_gain)."""
         spec, x = node.conv, self.graph.tensors[node.inputs[0]]
         mean = self.means.get(x.onnx_name)
         whole_map = len(x.shape) == 4 and tuple(x.shape[2:]) == spec.kernel != (1, 1) and not any(spec.pads)
@@ -291,7 +291,7 @@ class LayerEmitter:
             coarser = float(np.max(s_w[live] / np.maximum(plain[live], 1e-30))) if live.any() else 0.0
             self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
         wq = np.clip(np.rint(kernel / s_w[:, None, None, None]), -127, 127).astype(np.int8)
-        gain = winograd_weights.dc_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
+        gain = winograd.zero_point_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
         out_map = np.asarray(y.channel_map)
         if not transposed:
             float_bias = self._bias_corrected(node, w, gain, s_w, float_bias, s_x, target, bound)

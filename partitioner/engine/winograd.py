@@ -18,6 +18,7 @@ import numpy as np
 from fpga_runtime import winograd
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
+from fpga_runtime.checking.accuracy import output_accuracy
 from fpga_runtime.cycle_model import layer_cycles
 from partitioner.engine.geometry import layer_shape
 from partitioner.errors import ModelError
@@ -53,11 +54,6 @@ def quantise(u: np.ndarray, s_u: np.ndarray) -> np.ndarray:
     return np.clip(np.rint(u / s_u[:, None, None, None]), -127, 127).astype(np.int8)
 
 
-def dc_gain(uq: np.ndarray) -> np.ndarray:
-    """[out, in]: what a constant unit input channel adds to every output (as sum w does for a direct conv)."""
-    return winograd.zero_point_gain(uq)
-
-
 @dataclass
 class WinogradTrial:
     """One eligible conv: the cycles both ways on the build's engine and, for `auto`, the measured cosines."""
@@ -66,6 +62,7 @@ class WinogradTrial:
     winograd_cycles: int
     direct_s: float = 0.0          # the longer of the cycles' time and the layer's DDR traffic's
     winograd_s: float = 0.0
+    extra_bytes: int = 0           # DDR traffic a Winograd layer adds: 16 weights per channel pair instead of 9
     cosine_direct: float | None = None
     cosine_winograd: float | None = None
     chosen: bool = False
@@ -86,7 +83,8 @@ def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None) 
     nbytes = node_cost(node, graph).bytes
     more = 7 * graph.tensors[node.inputs[0]].shape[1] * graph.tensors[node.outputs[0]].shape[1]
     hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_gbps if board is not None else float("inf")) * 1e9
-    return WinogradTrial(node.name, direct, wino, max(direct / hz, nbytes / ddr), max(wino / hz, (nbytes + more) / ddr))
+    return WinogradTrial(node.name, direct, wino, max(direct / hz, nbytes / ddr), max(wino / hz, (nbytes + more) / ddr),
+                         more)
 
 
 def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: Board | None = None
@@ -125,11 +123,6 @@ def _conv3x3(xc: np.ndarray, wq: np.ndarray, pads: tuple[int, ...]) -> np.ndarra
     return out
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    den = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.dot(a.ravel(), b.ravel()) / den) if den > 0 else 1.0
-
-
 def _channel_scales(k: np.ndarray) -> np.ndarray:
     return np.maximum(np.abs(k.reshape(len(k), -1)).max(axis=1), 1e-30) / 127
 
@@ -145,9 +138,7 @@ def measure(trial: WinogradTrial, node: Node, graph: Graph, inputs: list[np.ndar
     u = transform(w)
     s_w, s_u = _channel_scales(w), _channel_scales(u)
     bias = graph.const(spec.bias).astype(np.float64) if spec.bias else np.zeros(w.shape[0])
-    wq = np.clip(np.rint(w / s_w[:, None, None, None]), -127, 127)
-    uq = quantise(u, s_u).transpose(0, 2, 3, 1)
-    t, l, b, r = spec.pads
+    wq, uq = quantise(w, s_w), quantise(u, s_u).transpose(0, 2, 3, 1)
     truth, direct, wino = [], [], []
     for x in inputs[:TRIAL_FRAMES]:
         xf = np.asarray(x, np.float64).transpose(0, 2, 3, 1)
@@ -155,10 +146,10 @@ def measure(trial: WinogradTrial, node: Node, graph: Graph, inputs: list[np.ndar
         truth.append(_conv3x3(xf, w, spec.pads) + bias)
         direct.append(_conv3x3(xc, wq, spec.pads) * (s_x * s_w) + bias)
         h, wd = truth[-1].shape[1:3]
-        rows, cols = 2 * winograd.tiles(h) + 2, 2 * winograd.tiles(wd) + 2
-        xp = np.pad(xc, ((0, 0), (t, rows - xc.shape[1] - t), (l, cols - xc.shape[2] - l), (0, 0)))
+        xp = winograd.pad_to_tiles(xc, spec.pads[0], spec.pads[1], h, wd, 0)
         wino.append(winograd.accumulate(xp, uq, h, wd) * (s_x * s_u) + bias)
-    trial.cosine_direct = _cosine(np.concatenate(direct), np.concatenate(truth))
-    trial.cosine_winograd = _cosine(np.concatenate(wino), np.concatenate(truth))
+    want = np.concatenate(truth)
+    trial.cosine_direct = output_accuracy(node.name, want, np.concatenate(direct)).cosine
+    trial.cosine_winograd = output_accuracy(node.name, want, np.concatenate(wino)).cosine
     if trial.chosen and trial.loss > max_loss:
         trial.chosen, trial.why = False, f"cosine loss {trial.loss:.2g} > {max_loss:g}"
