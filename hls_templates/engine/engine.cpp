@@ -184,7 +184,8 @@ void conv_winograd(const Descriptor &d, word_t *act, const word_t *consts, const
                                 int32_t s = 0;
                                 for (int i = 0; i < V; ++i) s += (int32_t)v[p][i] * (int32_t)lane(w, i);
                                 for (int i = 0; i < 2; ++i)
-                                    for (int j = 0; j < 2; ++j) y[i][j][r] += WINO_AT[i][p / 4] * WINO_AT[j][p % 4] * s;
+                                    for (int j = 0; j < 2; ++j)
+                                        y[i][j][r] += WINO_AT[i][p / 4] * WINO_AT[j][p % 4] * s;
                             }
                     }
                     for (int i = 0; i < 2; ++i)
