@@ -2,7 +2,7 @@
 utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI DPU figures on ZCU104 beside them.
 
     python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...] [--objective latency]
-                                      [--dsp-clock 1x,2x]
+                                      [--dsp-clock 1x,2x] [--winograd off,all]
 
 "FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock
 or, where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; DDR bandwidth as a
@@ -12,7 +12,10 @@ the board's CPU figures) as `fpga-run run` does by default; "latency" is one fra
 the objective picks (default: whole-frame throughput). `--dsp-clock 1x,2x` explores each board twice: with the
 array's DSPs at the engine clock and at twice it (`partition --dsp-clock 2x`; "DSP clock" column; UltraScale+ Zynq
 boards only). A 2x design's DSP clock is twice the MHz column: the timing estimate's DSP-clock paths reach it, but
-600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and route.
+600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and route. `--winograd off,all`
+explores each twice more: without and with the window path's Winograd unit (`partition --winograd`; its eligible
+3x3 convs, those without a fused residual or pool, as Winograd layers; its LUTs and FFs in the resources); "MAC
+util" then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above 100 % possible).
 """
 from __future__ import annotations
 
@@ -36,14 +39,15 @@ def main() -> None:
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
     ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
     ap.add_argument("--dsp-clock", default="1x", help="1x, 2x or 1x,2x: the array's DSP clock(s) to explore")
+    ap.add_argument("--winograd", default="off", help="off, all, auto or a list: partition --winograd to explore")
     args = ap.parse_args()
     clocks = [int(c.strip().rstrip("x")) for c in args.dsp_clock.split(",")]
     print(
-        "| board | model | pixels x PE rows x VEC | DSP clock | epilogue lanes | window words | weight rows | CUs "
-        "| MHz | limit | weights | "
+        "| board | model | pixels x PE rows x VEC | DSP clock | Winograd | epilogue lanes | window words | weight rows "
+        "| CUs | MHz | limit | weights | "
         "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -51,20 +55,21 @@ def main() -> None:
         for bname in args.boards.split(","):
             b = board(bname)
             for name, graph in graphs.items():
-                for dsp_clock in clocks:
+                for dsp_clock, wino in ((c, w) for c in clocks for w in args.winograd.split(",")):
                     if dsp_clock == 2 and b.dsp_clock_2x_problem:
                         continue                # partition refuses --dsp-clock 2x there
-                    ex = choose_design(graph, b, objective=args.objective, dsp_clock=dsp_clock)
+                    ex = choose_design(graph, b, objective=args.objective, dsp_clock=dsp_clock, winograd=wino)
                     d = ex.chosen
                     if d is None:
-                        print(f"| {bname} | {name} | - | {dsp_clock}x |" + " - |" * 17)
+                        print(f"| {bname} | {name} | - | {dsp_clock}x | {wino} |" + " - |" * 17)
                         continue
                     c, r = d.config, d.resources
                     share = r.share(b)
                     dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
                     window = c.window_words if c.pixels > 1 else "-"
                     print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
-                          f"{c.dsp_clock}x | {c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | "
+                          f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | "
+                          f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | "
                           f"{c.compute_units} | {c.clock_mhz:g} | {design_clock(b, c)[1]} | {d.weights_in} | "
                           f"{r.dsp} ({share['dsp']:.0%}) | "
                           f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "

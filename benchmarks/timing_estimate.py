@@ -4,8 +4,8 @@ Fmax model (partitioner/explore/clock.py) is fitted to and checked against.
 
     python benchmarks/timing_estimate.py --board zcu104 8x8 16x8 2x8x16 16x16 4x16x16@2x [--keep DIR]
 
-`@2x`: the array's DSPs at twice the clock (`partition --dsp-clock 2x`); its Fmax is the fabric clock's, with the
-DSP clock's paths counted at half the period.
+`+wino`: with the window path's Winograd unit (`partition --winograd`). `@2x`: the array's DSPs at twice the clock
+(`partition --dsp-clock 2x`); its Fmax is the fabric clock's, with the DSP clock's paths counted at half the period.
 
 Each shape takes minutes (yosys, one core).
 """
@@ -29,17 +29,20 @@ from partitioner.explore.clock import rtl_digest  # noqa: E402
 
 
 def shape_config(shape: str, board) -> EngineConfig:
-    """`[PIXELSx]ROWSxVEC[:LANES][@2x]`, as `partition --engine` takes it (lanes: the epilogue's, 0 for all; @2x:
-    `--dsp-clock 2x`)."""
+    """`[PIXELSx]ROWSxVEC[:LANES][@2x][+wino]`, as `partition --engine` takes it (lanes: the epilogue's, 0 for all;
+    @2x: `--dsp-clock 2x`; +wino: with the Winograd unit, which a build with Winograd layers gets)."""
+    shape, plus, extra = shape.partition("+")
+    if plus and extra != "wino":
+        raise SystemExit(f"{shape}+{extra}: the only suffix is +wino")
     shape, _, clock = shape.partition("@")
     spec, _, lanes = shape.partition(":")
     return EngineConfig.from_shape(spec, clock_mhz=board.clock_mhz, epilogue_lanes=int(lanes or 0),
-                                   dsp_clock=2 if clock == "2x" else 1)
+                                   dsp_clock=2 if clock == "2x" else 1, winograd=bool(plus))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shapes", nargs="+", help="engine shapes: [PIXELSx]ROWSxVEC[:LANES][@2x]")
+    ap.add_argument("shapes", nargs="+", help="engine shapes: [PIXELSx]ROWSxVEC[:LANES][@2x][+wino]")
     ap.add_argument("--board", default="zcu104", choices=sorted(BOARDS))
     ap.add_argument("--keep", type=Path, default=None, help="keep each shape's fpga/ folder here")
     ap.add_argument("--json", type=Path, default=None, help="append each row to this JSON-lines file")
@@ -51,7 +54,7 @@ def main() -> None:
     print(header)
     for shape in args.shapes:
         config = shape_config(shape, board)
-        folder = shape.replace(":", "_").replace("@", "_")
+        folder = shape.replace(":", "_").replace("@", "_").replace("+", "_")
         root = (args.keep / folder) if args.keep else Path(tempfile.mkdtemp(prefix="timing-"))
         write_engine_sources(root, "timing", config, [], board)
         t0 = time.perf_counter()
@@ -67,6 +70,7 @@ def main() -> None:
                 f.write(json.dumps({"board": board.name, "shape": shape, "rtl_digest": rtl_digest(), "vec": config.vec,
                                     "pe_rows": config.pe_rows, "pixels": config.pixels,
                                     "epilogue_lanes": config.epilogue_lanes, "dsp_clock": config.dsp_clock,
+                                    "winograd": config.winograd,
                                     **{k: r[k] for k in ("DSP", "BRAM36", "URAM", "LUT", "FF")},
                                     "fmax_mhz": t["estimated_fmax_mhz"],
                                     **({"fast_fmax_mhz": t["fast_estimated_fmax_mhz"]}

@@ -39,6 +39,9 @@ class EngineConfig:
     # RTL: the MAC array's DSP48E2s at this multiple of the engine clock (2: `--dsp-clock 2x`, one DSP per four output
     # rows of a lane, half the DSPs; UltraScale+ only, PE rows a multiple of 4)
     dsp_clock: int = 1
+    # RTL: the window path's Winograd unit (winograd_patch.sv), which runs the layers flagged WINOGRAD that
+    # `window_path.winograd_problem` passes; set by the build where it has such layers
+    winograd: bool = False
 
     @classmethod
     def from_shape(cls, shape: str, **fields) -> "EngineConfig":
@@ -57,8 +60,9 @@ class EngineConfig:
         units = self.compute_units if units is None else units
         narrow = f" (epilogue {self.epilogue_lanes} lanes)" if self.epilogue_lanes else ""
         double = " (DSPs at 2x clock)" if self.dsp_clock == 2 else ""
+        wino = " (Winograd unit)" if self.winograd else ""
         pixels = f"{self.pixels}x" if self.pixels > 1 else ""
-        return f"{pixels}{self.pe_rows}x{self.vec}{narrow}{double} x {units} unit{'s' if units > 1 else ''}"
+        return f"{pixels}{self.pe_rows}x{self.vec}{narrow}{double}{wino} x {units} unit{'s' if units > 1 else ''}"
 
     def dsp_clock_problem(self) -> str | None:
         """Why this engine cannot run its array's DSPs at `dsp_clock` times its clock, or None."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from fpga_runtime import __version__
+from fpga_runtime import __version__, window_path
 from fpga_runtime.abi import Flag
 from fpga_runtime.backends import BACKENDS, BackendError
 from fpga_runtime.boards import BOARDS
@@ -354,10 +354,11 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
     engine_dir = build / ENGINE_DIR
     if (engine_dir / "engine.json").exists():
         image = EngineImage.load(engine_dir)
-        wino = image.flagged_layers(image.load_constants(engine_dir), Flag.WINOGRAD)
+        wino = [d for *_, d in image.flagged_layers(image.load_constants(engine_dir), Flag.WINOGRAD)
+                if window_path.winograd_problem(d, image.config)]
         if wino:
-            click.echo(f"{len(wino)} Winograd layer(s) (partition --winograd): their durations are the cycle model's "
-                       "projection of a datapath the RTL engine does not have yet, not fitted to Verilator")
+            click.echo(f"{len(wino)} Winograd layer(s) (partition --winograd) the RTL engine cannot take (no window "
+                       "path): their durations are the cycle model's projection, not checked against Verilator")
     last = predictions[-1]
     if trace:
         write_chrome_trace(last.spans, trace, f"{build.name} predicted on {last.board}")

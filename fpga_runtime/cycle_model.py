@@ -114,7 +114,7 @@ class LayerShape:
     group_tiles: int = 1    # output-channel tiles computed over one load of the input (multi-tile 1x1 layers)
     kernel_rows: bool = False   # a depthwise window layer taking a kernel row per step (else a tap, diagonally)
     phases: int = 1         # identical layers the node compiles to (4: a 2x2 stride-2 transposed conv's phases)
-    winograd: bool = False  # integer Winograd F(2x2, 3x3): projected, not RTL (see `_winograd_steps`)
+    winograd: bool = False  # integer Winograd F(2x2, 3x3) on the window path (`_winograd_steps`)
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -241,8 +241,11 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
     load_row = beat * (s.stride * s.in_w * cbs + s.residual * s.conv_w * res_beats)
     params = -(-4 * lanes // v) + -(-8 * lanes // v)
     weights = s.kh * s.kw * (1 if s.depthwise else cbs * r)
+    kh, stride = s.kh, s.stride
     if s.winograd:
         pixel_groups, steps, rows, load_row, weights, out_px = _winograd_steps(s, cfg, beat, cbs, out_px, res_beats)
+        kh, stride = 4, 2                         # a row of tiles reads four input rows, makes two output rows
+        first = beat * max(0, min(s.in_h, kh - s.pad_t)) * s.in_w * cbs
 
     def group_cycles(m: int) -> tuple[float, float]:
         """Run and load of a group of m output-channel tiles over one pass of the input."""
@@ -251,7 +254,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
                            + (DEPTHWISE_ROW_OVERHEAD if out_px == 1 else 0.0))
         else:
             compute_row = max(pixel_groups * m * steps + WINDOW_ROW_SETTLE, pixel_groups * m * p * out_px)
-        if s.window_slots > s.kh + s.stride:      # rows load ahead: bound by the array or by the loads
+        if s.window_slots > kh + stride:          # rows load ahead: bound by the array or by the loads
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:
             rows_cycles = first + rows * (compute_row + load_row)
@@ -270,15 +273,16 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
 
 def _winograd_steps(s: LayerShape, cfg: EngineConfig, beat: int, cbs: int, out_px: int, res_beats: int
                     ) -> tuple[int, int, int, float, int, int]:
-    """A Winograd layer's window-path terms, for the datapath issue 26 plans (not built in RTL yet, so not fitted
-    to Verilator: a projection): a step takes one input-channel beat of one 4x4 position for `pixels` tiles of 2x2
-    outputs, 16 steps per beat; a row of tiles makes two output rows from two more input rows; a group's 4 x pixels
-    results leave through the epilogue. (pixel groups per row of tiles, steps per group, rows of tiles, cycles to
-    load a row of tiles, weight beats, epilogue cycles per array pixel.)"""
+    """A Winograd layer's window-path terms (window_conv.sv with winograd_patch.sv): a step loads a window word of
+    one input-channel beat's patch and computes one of the 16 positions of the beat before for `pixels` tiles of
+    2x2 outputs, so a group takes 16 steps per beat and 16 more; a row of tiles makes two output rows from two more
+    input rows; a group's 4 x pixels results leave through the epilogue. (pixel groups per row of tiles, steps per
+    group, rows of tiles, cycles to load a row of tiles, weight beats, epilogue cycles per array pixel.)"""
     groups = -(-winograd.tiles(s.conv_w) // cfg.pixels)
     load_row = beat * (2 * s.in_w * cbs + s.residual * 2 * s.conv_w * res_beats)
-    steps = winograd.POSITIONS * cbs
-    return groups, steps, s.batch * winograd.tiles(s.conv_h), load_row, steps * cfg.pe_rows, 4 * out_px
+    steps = winograd.POSITIONS * (cbs + 1)
+    return (groups, steps, s.batch * winograd.tiles(s.conv_h), load_row, winograd.POSITIONS * cbs * cfg.pe_rows,
+            4 * out_px)
 
 
 def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:

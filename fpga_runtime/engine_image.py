@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime.abi import ABI_VERSION, DESCRIPTOR_SIZE, HEADER_SIZE, EngineConfig, unpack_program
+from fpga_runtime.abi import ABI_VERSION, DESCRIPTOR_SIZE, HEADER_SIZE, Descriptor, EngineConfig, unpack_program
 
 ENGINE_DIR = "fpga"
 
@@ -106,14 +106,14 @@ class EngineImage:
                    {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
                    raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
 
-    def flagged_layers(self, const: np.ndarray, flag: int) -> list[tuple[str, int, str]]:
-        """(program, layer index, layer name) of every layer whose descriptor has `flag` (an abi.Flag)."""
+    def flagged_layers(self, const: np.ndarray, flag: int) -> list[tuple[str, int, str, Descriptor]]:
+        """(program, layer index, layer name, descriptor) of every layer whose descriptor has `flag` (an abi.Flag)."""
         out = []
         for p in self.programs.values():
             raw = const[p.addr:p.addr + HEADER_SIZE + p.layers * DESCRIPTOR_SIZE].tobytes()
             for i, d in enumerate(unpack_program(raw)):
                 if d.flags & flag:
-                    out.append((p.subgraph, i, p.layer_names[i] if i < len(p.layer_names) else f"#{i}"))
+                    out.append((p.subgraph, i, p.layer_names[i] if i < len(p.layer_names) else f"#{i}", d))
         return out
 
     def load_constants(self, folder: Path) -> np.ndarray:

@@ -29,6 +29,12 @@ def row_words(d: Descriptor, cfg: EngineConfig) -> int:
     return s * cols * (1 if d.flags & Flag.DEPTHWISE else d.in_c // cfg.vec)
 
 
+def rows_read(d: Descriptor) -> tuple[int, int]:
+    """(rows an output row reads, rows it moves on): a Winograd layer's row of tiles reads four input rows and
+    makes two output rows."""
+    return (4, 2) if d.flags & Flag.WINOGRAD else (d.kh, d.stride_h)
+
+
 def window_slots(kh: int, stride: int, words_per_row: int, depth: int) -> int:
     """kh + stride + 1 rows (a power of two, at most 8) so the next rows load, latency hidden, while these are
     read; else kh; else 0."""
@@ -78,7 +84,7 @@ def geometry(d: Descriptor, cfg: EngineConfig) -> WindowGeometry | None:
     if not eligible(d, cfg):
         return None
     words = row_words(d, cfg)
-    slots = window_slots(d.kh, d.stride_h, words, cfg.window_words or words_wanted(d, cfg))
+    slots = window_slots(*rows_read(d), words, cfg.window_words or words_wanted(d, cfg))
     return WindowGeometry(slots, words) if slots else None
 
 
@@ -99,7 +105,7 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
     """Window words per bank that let an eligible layer load ahead (0 for a layer that cannot take the path)."""
     if not eligible(d, cfg):
         return 0
-    return min(_pow2_at_least(d.kh + d.stride_h + 1), 8) * row_words(d, cfg)
+    return min(_pow2_at_least(sum(rows_read(d)) + 1), 8) * row_words(d, cfg)
 
 
 def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:
@@ -113,7 +119,22 @@ def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:
 
 def _groups_tiles(d: Descriptor, cfg: EngineConfig) -> bool:
     return (geometry(d, cfg) is not None and cfg.pe_rows >= cfg.vec
-            and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL))
+            and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.WINOGRAD))
+
+
+def winograd_problem(d: Descriptor, cfg: EngineConfig) -> str | None:
+    """Why the RTL engine's Winograd unit cannot run this WINOGRAD layer, or None: the unit is built (the build
+    has such layers), the engine has a window path, the layer has no fused residual or pool (its tiles make two
+    output rows at once) and its window fits (`layer_descriptor.sv` refuses the layer otherwise)."""
+    if not cfg.winograd:
+        return "the engine was built without the Winograd unit"
+    if cfg.pixels < 2:
+        return f"the Winograd unit is part of the window path, which a {cfg.pixels}-pixel engine does not have"
+    if d.flags & (Flag.RESIDUAL | Flag.POOL):
+        return "the Winograd unit takes no fused residual or pool"
+    if geometry(d, cfg) is None:
+        return "its input rows do not fit the engine's window"
+    return None
 
 
 def tiles_per_group(d: Descriptor, cfg: EngineConfig) -> int:

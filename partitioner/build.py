@@ -249,7 +249,7 @@ def _explore_step(s: BuildState) -> None:
     s.exploration = choose_design(s.graph, s.board, keep_on_cpu=cfg.keep_on_cpu, offload_all=cfg.offload_everything,
                                   compute_units=cfg.compute_units, target_fps=cfg.target_fps,
                                   objective=cfg.objective, clock_mhz=cfg.clock_mhz, in_flight=cfg.in_flight,
-                                  dsp_clock=cfg.dsp_clock)
+                                  dsp_clock=cfg.dsp_clock, winograd=cfg.winograd)
 
 
 def _save_exploration(s: BuildState, folder: Path) -> None:
@@ -280,6 +280,8 @@ def _partition(s: BuildState) -> None:
     (buffers sized as the code generator will size them), or none that fits (a CPU build that says why)."""
     cfg, s.target = s.cfg, TARGETS[s.cfg.target]
     s.engine = cfg.engine or EngineConfig(clock_mhz=s.board.clock_mhz)
+    if cfg.winograd != "off" and s.engine.pixels > 1:
+        s.engine = replace(s.engine, winograd=True)    # a window path: the Winograd unit runs the layers
     if s.exploration is not None:
         if s.exploration.chosen is not None:
             s.engine = s.exploration.chosen.config
@@ -298,7 +300,7 @@ def _partition(s: BuildState) -> None:
     s.splits = s.exploration
     if s.exploration is None and s.target is TARGETS[TargetName.FPGA] and not cfg.offload_everything:
         s.splits = fixed_engine_splits(s.graph, s.board, s.engine, keep_on_cpu=cfg.keep_on_cpu,
-                                       objective=cfg.objective, in_flight=cfg.in_flight)
+                                       objective=cfg.objective, in_flight=cfg.in_flight, winograd=cfg.winograd)
     chosen = s.splits.chosen if s.splits is not None else None
     share = chosen.split.share if chosen is not None and chosen.split is not None else None
     if cfg.offload_everything:
@@ -340,11 +342,13 @@ def _compile(s: BuildState) -> None:
                               cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss)
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
     s.winograd = compiled.winograd
+    s.engine = replace(s.engine, winograd=compiled.image.config.winograd)   # the unit is built: its resources
     if any(t.chosen for t in s.winograd):
-        s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "
-                          f"{cfg.winograd}): the reference and csim backends run them; the RTL engine (verilator, "
-                          "pynq) has no Winograd unit yet and refuses this build, and their cycles are the cycle "
-                          "model's projection of the planned datapath, not Verilator's")
+        if s.engine.pixels < 2:
+            s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "
+                              f"{cfg.winograd}) for an engine without a window path, which has no Winograd unit: the "
+                              "reference and csim backends run this build, verilator and pynq refuse it (an engine "
+                              "of 2 or more pixels, --engine PxRxV, runs them in RTL)")
     s.warnings += compiled.warnings
     s.plan.engine = f"{ENGINE_DIR}/engine.json"
     fpga = s.fpga_subgraphs

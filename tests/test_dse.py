@@ -102,6 +102,32 @@ def test_the_exploration_takes_the_double_pumped_array_only_when_asked(zoo):
     assert max(d.config.array_macs * d.config.compute_units for d in double.feasible) >= biggest
 
 
+def test_the_exploration_weighs_the_winograd_unit_only_when_asked(zoo):
+    """`--winograd auto`: window-path candidates also with the Winograd unit, which costs LUTs and FFs (and a DSP);
+    auto takes a conv as Winograd only where the cycle model makes it faster, so no such design is slower than the
+    same array without the unit and some are faster (YOLOv3-tiny-416's 26x26 convs); a default exploration has none."""
+    g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 416))
+    b = board("zcu104")
+    plain = explore(g, nodes, n, b)
+    wino = explore(g, nodes, n, b, winograd="auto")
+    assert not any(d.config.winograd for d in plain.feasible)
+    units = [d for d in wino.feasible if d.config.winograd]
+    assert units and all(d.config.pixels > 1 for d in units)
+    twins = {(d.config.pixels, d.config.pe_rows, d.config.vec, d.config.compute_units, d.config.epilogue_lanes,
+              d.config.weight_rows, d.weights_in): d for d in wino.feasible if not d.config.winograd}
+    compared, faster = 0, 0
+    for d in units:
+        twin = twins.get((d.config.pixels, d.config.pe_rows, d.config.vec, d.config.compute_units,
+                          d.config.epilogue_lanes, d.config.weight_rows, d.weights_in))
+        if twin is None or twin.config.clock_mhz != d.config.clock_mhz:
+            continue
+        compared += 1
+        assert d.resources.lut > twin.resources.lut and d.resources.ff > twin.resources.ff
+        assert d.frame_s <= twin.frame_s
+        faster += d.frame_s < twin.frame_s
+    assert compared and faster
+
+
 @pytest.mark.parametrize("name", sorted(BOARDS))
 def test_chosen_design_fits_and_is_fastest(zoo, name):
     g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))

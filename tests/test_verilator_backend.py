@@ -74,7 +74,8 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, ker
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool", "zero_point_padding", "grouped_conv",
              "act_prelu"]
     if pixels > 1:
-        names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv3x3_dilated", "conv1x1_tiles",
+        names += ["conv7x7_s2", "conv3x3_asym_pad", "conv_wide", "conv_maxpool3_s1", "conv_maxpool_floor_odd",
+                  "conv3x3_dilated", "conv1x1_tiles",
                   "residual_wide", "depthwise3x3_s2", "pools_and_norms_as_depthwise",
                   "dense"]
     _cases_bit_exact(tmp_path, config, names)

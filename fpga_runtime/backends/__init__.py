@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fpga_runtime import window_path
 from fpga_runtime.abi import Flag
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
@@ -46,7 +47,7 @@ class RunStats:
 
 class Backend(abc.ABC):
     name = "abstract"
-    winograd = True        # runs CONV layers flagged WINOGRAD (the RTL engine has no Winograd unit yet)
+    rtl = False            # runs the RTL engine: CONV layers flagged WINOGRAD need its Winograd unit
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         self.image = image
@@ -58,17 +59,17 @@ class Backend(abc.ABC):
         self.units = compute_units or built
         self.slots = slots
         self.constants = image.load_constants(folder)     # checked (program_check.py) before any engine exists
-        if not self.winograd:
+        if self.rtl:
             self._refuse_winograd()
 
     def _refuse_winograd(self) -> None:
-        flagged = self.image.flagged_layers(self.constants, Flag.WINOGRAD)
-        if flagged:
-            program, i, label = flagged[0]
-            raise BackendError(
-                f"program {program!r}, layer {i} ({label}): a Winograd layer (partition --winograd), which the RTL "
-                f"engine the {self.name} backend runs does not implement yet; run this build with --backend "
-                "reference or csim, or partition with --winograd off")
+        for program, i, label, d in self.image.flagged_layers(self.constants, Flag.WINOGRAD):
+            problem = window_path.winograd_problem(d, self.image.config)
+            if problem:
+                raise BackendError(
+                    f"program {program!r}, layer {i} ({label}): a Winograd layer (partition --winograd) the RTL "
+                    f"engine the {self.name} backend runs cannot take: {problem}; run this build with --backend "
+                    "reference or csim, or partition the model again")
 
     @abc.abstractmethod
     def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...

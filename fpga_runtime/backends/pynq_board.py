@@ -125,7 +125,7 @@ def overlay_files(folder: Path, overlay: Path | None, simulate: str | None) -> P
 
 class PynqBackend(Backend):
     name = "pynq"
-    winograd = False
+    rtl = True
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1,
                  simulate: str | None = None, overlay: Path | None = None, timeout_s: float | None = None,

@@ -48,7 +48,7 @@ def watchdog_cycles(const: np.ndarray, program: Program, config) -> int:
 
 class VerilatorBackend(HostMemoryBackend):
     name = "verilator"
-    winograd = False
+    rtl = True
 
     def __init__(self, image: EngineImage, folder: Path, compute_units: int | None = None, slots: int = 1):
         super().__init__(image, folder, compute_units, slots)

@@ -23,6 +23,7 @@ GENERATED = {"hls": ("engine_config.h", "rsqrt_table.h"), "rtl": ("engine_config
 _C_LINE = re.compile(r"\s*(//.*)?|#pragma once|#include <stdint\.h>|#define ENGINE_\w+ -?\d+(\.\d+)?\s*(//.*)?"
                      r"|static const uint32_t RSQRT_TABLE\[\d+\] = \{|\s*(\d+, )*\d+,?|\};")
 _SV_LINE = re.compile(r"\s*(//.*)?|`define ENGINE_\w+ -?\d+(\.\d+)?\s*(//.*)?|`define ENGINE_DSP_2X"
+                      r"|`define ENGINE_WINOGRAD"
                       r"|\s*function automatic logic \[\d+:0\] rsqrt_rom\(input logic \[\d+:0\] i\);|\s*case \(i\)"
                       r"|\s*\d+'d\d+: rsqrt_rom = \d+'d\d+;|\s*default: rsqrt_rom = \d+'d0;|\s*endcase|\s*endfunction")
 HEADER_BYTES = 1 << 20

@@ -20,6 +20,7 @@ pixel_address.sv
 address_generator.sv
 mac_stage.sv
 window_writer.sv
+winograd_patch.sv
 window_conv.sv
 lut_ram.sv
 epilogue.sv

@@ -20,7 +20,8 @@ module engine_core #(
   parameter int P = 1,             // output pixels per step of the window path (1: no window path)
   parameter int WDEPTH = 2,        // input-window words per bank
   parameter bit DWW = 1,           // the window path's depthwise kernel-row logic (else depthwise is per-tap)
-  parameter bit DOUBLE = 0         // the array's DSPs at clk2x (`--dsp-clock 2x`)
+  parameter bit DOUBLE = 0,        // the array's DSPs at clk2x (`--dsp-clock 2x`)
+  parameter bit WINO = 0           // the window path's Winograd unit (its array operands 10-bit)
 ) (
   input  logic clk,
   input  logic clk2x,                      // DOUBLE: twice clk, rising edges aligned
@@ -73,7 +74,7 @@ module engine_core #(
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words, tile_rows;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
-                   .PRIMITIVE(PACK)) layer_desc (
+                   .PRIMITIVE(PACK), .WINO(WINO)) layer_desc (
     .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1, .need_lut2,
     .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows);
 
@@ -242,13 +243,18 @@ module engine_core #(
   logic [G*8-1:0] mac_b;
   // the MAC array both conv paths share: pixel 0 is the per-tap path's, all P the window path's
   logic [DW-1:0] mac_x_bits;
-  logic [P*DW-1:0] wc_x_bits, array_x;
+  localparam int XW = WINO ? 10 : 8;       // the array's operand bits (a Winograd layer's V: 10)
+  logic [P*XW*V-1:0] wc_x_bits, array_x, mac_x_wide;
   logic [P*R*32-1:0] array_sums;
-  assign array_x = win ? wc_x_bits : (P*DW)'(mac_x_bits);
+  always_comb begin
+    mac_x_wide = '0;
+    for (int l = 0; l < V; l++) mac_x_wide[l*XW +: XW] = XW'($signed(mac_x_bits[l*8 +: 8]));
+  end
+  assign array_x = win ? wc_x_bits : mac_x_wide;
   logic [2*P*V*20-1:0] array_taps;
   // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is a register: the window path's copy of its
   // move, which is 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is
-  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW), .DOUBLE(DOUBLE)) array (.clk_i(clk), .clk2x_i(clk2x),
+  mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW), .DOUBLE(DOUBLE), .XW(XW)) array (.clk_i(clk), .clk2x_i(clk2x),
     .en_i(DOUBLE ? wc_array_en : !win || wc_array_en), .x(array_x), .w(array_w), .sums(array_sums),
     .taps(array_taps));
   logic [31:0] mac_oaddr;
@@ -271,7 +277,8 @@ module engine_core #(
     // its room in the epilogue queue, a cycle old: one result a cycle goes in, so 12 then is at most 13 now
     logic room_q;
     always_ff @(posedge clk) room_q <= epi_count <= 5'd12;
-    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW), .PRIMITIVE(PACK), .DOUBLE(DOUBLE)) wconv (
+    window_conv #(.V(V), .R(R), .P(P), .WDEPTH(WDEPTH), .WAW(WAW), .DWW(DWW), .PRIMITIVE(PACK), .DOUBLE(DOUBLE),
+                  .WINO(WINO)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
       .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),

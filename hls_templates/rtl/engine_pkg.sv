@@ -5,7 +5,7 @@ package engine_pkg;
   localparam logic [7:0] OP_CONV = 8'd1, OP_ADD = 8'd2, OP_MAXPOOL = 8'd3, OP_COPY = 8'd4,
                          OP_GAP = 8'd5, OP_SCALE = 8'd6, OP_L2NORM = 8'd7;
   localparam int F_DEPTHWISE = 0, F_RESIDUAL = 1, F_POOL = 2, F_UPSAMPLE2 = 3, F_POOL_PAD_ZERO = 4,  // bits
-                 F_PRELU = 5;
+                 F_PRELU = 5, F_WINOGRAD = 6;
   localparam logic [7:0] ACT_NONE = 8'd0, ACT_CLAMP = 8'd1, ACT_LUT = 8'd2;
 
   // What a beat of the activation stream is for (carried with every read run).

@@ -69,8 +69,13 @@ module engine_top #(
   localparam bit DOUBLE = 1'b0;
   wire clk2x = 1'b0;
 `endif
+`ifdef ENGINE_WINOGRAD
+  localparam bit WINO = 1'b1;
+`else
+  localparam bit WINO = 1'b0;
+`endif
   engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
-                .DOUBLE(DOUBLE)) core (
+                .DOUBLE(DOUBLE), .WINO(WINO)) core (
     .clk(ap_clk), .clk2x, .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
     .act_base, .const_base, .cycles, .status, .error_layer, .counters(perf), .layer_index,
     .m_act_arvalid(m_axi_act_arvalid), .m_act_arready(m_axi_act_arready), .m_act_araddr(m_axi_act_araddr),

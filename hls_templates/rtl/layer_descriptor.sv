@@ -18,7 +18,8 @@ module layer_descriptor #(
   parameter int WDEPTH = 2,        // window words per bank
   parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
   parameter bit DWW = 1,           // the depthwise kernel-row logic is built
-  parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
+  parameter bit PRIMITIVE = 1'b1,  // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
+  parameter bit WINO = 0           // the window path's Winograd unit: WINOGRAD layers take it (16 weight taps)
 ) (
   input  logic clk,
   input  logic [1023:0] raw,
@@ -68,6 +69,10 @@ module layer_descriptor #(
   logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_pool_q;
   logic signed [17:0] taps_p;            // kh x kw
   logic signed [31:0] tile_rows_p;       // ... times the input's channel beats
+  logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
+  logic wino_ok_q;                       // a WINOGRAD layer the Winograd unit takes
+  logic win_ok_q, rows_ok_q, group_ok_q; // the window path's conditions apart from its geometry
+  wire wino_q = d.flags[F_WINOGRAD];
   always_ff @(posedge clk) begin
     logic l2_ok;
     l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
@@ -92,7 +97,8 @@ module layer_descriptor #(
   wire fits_parts = ok_all_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
   // the weight rows it needs, from the products, in a register the seventh cycle
   always_ff @(posedge clk)
-    fits <= fits_parts && (!is_conv || (dw ? 32'(taps_p) <= WROWS : 32'(tile_rows_p) <= 32'(WROWS)));
+    fits <= fits_parts && (!is_conv || (dw ? 32'(taps_p) <= WROWS : 32'(tile_rows_p) <= 32'(WROWS)))
+            && (!wino_q || (wino_ok_q && win_ok_q && (ahead_fits_q || least_fits_q)));
 
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
@@ -101,7 +107,6 @@ module layer_descriptor #(
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
-  logic win_ok_q, rows_ok_q, group_ok_q;
   always_ff @(posedge clk) begin
     logic s2;
     s2 = d.stride_w == 8'd2;
@@ -110,18 +115,25 @@ module layer_descriptor #(
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;
-    ahead_q <= pow2_at_least(d.kh + d.stride_h + 8'd1);
-    least_q <= pow2_at_least(d.kh);
+    // a Winograd layer reads four rows per two output rows: a kernel of 4, stride 2, for the window
+    ahead_q <= pow2_at_least(wino_q ? 8'd7 : d.kh + d.stride_h + 8'd1);
+    least_q <= pow2_at_least(wino_q ? 8'd4 : d.kh);
     win_ok_q <= P > 1 && d.op == OP_CONV
                 && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
                 && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
                 && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
                 && (d.stride_w == 8'd1 || s2);
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
-    group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
+    group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && !wino_q;
+    // the unit's layers: a 3x3 stride-1 conv written directly, without a fused residual or pool
+    wino_ok_q <= WINO && P > 1 && d.op == OP_CONV && d.kh == 8'd3 && d.kw == 8'd3 && d.stride_h == 8'd1
+                 && d.stride_w == 8'd1 && d.dil_h == 8'd1 && d.dil_w == 8'd1
+                 && (d.flags & 8'(1 << F_DEPTHWISE | 1 << F_RESIDUAL | 1 << F_POOL | 1 << F_UPSAMPLE2)) == 8'd0
+                 && d.out_step <= 8'd1;
   end
   dsp_mult #(.AW(9), .BW(9), .PW(18), .PRIMITIVE(PRIMITIVE)) taps_product (
-    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.kh}), .b_i({1'b0, d.kw}), .c_i('0), .p_o(taps_p));
+    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.flags[F_WINOGRAD] ? 8'd4 : d.kh}),
+    .b_i({1'b0, d.flags[F_WINOGRAD] ? 8'd4 : d.kw}), .c_i('0), .p_o(taps_p));
   dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) tile_rows_product (
     .clk_i(clk), .en_i(1'b1), .a_i({1'b0, cin_beats_q}), .b_i({1'b0, taps_p[15:0]}), .c_i('0), .p_o(tile_rows_p));
   logic signed [31:0] row_words_p;       // a window row's words per bank and stride phase: columns x channel beats
@@ -147,7 +159,6 @@ module layer_descriptor #(
   // so the next rows load, latency hidden, while the array reads these; else whether it holds kh rows (`least`,
   // rounded up); and the most output-channel tiles the weight RAM holds at once (the seventh). Seventh: the window path's choice
   // (neither fits: the layer takes the per-tap path)
-  logic ahead_fits_q, least_fits_q;
   logic [7:0] group_fit_q;
   always_ff @(posedge clk) begin
     ahead_fits_q <= ahead_q <= 5'd8 && fits_pow2(win_row_words, ahead_q, 36'(WDEPTH));

@@ -158,8 +158,11 @@ module pool_unit #(
   logic em_moved_q;
   always_ff @(posedge clk) begin
     logic ok_new, ok_held;                 // the queue's next item, the head now: both tested, then one picked
-    ok_new = rq_valid && rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end;
-    ok_held = hd_v && rq_n == em_n && {1'b0, rq_y} < em_ring_end;
+    // a conv row no pooled row reads (an odd map's last under a 2x2 stride-2 pool) goes through unused once the
+    // emitter has left its image (or the tile): without this it would wait in the queue for ever
+    ok_new = rq_valid && ((rq_dout[47:32] == em_n && {1'b0, rq_dout[31:16]} < em_ring_end) || em_done
+                          || rq_dout[47:32] < em_n);
+    ok_held = hd_v && ((rq_n == em_n && {1'b0, rq_y} < em_ring_end) || em_done || rq_n < em_n);
     hd_ok_q <= hd_load ? ok_new : ok_held;       // (low a cycle after a reset: the queue and the head are empty)
     em_moved_q <= start || em_row_end;
   end

@@ -25,7 +25,9 @@ module window_conv #(
   parameter int RESQ = 512,       // residual beats queued
   parameter bit DWW = 1,           // the depthwise kernel-row logic is built
   parameter bit PRIMITIVE = 1'b1,  // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
-  parameter bit DOUBLE = 0         // the array's DSPs at twice the clock (a cycle more)
+  parameter bit DOUBLE = 0,        // the array's DSPs at twice the clock (a cycle more)
+  parameter bit WINO = 0,          // the Winograd unit (winograd_patch.sv): WINOGRAD layers run here
+  parameter int XW = WINO ? 10 : 8 // the array's input operand bits
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -49,7 +51,7 @@ module window_conv #(
   output logic           w_re,
   output logic [WAW-1:0] w_raddr,
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
-  output logic [P*8*V-1:0] array_x,
+  output logic [P*XW*V-1:0] array_x,
   output logic array_en,                    // the array's pipeline moves with this one
   input  logic [P*R*32-1:0] array_sums,     // AL steps after array_x
   input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
@@ -89,8 +91,23 @@ module window_conv #(
     s2 <= d.stride_w == 8'd2;
     cbs <= cbs_d;
   end
-  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(cbs_d), .less2_o(cb_pen_q), .less3_o(), .is1_o(cb_one_q),
-    .is2_o(cb_two_q));
+  logic wino_q;
+  always_ff @(posedge clk) wino_q <= d.flags[F_WINOGRAD];
+  wire wino = WINO && wino_q;
+  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(wino ? cbs_d + 16'd1 : cbs_d), .less2_o(cb_pen_q), .less3_o(),
+    .is1_o(cb_one_q), .is2_o(cb_two_q));
+  logic [15:0] wr_cb_pen;                        // the window's channel beats for its writer
+  logic wr_cb_one;
+  if (WINO) begin : g_writer_beats
+    loop_bound #(.W(16)) wr_bound (.clk_i(clk), .count_i(cbs_d), .less2_o(wr_cb_pen), .less3_o(), .is1_o(wr_cb_one),
+      .is2_o());
+  end else begin : g_writer_beats_shared
+    assign wr_cb_pen = cb_pen_q;
+    assign wr_cb_one = cb_one_q;
+  end
+  // a Winograd layer (WINO): a group is P 2x2 tiles, two output rows by 2P columns; its steps walk the input's
+  // channel beats (wcb, one more than there are: loading beat k overlaps computing beat k - 1) and, in each, the 16
+  // positions (wpos): the patch row and strip segment the step loads (a, b < 3), the position it computes
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
@@ -105,7 +122,7 @@ module window_conv #(
   window_writer #(.V(V), .P(P), .WA(WA)) writer (
     .clk_i(clk), .rst_ni(rst_n), .start_i(start), .beat_valid_i(ab_valid && !is_res),
     .beat_last_i(ab_tag.last && ab_last), .beat_data_i(ab_data), .slot_mask_i(slot_mask), .row_words_i(row_words),
-    .phase_words_i(phase_words), .stride2_i(s2), .cbs_i(cbs), .cb_pen_i(cb_pen_q), .cb_one_i(cb_one_q),
+    .phase_words_i(phase_words), .stride2_i(s2), .cbs_i(cbs), .cb_pen_i(wr_cb_pen), .cb_one_i(wr_cb_one),
     .we_o(win_we), .bank_o(w_bank), .addr_o(win_waddr), .data_o(win_wdata), .rows_loaded_o(rows_loaded));
 
   // ---- the step sequencer (stage T0) ---------------------------------------------------------------
@@ -127,6 +144,10 @@ module window_conv #(
   logic adv;                                     // the pipeline moves this cycle (a register)
 
   logic signed [31:0] iy, ix0;
+  logic [3:0] wpos;                              // Winograd: the step's position (a, b)
+  logic [15:0] wcb;                              // ... and channel beat loaded (computed: one less)
+  logic last_wcb;                                // wcb is the last (the input's channel beats: nothing loads)
+  localparam int LP = P > 1 ? $clog2(P) : 0;
   // the lowest input row the step reads (its image's base plus the first row its output row reads), and the rows
   // the window may hold from it, in registers a cycle and two after row0 and img_base: a step fires at least
   // three cycles after either moves (settle_q, image_end_q)
@@ -149,8 +170,8 @@ module window_conv #(
     end
   always_comb begin
     logic signed [31:0] j0, g;
-    iy = row0 + 32'(ky);
-    ix0 = col0 + 32'(kx);
+    iy = row0 + 32'(wino ? 8'(wpos[3:2]) : ky);
+    ix0 = col0 + (wino ? 32'(wpos[1:0]) << LP : 32'(kx));
     j0 = ix0 >>> s2;
     g = img_base + iy;
     t0_slot = 3'(32'(g) & slot_mask);
@@ -158,7 +179,7 @@ module window_conv #(
     t0_rot = PB'($unsigned(j0));
     for (int p = 0; p < P; p++)
       t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix0 >= col_lo_q[p] && ix0 < col_hi_q[p]
-                   && (dw || $signed({16'd0, x0}) < x_hi_q[p]);
+                   && (dw || wino || $signed({16'd0, x0}) < x_hi_q[p]);
   end
   always_ff @(posedge clk) begin
     lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
@@ -167,7 +188,8 @@ module window_conv #(
   assign t0_fire = active && ready_q && adv;
   assign wait_input = active && !ready_q;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
-  wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wrow;
+  logic [WAW-1:0] wwrow;                         // Winograd: the step's weight row
+  wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wino ? wwrow : wrow;
 
   // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers: the
   // step's loops (kx, ky, tile) as their last less one (`_pen_q`) and whether the last is zero or one
@@ -177,20 +199,25 @@ module window_conv #(
   logic [7:0] kx_pen_q, ky_pen_q, m_pen_q;
   logic kx_zero_q, kx_one_q, ky_zero_q, ky_one_q, m_zero_q, m_one_q;
   logic single_q;                                // a group is one step: every step loop's last is zero
-  wire [7:0] kx_count = dw ? phases : d.kw;
+  // a Winograd layer's group counts 4 x 4 x (beats + 1) steps on these loops (its own counters say what each does)
+  wire [7:0] kx_count = wino ? 8'd4 : dw ? phases : d.kw;
+  wire [15:0] tiles_w = 16'((32'(d.conv_w) + 32'd1) >> 1);
+  wire [15:0] y_count = wino ? 16'((32'(d.conv_h) + 32'd1) >> 1) : d.conv_h;   // output rows, or rows of tiles
   loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(kx_count), .less2_o(kx_pen_q), .less3_o(), .is1_o(kx_zero_q),
     .is2_o(kx_one_q));
-  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(d.kh), .less2_o(ky_pen_q), .less3_o(), .is1_o(ky_zero_q),
-    .is2_o(ky_one_q));
+  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(wino ? 8'd4 : d.kh), .less2_o(ky_pen_q), .less3_o(),
+    .is1_o(ky_zero_q), .is2_o(ky_one_q));
   loop_bound #(.W(8)) m_bound (.clk_i(clk), .count_i(group_tiles), .less2_o(m_pen_q), .less3_o(), .is1_o(m_zero_q),
     .is2_o(m_one_q));
-  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(d.conv_h), .less2_o(y_pen_q), .less3_o(),
+  loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(y_count), .less2_o(y_pen_q), .less3_o(),
     .is1_o(y_zero_q), .is2_o(y_one_q));
   always_ff @(posedge clk) begin
-    first_last_q <= 32'(d.kh) - 32'sd1 - 32'(d.pad_t);
+    first_last_q <= (wino ? 32'sd3 : 32'(d.kh) - 32'sd1) - 32'(d.pad_t);
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
     n_last_q <= d.batch - 16'd1;
-    x_more_q <= 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;   // x0 below this: a group follows in the row
+    // x0 below this: a group follows in the row (x0 counts tiles on a Winograd layer)
+    x_more_q <= wino ? (32'(tiles_w) > 32'(P) ? tiles_w - 16'(P) : 16'd0)
+                     : 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;
     single_q <= cbs_d == 16'd1 && kx_count == 8'd1 && d.kh == 8'd1 && group_tiles == 8'd1;
   end
   // where the step is in its loops, as flags kept beside the counters, each set by comparing the counter's
@@ -286,7 +313,7 @@ module window_conv #(
           x0 <= x0_nx; x0_nx <= x0_nx + 16'(P);
           more_groups <= 32'(x0_nx) < 32'(x_more_q);
           row_end <= !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
-          col0 <= col0 + (32'(P) << s2);
+          col0 <= col0 + (32'(P) << (s2 || wino));
         end else begin
           flush <= 1'b0;
           x0 <= '0; x0_nx <= 16'(P);
@@ -316,8 +343,8 @@ module window_conv #(
         y <= y_nx; y_nx <= y_nx + 16'd1;
         last_y <= y_nx_last;
         y_nx_last <= y_nx == y_pen_q;
-        row0 <= row0 + (32'sd1 << s2);
-        last_q <= last_q + (32'sd1 << s2);
+        row0 <= row0 + (wino ? 32'sd2 : 32'sd1 << s2);
+        last_q <= last_q + (wino ? 32'sd2 : 32'sd1 << s2);
       end else begin
         y <= '0; y_nx <= 16'd1;
         last_y <= y_zero_q; y_nx_last <= y_one_q;
@@ -326,13 +353,37 @@ module window_conv #(
       end
     end
   end
+  // Winograd: the step's position (wpos, inner) and beat (wcb) and its weight row, beside the loops above, which
+  // count the group's 16 (beats + 1) steps; weights [4][4][in_c / V]: position (a, b) of beat k at row
+  // (4a + b) cbs + k, computed a beat late
+  if (WINO) begin : g_wino_steps
+    always_ff @(posedge clk)
+      if (start || (t0_fire && group_last)) begin
+        wpos <= '0; wcb <= '0; last_wcb <= 1'b0; wwrow <= '0;
+      end else if (t0_fire) begin
+        wpos <= wpos + 4'd1;
+        if (wpos == 4'd15) begin
+          wcb <= wcb + 16'd1;
+          last_wcb <= wcb + 16'd1 == cbs;
+          wwrow <= WAW'(wcb);
+        end else wwrow <= wwrow + WAW'(cbs);
+      end
+  end else begin : g_no_wino_steps
+    assign wpos = '0;
+    assign wcb = '0;
+    assign last_wcb = 1'b0;
+    assign wwrow = '0;
+  end
   // an image's last row issued: the next image's counters a cycle later, from this register, which is safe as a
   // new row issues no step for three cycles, and only cautious for `lowest_q` (the old image's base) meanwhile
   always_ff @(posedge clk)
     image_end_q <= rst_n && !start && row_change && last_y;
 
   // ---- TA, TA2, TB: the step's window address ----------------------------------------------------------
-  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW;  // the step's fields carried to T1
+  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW + 7;  // the step's fields carried to T1
+  // a Winograd step's: it loads (a patch row's segment), computes (a beat late), ends the beat (position 15)
+  wire t0_wload = !last_wcb && wpos[1:0] != 2'd3;
+  wire t0_first = wino ? wcb == 16'd1 && wpos == 4'd0 : first_step;
   logic ta_valid, ta2_valid, tb_valid;
   logic [FW-1:0] ta_f, ta2_f, tb_f;
   logic [2:0] ta_slot, ta2_slot;
@@ -354,8 +405,9 @@ module window_conv #(
       ta_valid <= t0_fire; ta2_valid <= ta_valid; tb_valid <= ta2_valid;
     end
     if (adv) begin
-      ta_f <= {first_step, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y, x0, t0_wraddr};
-      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= cb; ta_limit <= limit_q;
+      ta_f <= {t0_wload, wcb != 16'd0, wpos == 4'd15, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y,
+               x0, t0_wraddr};
+      ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
       ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
       tb_f <= ta2_f;
       tb_part <= WA'((ta2_slot[0] ? row_words : 32'd0) + (ta2_slot[1] ? row_words << 1 : 32'd0)
@@ -363,13 +415,15 @@ module window_conv #(
       tb_limit <= ta2_limit;
     end
   end
-  logic tb_first, tb_last, tb_flush, tb_phase;
+  logic tb_first, tb_last, tb_flush, tb_phase, tb_wload, tb_wcomp, tb_wsnap;
+  logic [3:0] tb_wpos;                          // Winograd: position (a, b), for the patch at T1
   logic [TW-1:0] tb_m;
   logic [PB-1:0] tb_rot;
   logic [P-1:0] tb_mask;
   logic [15:0] tb_n, tb_y, tb_x;
   logic [WAW-1:0] tb_wraddr;
-  assign {tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y, tb_x, tb_wraddr} = tb_f;
+  assign {tb_wload, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y,
+          tb_x, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
     for (int b = 0; b < P; b++)
@@ -393,7 +447,8 @@ module window_conv #(
     .rdata(win_rdata));
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
-  logic t1_valid, t1_first, t1_last, t1_flush;
+  logic t1_valid, t1_first, t1_last, t1_flush, t1_wload, t1_wcomp, t1_wsnap;
+  logic [3:0] t1_wpos;
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
   logic [15:0] t1_n, t1_y, t1_x;
@@ -408,27 +463,43 @@ module window_conv #(
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
       t1_flush <= tb_flush;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
+      t1_wload <= tb_wload; t1_wcomp <= tb_wcomp; t1_wsnap <= tb_wsnap; t1_wpos <= tb_wpos;
     end
   end
 
   assign dw_phase_next = tb_phase;
+  logic [P*DW-1:0] t1_words;                     // the P columns' words, the input's zero point outside it
   always_comb
     for (int p = 0; p < P; p++)
-      array_x[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
-                                       : {(DW / 8){d.in_zero}};      // padding: the input's zero point
+      t1_words[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
+                                        : {(DW / 8){d.in_zero}};
+  if (WINO) begin : g_wino_patch
+    logic [P*10*V-1:0] wv;
+    winograd_patch #(.V(V), .P(P)) patch (
+      .clk_i(clk), .en_i(adv), .t1_step_i(t1_valid), .t1_load_i(t1_wload), .t1_a_i(t1_wpos[3:2]),
+      .t1_b_i(t1_wpos[1:0]), .t1_words_i(t1_words), .t1_snap_i(t1_wsnap), .v_o(wv));
+    always_comb
+      for (int p = 0; p < P; p++)
+        for (int l = 0; l < V; l++)
+          array_x[(p*V + l)*XW +: XW] = wino ? wv[(p*V + l)*10 +: 10] : XW'($signed(t1_words[(p*V + l)*8 +: 8]));
+  end else begin : g_bytes
+    assign array_x = t1_words;
+  end
 
   // ---- T1 -> T2 through the array's pipeline: the step's fields wait AL steps for its sums ------------------
   localparam int AL = ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
-  localparam int SW = 4 + TW + 3 * 16;          // valid, first, last, flush, tile, n, y, x
+  localparam int SW = 4 + TW + 3 * 16 + 5;      // valid, first, last, flush, tile, n, y, x; Winograd: computes, position
   logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
-  logic a_valid, a_first, a_last, a_flush;
+  logic a_valid, a_first, a_last, a_flush, a_wcomp;
+  logic [3:0] a_wpos;
   logic [TW-1:0] a_m;
   logic [15:0] a_n, a_y, a_x;
   always_ff @(posedge clk) begin
     if (!rst_n) a_steps <= '0;
-    else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x};
+    else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x,
+                              t1_wcomp, t1_wpos};
   end
-  assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x} = a_steps[(AL-1)*SW +: SW];
+  assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x, a_wcomp, a_wpos} = a_steps[(AL-1)*SW +: SW];
   // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes
   // ADDRESS_LATENCY steps from T0's counters (its first stage beside TA, three steps ahead of T1), then it waits
   // out the array's others
@@ -436,8 +507,9 @@ module window_conv #(
   logic [63:0] pa_oaddr;
   logic [31:0] a_oaddr, t2_oaddr;
   pixel_address #(.B(V), .PRIMITIVE(PRIMITIVE)) group_address (
-    .clk_i(clk), .en_i(adv), .nh_i(nh_q), .y_i(out2 ? {15'd0, y, d.out_phase_y[0]} : 32'(y)),
-    .x_i(out2 ? {15'd0, x0, d.out_phase_x[0]} : 32'(x0)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
+    .clk_i(clk), .en_i(adv), .nh_i(nh_q),
+    .y_i(out2 ? {15'd0, y, d.out_phase_y[0]} : wino ? {15'd0, y, 1'b0} : 32'(y)),
+    .x_i(out2 ? {15'd0, x0, d.out_phase_x[0]} : wino ? {15'd0, x0, 1'b0} : 32'(x0)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
     .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(m) * 32'(R)),
     .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(pa_oaddr));
   if (OD > 0) begin : g_oaddr_wait
@@ -455,7 +527,8 @@ module window_conv #(
   always_comb for (int k = 0; k < AL; k++) a_busy[k] = a_steps[k*SW + SW - 1];
 
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
-  logic t2_valid, t2_first, t2_last, t2_flush;
+  logic t2_valid, t2_first, t2_last, t2_flush, t2_wcomp;
+  logic [3:0] t2_wpos;
   logic [15:0] t2_n, t2_y, t2_x;
   logic signed [31:0] t2_sum[P][R];
   logic signed [19:0] t2_carry[P][V];            // depthwise: the previous group's share
@@ -466,6 +539,7 @@ module window_conv #(
       t2_first <= a_first; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
       t2_flush <= a_flush;
       t2_oaddr <= a_oaddr;
+      t2_wcomp <= a_wcomp; t2_wpos <= a_wpos;
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
       if (dw)
@@ -476,11 +550,37 @@ module window_conv #(
     end
   end
 
-  logic signed [31:0] acc[P][R], acc_next[P][R];
-  always_comb
-    for (int p = 0; p < P; p++)
-      for (int r = 0; r < R; r++)
-        acc_next[p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[p][r]) + t2_sum[p][r];
+  // Winograd: output (i, j) of a tile takes A^T[i][a] A^T[j][b] of position (a, b)'s sum (Y = A^T M A is linear,
+  // so M is never stored), into one of Q accumulator sets
+  localparam int Q = WINO ? 4 : 1;
+  function automatic logic [1:0] a_t(input logic i, input logic [1:0] a);    // A^T[i][a]: {negative, non-zero}
+    a_t = !i ? {1'b0, a != 2'd3} : {a[1], a != 2'd0};
+  endfunction
+  logic signed [31:0] acc[Q][P][R], acc_next[Q][P][R];
+  if (WINO) begin : g_wino_sets
+    // one adder each: the sum, its complement plus one, or nothing (a carry-in below the sum's bits)
+    always_comb
+      for (int q = 0; q < Q; q++) begin
+        logic [1:0] ci, cj;
+        logic on, neg;
+        ci = a_t(q[1], t2_wpos[3:2]);
+        cj = a_t(q[0], t2_wpos[1:0]);
+        on = !wino || (ci[0] && cj[0]);
+        neg = wino && on && (ci[1] ^ cj[1]);
+        for (int p = 0; p < P; p++)
+          for (int r = 0; r < R; r++) begin
+            logic [31:0] base, term;
+            base = t2_first ? bias[32*(G*32'(t2_m) + r) +: 32] : acc[q][p][r];
+            term = on ? (neg ? ~t2_sum[p][r] : t2_sum[p][r]) : 32'd0;
+            acc_next[q][p][r] = 32'(({base, 1'b1} + {term, neg}) >> 1);
+          end
+      end
+  end else begin : g_one_set
+    always_comb
+      for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++)
+          acc_next[0][p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[0][p][r]) + t2_sum[p][r];
+  end
 
   // depthwise: the group before this one takes its share of this group's sums here
   logic signed [31:0] prev[P][V], prev_next[P][V];
@@ -516,7 +616,9 @@ module window_conv #(
   // what the next cycle holds: it stops the pipeline only while a finished group at T2 would find the hold full.
   wire ob_free = ob_empty_q || (ob_one_q && drain);
   logic hold_q;
-  logic signed [31:0] hd[P][R];
+  logic signed [31:0] hd[Q][P][R];
+  logic [1:0] hset;                              // Winograd: the set the hold hands on next (output (i, j))
+  wire hold_last = !wino || hset == 2'(Q - 1);
   logic [15:0] hd_count, hd_n, hd_y, hd_x;
   logic [31:0] hd_oaddr;
   logic [TW-1:0] hd_tile;
@@ -524,7 +626,7 @@ module window_conv #(
   wire emit = !dw || prev_valid;                 // a finished group hands a group on
   wire group_end = t2_valid && t2_last && adv;
   wire to_hold = group_end && emit;
-  wire hold_d = to_hold || (hold_q && !move);
+  wire hold_d = to_hold || (hold_q && !(move && hold_last));
   wire t2_valid_d = adv ? a_valid : t2_valid;
   wire t2_last_d = adv ? a_last : t2_last;
   wire prev_valid_d = start ? 1'b0 : group_end && dw ? !t2_flush : prev_valid;
@@ -553,7 +655,26 @@ module window_conv #(
   wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
   wire [31:0] g_oaddr = t2_oaddr;
   logic [31:0] o_step;                           // between pixels
-  always_ff @(posedge clk) o_step <= d.out_step == 8'd2 ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);
+  always_ff @(posedge clk)
+    o_step <= d.out_step == 8'd2 || wino ? 32'(d.out_c_stride) << 1 : 32'(d.out_c_stride);
+  // Winograd: set (i, j) holds output row 2y + i, columns 2 x0 + j + 2p, written where they are in the output
+  logic [31:0] orow;                             // an output row's address step
+  logic [15:0] w_count;                          // the set's pixels in the output
+  if (WINO) begin : g_wino_rows
+    logic signed [31:0] orow_p;
+    dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) row_step (
+      .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.out_w}), .b_i({1'b0, d.out_c_stride}), .c_i('0), .p_o(orow_p));
+    assign orow = orow_p;
+    always_comb begin
+      logic signed [31:0] left;
+      left = 32'(d.conv_w) - (32'(hd_x) << 1) - 32'(hset[0]);
+      w_count = (32'(hd_y) << 1) + 32'(hset[1]) >= 32'(d.conv_h) || left <= 0 ? 16'd0
+              : (left + 32'sd1) >>> 1 < 32'(P) ? 16'((left + 32'sd1) >>> 1) : 16'(P);
+    end
+  end else begin : g_no_rows
+    assign orow = '0;
+    assign w_count = '0;
+  end
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
 
@@ -565,7 +686,7 @@ module window_conv #(
     end
     if (group_end && dw)
       for (int p = 0; p < P; p++)
-        for (int v = 0; v < DL; v++) prev[p][v] <= acc_next[p][v];
+        for (int v = 0; v < DL; v++) prev[p][v] <= acc_next[0][p][v];
     else if (t2_valid && adv && dw)
       for (int p = 0; p < P; p++)
         for (int v = 0; v < DL; v++) prev[p][v] <= prev_next[p][v];
@@ -575,12 +696,22 @@ module window_conv #(
     if (!rst_n) begin
       ob_count <= '0; ob_empty_q <= 1'b1; ob_one_q <= 1'b0;
     end else begin
-      if (t2_valid && adv)
+      if (t2_valid && adv && (!wino || t2_wcomp))
+        for (int q = 0; q < Q; q++)
+          for (int p = 0; p < P; p++)
+            for (int r = 0; r < R; r++) acc[q][p][r] <= acc_next[q][p][r];
+      if (move && wino) begin
+        for (int q = 0; q < Q; q++)
+          if (2'(q) == hset)
+            for (int p = 0; p < P; p++)
+              for (int r = 0; r < R; r++) ob[p][r] <= hd[q][p][r];
+        ob_count <= w_count;
+        ob_empty_q <= w_count == 16'd0; ob_one_q <= w_count == 16'd1;
+        ob_n <= hd_n; ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]}; ob_tile <= hd_tile;
+        ob_oaddr <= hd_oaddr + (hset[1] ? orow : 32'd0) + (hset[0] ? 32'(d.out_c_stride) : 32'd0);
+      end else if (move) begin
         for (int p = 0; p < P; p++)
-          for (int r = 0; r < R; r++) acc[p][r] <= acc_next[p][r];
-      if (move) begin
-        for (int p = 0; p < P; p++)
-          for (int r = 0; r < R; r++) ob[p][r] <= hd[p][r];
+          for (int r = 0; r < R; r++) ob[p][r] <= hd[0][p][r];
         ob_count <= hd_count;
         ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
         ob_n <= hd_n; ob_y <= hd_y; ob_x <= hd_x; ob_tile <= hd_tile; ob_oaddr <= hd_oaddr;
@@ -589,7 +720,7 @@ module window_conv #(
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
         ob_count <= ob_count - 16'd1;
         ob_empty_q <= ob_one_q; ob_one_q <= ob_count == 16'd2;
-        ob_x <= ob_x + 16'd1;
+        ob_x <= ob_x + (wino ? 16'd2 : 16'd1);
         ob_oaddr <= ob_oaddr + o_step;
       end
     end
@@ -598,17 +729,22 @@ module window_conv #(
   always_ff @(posedge clk)
     if (to_hold && dw) begin
       for (int p = 0; p < P; p++) begin
-        for (int r = 0; r < R; r++) hd[p][r] <= 32'sd0;
-        for (int v = 0; v < DL; v++) hd[p][v] <= prev_next[p][v];
+        for (int r = 0; r < R; r++) hd[0][p][r] <= 32'sd0;
+        for (int v = 0; v < DL; v++) hd[0][p][v] <= prev_next[p][v];
       end
       hd_count <= prev_count;
       hd_n <= prev_n; hd_y <= prev_y; hd_x <= prev_x; hd_tile <= '0; hd_oaddr <= prev_oaddr;
     end else if (to_hold) begin
-      for (int p = 0; p < P; p++)
-        for (int r = 0; r < R; r++) hd[p][r] <= acc_next[p][r];
+      for (int q = 0; q < Q; q++)
+        for (int p = 0; p < P; p++)
+          for (int r = 0; r < R; r++) hd[q][p][r] <= acc_next[q][p][r];
       hd_count <= g_count;
       hd_n <= t2_n; hd_y <= t2_y; hd_x <= t2_x; hd_tile <= t2_m; hd_oaddr <= g_oaddr;
     end
+
+  always_ff @(posedge clk)
+    if (to_hold || !rst_n) hset <= '0;
+    else if (move) hset <= hset + 2'd1;
 
   assign item_valid = drain;
   always_comb begin

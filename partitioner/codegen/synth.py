@@ -68,13 +68,15 @@ def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s:
     env.setdefault("YOWASP_CACHE_DIR", str(Path.home() / ".cache" / "yowasp"))
     cmd = yosys_command() + ["-q", "-l", f"{SYNTH_DIR}/yosys.log", "-p", script]
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=fpga, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    while proc.poll() is None:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            echo(f"yosys: synth_xilinx -family {family} running ({time.perf_counter() - t0:.0f} s)")
-    output = proc.stdout.read() if proc.stdout else ""
+    # its messages into a file, not a pipe: yosys blocks once a pipe nobody reads is full (a few hundred warnings)
+    with (out / "yosys.out").open("w") as sink:
+        proc = subprocess.Popen(cmd, cwd=fpga, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+        while proc.poll() is None:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                echo(f"yosys: synth_xilinx -family {family} running ({time.perf_counter() - t0:.0f} s)")
+    output = (out / "yosys.out").read_text(errors="replace")
     if proc.returncode != 0:
         raise ModelError(f"yosys failed on the RTL engine (log: {out / 'yosys.log'}):\n{output[-2000:]}")
     stat = json.loads((out / "stat.json").read_text())

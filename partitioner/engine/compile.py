@@ -91,7 +91,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     warnings += bias_dominance_warning(emitter.bias_dominated)
     limits = engine_limits(every, config)
     config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"],  # the RTL's
-                     depthwise_rows=limits["depthwise_rows"])
+                     depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description,

@@ -9,6 +9,7 @@ from dataclasses import replace
 from fpga_runtime import window_path
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.cycle_model import LayerShape, taps_inside
+from fpga_runtime.winograd import MAX_IN_C as WINOGRAD_MAX_IN_C
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
 
 
@@ -46,6 +47,35 @@ def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor |
                       out_c=cfg.padded(y[1]),
                       conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
                       stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
+
+
+def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
+    """Why the engine `cfg` cannot run `node` as an integer Winograd layer (`partition --winograd`), or None: on an
+    engine with a window path, what its RTL Winograd unit takes (`window_path.winograd_problem`)."""
+    spec = node.conv
+    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV:
+        return "not a standard conv"
+    if spec.kernel != (3, 3) or spec.strides != (1, 1) or spec.dilations != (1, 1) or spec.group != 1:
+        return "not a 3x3 stride-1 undilated dense conv"
+    if spec.upsample != 1:
+        return "reads its input through x2 upsampling"
+    if cfg.padded(graph.tensors[node.inputs[0]].shape[1]) > WINOGRAD_MAX_IN_C:
+        return f"more than {WINOGRAD_MAX_IN_C} input channels (int32 accumulators)"
+    if cfg.pixels < 2:               # no window path, no Winograd unit: the build runs on reference and csim only
+        return None
+    d = conv_descriptor(node, graph, cfg)
+    problem = window_path.winograd_problem(replace(d, flags=d.flags | Flag.WINOGRAD), replace(cfg, winograd=True))
+    return None if problem is None else f"the RTL engine's Winograd unit: {problem}"
+
+
+def winograd_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape:
+    """The eligible conv's shape as a Winograd layer on `cfg` (with the window it then takes: four rows per row of
+    tiles)."""
+    shape = replace(layer_shape(node, graph, cfg), winograd=True)
+    if cfg.pixels < 2:
+        return shape
+    d = conv_descriptor(node, graph, cfg)
+    return shape.on_window_path(replace(d, flags=d.flags | Flag.WINOGRAD), replace(cfg, winograd=True))
 
 
 def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
@@ -101,6 +131,7 @@ def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[s
         "weight_rows": rows,
         "window_words": config.window_words or window_path.window_words_for(descriptors, config),
         "depthwise_rows": window_path.wants_depthwise_rows(descriptors, config) if dw is None else dw,
+        "winograd": config.winograd or any(d.flags & Flag.WINOGRAD for d in descriptors),
     }
 
 
@@ -108,6 +139,10 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     """`cfg` with the weight RAM and input window the build's code generator will size for these layers
     (`engine_limits`), so the cost and resource models see the engine the build gets."""
     descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
+    if cfg.winograd:                     # what the layers that may become Winograd need (16 weight taps)
+        descriptors += [replace(d, flags=d.flags | Flag.WINOGRAD) for d in
+                        (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes
+                         if winograd_problem(graph.nodes[n], graph, cfg) is None)]
     limits = engine_limits(descriptors, cfg)
     return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
-                   depthwise_rows=limits["depthwise_rows"])
+                   depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])

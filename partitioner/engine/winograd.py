@@ -20,9 +20,9 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.checking.accuracy import output_accuracy
 from fpga_runtime.cycle_model import layer_cycles
-from partitioner.engine.geometry import layer_shape
+from partitioner.engine.geometry import layer_shape, winograd_problem, winograd_shape
 from partitioner.errors import ModelError
-from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
+from partitioner.ir.graph import Graph, Node
 from partitioner.placement.cost import node_cost
 
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
@@ -33,16 +33,7 @@ TRIAL_FRAMES = 2             # auto: calibration frames the loss is measured on
 
 def why_not(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
     """Why the engine cannot run `node` as a Winograd layer, or None."""
-    spec = node.conv
-    if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV:
-        return "not a standard conv"
-    if spec.kernel != (3, 3) or spec.strides != (1, 1) or spec.dilations != (1, 1) or spec.group != 1:
-        return "not a 3x3 stride-1 undilated dense conv"
-    if spec.upsample != 1:
-        return "reads its input through x2 upsampling"
-    if cfg.padded(graph.tensors[node.inputs[0]].shape[1]) > winograd.MAX_IN_C:
-        return f"more than {winograd.MAX_IN_C} input channels (int32 accumulators)"
-    return None
+    return winograd_problem(node, graph, cfg)
 
 
 def transform(w: np.ndarray) -> np.ndarray:
@@ -77,9 +68,9 @@ class WinogradTrial:
 
 def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None) -> WinogradTrial:
     """The layer's cycles and time on one unit of `cfg`, direct and Winograd (DDR-bound on `board`, if given)."""
-    shape = layer_shape(node, graph, cfg)
+    shape, wshape = layer_shape(node, graph, cfg), winograd_shape(node, graph, cfg)
     port = board.port_bits // 8 if board is not None else 16
-    direct, wino = layer_cycles(shape, cfg, port), layer_cycles(replace(shape, winograd=True), cfg, port)
+    direct, wino = layer_cycles(shape, cfg, port), layer_cycles(wshape, cfg, port)
     nbytes = node_cost(node, graph).bytes
     more = 7 * graph.tensors[node.inputs[0]].shape[1] * graph.tensors[node.outputs[0]].shape[1]
     hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_gbps if board is not None else float("inf")) * 1e9

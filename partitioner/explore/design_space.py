@@ -23,7 +23,7 @@ from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
-from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers
+from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers, winograd_problem, winograd_shape
 from partitioner.explore.clock import design_clock
 from partitioner.explore.draft import BranchSplit, Stage
 from partitioner.explore.resources import Resources, compute_unit
@@ -91,8 +91,9 @@ class _Layers:
     node's cost, the buffers and each layer's shape for an array (the same for any number of units and
     epilogue lanes). A model of many identical pieces (a grouped conv's) has hundreds of layers."""
 
-    def __init__(self, graph: Graph, nodes: list[str]):
+    def __init__(self, graph: Graph, nodes: list[str], winograd: str = "off"):
         self.graph, self.nodes = graph, nodes
+        self.winograd = winograd             # `--winograd`: on an engine with the unit, its layers' shapes
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
         self._pooled = {n for n in nodes if graph.nodes[n].conv is not None
                         and any(isinstance(step, Pool) for step in graph.nodes[n].conv.epilogue)}
@@ -119,7 +120,7 @@ class _Layers:
             self._sized[key] = sized_buffers(self.graph, self.nodes, key)
         got = self._sized[key]
         return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
-                       depthwise_rows=got.depthwise_rows)
+                       depthwise_rows=got.depthwise_rows, winograd=got.winograd)
 
     def shapes(self, cfg: EngineConfig) -> list:
         """[(node, its LayerShape or None)] under the array of `cfg`."""
@@ -132,10 +133,20 @@ class _Layers:
                     out.append((n, layer_shape(self.graph.nodes[n], self.graph, cfg)))
                     continue
                 if geometry not in by_geometry:
-                    by_geometry[geometry] = layer_shape(self.graph.nodes[n], self.graph, cfg)
+                    by_geometry[geometry] = self._shape(self.graph.nodes[n], cfg)
                 out.append((n, by_geometry[geometry]))
             self._shapes[key] = out
         return self._shapes[key]
+
+    def _shape(self, node, cfg: EngineConfig):
+        """A conv's shape; on an engine with the Winograd unit, as a Winograd layer where it is eligible and
+        (`auto`) the cycle model makes it faster (the compiler's cosine test comes later)."""
+        shape = layer_shape(node, self.graph, cfg)
+        if not cfg.winograd or self.winograd == "off" or winograd_problem(node, self.graph, cfg) is not None:
+            return shape
+        wshape = winograd_shape(node, self.graph, cfg)
+        one = replace(cfg, compute_units=1)
+        return wshape if self.winograd == "all" or layer_cycles(wshape, one) < layer_cycles(shape, one) else shape
 
     def table(self, cfg: EngineConfig) -> "_Table":
         """The layers with a shape under the array of `cfg`, each by the index of its distinct shape: a design
@@ -308,21 +319,24 @@ def check_fixed(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfi
 def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, target_fps: float | None = None,
             units: tuple[int, ...] = UNITS, objective: str = "throughput", stages: list[Stage] | None = None,
             clock_mhz: float | None = None, splits: list[BranchSplit] | None = None,
-            fixed: EngineConfig | None = None, in_flight: int | None = None, dsp_clock: int = 1) -> Exploration:
+            fixed: EngineConfig | None = None, in_flight: int | None = None, dsp_clock: int = 1,
+            winograd: str = "off") -> Exploration:
     """The design for `objective` among those that fit; with `stages` (one draft partition) or `splits` (the
     ways of cutting the FPGA regions at their forks, branch_splits()), rates are whole frames' (`schedule`), else
     the FPGA's alone, and with `splits` each design is scheduled under each and keeps its best. `subgraphs`: the
     FPGA subgraphs the FPGA time counts program starts for (with `splits`, the first's). Each design runs at its
     `design_clock`, or at `clock_mhz` where the user fixes it; `fixed` weighs the splits for one engine only.
     `in_flight`: the frames in flight whole-frame rates assume (None: the runtime's default for each design).
-    `dsp_clock` 2: every candidate's array DSPs at twice its clock (`--dsp-clock 2x`), only where asked."""
+    `dsp_clock` 2: every candidate's array DSPs at twice its clock (`--dsp-clock 2x`), only where asked.
+    `winograd` (`--winograd all|auto`): window-path candidates also with the Winograd unit, its resources and its
+    layers' cycles."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, not {objective!r}")
-    layers = _Layers(graph, fpga_nodes)
+    layers = _Layers(graph, fpga_nodes, winograd)
     if fixed is not None:
         sized = [fixed if fixed.weight_rows else layers.sized(fixed)]
     else:
-        sized = _candidates(board, units, clock_mhz, layers, dsp_clock)
+        sized = _candidates(board, units, clock_mhz, layers, dsp_clock, winograd != "off")
     designs = [d for c in sized for d in _evaluate(graph, fpga_nodes, subgraphs, c, board, layers)]
     feasible = [d for d in designs if d.resources.fits(board)] or (designs if fixed is not None else [])
     if not feasible:
@@ -353,12 +367,14 @@ def explore(graph: Graph, fpga_nodes: list[str], subgraphs: int, board: Board, t
 
 
 def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, layers: _Layers,
-                dsp_clock: int = 1) -> list[EngineConfig]:
+                dsp_clock: int = 1, winograd: bool = False) -> list[EngineConfig]:
     configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
                             epilogue_lanes=max(v, r) // p if p > 1 else 0, dsp_clock=dsp_clock)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp * dsp_clock   # the array alone must fit
                and (dsp_clock == 1 or r % 4 == 0)]
+    if winograd:                         # each window-path design also with the Winograd unit
+        configs += [replace(c, winograd=True) for c in configs if c.pixels > 1]
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
     configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
     sized = [layers.sized(c) for c in configs]

@@ -315,6 +315,8 @@ CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "conv_maxpool2": _conv_pool("conv_maxpool2", 2, 2, [0, 0, 0, 0]),
     "conv_maxpool3_s1": _conv_pool("conv_maxpool3_s1", 3, 1, [1, 1, 1, 1]),
     "conv_maxpool_ceil": _conv_pool("conv_maxpool_ceil", 2, 2, [0, 0, 0, 0], ceil=1, size=7),
+    # floor mode on an odd map: no pooled row reads the conv's last row or column
+    "conv_maxpool_floor_odd": _conv_pool("conv_maxpool_floor_odd", 2, 2, [0, 0, 0, 0], size=9),
     "conv_maxpool_asym": _conv_pool("conv_maxpool_asym", 2, 1, [0, 0, 1, 1]),
     "standalone_pool_add": _standalone_pool_and_add,
     "conv_zero_pad_pool": _conv_zero_pad_pool,

@@ -230,16 +230,15 @@ def _sensitivity(ranked: list, shown: int = 15) -> list[str]:
 
 
 def winograd_section(trials: list) -> list[str]:
-    """The 3x3 stride-1 convs `--winograd` weighed: cycles both ways (the Winograd ones projected), the measured
-    int8 cosines (auto) and the choice."""
+    """The 3x3 stride-1 convs `--winograd` weighed: cycles both ways by the cycle model, the measured int8 cosines
+    (auto) and the choice."""
     chosen = [t for t in trials if t.chosen]
     direct = sum(t.direct_cycles for t in trials)
     after = sum(t.winograd_cycles if t.chosen else t.direct_cycles for t in trials)
     lines = ["## Winograd F(2x2, 3x3) layers", "",
              f"{len(chosen)} of {len(trials)} eligible convs compiled as integer Winograd layers: their cycles "
-             f"{direct:,} -> {after:,} on one compute unit. Winograd cycles are the cycle model's projection of the "
-             "planned RTL datapath (no Verilator run checks them yet: the RTL engine has no Winograd unit, so only "
-             "the reference and csim backends run these layers). Cosines: the layer's int8 output before its "
+             f"{direct:,} -> {after:,} on one compute unit, by the cycle model (checked against Verilator on the "
+             "RTL engine's Winograd unit: `benchmarks/rtl_cycles.py`). Cosines: the layer's int8 output before its "
              "activation, direct and Winograd from the same int8 input, against the float conv of the float input, "
              "on the first calibration frames (`--winograd auto` only).", ""]
     rows = [[t.node, f"{t.direct_cycles:,}", f"{t.winograd_cycles:,}",
