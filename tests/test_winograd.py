@@ -326,6 +326,8 @@ def test_a_whole_detector_runs_on_csim_as_on_the_reference(tmp_path, zoo):
         for a, b in zip(wino, sim.run(None, feeds)):
             assert np.array_equal(a, b)
         for name, a, b in zip(ref.output_names, wino, direct.run(None, feeds)):
+            if not np.issubdtype(np.asarray(want[name]).dtype, np.floating):
+                continue                    # NMS's selected indices: which boxes, not how close they are
             cos_wino = output_accuracy(name, want[name], a).cosine
             cos_direct = output_accuracy(name, want[name], b).cosine
             assert cos_wino >= cos_direct - 0.002, (name, cos_wino, cos_direct)
