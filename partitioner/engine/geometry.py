@@ -63,8 +63,7 @@ def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
         return f"more than {WINOGRAD_MAX_IN_C} input channels (int32 accumulators)"
     if cfg.pixels < 2:               # no window path, no Winograd unit: the build runs on reference and csim only
         return None
-    d = conv_descriptor(node, graph, cfg)
-    problem = window_path.winograd_problem(replace(d, flags=d.flags | Flag.WINOGRAD), replace(cfg, winograd=True))
+    problem = window_path.winograd_problem(winograd_descriptor(node, graph, cfg), replace(cfg, winograd=True))
     return None if problem is None else f"the RTL engine's Winograd unit: {problem}"
 
 
@@ -74,8 +73,13 @@ def winograd_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape:
     shape = replace(layer_shape(node, graph, cfg), winograd=True)
     if cfg.pixels < 2:
         return shape
+    return shape.on_window_path(winograd_descriptor(node, graph, cfg), replace(cfg, winograd=True))
+
+
+def winograd_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor:
+    """The conv's descriptor geometry flagged WINOGRAD."""
     d = conv_descriptor(node, graph, cfg)
-    return shape.on_window_path(replace(d, flags=d.flags | Flag.WINOGRAD), replace(cfg, winograd=True))
+    return replace(d, flags=d.flags | Flag.WINOGRAD)
 
 
 def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
@@ -140,9 +144,8 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     (`engine_limits`), so the cost and resource models see the engine the build gets."""
     descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
     if cfg.winograd:                     # what the layers that may become Winograd need (16 weight taps)
-        descriptors += [replace(d, flags=d.flags | Flag.WINOGRAD) for d in
-                        (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes
-                         if winograd_problem(graph.nodes[n], graph, cfg) is None)]
+        descriptors += [winograd_descriptor(graph.nodes[n], graph, cfg) for n in nodes
+                        if winograd_problem(graph.nodes[n], graph, cfg) is None]
     limits = engine_limits(descriptors, cfg)
     return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
                    depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])

@@ -212,16 +212,12 @@ def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:
     counted from the RTL: per patch column and lane (2P + 2 of them) four 9-bit row sums, held; per tile and lane
     two 12:1 selects of them and a 10-bit add or subtract; the strip (4 x 3P words of V bytes); per tile and output
     row three more accumulator sets and their held copies (32 bits each), the four sets' adders and the output
-    buffer's 4:1 select; one DSP (an output row's address step). LUTs scaled by WINOGRAD_LUT_SCALE (fitted to
-    yosys, see there)."""
+    buffer's 4:1 select; one DSP (an output row's address step). Not fitted: no engine with this unit went through
+    yosys (its first datapath, its V formed from the whole patch behind a 2:1 snapshot select, took 4 x 16 x 16
+    from 72,390 to 130,479 LUT and 53,685 to 77,574 FF; this count says +20,096 LUT and +24,192 FF there)."""
     p, v, r = cfg.pixels, cfg.vec, cfg.pe_rows
     columns = 2 * p + 2
     lut = columns * v * 4 * 9 + p * v * (2 * 3 * 9 + 10) + p * r * 32 * (4 + 1)
     ff = 4 * 3 * p * 8 * v + columns * v * 4 * 9 + 6 * p * r * 32
-    return round(WINOGRAD_LUT_SCALE * lut), ff
+    return lut, ff
 
-
-# Not fitted yet: no engine with this unit went through yosys on the RTL the other terms are fitted to (the unit's
-# first datapath, its V formed from the whole patch behind a 2:1 snapshot select, took 4 x 16 x 16 from 72,390 to
-# 130,479 LUT and 53,685 to 77,574 FF; the structural count of this one says 20,096 LUT and 24,192 FF there)
-WINOGRAD_LUT_SCALE = 1.0
