@@ -109,17 +109,22 @@ def words_wanted(d: Descriptor, cfg: EngineConfig) -> int:
 
 
 def min_weight_rows(d: Descriptor, cfg: EngineConfig) -> int:
-    """Weight-RAM rows a standard conv needs: one tile's, or `pixels` tiles' for a 1x1 window layer, which the
-    build's engine always holds (codegen sizes it so)."""
+    """Weight-RAM rows a standard conv needs: one tile's, `pixels` tiles' for a 1x1 window layer, `pixels / 4`
+    tiles' for a Winograd layer (its group of P tiles takes 4P new input beats per 16 steps, so P / 4 tiles per pass
+    over the input keep the stream at a beat a cycle), which the build's engine always holds (codegen sizes it so)."""
     rows = weight_taps(d) * (d.in_c // cfg.vec)
-    if d.kh * d.kw == 1 and _groups_tiles(d, cfg):
+    if not _groups_tiles(d, cfg):
+        return rows
+    if d.kh * d.kw == 1:
         return rows * cfg.pixels
+    if d.flags & Flag.WINOGRAD:
+        return rows * max(1, min(cfg.pixels // 4, d.out_c // cfg.pe_rows))
     return rows
 
 
 def _groups_tiles(d: Descriptor, cfg: EngineConfig) -> bool:
     return (geometry(d, cfg) is not None and cfg.pe_rows >= cfg.vec
-            and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL | Flag.WINOGRAD))
+            and not d.flags & (Flag.DEPTHWISE | Flag.RESIDUAL | Flag.POOL))
 
 
 def winograd_problem(d: Descriptor, cfg: EngineConfig) -> str | None:

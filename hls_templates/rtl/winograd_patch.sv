@@ -1,33 +1,41 @@
 // The input side of a Winograd layer on the window path (docs/kernel-abi.md, "Winograd layers"): P tiles side by
 // side read the 4 x (2P + 2) input patch of one channel beat. Window reads of P consecutive columns (three per
-// patch row) fill a strip; the step at the beat's last position turns the strip into the rows of B^T d for every
-// column (the four row sums, shared by the two tiles a column belongs to), which the next 16 steps read, so loading
-// beat k overlaps computing beat k - 1. At T1 each step gives every tile its V = (B^T d) B at the step's position
-// (a, b): the row sums of a, two of the tile's columns added or subtracted, 10-bit per lane, into the array.
+// patch row, at the beat's first twelve positions) fill a strip; the step at position 13 turns the strip into the
+// rows of B^T d for every column (the four row sums, shared by the two tiles a column belongs to), which the next
+// beat's 16 steps read, so loading beat k overlaps computing beat k - 1. A step's V = (B^T d) B for every tile at
+// its position (a, b) is formed over two stages, each into a register: at TA2 row a of every column, at TB two of
+// the tile's columns of it added or subtracted (10-bit per lane), which the array reads at T1. So the steps at TA2
+// and TB when the patch forms (positions 14 and 15) still read the beat before, and the next beat's first reads it.
 module winograd_patch #(
   parameter int V = 16,
   parameter int P = 4                    // tiles per group (>= 2: three reads of P columns cover 2P + 2)
 ) (
   input  logic clk_i,
   input  logic en_i,                     // the window path's pipeline moves
-  // T1: the step whose window words are out, at position (a, b)
+  // the step at TA2 (two cycles before its window words) and at TB (one): position (a, b)
+  input  logic [1:0] ta2_a_i,
+  input  logic [1:0] tb_b_i,
+  // T1: the step whose window words are out
   input  logic t1_step_i,
   input  logic t1_load_i,                // it read patch row a, strip columns b * P .. (b < 3)
   input  logic [1:0] t1_a_i,
   input  logic [1:0] t1_b_i,
   input  logic [P*8*V-1:0] t1_words_i,   // column p's V bytes at [p*8V +: 8V] (the zero point outside the input)
-  input  logic t1_snap_i,                // its position is the last: the strip becomes the patch
+  input  logic t1_snap_i,                // the strip is whole: it becomes the patch
   output logic [P*10*V-1:0] v_o          // tile p's V lanes at [p*10V +: 10V], for the step at T1
 );
   localparam int SC = 3 * P;             // strip columns
   localparam int PC = 2 * P + 2;         // the patch's columns
-  logic [8*V-1:0] strip_q[4][SC];
-  logic signed [8:0] rows_q[4][PC][V];   // B^T d: row sum a of column c, lane l
+  // packed and indexed by constants or explicit selects only: yosys turns an unpacked array read at a variable
+  // index into a memory with one read port per lane, whose mux trees do not fit its wasm build
+  logic [3:0][SC-1:0][8*V-1:0] strip_q;
+  logic [3:0][PC-1:0][9*V-1:0] rows_q;   // B^T d: row sum a of column c, lane l at [9l +: 9]
   always_ff @(posedge clk_i)
     if (en_i && t1_step_i && t1_load_i)
-      for (int p = 0; p < P; p++)
+      for (int a = 0; a < 4; a++)
         for (int s = 0; s < 3; s++)
-          if (2'(s) == t1_b_i) strip_q[t1_a_i][s * P + p] <= t1_words_i[p*8*V +: 8*V];
+          if (2'(a) == t1_a_i && 2'(s) == t1_b_i)
+            for (int p = 0; p < P; p++) strip_q[a][s * P + p] <= t1_words_i[p*8*V +: 8*V];
   // B^T's rows: d0 - d2, d1 + d2, d2 - d1, d1 - d3
   always_ff @(posedge clk_i)
     if (en_i && t1_step_i && t1_snap_i)
@@ -35,21 +43,39 @@ module winograd_patch #(
         for (int l = 0; l < V; l++) begin
           logic signed [8:0] e[4];
           for (int i = 0; i < 4; i++) e[i] = 9'($signed(strip_q[i][c][8*l +: 8]));
-          rows_q[0][c][l] <= e[0] - e[2];
-          rows_q[1][c][l] <= e[1] + e[2];
-          rows_q[2][c][l] <= e[2] - e[1];
-          rows_q[3][c][l] <= e[1] - e[3];
+          rows_q[0][c][9*l +: 9] <= e[0] - e[2];
+          rows_q[1][c][9*l +: 9] <= e[1] + e[2];
+          rows_q[2][c][9*l +: 9] <= e[2] - e[1];
+          rows_q[3][c][9*l +: 9] <= e[1] - e[3];
         end
-  // B's columns for b: (first, second, subtract) = (0, 2, 1), (1, 2, 0), (2, 1, 1), (1, 3, 1)
-  wire [1:0] first = t1_b_i == 2'd0 ? 2'd0 : t1_b_i == 2'd2 ? 2'd2 : 2'd1;
-  wire [1:0] second = t1_b_i == 2'd2 ? 2'd1 : t1_b_i == 2'd3 ? 2'd3 : 2'd2;
-  wire subtract = t1_b_i != 2'd1;
+  // row a of every column: one 4:1 select shared by the two tiles a column belongs to
+  logic [PC-1:0][9*V-1:0] row_a;
+  always_ff @(posedge clk_i)
+    if (en_i)
+      unique case (ta2_a_i)
+        2'd0: row_a <= rows_q[0];
+        2'd1: row_a <= rows_q[1];
+        2'd2: row_a <= rows_q[2];
+        default: row_a <= rows_q[3];
+      endcase
+  // B's columns for b, of the tile's four: first + or - second = 0 - 2, 1 + 2, 2 - 1, 1 - 3
+  logic [P*10*V-1:0] v_d;
   always_comb
-    for (int p = 0; p < P; p++)
+    for (int p = 0; p < P; p++) begin
+      logic [9*V-1:0] f, s;
+      unique case (tb_b_i)
+        2'd0: begin f = row_a[2*p]; s = row_a[2*p + 2]; end
+        2'd1: begin f = row_a[2*p + 1]; s = row_a[2*p + 2]; end
+        2'd2: begin f = row_a[2*p + 2]; s = row_a[2*p + 1]; end
+        default: begin f = row_a[2*p + 1]; s = row_a[2*p + 3]; end
+      endcase
       for (int l = 0; l < V; l++) begin
-        logic signed [9:0] f, s;
-        f = 10'(rows_q[t1_a_i][2*p + 32'(first)][l]);
-        s = 10'(rows_q[t1_a_i][2*p + 32'(second)][l]);
-        v_o[(p*V + l)*10 +: 10] = subtract ? f - s : f + s;
+        logic signed [9:0] fl, sl;
+        fl = 10'($signed(f[9*l +: 9]));
+        sl = 10'($signed(s[9*l +: 9]));
+        v_d[(p*V + l)*10 +: 10] = tb_b_i == 2'd1 ? fl + sl : fl - sl;
       end
+    end
+  always_ff @(posedge clk_i)
+    if (en_i) v_o <= v_d;
 endmodule

@@ -118,6 +118,9 @@ PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_04
 # controller's descriptor take is a beat-wide select)
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
+# The Winograd unit's count (winograd_unit) against yosys: the unit's LUTs and FFs are the engine's with it less
+# the same shape's without it (the eighteenth RTL). Fitted on 4x16x16, checked on 8x8x8 (tests/test_dse.py).
+WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.0, 1.0
 # `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
 # shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
@@ -209,15 +212,14 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
 
 def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:
     """(LUT, FF) the window path's Winograd unit adds (winograd_patch.sv, window_conv.sv's accumulator sets),
-    counted from the RTL: per patch column and lane (2P + 2 of them) four 9-bit row sums, held; per tile and lane
-    two 12:1 selects of them and a 10-bit add or subtract; the strip (4 x 3P words of V bytes); per tile and output
-    row three more accumulator sets and their held copies (32 bits each), the four sets' adders and the output
-    buffer's 4:1 select; one DSP (an output row's address step). Not fitted: no engine with this unit went through
-    yosys (its first datapath, its V formed from the whole patch behind a 2:1 snapshot select, took 4 x 16 x 16
-    from 72,390 to 130,479 LUT and 53,685 to 77,574 FF; this count says +20,096 LUT and +24,192 FF there)."""
+    counted from the RTL and scaled to yosys (WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE): per patch column and lane
+    (2P + 2 of them) four 9-bit row sums, held, and a 4:1 select of row a; per tile and lane two 4:1 selects of
+    those, a 10-bit add or subtract and its register; the strip (4 x 3P words of V bytes); per tile and output row
+    three more accumulator sets and their held copies (32 bits each), the four sets' adders and the output buffer's
+    4:1 select; one DSP (an output row's address step)."""
     p, v, r = cfg.pixels, cfg.vec, cfg.pe_rows
     columns = 2 * p + 2
-    lut = columns * v * 4 * 9 + p * v * (2 * 3 * 9 + 10) + p * r * 32 * (4 + 1)
-    ff = 4 * 3 * p * 8 * v + columns * v * 4 * 9 + 6 * p * r * 32
-    return lut, ff
+    lut = columns * v * 9 * (4 + 1) + p * v * (2 * 9 + 10) + p * r * 32 * (4 + 1)
+    ff = 4 * 3 * p * 8 * v + columns * v * 4 * 9 + p * v * 10 + 6 * p * r * 32
+    return round(WINOGRAD_LUT_SCALE * lut), round(WINOGRAD_FF_SCALE * ff)
 
