@@ -5,7 +5,8 @@ The Fmax comes from a model fitted to the timing estimate (partitioner/codegen/t
 engines (`benchmarks/timing_estimate.py`, its rows in benchmarks/results/timing_estimate.jsonl), since synthesising
 every candidate would take minutes each:
 
-    critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * (c + d * log2(pixels x PE rows x VEC))   ns
+    critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * window[pixels]   ns   (the Winograd unit's
+    path where longer; with the DSPs at twice the clock also twice the DSP clock's path)
 
 (wider arrays: wider sums and more fan-out; the window path of P > 1 pixels may add its own, longer paths, whose
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
@@ -35,37 +36,55 @@ CHECK_TOLERANCE = 0.10    # ... and against those it was not
 @dataclass(frozen=True)
 class FmaxFit:
     board: str                          # the board whose part (and delay model) the estimates are for
-    a_ns: float
-    b_ns: float
-    c_ns: float
-    d_ns: float
-    fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC) the fit was made from
+    a_ns: float                         # without the window path
+    b_ns: float                         # per log2 of the array's PE rows x VEC (0: no dependence found)
+    # the window path's worst path above a, per pixel count (2, 4, 8): since the eighteenth RTL it is its step
+    # loops' enables and resets, which yosys/ABC maps 4-6 LUTs deep by shape in no order of the array's size
+    window_ns: tuple[tuple[int, float], ...]
+    fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC[@2x][+wino]) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
 
-    # `--dsp-clock 2x`: the DSP clock's worst path (its own delay): the DSP's internal stage without the window path
-    # (its enable is then a constant), else the array's copy of the window path's move register into the DSPs'
-    # enables, whose load grows with the array (f0 + f1 * log2 of its MACs)
+    # `--dsp-clock 2x`: the fabric's window term (the array's copy of the move register is also the step loops':
+    # synthesis merges the two), and the DSP clock's worst path: the DSP's internal stage without the window path
+    # (its enable is then a constant), else that register into the DSPs' enables, whose load grows with the array
+    # (f0 + f1 * log2 of its MACs)
+    window_2x_ns: tuple[tuple[int, float], ...] = ()
     fast_ns: float = 0.0
     fast_f0_ns: float = 0.0
     fast_f1_ns: float = 0.0
-    # the window path's big arrays: e (MACs / 2048)^2 more (its step counters' enables, whose load grows with them)
-    e_ns: float = 0.0
+    # the Winograd unit (EngineConfig.winograd): its worst path, the window words' bank rotation (P:1) and the
+    # select between them and V into the array, w0 + w1 * log2(pixels), where longer
+    winograd_w0_ns: float = 0.0
+    winograd_w1_ns: float = 0.0
 
     def critical_ns(self, config: EngineConfig) -> float:
         """The fabric clock period the design needs: its worst fabric path, and with the DSPs at twice the clock
         twice the DSP clock's worst path (timing.py counts those at half the period)."""
         macs = math.log2(config.pixels * config.pe_rows * config.vec)
-        window = self.c_ns + self.d_ns * macs + self.e_ns * (config.pixels * config.pe_rows * config.vec / 2048) ** 2
-        fabric = self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec) + (window if config.pixels > 1 else 0.0)
+        fabric = self.a_ns + self.b_ns * math.log2(config.pe_rows * config.vec)
+        if config.pixels > 1:
+            table = dict(self.window_2x_ns if config.dsp_clock == 2 and self.window_2x_ns else self.window_ns)
+            fabric += table[min(table, key=lambda p: (abs(p - config.pixels), -p))]
+            if config.winograd:
+                fabric = max(fabric, self.winograd_w0_ns + self.winograd_w1_ns * math.log2(config.pixels))
         if config.dsp_clock != 2:
             return fabric
         if config.pixels == 1:
             return max(fabric, 2 * self.fast_ns)
-        fast = self.fast_f0_ns + self.fast_f1_ns * macs
-        return max(fabric, 2 * fast)
+        return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The seventeenth RTL (the window path's Winograd unit, built only where used; the fused
+# UltraScale+ -2 (zcu104). The eighteenth RTL (the Winograd unit's V from two registered selects, several output tiles
+# per Winograd pass, the step loops on their own copy of the move register, which yosys merges with the array's in
+# 2x): 1x 3.789 ns on 8x8, 3.801 on 2x8x16, 4.143 on 4x16x16 (the step loops' set, 5 LUTs from their `active`),
+# 3.976 on 8x8x8 (the layer decoder's group fit), 3.840 on 8x16x16 (the window's bank rotation into the array; stop
+# 56's 4.324 gone); 2x 3.788, 3.833, 4.539 (4x16x16@2x: the shared copy into the step loops' set), 3.954; the DSP
+# clock's 1.44-1.911 ns as before; with the Winograd unit 4.462 on 4x16x16+wino and 4.935 on 8x8x8+wino (the window
+# words' bank rotation and the select between them and V into the array, 5 and 6 LUTs: the w terms, fitted on
+# both, not checked on a third). No smooth function of the array's size fits the window shapes (4 pixels is the
+# slowest), so the window term is per pixel count, fitted on one shape each; left out, 8x16x16 (the 8-pixel term
+# from 8x8x8: the model 3.5 % slow there).
+# The seventeenth RTL (the window path's Winograd unit, built only where used; the fused
 # pool's unread rows let through): 1x 3.789 ns on 8x8, 3.801 on 2x8x16 as before, but 4.324 on 8x16x16 (was 3.840):
 # the window path's move register into its step counters' enables, 5 LUTs at a load of 811, a mapping yosys/ABC
 # chose for the unchanged counters (the RTL of those loops is the sixteenth's; what moved is around them); 2x:
@@ -92,14 +111,17 @@ class FmaxFit:
 # runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: every shape makes it now); b is 0
 # (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
 # thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.788, b_ns=0.0, c_ns=-0.087, d_ns=0.0127,
-                         fitted_on=("8x8", "2x8x16", "8x16x16", "8x8@2x", "2x8x16@2x", "8x16x16@2x"),
-                         checked_on=("4x16x16", "4x16x16@2x"),
-                         fast_ns=1.44, fast_f0_ns=1.493, fast_f1_ns=0.038, e_ns=0.483)
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.012), (4, 0.354), (8, 0.187)),
+                         window_2x_ns=((2, 0.044), (4, 0.750), (8, 0.165)),
+                         fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
+                                    "8x16x16@2x", "4x16x16+wino", "8x8x8+wino"),
+                         checked_on=("8x16x16",),
+                         fast_ns=1.44, fast_f0_ns=1.493, fast_f1_ns=0.038, winograd_w0_ns=3.516,
+                         winograd_w1_ns=0.473)
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
 # write queue's head; the thirteenth's 7.966 was the address generator's row sum into an inferred DSP48E1): a alone,
 # as on UltraScale+; not checked on another
-SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=6.647, b_ns=0.0, c_ns=0.0, d_ns=0.0,
+SEVEN_SERIES_FIT = FmaxFit("pynq-z2", a_ns=6.647, b_ns=0.0, window_ns=((2, 0.0),),
                            fitted_on=("8x8",), checked_on=())
 FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into

@@ -119,8 +119,10 @@ PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_04
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
 # The Winograd unit's count (winograd_unit) against yosys: the unit's LUTs and FFs are the engine's with it less
-# the same shape's without it (the eighteenth RTL). Fitted on 4x16x16, checked on 8x8x8 (tests/test_dse.py).
-WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.0, 1.0
+# the same shape's without it (the eighteenth RTL): 4x16x16 +28,096 LUT, +26,118 FF against a count of 19,232 and
+# 26,272 (yosys maps the selects and the sets' adders into more LUTs than one per bit). Fitted on 4x16x16, checked
+# on 8x8x8 (tests/test_dse.py).
+WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.461, 0.994
 # `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
 # shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
@@ -213,13 +215,13 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
 def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:
     """(LUT, FF) the window path's Winograd unit adds (winograd_patch.sv, window_conv.sv's accumulator sets),
     counted from the RTL and scaled to yosys (WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE): per patch column and lane
-    (2P + 2 of them) four 9-bit row sums, held, and a 4:1 select of row a; per tile and lane two 4:1 selects of
-    those, a 10-bit add or subtract and its register; the strip (4 x 3P words of V bytes); per tile and output row
-    three more accumulator sets and their held copies (32 bits each), the four sets' adders and the output buffer's
-    4:1 select; one DSP (an output row's address step)."""
+    (2P + 2 of them) four 9-bit row sums, held, and a 4:1 select of row a into a register; per tile and lane two
+    4:1 selects of those, a 10-bit add or subtract and its register; the strip (4 x 3P words of V bytes); per tile
+    and output row three more accumulator sets and their held copies (32 bits each), the four sets' adders and the
+    output buffer's 4:1 select; one DSP (an output row's address step)."""
     p, v, r = cfg.pixels, cfg.vec, cfg.pe_rows
     columns = 2 * p + 2
     lut = columns * v * 9 * (4 + 1) + p * v * (2 * 9 + 10) + p * r * 32 * (4 + 1)
-    ff = 4 * 3 * p * 8 * v + columns * v * 4 * 9 + p * v * 10 + 6 * p * r * 32
+    ff = 4 * 3 * p * 8 * v + columns * v * (4 + 1) * 9 + p * v * 10 + 6 * p * r * 32
     return round(WINOGRAD_LUT_SCALE * lut), round(WINOGRAD_FF_SCALE * ff)
 
