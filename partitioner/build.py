@@ -338,14 +338,12 @@ def _compile(s: BuildState) -> None:
     cfg = s.cfg
     s.calibration = choose_calibration(s.plan, cfg.calibration_table, cfg.calibrate_dir, cfg.calibration_frames,
                                        cfg.calibration_method, cfg.seed, s.preprocess, s.warnings)
-    mode = cfg.winograd
-    if s.exploration is not None and mode != "off" and s.engine.pixels > 1 and not s.engine.winograd:
-        mode = "off"          # the explored design is costed and sized without the unit: build it so
+    if s.exploration is not None and cfg.winograd != "off" and s.engine.pixels > 1 and not s.engine.winograd:
         s.warnings.append(f"--winograd {cfg.winograd}: the design the exploration chose ({s.engine.describe()}) has "
                           "no Winograd unit (with the unit's LUTs and its clock, partitioner/explore/clock.py, no "
                           "design was faster), so every conv stays direct; --engine PxRxV builds one with the unit")
     compiled = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id,
-                              cfg.bias_correction, mode, cfg.winograd_max_loss)
+                              cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss)
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
     s.winograd = compiled.winograd
     s.engine = replace(s.engine, winograd=compiled.image.config.winograd)   # the unit is built: its resources

@@ -63,7 +63,7 @@ def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
         return f"more than {WINOGRAD_MAX_IN_C} input channels (int32 accumulators)"
     if cfg.pixels < 2:               # no window path, no Winograd unit: the build runs on reference and csim only
         return None
-    problem = window_path.winograd_problem(winograd_descriptor(node, graph, cfg), replace(cfg, winograd=True))
+    problem = window_path.winograd_problem(winograd_descriptor(node, graph, cfg), cfg)
     return None if problem is None else f"the RTL engine's Winograd unit: {problem}"
 
 
