@@ -94,6 +94,14 @@ module window_conv #(
   logic wino_q;
   always_ff @(posedge clk) wino_q <= d.flags[F_WINOGRAD];
   wire wino = WINO && wino_q;
+  // its copy for T0's kernel offsets alone (the flag's load is near a thousand; through it, the offset's add and
+  // the pixels' bounds were a 4- and 8-pixel Winograd design's second-worst path). A reset of its own keeps
+  // synthesis from merging it with wino_q
+  logic wino_t0_q;
+  always_ff @(posedge clk)
+    if (!rst_n) wino_t0_q <= 1'b0;
+    else wino_t0_q <= d.flags[F_WINOGRAD];
+  wire wino_t0 = WINO && wino_t0_q;
   loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(wino ? cbs_d + 16'd1 : cbs_d), .less2_o(cb_pen_q), .less3_o(),
     .is1_o(cb_one_q), .is2_o(cb_two_q));
   logic [15:0] wr_cb_pen;                        // the window's channel beats for its writer
@@ -151,7 +159,7 @@ module window_conv #(
   logic [3:0] wload_pos;                         // ... the patch row and strip segment it loads (positions < 12)
   // Winograd: a beat's twelve loads at its first twelve positions (wload_pos counts them beside wpos), so its strip
   // is whole before the patch forms at position 13, two steps ahead of where the next beat's first row of it is
-  // picked (winograd_patch.sv: the row at TA2, V at TB, each into a register)
+  // picked (winograd_patch.sv: the row at TB, V at T1, each into a register, for the array at TX)
   localparam int LP = P > 1 ? $clog2(P) : 0;
   // the lowest input row the step reads (its image's base plus the first row its output row reads), and the rows
   // the window may hold from it, in registers a cycle and two after row0 and img_base: a step fires at least
@@ -160,7 +168,7 @@ module window_conv #(
   logic [31:0] limit_q;
   logic ready_q, t0_fire;
   logic [1:0] settle_q;                          // cycles until need_q holds the current row's need
-  logic [P-1:0] t0_mask;
+  logic [P-1:0] t0_x_in;                         // pixel p's x0 + p is in the output row (or need not be)
   logic [PB-1:0] t0_rot;
   logic [2:0] t0_slot;
   logic [15:0] t0_jc;
@@ -175,22 +183,33 @@ module window_conv #(
     end
   always_comb begin
     logic signed [31:0] j0, g;
-    iy = row0 + 32'(wino ? 8'(wload_pos[3:2]) : ky);
-    ix0 = col0 + (wino ? 32'(wload_pos[1:0]) << LP : 32'(kx));
+    iy = row0 + 32'(wino_t0 ? 8'(wload_pos[3:2]) : ky);
+    ix0 = col0 + (wino_t0 ? 32'(wload_pos[1:0]) << LP : 32'(kx));
     j0 = ix0 >>> s2;
     g = img_base + iy;
     t0_slot = 3'(32'(g) & slot_mask);
     t0_jc = 16'(j0 >>> PB);
     t0_rot = PB'($unsigned(j0));
-    for (int p = 0; p < P; p++)
-      t0_mask[p] = iy >= 0 && iy < 32'(d.in_h) && ix0 >= col_lo_q[p] && ix0 < col_hi_q[p]
-                   && (dw || wino || $signed({16'd0, x0}) < x_hi_q[p]);
+    for (int p = 0; p < P; p++) t0_x_in[p] = dw || wino_t0 || $signed({16'd0, x0}) < x_hi_q[p];
   end
+  // which of the P columns are in the input: compared at TA from the step's row and column in registers (after
+  // the offset's add in T0, the compares made the Winograd designs' worst path)
+  logic signed [31:0] ta_iy, ta_ix0;
+  logic [P-1:0] ta_x_in, ta_mask, ta2_mask, tb_mask;
+  always_ff @(posedge clk)
+    if (adv) begin
+      ta_iy <= iy; ta_ix0 <= ix0; ta_x_in <= t0_x_in;
+    end
+  always_comb
+    for (int p = 0; p < P; p++)
+      ta_mask[p] = ta_iy >= 0 && ta_iy < 32'(d.in_h) && ta_ix0 >= col_lo_q[p] && ta_ix0 < col_hi_q[p] && ta_x_in[p];
   always_ff @(posedge clk) begin
     lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
     limit_q <= 32'(lowest_q) + 32'(slots);
   end
-  assign t0_fire = active && ready_q && adv_step;
+  // ready_q implies active: it is set from active, and cleared with row_change, which precedes active's fall (an
+  // image's last row) by three cycles of settle_q, so the fire is two registers' AND
+  assign t0_fire = ready_q && adv_step;
   assign wait_input = active && !ready_q;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   logic [WAW-1:0] wwrow;                         // Winograd: the step's weight row
@@ -262,15 +281,19 @@ module window_conv #(
       ready_q <= 1'b0;
       settle_q <= 2'd2;
     end else begin
-      ready_q <= settle_q == 2'd0 && $signed({1'b0, rows_loaded}) > 33'(need_q);
+      ready_q <= active && settle_q == 2'd0 && $signed({1'b0, rows_loaded}) > 33'(need_q);
       if (settle_q != 2'd0) settle_q <= settle_q - 2'd1;
     end
   end
+  // `active` alone takes the reset: the loops' counters need none (a tile's start sets them all, and no step fires
+  // or image ends without a start), so the reset's load stays out of their enables (through it, 4-pixel designs'
+  // worst path)
+  always_ff @(posedge clk)
+    if (!rst_n) active <= 1'b0;
+    else if (start) active <= 1'b1;
+    else if (!t0_fire && image_end_q && last_n) active <= 1'b0;
   always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      active <= 1'b0;
-    end else if (start) begin
-      active <= 1'b1;
+    if (start) begin
       n <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
       n_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
       last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q; last_tile <= m_zero_q;
@@ -333,7 +356,7 @@ module window_conv #(
       if (!last_n) begin
         n <= n_nx; n_nx <= n_nx + 16'd1;
         last_n <= n_nx == n_last_q;
-      end else active <= 1'b0;
+      end
     end
   end
   // the output row, in a block of its own: it moves on row_change alone, a register and the pipeline's fire; its
@@ -390,7 +413,7 @@ module window_conv #(
     image_end_q <= rst_n && !start && row_change && last_y;
 
   // ---- TA, TA2, TB: the step's window address ----------------------------------------------------------
-  localparam int FW = 4 + TW + PB + P + 3 * 16 + WAW + 11;  // the step's fields carried to T1
+  localparam int FW = 4 + TW + PB + 3 * 16 + WAW + 11;  // the step's fields carried to T1
   // a Winograd step's: it loads (a patch row's segment), computes (a beat late), ends the beat (position 15)
   wire t0_wload = !last_wcb && wpos < 4'd12;
   wire t0_first = wino ? wcb == 16'd1 && wpos == 4'd0 : first_step;
@@ -415,11 +438,12 @@ module window_conv #(
       ta_valid <= t0_fire; ta2_valid <= ta_valid; tb_valid <= ta2_valid;
     end
     if (adv) begin
-      ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, t0_mask, n, y,
+      ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, n, y,
                x0, t0_wraddr};
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
       ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
       tb_f <= ta2_f;
+      ta2_mask <= ta_mask; tb_mask <= ta2_mask;
       tb_part <= WA'((ta2_slot[0] ? row_words : 32'd0) + (ta2_slot[1] ? row_words << 1 : 32'd0)
                      + (ta2_slot[2] ? row_words << 2 : 32'd0) + (ta2_phase ? phase_words : 32'd0) + 32'(ta2_cb));
       tb_limit <= ta2_limit;
@@ -430,17 +454,18 @@ module window_conv #(
   logic [3:0] tb_wpos;                          // Winograd: position (a, b), for the patch at T1
   logic [TW-1:0] tb_m;
   logic [PB-1:0] tb_rot;
-  logic [P-1:0] tb_mask;
   logic [15:0] tb_n, tb_y, tb_x;
   logic [WAW-1:0] tb_wraddr;
-  assign {tb_wload, tb_wload_pos, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_mask, tb_n, tb_y,
+  logic t1_phase;
+  logic [WAW-1:0] t1_wraddr;
+  assign {tb_wload, tb_wload_pos, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_n, tb_y,
           tb_x, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
     for (int b = 0; b < P; b++)
       win_raddr[b*WA +: WA] = tb_part + tb_cols + ((P > 1 && 32'(b) < 32'(tb_rot)) ? cbs_q : WA'(0));
   assign w_re = adv;
-  assign w_raddr = tb_wraddr;
+  assign w_raddr = t1_wraddr;                    // read at T1, out with the operands at TX
   // registered, so the address generator's issue does not wait on this sum; the oldest step in flight reads the
   // lowest row, and rows only grow within a tile (cleared at its start), so a cycle late is only a cycle cautious;
   // limit_q is a new tile's two cycles after its start, so the limit stays 0 until then
@@ -473,34 +498,49 @@ module window_conv #(
     if (adv) begin
       t1_m <= tb_m;
       t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
-      t1_flush <= tb_flush;
+      t1_flush <= tb_flush; t1_phase <= tb_phase; t1_wraddr <= tb_wraddr;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
       t1_wload <= tb_wload; t1_wload_pos <= tb_wload_pos; t1_wcomp <= tb_wcomp; t1_wsnap <= tb_wsnap; t1_wpos <= tb_wpos;
     end
   end
 
-  assign dw_phase_next = tb_phase;
+  assign dw_phase_next = t1_phase;
   logic [P*DW-1:0] t1_words;                     // the P columns' words, the input's zero point outside it
   always_comb
     for (int p = 0; p < P; p++)
       t1_words[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
                                         : {(DW / 8){d.in_zero}};
+  // ---- TX: the rotated words in a register, the array's operands (the P:1 rotate on the RAMs' outputs, with the
+  // Winograd select behind it, straight into the DSPs' B input was the 4- and 8-pixel designs' worst path); the
+  // weight RAM is read a stage later to match
+  logic [P*DW-1:0] tx_words;
+  always_ff @(posedge clk)
+    if (adv) tx_words <= t1_words;
   if (WINO) begin : g_wino_patch
+    logic tx_valid, tx_wload, tx_wsnap;
+    logic [3:0] tx_wload_pos;
+    always_ff @(posedge clk) begin
+      if (!rst_n) tx_valid <= 1'b0;
+      else if (adv) tx_valid <= t1_valid;
+      if (adv) begin
+        tx_wload <= t1_wload; tx_wload_pos <= t1_wload_pos; tx_wsnap <= t1_wsnap;
+      end
+    end
     logic [P*10*V-1:0] wv;
     winograd_patch #(.V(V), .P(P)) patch (
-      .clk_i(clk), .en_i(adv), .ta2_a_i(ta2_f[FW-8 -: 2]), .tb_b_i(tb_wpos[1:0]), .t1_step_i(t1_valid),
-      .t1_load_i(t1_wload), .t1_a_i(t1_wload_pos[3:2]), .t1_b_i(t1_wload_pos[1:0]), .t1_words_i(t1_words),
-      .t1_snap_i(t1_wsnap), .v_o(wv));
+      .clk_i(clk), .en_i(adv), .sel_a_i(tb_wpos[3:2]), .sel_b_i(t1_wpos[1:0]), .step_i(tx_valid),
+      .load_i(tx_wload), .load_a_i(tx_wload_pos[3:2]), .load_b_i(tx_wload_pos[1:0]), .words_i(tx_words),
+      .snap_i(tx_wsnap), .v_o(wv));
     always_comb
       for (int p = 0; p < P; p++)
         for (int l = 0; l < V; l++)
-          array_x[(p*V + l)*XW +: XW] = wino ? wv[(p*V + l)*10 +: 10] : XW'($signed(t1_words[(p*V + l)*8 +: 8]));
+          array_x[(p*V + l)*XW +: XW] = wino ? wv[(p*V + l)*10 +: 10] : XW'($signed(tx_words[(p*V + l)*8 +: 8]));
   end else begin : g_bytes
-    assign array_x = t1_words;
+    assign array_x = tx_words;
   end
 
-  // ---- T1 -> T2 through the array's pipeline: the step's fields wait AL steps for its sums ------------------
-  localparam int AL = ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
+  // ---- T1 -> T2 through TX and the array's pipeline: the step's fields wait AL steps for its sums --------------
+  localparam int AL = 1 + ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
   localparam int SW = 4 + TW + 3 * 16 + 5;      // valid, first, last, flush, tile, n, y, x; Winograd: computes, position
   logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
   logic a_valid, a_first, a_last, a_flush, a_wcomp;
@@ -543,7 +583,7 @@ module window_conv #(
   logic t2_valid, t2_first, t2_last, t2_flush, t2_wcomp;
   logic [15:0] t2_n, t2_y, t2_x;
   logic signed [31:0] t2_sum[P][R];
-  logic signed [19:0] t2_carry[P][V];            // depthwise: the previous group's share
+  logic signed [19:0] t2_carry[P][DL];           // depthwise: the previous group's share
   always_ff @(posedge clk) begin
     if (!rst_n) t2_valid <= 1'b0;
     else if (adv) begin
@@ -558,7 +598,7 @@ module window_conv #(
         for (int p = 0; p < P; p++)
           for (int v = 0; v < DL; v++) t2_sum[p][v] <= 32'($signed(array_taps[((P + p)*V + v)*20 +: 20]));
       for (int p = 0; p < P; p++)
-        for (int v = 0; v < V; v++) t2_carry[p][v] <= $signed(array_taps[(p*V + v)*20 +: 20]);
+        for (int v = 0; v < DL; v++) t2_carry[p][v] <= $signed(array_taps[(p*V + v)*20 +: 20]);
     end
   end
 
@@ -604,13 +644,13 @@ module window_conv #(
   end
 
   // depthwise: the group before this one takes its share of this group's sums here
-  logic signed [31:0] prev[P][V], prev_next[P][V];
+  logic signed [31:0] prev[P][DL], prev_next[P][DL];   // the depthwise lanes (DL) only
   logic prev_valid;
   logic [15:0] prev_count, prev_n, prev_y, prev_x;
   logic [31:0] prev_oaddr;
   always_comb
     for (int p = 0; p < P; p++)
-      for (int v = 0; v < V; v++) prev_next[p][v] = prev[p][v] + 32'(t2_carry[p][v]);
+      for (int v = 0; v < DL; v++) prev_next[p][v] = prev[p][v] + 32'(t2_carry[p][v]);
 
   logic signed [31:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
@@ -662,9 +702,10 @@ module window_conv #(
   end
   // the step loops' copy: their enables and resets then start from a register of small load, not from the one
   // that moves the whole pipeline (with it, yosys mapped them 5-6 LUTs deep behind a load of 800-1,200)
+  // It has no reset (a step fires only once `active`, itself reset), so it differs from every other copy: with the
+  // same reset as DOUBLE's `adv_array` below, synthesis merged the two and the step loops had the array's load again
   always_ff @(posedge clk)
-    if (!rst_n) adv_step <= 1'b0;
-    else adv_step <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
+    adv_step <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
   // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own,
   // so the window path's control does not share their load. Its reset value differs (the array has nothing to move
   // the cycle after reset), which is what keeps synthesis from merging the two: a `keep` did not

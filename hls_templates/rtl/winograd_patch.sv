@@ -2,27 +2,28 @@
 // side read the 4 x (2P + 2) input patch of one channel beat. Window reads of P consecutive columns (three per
 // patch row, at the beat's first twelve positions) fill a strip; the step at position 13 turns the strip into the
 // rows of B^T d for every column (the four row sums, shared by the two tiles a column belongs to), which the next
-// beat's 16 steps read, so loading beat k overlaps computing beat k - 1. A step's V = (B^T d) B for every tile at
-// its position (a, b) is formed over two stages, each into a register: at TA2 row a of every column, at TB two of
-// the tile's columns of it added or subtracted (10-bit per lane), which the array reads at T1. So the steps at TA2
-// and TB when the patch forms (positions 14 and 15) still read the beat before, and the next beat's first reads it.
+// beat's 16 steps read, so loading beat k overlaps computing beat k - 1. The window path hands the words over at
+// TX (window_conv.sv), a step's V = (B^T d) B for every tile at its position (a, b) is formed over the two stages
+// before, each into a register: at TB row a of every column, at T1 two of the tile's columns of it added or
+// subtracted (10-bit per lane), which the array reads at TX. So the steps at TB and T1 when the patch forms
+// (positions 14 and 15) still read the beat before, and the next beat's first reads it.
 module winograd_patch #(
   parameter int V = 16,
   parameter int P = 4                    // tiles per group (>= 2: three reads of P columns cover 2P + 2)
 ) (
   input  logic clk_i,
   input  logic en_i,                     // the window path's pipeline moves
-  // the step at TA2 (two cycles before its window words) and at TB (one): position (a, b)
-  input  logic [1:0] ta2_a_i,
-  input  logic [1:0] tb_b_i,
-  // T1: the step whose window words are out
-  input  logic t1_step_i,
-  input  logic t1_load_i,                // it read patch row a, strip columns b * P .. (b < 3)
-  input  logic [1:0] t1_a_i,
-  input  logic [1:0] t1_b_i,
-  input  logic [P*8*V-1:0] t1_words_i,   // column p's V bytes at [p*8V +: 8V] (the zero point outside the input)
-  input  logic t1_snap_i,                // the strip is whole: it becomes the patch
-  output logic [P*10*V-1:0] v_o          // tile p's V lanes at [p*10V +: 10V], for the step at T1
+  // position (a, b) of the step two cycles before its words come (a) and of the one a cycle before (b)
+  input  logic [1:0] sel_a_i,
+  input  logic [1:0] sel_b_i,
+  // the step whose window words come now
+  input  logic step_i,
+  input  logic load_i,                   // it read patch row a, strip columns b * P .. (b < 3)
+  input  logic [1:0] load_a_i,
+  input  logic [1:0] load_b_i,
+  input  logic [P*8*V-1:0] words_i,      // column p's V bytes at [p*8V +: 8V] (the zero point outside the input)
+  input  logic snap_i,                   // the strip is whole: it becomes the patch
+  output logic [P*10*V-1:0] v_o          // tile p's V lanes at [p*10V +: 10V], for the step whose words come
 );
   localparam int SC = 3 * P;             // strip columns
   localparam int PC = 2 * P + 2;         // the patch's columns
@@ -31,14 +32,14 @@ module winograd_patch #(
   logic [3:0][SC-1:0][8*V-1:0] strip_q;
   logic [3:0][PC-1:0][9*V-1:0] rows_q;   // B^T d: row sum a of column c, lane l at [9l +: 9]
   always_ff @(posedge clk_i)
-    if (en_i && t1_step_i && t1_load_i)
+    if (en_i && step_i && load_i)
       for (int a = 0; a < 4; a++)
         for (int s = 0; s < 3; s++)
-          if (2'(a) == t1_a_i && 2'(s) == t1_b_i)
-            for (int p = 0; p < P; p++) strip_q[a][s * P + p] <= t1_words_i[p*8*V +: 8*V];
+          if (2'(a) == load_a_i && 2'(s) == load_b_i)
+            for (int p = 0; p < P; p++) strip_q[a][s * P + p] <= words_i[p*8*V +: 8*V];
   // B^T's rows: d0 - d2, d1 + d2, d2 - d1, d1 - d3
   always_ff @(posedge clk_i)
-    if (en_i && t1_step_i && t1_snap_i)
+    if (en_i && step_i && snap_i)
       for (int c = 0; c < PC; c++)
         for (int l = 0; l < V; l++) begin
           logic signed [8:0] e[4];
@@ -52,7 +53,7 @@ module winograd_patch #(
   logic [PC-1:0][9*V-1:0] row_a;
   always_ff @(posedge clk_i)
     if (en_i)
-      unique case (ta2_a_i)
+      unique case (sel_a_i)
         2'd0: row_a <= rows_q[0];
         2'd1: row_a <= rows_q[1];
         2'd2: row_a <= rows_q[2];
@@ -63,7 +64,7 @@ module winograd_patch #(
   always_comb
     for (int p = 0; p < P; p++) begin
       logic [9*V-1:0] f, s;
-      unique case (tb_b_i)
+      unique case (sel_b_i)
         2'd0: begin f = row_a[2*p]; s = row_a[2*p + 2]; end
         2'd1: begin f = row_a[2*p + 1]; s = row_a[2*p + 2]; end
         2'd2: begin f = row_a[2*p + 2]; s = row_a[2*p + 1]; end
@@ -73,7 +74,7 @@ module winograd_patch #(
         logic signed [9:0] fl, sl;
         fl = 10'($signed(f[9*l +: 9]));
         sl = 10'($signed(s[9*l +: 9]));
-        v_d[(p*V + l)*10 +: 10] = tb_b_i == 2'd1 ? fl + sl : fl - sl;
+        v_d[(p*V + l)*10 +: 10] = sel_b_i == 2'd1 ? fl + sl : fl - sl;
       end
     end
   always_ff @(posedge clk_i)
