@@ -1,21 +1,22 @@
 """Design-space exploration per board: chosen engine, resources against the budget, modelled fps, latency, MAC
 utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI DPU figures on ZCU104 beside them.
 
-    python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...] [--objective latency]
+    python benchmarks/design_space.py [--boards pynq-z2,...] [--models yolov3,...] [--objective latency|fpga]
                                       [--dsp-clock 1x,2x] [--winograd off,all]
 
-"FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock
-or, where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; DDR bandwidth as a
-bound, several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing
-excluded, as the DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from
-the board's CPU figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one
-the objective picks (default: whole-frame throughput). `--dsp-clock 1x,2x` explores each board twice: with the
-array's DSPs at the engine clock and at twice it (`partition --dsp-clock 2x`; "DSP clock" column; UltraScale+ Zynq
-boards only). A 2x design's DSP clock is twice the MHz column: the timing estimate's DSP-clock paths reach it, but
-600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and route. `--winograd off,all`
-explores each twice more: without and with the window path's Winograd unit (`partition --winograd`; its eligible
-3x3 convs, those without a fused residual or pool, as Winograd layers; its LUTs and FFs in the resources); "MAC
-util" then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above 100 % possible).
+"FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock or,
+where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; DDR bandwidth as a bound,
+several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded, as the
+DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the board's CPU
+figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one the objective picks
+(default: whole-frame throughput; `--objective fpga`: the FPGA layers' own fps). `--dsp-clock 1x,2x` explores each
+board twice: with the array's DSPs at the engine clock and at twice it (`partition --dsp-clock 2x`; "DSP clock"
+column; UltraScale+ Zynq boards only). A 2x design's DSP clock is twice the MHz column: the timing estimate's
+DSP-clock paths reach it, but 600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and
+route. `--winograd off,all` explores each twice more: without and with the window path's Winograd unit (`partition
+--winograd`; its eligible 3x3 convs, those without a fused residual or pool, as Winograd layers; its LUTs and FFs in
+the resources); "MAC util" then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above
+100 % possible).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--boards", default=",".join(BOARDS))
     ap.add_argument("--models", default="yolov3,yolov3-tiny,ssd300-vgg16,ssd-mobilenet-v1")
-    ap.add_argument("--objective", default="throughput", choices=["throughput", "latency"])
+    ap.add_argument("--objective", default="throughput", choices=["throughput", "latency", "fpga"])
     ap.add_argument("--dsp-clock", default="1x", help="1x, 2x or 1x,2x: the array's DSP clock(s) to explore")
     ap.add_argument("--winograd", default="off", help="off, all, auto or a list: partition --winograd to explore")
     args = ap.parse_args()

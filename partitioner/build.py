@@ -88,7 +88,7 @@ class PartitionConfig:
     calibration_method: str = "mse"          # max | percentile | mse (engine/calibrate.py)
     engine: EngineConfig | None = None        # None: design-space exploration chooses it for the board
     target_fps: float | None = None
-    objective: str = "throughput"             # what the exploration maximises: throughput | latency (dse.py)
+    objective: str = "throughput"             # what the exploration maximises: throughput | latency | fpga
     in_flight: int | None = None              # frames in flight the throughput figures assume (None: fpga-run's)
     compute_units: int | None = None          # restrict the exploration to this many engine instances
     accuracy: bool = True

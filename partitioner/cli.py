@@ -123,9 +123,11 @@ def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) ->
               help="fix the engine's array (e.g. 16x16, or 4x16x16: 4 output pixels per step) instead of exploring")
 @click.option("--target-fps", type=click.FloatRange(min=0, min_open=True), default=None,
               help="choose the smallest engine that reaches this rate (an error where none does)")
-@click.option("--objective", type=click.Choice(["throughput", "latency"]), default="throughput", show_default=True,
+@click.option("--objective", type=click.Choice(["throughput", "latency", "fpga"]), default="throughput",
+              show_default=True,
               help="what the exploration maximises: whole frames per second under fpga-run's defaults (frames "
-                   "in flight, CPU workers), or one frame's latency")
+                   "in flight, CPU workers), one frame's latency, or (fpga) frames per second of the FPGA layers "
+                   "alone, whole frames breaking ties")
 @click.option("--in-flight", type=click.IntRange(min=1), default=None,
               help="frames in flight the throughput objective assumes, as `fpga-run run --in-flight` [default: "
                    "fpga-run's, one per compute unit and one more]; with fewer frames than units, parallel "

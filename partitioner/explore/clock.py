@@ -38,8 +38,9 @@ class FmaxFit:
     board: str                          # the board whose part (and delay model) the estimates are for
     a_ns: float                         # without the window path
     b_ns: float                         # per log2 of the array's PE rows x VEC (0: no dependence found)
-    # the window path's worst path above a, per pixel count (2, 4, 8): since the eighteenth RTL it is its step
-    # loops' enables and resets, which yosys/ABC maps 4-6 LUTs deep by shape in no order of the array's size
+    # the window path's worst path above a, per pixel count (2, 4, 8): in the eighteenth RTL its step loops'
+    # enables and resets, which yosys/ABC mapped 4-6 LUTs deep by shape in no order of the array's size; since the
+    # nineteenth the step's readiness (2 and 4 pixels) or the layer decoder's group fit (8x8x8)
     window_ns: tuple[tuple[int, float], ...]
     fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC[@2x][+wino]) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
@@ -52,8 +53,8 @@ class FmaxFit:
     fast_ns: float = 0.0
     fast_f0_ns: float = 0.0
     fast_f1_ns: float = 0.0
-    # the Winograd unit (EngineConfig.winograd): its worst path, the window words' bank rotation (P:1) and the
-    # select between them and V into the array, w0 + w1 * log2(pixels), where longer
+    # the Winograd unit (EngineConfig.winograd): its design's worst path, w0 + w1 * log2(pixels), where longer
+    # (before the nineteenth RTL the window words' bank rotation and the select between them and V into the array)
     winograd_w0_ns: float = 0.0
     winograd_w1_ns: float = 0.0
 
@@ -74,7 +75,16 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The eighteenth RTL (the Winograd unit's V from two registered selects, several output tiles
+# UltraScale+ -2 (zcu104). The nineteenth RTL (the window path's rotated words registered before the array, the pixels'
+# input bounds compared a stage after T0's offsets, the step loops' counters without the reset, the loops' copy of
+# the move register unmergeable with the 2x array's): 1x 3.789 ns on 8x8 (unchanged), 3.885 on 2x8x16, 3.868 on
+# 4x16x16 (was 4.143), 3.887 on 8x16x16 and 3.976 on 8x8x8 (the layer decoder's group fit, unchanged); 2x 3.788,
+# 3.885, 3.885 (4x16x16@2x, was 4.539), 3.887; the window shapes' worst path is now the step's readiness into
+# itself (5 LUTs through the fire and the row change). With the Winograd unit 3.905 on 4x16x16+wino (was 4.462) and
+# 3.956 on 8x8x8+wino (was 4.935; its worst path the hold's set counts): the w terms, fitted on both, are no longer
+# above the direct shapes' by more than 0.04 ns. Window terms per pixel count, fitted on one shape each; left out,
+# 8x16x16 (the 8-pixel term from 8x8x8: the model 2.3 % slow there).
+# The eighteenth RTL (the Winograd unit's V from two registered selects, several output tiles
 # per Winograd pass, the step loops on their own copy of the move register, which yosys merges with the array's in
 # 2x): 1x 3.789 ns on 8x8, 3.801 on 2x8x16, 4.143 on 4x16x16 (the step loops' set, 5 LUTs from their `active`),
 # 3.976 on 8x8x8 (the layer decoder's group fit), 3.840 on 8x16x16 (the window's bank rotation into the array; stop
@@ -111,13 +121,13 @@ class FmaxFit:
 # runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: every shape makes it now); b is 0
 # (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
 # thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.012), (4, 0.354), (8, 0.187)),
-                         window_2x_ns=((2, 0.044), (4, 0.750), (8, 0.165)),
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.096), (4, 0.079), (8, 0.187)),
+                         window_2x_ns=((2, 0.096), (4, 0.096), (8, 0.098)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x16+wino", "8x8x8+wino"),
                          checked_on=("8x16x16",),
-                         fast_ns=1.44, fast_f0_ns=1.493, fast_f1_ns=0.038, winograd_w0_ns=3.516,
-                         winograd_w1_ns=0.473)
+                         fast_ns=1.44, fast_f0_ns=1.493, fast_f1_ns=0.038, winograd_w0_ns=3.803,
+                         winograd_w1_ns=0.051)
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
 # write queue's head; the thirteenth's 7.966 was the address generator's row sum into an inferred DSP48E1): a alone,
 # as on UltraScale+; not checked on another
