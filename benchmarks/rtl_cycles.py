@@ -78,7 +78,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
 
 def report(m: dict) -> None:
     cfg = m["config"]
-    print(f"\n## {m['build']}: engine {cfg.pe_rows}x{cfg.vec}, {cfg.clock_mhz:g} MHz\n")
+    print(f"\n## {m['build']}: engine {cfg.describe()}, {cfg.clock_mhz:g} MHz\n")
     print("| layer | x | RTL cycles | model | error | MAC util | array busy | input stall | weights | output stall "
           "| tail | DDR MB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
