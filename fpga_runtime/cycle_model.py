@@ -74,13 +74,15 @@ MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric
 # +5, a tile's load +20, its run +4, an element-wise layer +14 (worst layer within 2.8 %, mean -0.5 %); the window
 # path's run +5 (+4 as a tile's, and its TA2 stage), checked by tests/test_verilator_backend.py on the window layers.
 # The nineteenth: the window path's run +1 (its operands registered at TX, window_conv.sv, a stage before the array).
+# The twentieth: a tile's run and the window path's +1 (the array's lane pairs summed in cascaded DSPs,
+# mac_cascade.sv: engine_pkg::ARRAY_LATENCY 5 -> 6, which a `--dsp-clock 2x` array already took).
 TILE_LOAD_OVERHEAD = (3.0, 50.0)
-TILE_RUN_OVERHEAD = (2.0, 66.0)
+TILE_RUN_OVERHEAD = (2.0, 67.0)
 LAYER_OVERHEAD = (1.0, 23.0)
 LUT_OVERHEAD = (1.0, 3.0)
 GAP_LOAD_OVERHEAD = (1.0, 11.0)
 ELEMENTWISE_OVERHEAD = (2.0, 78.0)
-WINDOW_RUN_OVERHEAD = (2.0, 59.0)
+WINDOW_RUN_OVERHEAD = (2.0, 60.0)
 DEPTHWISE_ROW_OVERHEAD = 2.5     # a depthwise row whose results leave a pixel per cycle: output-buffer hand-overs
 WINDOW_ROW_SETTLE = 3            # cycles a window-path row waits after the last step of the row before it
 # results an L2NORM pixel's scaling pass leaves queued for a narrow epilogue: about the MAC stage's room in the
@@ -168,12 +170,6 @@ def pool_tail_cycles(conv_h: int, out_h: int, out_w: int, kh: int, kw: int, sh: 
     return rows * out_w * kh * kw
 
 
-def array_latency_extra(cfg: EngineConfig) -> int:
-    """Cycles a tile's run takes longer when the array's DSPs run at twice the clock: mac_quad.sv's extra stage
-    (engine_pkg::DOUBLE_LATENCY), once per run as the array drains."""
-    return 1 if cfg.dsp_clock == 2 else 0
-
-
 def latency_cycles(cfg: EngineConfig) -> int:
     return max(1, round(MEMORY_LATENCY_NS * cfg.clock_mhz / 1000))
 
@@ -191,7 +187,7 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
     latency = latency_cycles(cfg)
     pixels = s.batch * s.conv_h * s.conv_w
     fixed = _cost(LAYER_OVERHEAD, latency) + s.luts * (_cost(LUT_OVERHEAD, latency) + 256 // v)
-    run_fixed = _cost(TILE_RUN_OVERHEAD, latency) + array_latency_extra(cfg)
+    run_fixed = _cost(TILE_RUN_OVERHEAD, latency)
     if s.op == Op.CONV and s.window_slots:
         return round(fixed + _window_conv_cycles(s, cfg, beat, latency))
     if s.op == Op.CONV:
@@ -259,7 +255,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:
             rows_cycles = first + rows * (compute_row + load_row)
-        run = _cost(WINDOW_RUN_OVERHEAD, latency) + array_latency_extra(cfg) + rows_cycles + p * out_px + s.pool_tail
+        run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * weights)
         return run, load
 

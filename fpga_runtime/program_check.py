@@ -222,6 +222,10 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
         if addr + nbytes > region:
             return (f"{what}_addr {addr:#x} + {nbytes:,} bytes ends past the {region:,}-byte "
                     f"{'activation slot' if region == act else 'constant region'}")
+    if op == Op.CONV and d.flags & Flag.WINOGRAD \
+            and (const[d.weight_addr:d.weight_addr + d.out_c * per].view(np.int8) == -128).any():
+        return ("a Winograd weight of -128: the compiler quantises U to [-127, 127], which keeps the MAC array's sum "
+                "of two lanes' products (|V| <= 512) inside its DSPs' packed low field")
     if "requant" in {s[0] for s in spans}:
         rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
         prelu = op == Op.CONV and d.flags & Flag.PRELU

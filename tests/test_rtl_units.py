@@ -119,6 +119,25 @@ def test_mac_quad_primitive_on_amd_dsp48e2_model(tmp_path):
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
 
 
+@needs_toolchain
+@pytest.mark.parametrize("xw", [8, 10])
+def test_mac_cascade(tmp_path, xw):
+    """The MAC array's lane pairs (mac_cascade.sv): the second DSP adds the first's P through PCIN; xw 10 with the
+    weights a Winograd layer may have."""
+    _run(tmp_path, "mac_cascade", [RTL / "mac_cascade.sv"], "mac_cascade_tb", {"XW": xw})
+
+
+@needs_toolchain
+@pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
+                    "verilog/src/unisims to check mac_cascade's DSP48E2 instances against AMD's model")
+def test_mac_cascade_primitive_on_amd_dsp48e2_model(tmp_path):
+    """mac_cascade's two DSP48E2s (PCOUT into PCIN, the second's operands twice registered, its OPMODE switched
+    between PCIN and C by split_i) on AMD's model."""
+    model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
+    _run(tmp_path, "mac_cascade", [RTL / "mac_cascade.sv", model], "mac_cascade_tb", {"XW": 10}, {"SYNTHESIS": 1},
+         ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))
+
+
 def _dsp_widths(monkeypatch, aw: int, bw: int, pw: int, use_c: int) -> dict[str, int]:
     """dsp_mult's parameters, for the Verilator build and (as DSP_*) for its bench."""
     params = {"AW": aw, "BW": bw, "PW": pw, "USE_C": use_c}

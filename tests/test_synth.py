@@ -43,6 +43,8 @@ def test_partition_synth_writes_resources(tmp_path, zoo):
     # per-layer products; none inferred without them
     assert timing["dsp_cells"] >= 8 * 8 // 2 + 8 + 4 * 8 + 1
     assert timing["dsp_without_mreg_preg"] == 0
+    # the array's lane pairs summed in cascaded DSPs (mac_cascade.sv): one per two lanes of every two rows
+    assert timing["dsp_cascaded"] == (8 // 2) * (8 // 2)
     assert f"Estimated Fmax **{timing['estimated_fmax_mhz']:.0f} MHz**" in report
     assert not (out / "fpga" / "synth" / "netlist.json").exists()
     # the build's clock came from the exploration's Fmax model, and the synthesised engine reaches it
@@ -60,7 +62,7 @@ def test_double_pumped_engine_synthesises_with_its_dsp_clock_timed(tmp_path, zoo
                                   engine=EngineConfig(vec=8, pe_rows=8, dsp_clock=2)))
     r = json.loads((out / "fpga" / "synth" / "resources.json").read_text())
     timing = json.loads((out / "fpga" / "synth" / "timing.json").read_text())
-    assert timing["dsp_clock"] == "2x" and timing["dsp_without_mreg_preg"] == 0
+    assert timing["dsp_clock"] == "2x" and timing["dsp_without_mreg_preg"] == 0 and timing["dsp_cascaded"] == 0
     assert r["DSP"] >= 8 * 8 // 4 and timing["dsp_cells"] < 8 * 8 // 2 + 8 + 4 * 8 + 10
     assert timing["fast_estimated_fmax_mhz"] >= 2 * timing["clock_mhz"]
     assert timing["estimated_fmax_mhz"] >= timing["clock_mhz"]

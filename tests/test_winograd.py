@@ -299,6 +299,25 @@ def test_weight_span_is_sixteen_taps():
     check_programs(image, const)
 
 
+def test_program_check_refuses_a_winograd_weight_the_dsp_cascade_cannot_sum():
+    """The MAC array sums two lanes' products in cascaded DSPs (mac_cascade.sv), whose packed low field holds
+    2 x 512 x 127 but not 2 x 512 x 128: a Winograd layer's weights stay in [-127, 127] (the compiler's range), and
+    a build with a -128 among them is refused before an engine runs it; a direct conv's -128 is fine."""
+    d = Descriptor(op=Op.CONV, flags=int(Flag.WINOGRAD), batch=1, in_h=8, in_w=8, in_c=16, in_c_stride=16, out_h=8,
+                   out_w=8, out_c=16, out_c_stride=16, conv_h=8, conv_w=8, kh=3, kw=3, stride_h=1, stride_w=1,
+                   dil_h=1, dil_w=1, pad_t=1, pad_l=1, pad_b=1, pad_r=1, weight_addr=0, bias_addr=8192,
+                   requant_addr=12288)
+    image, const = _program(d)
+    const[16 * 16 * 16 - 1] = 0x81                 # -127, the span's last byte
+    check_programs(image, const)
+    const[16 * 16 * 16 - 1] = 0x80                 # -128
+    with pytest.raises(ProgramError, match="Winograd weight of -128"):
+        check_programs(image, const)
+    image, const = _program(replace(d, flags=0))
+    const[9 * 16 * 16 - 1] = 0x80
+    check_programs(image, const)
+
+
 def test_cycle_model_counts_tiles_and_their_waste():
     """On the window path 16 steps per input beat and 16 more (the beat loaded while the one before computes) for
     `pixels` tiles of 2x2 outputs, against 9 per beat for `pixels` outputs: 9 c / (4 (c + 1)) fewer with c beats,

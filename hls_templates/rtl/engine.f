@@ -6,6 +6,7 @@ loop_bound.sv
 residual_queue.sv
 mac_pair.sv
 mac_quad.sv
+mac_cascade.sv
 dsp_mult.sv
 axi_run_reader.sv
 axi_beat_writer.sv

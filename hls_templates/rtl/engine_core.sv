@@ -254,15 +254,18 @@ module engine_core #(
   logic [2*P*V*20-1:0] array_taps;
   // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is a register: the window path's copy of its
   // move, which is 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is
+  // a depthwise layer on the window path takes each lane's products (`taps`): the array's lane pairs not summed
+  logic split_q;
+  always_ff @(posedge clk) split_q <= DWW && win && win_rows;
   mac_array #(.V(V), .R(R), .P(P), .PACK(PACK), .TAPS(DWW), .DOUBLE(DOUBLE), .XW(XW)) array (.clk_i(clk), .clk2x_i(clk2x),
-    .en_i(DOUBLE ? wc_array_en : !win || wc_array_en), .x(array_x), .w(array_w), .sums(array_sums),
+    .en_i(DOUBLE ? wc_array_en : !win || wc_array_en), .split_i(split_q), .x(array_x), .w(array_w), .sums(array_sums),
     .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
-  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW), .DOUBLE(DOUBLE)) mac (
+  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
-    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY - (DOUBLE ? DOUBLE_LATENCY : 0))), .w_raddr(mac_raddr),
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 

@@ -38,8 +38,7 @@ package engine_pkg;
 
   localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
   localparam int EPI_LATENCY = 17;                 // cycles from a result into the epilogue to it out (epilogue.sv)
-  localparam int ARRAY_LATENCY = 5;                // cycles from the MAC array's operands to its sums (mac_array.sv)
-  localparam int DOUBLE_LATENCY = 1;               // ... more with its DSPs at twice the clock (mac_quad.sv)
+  localparam int ARRAY_LATENCY = 6;                // cycles from the MAC array's operands to its sums (mac_array.sv)
   // physical address bits the engine computes with: every Zynq UltraScale+ and Alveo memory map lies below 2^40
   // (the runtime checks its buffers); the AXI ports carry 64, the bits above these 0
   localparam int ADDR_W = 40;

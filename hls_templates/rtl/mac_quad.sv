@@ -8,7 +8,7 @@
 // a stalled fabric cycle freezes the fast pipeline as it freezes the fabric one. The fabric side registers the
 // operands (1x), the fast side catches the first product in the cycle it leaves P (pa_q) and the fabric side takes
 // both (1x). Every crossing is register to register: fabric to fast in half a fabric cycle, fast to fabric likewise.
-// The products come out four enabled fabric cycles after their operands go in, one more than mac_pair's.
+// The products come out four enabled fabric cycles after their operands go in, as mac_cascade's sums do.
 //
 // The fast side knows which half of the fabric cycle it is in from a fabric toggle and its copy one fast cycle
 // late (they differ in the first half), so no reset or start signal aligns it.

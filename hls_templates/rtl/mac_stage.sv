@@ -9,8 +9,7 @@ module mac_stage #(
   parameter int V = 16,
   parameter bit PACK = 1,          // the lane products two per multiplier (mac_pair)
   parameter int R = 16,
-  parameter int WAW = 10,          // weight RAM address bits
-  parameter bit DOUBLE = 0         // the array's DSPs at twice the clock (a cycle more)
+  parameter int WAW = 10           // weight RAM address bits
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -80,9 +79,8 @@ module mac_stage #(
   end
   assign w_raddr = WAW'(ab_tag.waddr) + WAW'(ab_idx);
 
-  // C1 -> P1 .. P(PS) -> C2: the array's sums of C1's beat are out at P(PS) (engine_pkg::ARRAY_LATENCY after C1,
-  // DOUBLE_LATENCY more with DOUBLE)
-  localparam int PS = ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
+  // C1 -> P1 .. P(PS) -> C2: the array's sums of C1's beat are out at P(PS) (engine_pkg::ARRAY_LATENCY after C1)
+  localparam int PS = ARRAY_LATENCY;
   localparam int TB = engine_pkg::TAG_BITS;
   logic c1_valid, c1_last;
   logic [DW-1:0] c1_data;

@@ -416,7 +416,9 @@ module window_conv #(
   localparam int FW = 4 + TW + PB + 3 * 16 + WAW + 11;  // the step's fields carried to T1
   // a Winograd step's: it loads (a patch row's segment), computes (a beat late), ends the beat (position 15)
   wire t0_wload = !last_wcb && wpos < 4'd12;
-  wire t0_first = wino ? wcb == 16'd1 && wpos == 4'd0 : first_step;
+  // the step whose sums take the tile's bias: a group's first; a Winograd group's first computing beat's position
+  // (1, 1), the one whose sum goes into all four outputs, each with a plus
+  wire t0_bias = wino ? wcb == 16'd1 && wpos == 4'd5 : first_step;
   logic ta_valid, ta2_valid, tb_valid;
   logic [FW-1:0] ta_f, ta2_f, tb_f;
   logic [2:0] ta_slot, ta2_slot;
@@ -438,7 +440,7 @@ module window_conv #(
       ta_valid <= t0_fire; ta2_valid <= ta_valid; tb_valid <= ta2_valid;
     end
     if (adv) begin
-      ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_first, last_step, flush, kx[0], m, t0_rot, n, y,
+      ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_bias, last_step, flush, kx[0], m, t0_rot, n, y,
                x0, t0_wraddr};
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
       ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
@@ -449,7 +451,7 @@ module window_conv #(
       tb_limit <= ta2_limit;
     end
   end
-  logic tb_first, tb_last, tb_flush, tb_phase, tb_wload, tb_wcomp, tb_wsnap;
+  logic tb_bias, tb_last, tb_flush, tb_phase, tb_wload, tb_wcomp, tb_wsnap;
   logic [3:0] tb_wload_pos;
   logic [3:0] tb_wpos;                          // Winograd: position (a, b), for the patch at T1
   logic [TW-1:0] tb_m;
@@ -458,7 +460,7 @@ module window_conv #(
   logic [WAW-1:0] tb_wraddr;
   logic t1_phase;
   logic [WAW-1:0] t1_wraddr;
-  assign {tb_wload, tb_wload_pos, tb_wcomp, tb_wsnap, tb_wpos, tb_first, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_n, tb_y,
+  assign {tb_wload, tb_wload_pos, tb_wcomp, tb_wsnap, tb_wpos, tb_bias, tb_last, tb_flush, tb_phase, tb_m, tb_rot, tb_n, tb_y,
           tb_x, tb_wraddr} = tb_f;
   logic [P*WA-1:0] win_raddr;
   always_comb
@@ -483,7 +485,7 @@ module window_conv #(
     .rdata(win_rdata));
 
   // ---- T1: the RAMs' words are out; rotate banks to pixels, multiply, sum over the lanes ------------
-  logic t1_valid, t1_first, t1_last, t1_flush, t1_wload, t1_wcomp, t1_wsnap;
+  logic t1_valid, t1_bias, t1_last, t1_flush, t1_wload, t1_wcomp, t1_wsnap;
   logic [3:0] t1_wload_pos;
   logic [3:0] t1_wpos;
   logic [P-1:0] t1_mask;
@@ -497,7 +499,7 @@ module window_conv #(
     else if (adv) t1_valid <= tb_valid;
     if (adv) begin
       t1_m <= tb_m;
-      t1_first <= tb_first; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
+      t1_bias <= tb_bias; t1_last <= tb_last; t1_mask <= tb_mask; t1_rot <= tb_rot;
       t1_flush <= tb_flush; t1_phase <= tb_phase; t1_wraddr <= tb_wraddr;
       t1_n <= tb_n; t1_y <= tb_y; t1_x <= tb_x;
       t1_wload <= tb_wload; t1_wload_pos <= tb_wload_pos; t1_wcomp <= tb_wcomp; t1_wsnap <= tb_wsnap; t1_wpos <= tb_wpos;
@@ -510,6 +512,20 @@ module window_conv #(
     for (int p = 0; p < P; p++)
       t1_words[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
                                         : {(DW / 8){d.in_zero}};
+  // ---- T1 -> T2 through TX and the array's pipeline: the step's fields wait AL steps for its sums (stage 0: TX) ----
+  localparam int AL = 1 + ARRAY_LATENCY;
+  localparam int SW = 4 + TW + 3 * 16 + 5;      // valid, bias, last, flush, tile, n, y, x; Winograd: computes, position
+  logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
+  logic a_valid, a_bias, a_last, a_flush, a_wcomp;
+  logic [3:0] a_wpos;
+  logic [TW-1:0] a_m;
+  logic [15:0] a_n, a_y, a_x;
+  always_ff @(posedge clk) begin
+    if (!rst_n) a_steps <= '0;
+    else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_bias, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x,
+                              t1_wcomp, t1_wpos};
+  end
+  assign {a_valid, a_bias, a_last, a_flush, a_m, a_n, a_y, a_x, a_wcomp, a_wpos} = a_steps[(AL-1)*SW +: SW];
   // ---- TX: the rotated words in a register, the array's operands (the P:1 rotate on the RAMs' outputs, with the
   // Winograd select behind it, straight into the DSPs' B input was the 4- and 8-pixel designs' worst path); the
   // weight RAM is read a stage later to match
@@ -517,18 +533,15 @@ module window_conv #(
   always_ff @(posedge clk)
     if (adv) tx_words <= t1_words;
   if (WINO) begin : g_wino_patch
-    logic tx_valid, tx_wload, tx_wsnap;
+    logic tx_wload, tx_wsnap;
     logic [3:0] tx_wload_pos;
-    always_ff @(posedge clk) begin
-      if (!rst_n) tx_valid <= 1'b0;
-      else if (adv) tx_valid <= t1_valid;
+    always_ff @(posedge clk)
       if (adv) begin
         tx_wload <= t1_wload; tx_wload_pos <= t1_wload_pos; tx_wsnap <= t1_wsnap;
       end
-    end
     logic [P*10*V-1:0] wv;
     winograd_patch #(.V(V), .P(P)) patch (
-      .clk_i(clk), .en_i(adv), .sel_a_i(tb_wpos[3:2]), .sel_b_i(t1_wpos[1:0]), .step_i(tx_valid),
+      .clk_i(clk), .en_i(adv), .sel_a_i(tb_wpos[3:2]), .sel_b_i(t1_wpos[1:0]), .step_i(a_steps[SW-1]),
       .load_i(tx_wload), .load_a_i(tx_wload_pos[3:2]), .load_b_i(tx_wload_pos[1:0]), .words_i(tx_words),
       .snap_i(tx_wsnap), .v_o(wv));
     always_comb
@@ -539,20 +552,6 @@ module window_conv #(
     assign array_x = tx_words;
   end
 
-  // ---- T1 -> T2 through TX and the array's pipeline: the step's fields wait AL steps for its sums --------------
-  localparam int AL = 1 + ARRAY_LATENCY + (DOUBLE ? DOUBLE_LATENCY : 0);
-  localparam int SW = 4 + TW + 3 * 16 + 5;      // valid, first, last, flush, tile, n, y, x; Winograd: computes, position
-  logic [AL*SW-1:0] a_steps;                    // the step in array stage k at [SW*k +: SW]
-  logic a_valid, a_first, a_last, a_flush, a_wcomp;
-  logic [3:0] a_wpos;
-  logic [TW-1:0] a_m;
-  logic [15:0] a_n, a_y, a_x;
-  always_ff @(posedge clk) begin
-    if (!rst_n) a_steps <= '0;
-    else if (adv) a_steps <= {a_steps[(AL-1)*SW-1:0], t1_valid, t1_first, t1_last, t1_flush, t1_m, t1_n, t1_y, t1_x,
-                              t1_wcomp, t1_wpos};
-  end
-  assign {a_valid, a_first, a_last, a_flush, a_m, a_n, a_y, a_x, a_wcomp, a_wpos} = a_steps[(AL-1)*SW +: SW];
   // the group's output pixel address (plus the tile's channels) beside it: pixel_address takes
   // ADDRESS_LATENCY steps from T0's counters (its first stage beside TA, three steps ahead of T1), then it waits
   // out the array's others
@@ -579,24 +578,45 @@ module window_conv #(
   logic [AL-1:0] a_busy;
   always_comb for (int k = 0; k < AL; k++) a_busy[k] = a_steps[k*SW + SW - 1];
 
-  // ---- T2: accumulate (bias first); a finished group moves to the output buffer ---------------------
-  logic t2_valid, t2_first, t2_last, t2_flush, t2_wcomp;
+  // ---- T2: accumulate; a finished group moves to the output buffer ------------------------------------------
+  // A group's end clears the accumulators (their registers' synchronous reset). With the Winograd unit the tile's
+  // bias goes into the sums of its bias step (t0_bias) on their way into T2, so each of the four sets adds one term
+  // and selects nothing (a bias-or-accumulator select per set was a quarter of the unit's LUTs); without it the
+  // bias step starts the one set from the bias, a select its adder absorbs.
+  logic t2_valid, t2_bias, t2_last, t2_flush, t2_wcomp;
   logic [15:0] t2_n, t2_y, t2_x;
   logic signed [31:0] t2_sum[P][R];
   logic signed [19:0] t2_carry[P][DL];           // depthwise: the previous group's share
+  // the tile's bias (the tables hold still while a group runs): with the unit the step entering T2's, picked from
+  // its tile a stage early; without it the step at T2's
+  logic signed [31:0] bias_word[R];
+  if (WINO) begin : g_bias_early
+    logic [TW-1:0] pre_m;
+    assign pre_m = a_steps[(AL-2)*SW + 5 + 3*16 +: TW];   // above x, y, n, computes and position
+    always_ff @(posedge clk)
+      if (adv)
+        for (int r = 0; r < R; r++) bias_word[r] <= bias[32*(G*32'(pre_m) + r) +: 32];
+  end else begin : g_bias_at_t2
+    always_ff @(posedge clk)
+      if (adv)
+        for (int r = 0; r < R; r++) bias_word[r] <= bias[32*(G*32'(a_m) + r) +: 32];
+  end
+  wire sum_bias = WINO && a_bias;
   always_ff @(posedge clk) begin
     if (!rst_n) t2_valid <= 1'b0;
     else if (adv) begin
       t2_valid <= a_valid;
-      t2_first <= a_first; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
+      t2_bias <= a_bias; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
       t2_flush <= a_flush;
       t2_oaddr <= a_oaddr;
       t2_wcomp <= a_wcomp;
       for (int p = 0; p < P; p++)
-        for (int r = 0; r < R; r++) t2_sum[p][r] <= dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32]);
+        for (int r = 0; r < R; r++)
+          t2_sum[p][r] <= (dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32])) + (sum_bias ? bias_word[r] : 32'sd0);
       if (dw)
         for (int p = 0; p < P; p++)
-          for (int v = 0; v < DL; v++) t2_sum[p][v] <= 32'($signed(array_taps[((P + p)*V + v)*20 +: 20]));
+          for (int v = 0; v < DL; v++)
+            t2_sum[p][v] <= 32'($signed(array_taps[((P + p)*V + v)*20 +: 20])) + (sum_bias ? bias_word[v] : 32'sd0);
       for (int p = 0; p < P; p++)
         for (int v = 0; v < DL; v++) t2_carry[p][v] <= $signed(array_taps[(p*V + v)*20 +: 20]);
     end
@@ -609,11 +629,6 @@ module window_conv #(
     a_t = !i ? {1'b0, a != 2'd3} : {a[1], a != 2'd0};
   endfunction
   logic signed [31:0] acc[Q][P][R], acc_next[Q][P][R];
-  // the step's tile's bias, picked a stage early (the tables hold still while a group runs)
-  logic [31:0] t2_bias[R];
-  always_ff @(posedge clk)
-    if (adv)
-      for (int r = 0; r < R; r++) t2_bias[r] <= bias[32*(G*32'(a_m) + r) +: 32];
   if (WINO) begin : g_wino_sets
     // per set, whether the step's sum goes in and negated, a stage early
     logic [Q-1:0] t2_on, t2_neg;
@@ -631,16 +646,14 @@ module window_conv #(
       for (int q = 0; q < Q; q++)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) begin
-            logic [31:0] base, term;
-            base = t2_first ? t2_bias[r] : acc[q][p][r];
+            logic [31:0] term;
             term = t2_on[q] ? (t2_neg[q] ? ~t2_sum[p][r] : t2_sum[p][r]) : 32'd0;
-            acc_next[q][p][r] = 32'(({base, 1'b1} + {term, t2_neg[q]}) >> 1);
+            acc_next[q][p][r] = 32'(({acc[q][p][r], 1'b1} + {term, t2_neg[q]}) >> 1);
           end
   end else begin : g_one_set
     always_comb
       for (int p = 0; p < P; p++)
-        for (int r = 0; r < R; r++)
-          acc_next[0][p][r] = (t2_first ? $signed(t2_bias[r]) : acc[0][p][r]) + t2_sum[p][r];
+        for (int r = 0; r < R; r++) acc_next[0][p][r] = (t2_bias ? bias_word[r] : acc[0][p][r]) + t2_sum[p][r];
   end
 
   // depthwise: the group before this one takes its share of this group's sums here
@@ -783,10 +796,6 @@ module window_conv #(
     if (!rst_n) begin
       ob_count <= '0; ob_empty_q <= 1'b1; ob_one_q <= 1'b0;
     end else begin
-      if (t2_valid && adv && (!wino || t2_wcomp))
-        for (int q = 0; q < Q; q++)
-          for (int p = 0; p < P; p++)
-            for (int r = 0; r < R; r++) acc[q][p][r] <= acc_next[q][p][r];
       if (move) begin
         // the set hset (a direct layer's hold hands on once, from set 0: hset is 0 then)
         for (int q = 0; q < Q; q++)
@@ -812,6 +821,14 @@ module window_conv #(
       end
     end
   end
+
+  // the accumulators: cleared at reset, a tile's start and a group's end (to the hold, or depthwise to `prev`)
+  always_ff @(posedge clk)
+    for (int q = 0; q < Q; q++)
+      for (int p = 0; p < P; p++)
+        for (int r = 0; r < R; r++)
+          if (!rst_n || start || group_end) acc[q][p][r] <= 32'sd0;
+          else if (t2_valid && adv && (!wino || t2_wcomp)) acc[q][p][r] <= acc_next[q][p][r];
 
   always_ff @(posedge clk)
     if (to_hold && dw) begin

@@ -70,6 +70,7 @@ class TimingReport:
     worst_paths: list[TimingPath]
     dsp_cells: int = 0
     dsp_without_mreg_preg: int = 0
+    dsp_cascaded: int = 0                    # DSPs adding another's P through PCIN (mac_cascade.sv's lane pairs)
     registers_used: dict = field(default_factory=dict)
     fast_critical_ns: float | None = None    # the worst path of the 2x clock (its own delay), with `--dsp-clock 2x`
 
@@ -82,7 +83,7 @@ class TimingReport:
                 "margin": f"+-{MARGIN:.0%} (delay model: partitioner/targets/delay_model.py)",
                 "model": self.model, "critical_path_ns": round(self.critical_ns, 3),
                 "dsp_cells": self.dsp_cells, "dsp_without_mreg_preg": self.dsp_without_mreg_preg,
-                "dsp_registers": self.registers_used,
+                "dsp_cascaded": self.dsp_cascaded, "dsp_registers": self.registers_used,
                 **({"dsp_clock": "2x", "fast_critical_path_ns": round(self.fast_critical_ns, 3),
                     "fast_estimated_fmax_mhz": round(1000.0 / self.fast_critical_ns, 1)}
                    if self.fast_critical_ns is not None else {}),
@@ -415,6 +416,8 @@ def estimate_timing(netlist: dict, model: DelayModel, clock_mhz: float, top: str
                         fast_critical_ns=max(fast_ends) + model.uncertainty if fast_ends else None,
                         dsp_cells=len(dsps), dsp_without_mreg_preg=sum(1 for c in dsps
                                                                        if not all(analysis.dsp_regs(c)[1:])),
+                        dsp_cascaded=sum(1 for c in dsps
+                                         if any(isinstance(b, int) for b in c["connections"].get("PCIN", []))),
                         registers_used=dict(regs))
 
 

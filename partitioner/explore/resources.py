@@ -4,7 +4,12 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
-seventeenth RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
+twentieth RTL (the 1x array's lane pairs summed in cascaded DSPs, CASCADE_*; the Winograd sets without a bias
+select): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 DSP, 47,586 LUT (-4.0 %), 33,510 FF
+(-0.9 %); 4x16x16 605 DSP, 63,103 LUT (+1.3 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT
+(+6.4 %), 82,566 FF (-3.2 %); 8x8x8 309 DSP, 40,898 LUT (-9.6 %), 45,171 FF (-1.3 %); the 2x shapes within 132 LUT
+and 512 FF of the nineteenth's (8x8@2x 23,057 LUT, 4x16x16@2x 72,962, 8x16x16@2x 107,046); 8x8 on the PYNQ-Z2's
+xc7 (no cascade: DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
 to the sixteenth's DSP, BRAM, FF and Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x
 106,654). On the sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for
 ADD and a residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
@@ -53,7 +58,8 @@ took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 
 bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
-  one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752.
+  one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752, less
+  8.62 per MAC (and 2.74 FF) where two lanes' DSP48E2s are cascaded (mac_cascade.sv, the 1x array).
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
   default): per lane a 32x18 product as two DSP products, b x mb (ADD's second term and the residual's, one product
   for both: no layer has both) and e1 x ma (the residual's first; SCALE's 8x10 gate product in a SCALE layer), 4
@@ -119,10 +125,11 @@ PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_04
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
 # The Winograd unit's count (winograd_unit) against yosys: the unit's LUTs and FFs are the engine's with it less
-# the same shape's without it (the nineteenth RTL): 4x16x16 +27,965 LUT, +26,116 FF against a count of 19,232 and
-# 26,272 (yosys maps the selects and the sets' adders into more LUTs than one per bit). Fitted on 4x16x16, checked
-# on 8x8x8 (tests/test_dse.py; the eighteenth's +28,096 / +26,118 gave 1.461 and 0.994).
-WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.454, 0.994
+# the same shape's without it (the twentieth RTL, whose four sets add one term each, the bias added to the sums
+# before them): 4x16x16 +23,704 LUT, +25,864 FF against a count of 19,232 and 26,272. Fitted on 4x16x16, checked on
+# 8x8x8 (+22,214 / +24,506: the model +2.7 %, +2.7 %; tests/test_dse.py). The nineteenth's +27,965 / +26,116 (each
+# set's bias-or-accumulator select) gave 1.454 and 0.994.
+WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.233, 0.984
 # `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
 # shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
@@ -130,6 +137,12 @@ WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.454, 0.994
 # +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs); 8x16x16, left out,
 # 637 DSP exact, 105,937 LUT (model +5.1 %, as for its 1x twin), 157,230 FF (-0.3 %).
 DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 2.83, 82
+# The 1x packed array's lane pairs summed in cascaded DSPs (mac_cascade.sv, the twentieth RTL): half the fabric's
+# lane-sum adders and their partial-sum registers, against the nineteenth RTL's yosys counts of the same shapes
+# (per MAC, least squares through 0 over 8x8 -588 LUT / -372 FF, 2x8x16 -2,011 / -1,062, 4x16x16 -8,925 / -2,742,
+# 8x8x8 -4,308 / -1,336; left out, 8x16x16 -18,024 / -4,982: the model's -17,652 / -5,620). The 2x array keeps its
+# fabric sums (within 0.8 % of the nineteenth's on 8x8, 2x8x16 and 8x16x16).
+CASCADE_LUT_PER_MAC, CASCADE_FF_PER_MAC = -8.62, -2.74
 GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
@@ -194,6 +207,9 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
                + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
     lut += round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0
+    if board.int8_macs_per_dsp == 2 and not double:
+        lut += round(CASCADE_LUT_PER_MAC * macs)
+        ff += round(CASCADE_FF_PER_MAC * macs)
     if cfg.pixels > 1:
         p = cfg.pixels
         dsp += WINDOW_DSP[board.int8_macs_per_dsp]
