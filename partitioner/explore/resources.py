@@ -9,7 +9,8 @@ select): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 D
 (-0.9 %); 4x16x16 605 DSP, 63,103 LUT (+1.3 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT
 (+6.4 %), 82,566 FF (-3.2 %); 8x8x8 309 DSP, 40,898 LUT (-9.6 %), 45,171 FF (-1.3 %); the 2x shapes within 132 LUT
 and 512 FF of the nineteenth's (8x8@2x 23,057 LUT, 4x16x16@2x 72,962, 8x16x16@2x 107,046); 8x8 on the PYNQ-Z2's
-xc7 (no cascade: DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
+xc7 (no cascade: DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth
+RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
 to the sixteenth's DSP, BRAM, FF and Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x
 106,654). On the sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for
 ADD and a residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
