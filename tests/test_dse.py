@@ -57,10 +57,10 @@ def test_resource_model_of_the_window_path():
     assert abs(full.bram36 - 46.5) <= 3
     assert abs(full.lut / 63_103 - 1) < 0.05 and abs(full.ff / 52_111 - 1) < 0.05
     # 8 pixels (the KV260's choice for the big detectors), fitted on neither: yosys 1,117 DSP, 87,319 LUT, 82,566 FF
-    # (the model's LUTs 6.4 % high, on the safe side, as they were 5 % high before the cascade)
+    # (the model's LUTs 4.5 % high, on the safe side)
     eight = compute_unit(EngineConfig(pixels=8, window_words=512, depthwise_rows=False), zcu, 147456, 208)
     assert eight.dsp == 8 * 16 * 16 // 2 + 16 + 4 * 16 + 10 + 3 == 1117
-    assert abs(eight.lut / 87_319 - 1) < 0.07 and abs(eight.ff / 82_566 - 1) < 0.05
+    assert abs(eight.lut / 87_319 - 1) < 0.06 and abs(eight.ff / 82_566 - 1) < 0.05
     plain = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=512, depthwise_rows=False), zcu,
                          196 * 256, 32)
     assert plain.dsp == full.dsp - 8 * 4 and plain.lut < full.lut

@@ -3,17 +3,17 @@ RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts foll
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
-4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
-twentieth RTL (the 1x array's lane pairs summed in cascaded DSPs, CASCADE_*; the Winograd sets without a bias
-select): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 DSP, 47,586 LUT (-4.0 %), 33,510 FF
-(-0.9 %); 4x16x16 605 DSP, 63,103 LUT (+1.3 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT
-(+6.4 %), 82,566 FF (-3.2 %); 8x8x8 309 DSP, 40,898 LUT (-9.6 %), 45,171 FF (-1.3 %); the 2x shapes within 132 LUT
-and 512 FF of the nineteenth's (8x8@2x 23,057 LUT, 4x16x16@2x 72,962, 8x16x16@2x 107,046); 8x8 on the PYNQ-Z2's
-xc7 (no cascade: DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth
-RTL (the MAC array's operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises
-to the sixteenth's DSP, BRAM, FF and Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x
-106,654). On the sixteenth RTL (the epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for
-ADD and a residual, the gate product on the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
+4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The twentieth
+RTL (the 1x array's lane pairs summed in cascaded DSPs, CASCADE_*; the Winograd sets without a bias select;
+WINDOW_LUT_*): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 DSP, 47,586 LUT (+0.1 %), 33,510 FF
+(-0.9 %); 4x16x16 605 DSP, 63,103 LUT (0.0 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT (+4.5 %),
+82,566 FF (-3.2 %); 8x8x8 309 DSP, 40,898 LUT (0.0 %), 45,171 FF (-1.3 %); the 2x shapes within 132 LUT and 512 FF of
+the nineteenth's (8x8@2x 23,057 LUT, 4x16x16@2x 72,962, 8x16x16@2x 107,046); 8x8 on the PYNQ-Z2's xc7 (no cascade:
+DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth RTL (the MAC array's
+operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises to the sixteenth's DSP, BRAM, FF and
+Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x 106,654). On the sixteenth RTL (the
+epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for ADD and a residual, the gate product on
+the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
 26 FF):
 8x8 82 DSP, 22,909 LUT (model -1.0 %), 17,826 FF (-0.1 %); 2x8x16 221 DSP, 49,202 LUT (-2.7 %), 33,909 FF (0.0 %);
 4x16x16 605 DSP, 72,390 LUT (+0.5 %), 53,685 FF (0.0 %); 8x16x16, fitted on neither, 1,117 DSP, 105,402 LUT
@@ -144,6 +144,11 @@ DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 2.83
 # 8x8x8 -4,308 / -1,336; left out, 8x16x16 -18,024 / -4,982: the model's -17,652 / -5,620). The 2x array keeps its
 # fabric sums (within 0.8 % of the nineteenth's on 8x8, 2x8x16 and 8x16x16).
 CASCADE_LUT_PER_MAC, CASCADE_FF_PER_MAC = -8.62, -2.74
+# What the window path's LUTs still miss after the terms above, per MAC of its P x PE_ROWS x VEC array and per pixel
+# and lane (the twentieth RTL's yosys counts less the model without these: 2x8x16 +1,919, 4x16x16 -812, 8x8x8
+# +3,910, exact on those three; left out, 8x16x16: the model +4.5 %, was +6.4 %; 2x8x16@2x, 4x16x16@2x and
+# 8x16x16@2x then within 0.0 %, -0.3 %, +3.2 %, 8x8x8+wino +0.9 %)
+WINDOW_LUT_PER_MAC, WINDOW_LUT_PER_PIXEL_LANE = -9.195, 134.4
 GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
@@ -216,7 +221,8 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
         dsp += WINDOW_DSP[board.int8_macs_per_dsp]
         bram += p * _memories(cfg.window_words, cfg.vec * 8)
         lut += round(RESIDUAL_QUEUE_LUT + (64 + PIPE_LUT_PER_PIXEL_ROW) * p * cfg.pe_rows
-                     + p * cfg.vec * 8 * max(1, p // 4) + GROUP_LUT * cfg.granule * (p - 1))
+                     + p * cfg.vec * 8 * max(1, p // 4) + GROUP_LUT * cfg.granule * (p - 1)
+                     + WINDOW_LUT_PER_MAC * macs + WINDOW_LUT_PER_PIXEL_LANE * p * cfg.vec)
         ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1) + PIPE_FF_PER_PIXEL * p
         if cfg.depthwise_rows is not False:
             lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)
