@@ -121,7 +121,7 @@ def _refusal(d: Descriptor, image: EngineImage, const: np.ndarray) -> str | None
     geometry = _conv_geometry(d, cfg, in_h, in_w) if op == Op.CONV else _plain_geometry(d, op, cfg, in_h, in_w)
     if geometry:
         return geometry
-    return _spans(d, op, image, const)
+    return _spans(d, op, image) or _constant_values(d, op, const)
 
 
 def _conv_geometry(d: Descriptor, cfg, in_h: int, in_w: int) -> str | None:
@@ -187,7 +187,7 @@ def _plain_geometry(d: Descriptor, op: Op, cfg, in_h: int, in_w: int) -> str | N
     return None
 
 
-def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str | None:
+def _spans(d: Descriptor, op: Op, image: EngineImage) -> str | None:
     """Every byte range the layer touches, inside its region."""
     act, consts = image.act_bytes, image.const_bytes
     inter = 2 if d.out_step == 2 else 1
@@ -222,11 +222,17 @@ def _spans(d: Descriptor, op: Op, image: EngineImage, const: np.ndarray) -> str 
         if addr + nbytes > region:
             return (f"{what}_addr {addr:#x} + {nbytes:,} bytes ends past the {region:,}-byte "
                     f"{'activation slot' if region == act else 'constant region'}")
-    if op == Op.CONV and d.flags & Flag.WINOGRAD \
-            and (const[d.weight_addr:d.weight_addr + d.out_c * per].view(np.int8) == -128).any():
-        return ("a Winograd weight of -128: the compiler quantises U to [-127, 127], which keeps the MAC array's sum "
-                "of two lanes' products (|V| <= 512) inside its DSPs' packed low field")
-    if "requant" in {s[0] for s in spans}:
+    return None
+
+
+def _constant_values(d: Descriptor, op: Op, const: np.ndarray) -> str | None:
+    """Constants whose values the engine's arithmetic bounds, read once `_spans` has put them inside the region."""
+    if op == Op.CONV and d.flags & Flag.WINOGRAD:
+        weights = const[d.weight_addr:d.weight_addr + d.out_c * weight_taps(d) * d.in_c].view(np.int8)
+        if (weights == -128).any():
+            return ("a Winograd weight of -128: the compiler quantises U to [-127, 127], which keeps the MAC array's "
+                    "sum of two lanes' products (|V| <= 512) inside its DSPs' packed low field")
+    if op in (Op.CONV, Op.GLOBAL_AVG_POOL):
         rq = const[d.requant_addr:d.requant_addr + 8 * d.out_c].view(np.int32).reshape(d.out_c, 2)
         prelu = op == Op.CONV and d.flags & Flag.PRELU
         shift, neg = unpack_requant_word(rq[:, 1])

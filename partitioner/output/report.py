@@ -192,7 +192,7 @@ def timing_section(timing: dict) -> list[str]:
     lines = ["### Timing estimate (fpga/synth/timing.json)", "",
              f"Estimated Fmax **{fmax:.0f} MHz** ({timing['margin']}, {timing['model']}): the engine {verdict} the "
              f"build's {clock:g} MHz clock. {timing['dsp_without_mreg_preg']} of {timing['dsp_cells']} DSP48s run "
-             f"without their multiplier or output register; {timing.get('dsp_cascaded', 0)} add another's product "
+             f"without their multiplier or output register; {timing['dsp_cascaded']} add another's product "
              "through their cascade input (the MAC array's lane pairs). A pre-placement estimate from yosys's netlist: "
              "Vivado's routed timing (`make bitstream` stops if it misses the clock) is the word that counts.", ""]
     if timing.get("dsp_clock") == "2x":
