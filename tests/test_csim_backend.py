@@ -44,10 +44,11 @@ def test_every_golden_case_bit_exact(golden_engine):
         assert np.array_equal(got, case.act_out), case.name
 
 
-@pytest.mark.parametrize("pixels,window_words", [(4, 0), (2, 64)])
+@pytest.mark.parametrize("pixels,window_words", [(4, 0), (2, 64), (3, 0)])
 def test_window_path_bit_exact(golden_engine, tmp_path, pixels, window_words):
     """The HLS window path (P output pixels per array step from a window of input rows) on every golden case;
-    a 64-word window sends the wider layers back to the per-tap path. The step count shows which path ran."""
+    a 64-word window sends the wider layers back to the per-tap path; 3 pixels, not a power of two, put a
+    position in bank (position mod 3). The step count shows which path ran."""
     engine, cases = golden_engine
     config = replace(cases[0].config, pixels=pixels, window_words=window_words)
     hls = write_engine_sources(tmp_path, "window", config, [d for c in cases for d in c.descriptors()])

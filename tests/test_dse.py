@@ -210,6 +210,23 @@ def test_objectives_rank_whole_frames_by_the_runtime_schedule(zoo):
         explore(g, nodes, n, b, objective="fps")
 
 
+def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo):
+    """A branch split's extra FPGA subgraphs are program starts, FPGA time: under "fpga" each design keeps the
+    split with the most FPGA frames/s (the fewest subgraphs), even where another gives more whole frames (SSD's
+    heads split off for "throughput"), and so its FPGA rate beats the throughput pick's."""
+    from partitioner.explore.choice import choose_design
+    from partitioner.frontend.importer import import_model
+    from partitioner.passes.pipeline import run_fusion
+    g = run_fusion(import_model(zoo("ssd-mobilenet-v1", 128)).graph)
+    b = board("zcu104")
+    fast = choose_design(g, b, objective="throughput")
+    engine = choose_design(g, b, objective="fpga")
+    fewest = min(o.split.fpga_subgraphs for o in engine.splits)
+    assert fast.chosen.split.fpga_subgraphs > fewest        # the throughput pick splits: the case in point
+    assert engine.chosen.split.fpga_subgraphs == fewest
+    assert engine.chosen.fps > fast.chosen.fps
+
+
 def test_cpu_bound_designs_are_said_to_be(zoo):
     """Where the CPU stages' work per frame on the runtime's workers exceeds the engine's, the design is
     CPU-bound and its rate is the CPU's, whatever the engine."""
@@ -306,7 +323,7 @@ def test_predict_gives_the_steady_rate_the_report_gives(tmp_path, zoo):
         (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
         (["--engine", "16"], r"'16': expected ROWSxVEC or PIXELSxROWSxVEC"),
         (["--engine", "12x16"], r"'12x16': PE rows and VEC must each be 8, 16, 32 or 64"),
-        (["--engine", "3x16x16"], r"'3x16x16': pixels must be 1, 2, 4, 8 or 16"),
+        (["--engine", "12x16x16"], r"'12x16x16': pixels must be 1 to 8, or 16"),
         (["--dsp-clock", "2x", "--board", "pynq-z2"], r"--dsp-clock.*2x needs UltraScale\+ DSP48E2s"),
         (["--dsp-clock", "2x", "--board", "alveo-u250"], r"--dsp-clock.*aligned edges from one MMCM"),
         (["--dsp-clock", "2x", "--engine-impl", "hls"], r"--dsp-clock 2x is the RTL engine's"),

@@ -127,8 +127,8 @@ void conv_standard(const Descriptor &d, word_t *act, const word_t *consts, const
 // fpga_runtime/winograd.py): per 2x2 output tile and input-channel tile, the 4x4 input patch's V = B^T d B
 // (adds), then per position one array step of R x V products. Y = A^T M A is linear in M, so no M is kept: each
 // step's sums go straight into the tile's four outputs with the signs A^T[i][a] A^T[j][b] of its position (a, b),
-// the datapath planned for the RTL. A row of tiles makes two output rows, which go through the epilogue in row
-// order (the fused pool's ring expects them so). The RTL has no Winograd unit yet: its backends refuse these layers.
+// as the RTL's Winograd unit does (window_conv.sv). A row of tiles makes two output rows, which go through the
+// epilogue in row order (the fused pool's ring expects them so).
 const int WINO_AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
 
 void winograd_patch(const Descriptor &d, const word_t *act, int n, int ty, int tx, int c, int16_t v[16][V]) {

@@ -44,13 +44,18 @@ vec_t splat(int8_t b) {
     return x;
 }
 
-int log2_of(int p) {
-    int k = 0;
-    while ((1 << k) < p) ++k;
-    return k;
+// A row position's bank (its remainder modulo P) and its column in the bank (the quotient, rounded down: a position
+// left of the row, in the padding, has a negative one); P need not be a power of two.
+int bank_of(int pos) {
+#pragma HLS INLINE
+    const int m = pos % P;
+    return m < 0 ? m + P : m;
 }
 
-const int LOG2P = P > 1 ? log2_of(P) : 0;
+int column_of(int pos) {
+#pragma HLS INLINE
+    return (pos - bank_of(pos)) / P;
+}
 
 int pow2_at_least(int v) {
     int p = 1;
@@ -70,7 +75,7 @@ int window_slots(const Descriptor &d, int row_words) {
 // A row's words per bank: each stride phase of the row spread over the P banks, a word per V input channels.
 int window_row_words(const Descriptor &d) {
     const int sh = d.stride_w == 2 ? 1 : 0;
-    const int cols = ((((int)d.in_w + sh) >> sh) + P - 1) >> LOG2P;
+    const int cols = ((((int)d.in_w + sh) >> sh) + P - 1) / P;
     return (1 << sh) * cols * (d.in_c / V);
 }
 
@@ -96,7 +101,7 @@ struct WindowLayout {
 
     int addr(int iy, int pos, int phase, int it) const {
 #pragma HLS INLINE
-        return (((iy & slot_mask) << sh) + phase) * phase_words + (pos >> LOG2P) * it_n + it;
+        return (((iy & slot_mask) << sh) + phase) * phase_words + column_of(pos) * it_n + it;
     }
 };
 
@@ -112,7 +117,7 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
     const int row_words = window_row_words(d);
     const int slots = window_slots(d, row_words);
     const WindowLayout at = {sh, it_n, row_words >> sh, slots - 1};
-    const int groups = ((int)d.conv_w + P - 1) >> LOG2P;
+    const int groups = ((int)d.conv_w + P - 1) / P;
     const vec_t outside = splat(d.in_zero);
 
     int loaded = 0, lx = 0, lit = 0;          // the next input vector to load: row, column, input tile
@@ -158,7 +163,7 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
                 const unsigned lo = (a & 63u) * 8u;
                 const vec_t x = held.range(lo + 8 * V - 1, lo);
                 const int pos = lx >> sh;
-                window[pos & (P - 1)][at.addr(loaded, pos, lx & sh, lit)] = x;
+                window[bank_of(pos)][at.addr(loaded, pos, lx & sh, lit)] = x;
                 if (++lit == it_n) {
                     lit = 0;
                     if (++lx == d.in_w) {
@@ -171,14 +176,14 @@ void compute_window_tile(const Descriptor d, word_t *act, const vec_t w[R][WROWS
             const bool last = ky == d.kh - 1 && kx == d.kw - 1 && it == it_n - 1;
             if (computing && loaded >= need && !(last && pending > 0)) {
                 const int iy = first + ky;
-                const int base = (g << LOG2P) + ((kx - (int)d.pad_l) >> sh);      // position of pixel 0
+                const int base = g * P + ((kx - (int)d.pad_l) >> sh);      // position of pixel 0
                 const int phase = (kx - (int)d.pad_l) & sh;
                 const int k = (ky * d.kw + kx) * it_n + it;
                 vec_t x[P];
 #pragma HLS ARRAY_PARTITION variable=x complete
                 for (int b = 0; b < P; ++b) {          // one read per bank, rotated to its pixel
 #pragma HLS UNROLL
-                    const int p = (b - base) & (P - 1);
+                    const int p = bank_of(b - base);
                     const int pos = base + p;
                     const int ix = (pos << sh) + phase;
                     const bool inside = iy >= 0 && iy < d.in_h && ix >= 0 && ix < d.in_w;

@@ -111,7 +111,9 @@ module layer_descriptor #(
     logic s2;
     s2 = d.stride_w == 8'd2;
     s2_q <= s2;
-    cols_q <= 16'((((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP);
+    // a phase's columns per bank: a division by P, a shift where P is a power of two
+    cols_q <= (P & (P - 1)) == 0 ? 16'((((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP)
+              : 16'((((17'(d.in_w) + 17'(s2)) >> s2) + 17'(P - 1)) / 17'(P));
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;

@@ -35,7 +35,7 @@ from partitioner.placement.cost import node_cost
 VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
 UNITS = (1, 2, 3, 4)
-PIXELS = (1, 2, 4, 8)
+PIXELS = (1, 2, 3, 4, 5, 6, 8)
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
 WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the weight RAM the largest layer needs: a
                                  # 3x3 layer's group of output-channel tiles then shares one load of its input
@@ -249,6 +249,8 @@ def _better(a: Design, b: Design, objective: str, margin: float = 0.0) -> bool:
     """Is `a` better than `b` on the objective by more than `margin` (the other figure breaks exact ties)?"""
     if objective == "latency":
         return a.latency_s < b.latency_s * (1 - margin) or (a.latency_s == b.latency_s and a.rate > b.rate)
+    if objective == "fpga":          # a split's program starts cost FPGA time: whole frames only break ties
+        return a.fps > b.fps * (1 + margin) or (a.fps == b.fps and a.rate > b.rate)
     return a.rate > b.rate * (1 + margin) or (a.rate == b.rate and a.latency_s < b.latency_s)
 
 
