@@ -35,6 +35,20 @@ class TensorView:
     scale: float
     layout: str                # "nchw" (rank-4 tensor) or "nc" (rank-2, as N x 1 x 1 x C)
     zero: int = 0              # zero point: the code of 0.0 (asymmetric tensors, e.g. a ReLU's output)
+    # Column-packed (a frame's first conv, whose few channels would leave most of a VEC beat empty): pixel x holds,
+    # in block j < column_taps of channel_map (each the tensor's channels), the tensor's column x + j - column_pad
+    # (the zero point outside its width source_w), so the conv reads a kernel row's taps in one beat
+    column_taps: int = 1
+    column_pad: int = 0
+    source_w: int = 0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.column_taps <= 16 or not 0 <= self.column_pad < self.column_taps \
+                or len(self.channel_map) % self.column_taps or (self.column_taps > 1 and self.source_w < 1):
+            raise ValueError(f"tensor {self.name!r}: column packing of {self.column_taps} taps, pad "
+                             f"{self.column_pad}, width {self.source_w} over {len(self.channel_map)} channels")
+        if self.channel_map and (min(self.channel_map) < 0 or self.c_offset + self.phys_c > self.c_stride):
+            raise ValueError(f"tensor {self.name!r}: its channels reach past its pixel's {self.c_stride} bytes")
 
     @property
     def phys_c(self) -> int:
@@ -51,7 +65,14 @@ class TensorView:
 
     def write(self, memory: np.ndarray, x: np.ndarray) -> None:
         q = self.quantize(x)
-        self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)] = q
+        if self.column_taps == 1:
+            self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)] = q
+            return
+        region, blocks = self.region(memory), self._column_blocks()
+        for j, (dst, src) in enumerate(self._column_spans()):
+            block = np.full(region.shape[:3] + (blocks.shape[1],), self.zero, np.int8)
+            block[:, :, dst] = q[:, :, src]
+            region[..., self.c_offset + blocks[j]] = block
 
     @property
     def nbytes(self) -> int:
@@ -62,7 +83,25 @@ class TensorView:
         return memory[self.addr:self.addr + self.nbytes].view(np.int8).reshape(self.n, self.h, self.w, self.c_stride)
 
     def read_int8(self, memory: np.ndarray) -> np.ndarray:
-        return self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)]
+        if self.column_taps == 1:
+            return self.region(memory)[..., self.c_offset + np.asarray(self.channel_map)]
+        region, blocks = self.region(memory), self._column_blocks()
+        out = np.full((self.n, self.h, self.source_w, blocks.shape[1]), self.zero, np.int8)
+        for j, (dst, src) in enumerate(self._column_spans()):       # columns no window reads stay the zero point
+            out[:, :, src] = region[:, :, dst][..., self.c_offset + blocks[j]]
+        return out
+
+    def _column_blocks(self) -> np.ndarray:
+        return np.asarray(self.channel_map).reshape(self.column_taps, -1)
+
+    def _column_spans(self) -> list[tuple[slice, slice]]:
+        """Per channel block j: the packed columns that hold a column of the tensor, and those columns."""
+        spans = []
+        for j in range(self.column_taps):
+            shift = j - self.column_pad                   # packed column x holds column x + shift
+            lo, hi = max(0, -shift), min(self.w, self.source_w - shift)
+            spans.append((slice(lo, max(lo, hi)), slice(lo + shift, max(lo, hi) + shift)))
+        return spans
 
     def read(self, memory: np.ndarray) -> np.ndarray:
         q = (self.read_int8(memory).astype(np.float32) - np.float32(self.zero)) * np.float32(self.scale)
@@ -101,10 +140,15 @@ class EngineImage:
         raw = json.loads((folder / "engine.json").read_text())
         if raw["abi_version"] != ABI_VERSION:
             raise ValueError(f"{folder}: engine ABI v{raw['abi_version']}, this runtime speaks v{ABI_VERSION}")
-        return cls(EngineConfig(**raw["config"]), raw["const_bytes"], raw["act_bytes"],
-                   {k: Program(**v) for k, v in raw["programs"].items()},
-                   {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
-                   raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
+        image = cls(EngineConfig(**raw["config"]), raw["const_bytes"], raw["act_bytes"],
+                    {k: Program(**v) for k, v in raw["programs"].items()},
+                    {k: TensorView(**v) for k, v in raw["tensors"].items()}, raw["abi_version"],
+                    raw.get("calibration", {}), raw.get("build_id"), raw.get("board"))
+        for v in image.tensors.values():          # the host writes and reads through them: inside the region
+            if v.addr < 0 or v.addr + v.nbytes > image.act_bytes:
+                raise ValueError(f"tensor {v.name!r} spans bytes {v.addr}..{v.addr + v.nbytes} of an activation "
+                                 f"region of {image.act_bytes}")
+        return image
 
     def flagged_layers(self, const: np.ndarray, flag: int) -> list[tuple[str, int, str, Descriptor]]:
         """(program, layer index, layer name, descriptor) of every layer whose descriptor has `flag` (an abi.Flag)."""

@@ -300,3 +300,72 @@ def test_a_table_activation_codes_only_the_span_where_its_function_moves(tmp_pat
     monkeypatch.setattr(layout, "_table_stage", lambda *args: None)
     symmetric = error(tmp_path / "symmetric")
     assert spanned < 0.75 * symmetric, (spanned, symmetric)
+
+
+def test_column_packed_view_writes_each_pixel_with_its_neighbours_and_reads_back_the_tensor():
+    """A view of 3 column taps (pad 1): packed pixel x holds columns x - 1, x, x + 1 in three channel blocks, the
+    zero point past either edge; reading it gives the tensor again; a packing the channels cannot hold, or a view
+    past its pixel's bytes, is refused when the image loads."""
+    from fpga_runtime.engine_image import TensorView
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 3, 4, 5)).astype(np.float32)
+    v = TensorView("x", 0, 2, 4, 5, 16, 0, list(range(9)), 0.02, "nchw", zero=-7, column_taps=3, column_pad=1,
+                   source_w=5)
+    memory = np.zeros(v.nbytes, np.uint8)
+    v.write(memory, x)
+    q = v.quantize(x)
+    packed = memory.view(np.int8).reshape(2, 4, 5, 16)
+    assert np.array_equal(packed[:, :, 1:, 0:3], q[:, :, :4]) and np.all(packed[:, :, 0, 0:3] == -7)
+    assert np.array_equal(packed[..., 3:6], q)
+    assert np.array_equal(packed[:, :, :4, 6:9], q[:, :, 1:]) and np.all(packed[:, :, 4, 6:9] == -7)
+    assert np.array_equal(v.read_int8(memory), q)
+    for bad in ({"column_taps": 2}, {"column_pad": 3}, {"source_w": 0}, {"c_stride": 8}):
+        fields = {"column_taps": 3, "column_pad": 1, "source_w": 5, "c_stride": 16, **bad}
+        with pytest.raises(ValueError, match="tensor 'x'"):
+            TensorView("x", 0, 2, 4, 5, fields.pop("c_stride"), 0, list(range(9)), 0.02, "nchw", **fields)
+
+
+def test_a_first_conv_reads_its_input_column_packed_in_fewer_cycles_and_computes_the_same(tmp_path, zoo,
+                                                                                          monkeypatch):
+    """The host writes a frame's first conv input column-packed (3 channels x 3 kernel columns in one 16-lane
+    beat): the conv compiles to a 3x1 conv over 16 channels, the cycle model gives it fewer cycles, the
+    exploration's shape and the compiled descriptor agree, and every engine output is byte for byte that of the
+    same build without the packing (the same products summed)."""
+    from fpga_runtime.abi import Op
+    from fpga_runtime.checking.frames import random_frame
+    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    from fpga_runtime.engine_image import EngineImage
+    from fpga_runtime.rtl_sim.single_layer import program_descriptors
+    from fpga_runtime.run.session import Session
+    from partitioner.build import PartitionConfig, run_partition
+    from partitioner.engine import geometry
+    model = zoo("yolov3-tiny", 96)
+    engine = EngineConfig.from_shape("4x16x16", compute_units=1)
+
+    def built(out):
+        run_partition(PartitionConfig(model=model, out_dir=out, picture=False, accuracy=False, board="zcu104",
+                                      engine=engine))
+        image = EngineImage.load(out / "fpga")
+        const = np.fromfile(out / "fpga" / "memory.bin", np.uint8)
+        first = next(d for p in image.programs.values() for d in program_descriptors(const, p.addr, p.layers)
+                     if d.op == Op.CONV)
+        with Session(out, backend="reference") as s:
+            outs = s.run(None, random_frame(s.plan, 4))
+        plan = json.loads((out / "plan.json").read_text())
+        modelled = next(layer["cycles"] for sg in plan["subgraphs"] for layer in sg["layers"])
+        return image, first, outs, modelled, layer_cycles(LayerShape.of(first, image.config), image.config)
+
+    image, first, outs, modelled, of_descriptor = built(tmp_path / "packed")
+    packed = [v for v in image.tensors.values() if v.column_taps > 1]
+    assert len(packed) == 1 and packed[0].column_taps == 3 and packed[0].source_w == 96
+    assert (first.kw, first.pad_l, first.pad_r, first.in_c, first.in_w) == (1, 0, 0, 16, 96)
+    import partitioner.engine.layout as layout_module
+    monkeypatch.setattr(geometry, "column_taps", lambda *args: 1)
+    monkeypatch.setattr(layout_module, "column_taps", lambda *args: 1)
+    plain_image, plain_first, plain_outs, plain_modelled, plain_of_descriptor = built(tmp_path / "plain")
+    assert not any(v.column_taps > 1 for v in plain_image.tensors.values()) and plain_first.kw == 3
+    # the plan's cycles (the graph's shape) and the descriptor's differ by the same fused pool's tail either way
+    assert modelled - of_descriptor == plain_modelled - plain_of_descriptor
+    assert modelled * 2 < plain_modelled
+    for a, b in zip(outs, plain_outs):
+        assert np.array_equal(a, b)

@@ -28,13 +28,46 @@ def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
     return h, w
 
 
-def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor | None:
+def cpu_fed_convs(graph: Graph, nodes) -> set[str]:
+    """The convs among the engine's `nodes` whose input the host writes (no engine layer makes it) and no other
+    engine layer reads: their input may be written column-packed (`column_taps`)."""
+    made = {t for n in nodes for t in graph.nodes[n].outputs}
+    readers: dict[str, int] = {}
+    for n in nodes:
+        for t in set(graph.nodes[n].inputs):
+            readers[t] = readers.get(t, 0) + 1
+    return {n for n in nodes if graph.nodes[n].kind is OpKind.FUSED_CONV and graph.nodes[n].inputs[0] not in made
+            and readers[graph.nodes[n].inputs[0]] == 1}
+
+
+def column_taps(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool) -> int:
+    """Kernel columns a conv takes as input channels (1: none). A conv whose input the host writes (a frame's
+    first conv: 3 channels in a 16-lane beat) gets it column-packed: each pixel with the channels of its kw - 1
+    right-hand neighbours beside its own (TensorView.column_taps), so one beat holds a kernel row's taps and the
+    conv becomes a kh x 1 conv over kw times the channels, where that takes fewer beats per output."""
+    spec = node.conv
+    if (not cpu_fed or node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV
+            or spec.group != 1 or spec.dilations != (1, 1) or spec.upsample != 1 or spec.kernel[1] == 1):
+        return 1
+    x = graph.tensors[node.inputs[0]].shape
+    kw = spec.kernel[1]
+    return kw if len(x) == 4 and cfg.padded(kw * x[1]) < kw * cfg.padded(x[1]) else 1
+
+
+def packed_width(node: Node, graph: Graph) -> int:
+    """Columns of a column-packed input: one per kernel position along the padded row."""
+    spec = node.conv
+    return graph.tensors[node.inputs[0]].shape[3] + spec.pads[1] + spec.pads[3] - spec.kernel[1] + 1
+
+
+def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> Descriptor | None:
     """The geometry fields of the descriptor a fused (non-dense) conv compiles to: what decides its RTL path."""
     spec = node.conv
     if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is ConvForm.DENSE:
         return None
     x = graph.tensors[node.inputs[0]].shape
     h, w = conv_output_hw(node, graph)
+    taps = column_taps(node, graph, cfg, cpu_fed)
     residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
     pool = any(isinstance(step, Pool) for step in spec.epilogue)
     flags = (Flag.DEPTHWISE * (spec.group > 1) | Flag.RESIDUAL * residual | Flag.UPSAMPLE2 * (spec.upsample > 1)
@@ -43,18 +76,25 @@ def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descriptor |
     if spec.form is ConvForm.TRANSPOSED:          # one of its four phases
         return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
                           out_c=cfg.padded(y[1]), conv_h=h, conv_w=w, out_h=h, out_w=w, out_step=2)
+    if taps > 1:
+        return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=packed_width(node, graph),
+                          in_c=cfg.padded(taps * x[1]), out_c=cfg.padded(y[1]), conv_h=h, conv_w=w, kh=spec.kernel[0],
+                          kw=1, stride_h=spec.strides[0], stride_w=spec.strides[1], dil_h=1, dil_w=1,
+                          pad_t=spec.pads[0])
     return Descriptor(op=Op.CONV, flags=int(flags), batch=x[0], in_h=x[2], in_w=x[3], in_c=cfg.padded(x[1]),
                       out_c=cfg.padded(y[1]),
                       conv_h=h, conv_w=w, kh=spec.kernel[0], kw=spec.kernel[1], stride_h=spec.strides[0],
                       stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
 
 
-def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
+def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> str | None:
     """Why the engine `cfg` cannot run `node` as an integer Winograd layer (`partition --winograd`), or None: on an
     engine with a window path, what its RTL Winograd unit takes (`window_path.winograd_problem`)."""
     spec = node.conv
     if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV:
         return "not a standard conv"
+    if column_taps(node, graph, cfg, cpu_fed) > 1:
+        return "its input is written column-packed (its few channels take a kernel row per beat)"
     if spec.kernel != (3, 3) or spec.strides != (1, 1) or spec.dilations != (1, 1) or spec.group != 1:
         return "not a 3x3 stride-1 undilated dense conv"
     if spec.upsample != 1:
@@ -82,8 +122,9 @@ def winograd_descriptor(node: Node, graph: Graph, cfg: EngineConfig) -> Descript
     return replace(d, flags=d.flags | Flag.WINOGRAD)
 
 
-def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | None:
-    """The engine layer a node becomes (None: a concat, which costs no layer)."""
+def layer_shape(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> LayerShape | None:
+    """The engine layer a node becomes (None: a concat, which costs no layer); `cpu_fed`: the host writes its
+    input (`cpu_fed_convs`), which a conv may then read column-packed."""
     y = graph.tensors[node.outputs[0]].shape
     if node.kind is OpKind.CONCAT:
         return None
@@ -101,9 +142,15 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig) -> LayerShape | Non
                       * taps_inside(w, spec.kernel[1], spec.strides[1], spec.pads[1], spec.dilations[1],
                                     x[3] * spec.upsample))
         residual = any(isinstance(step, ResidualAdd) for step in spec.epilogue)
-        shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h, w,
-                           spec.group > 1, residual, inside=inside)
-        desc = conv_descriptor(node, graph, cfg)
+        taps = column_taps(node, graph, cfg, cpu_fed)
+        if taps > 1:                              # the kernel's columns in the channels: no padding along a row
+            inside = taps_inside(h, spec.kernel[0], spec.strides[0], spec.pads[0], 1, x[2])
+            shape = LayerShape(Op.CONV, x[0], cfg.padded(taps * x[1]), cfg.padded(y[1]), spec.kernel[0], 1, h, w,
+                               False, residual, inside=inside)
+        else:
+            shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h,
+                               w, spec.group > 1, residual, inside=inside)
+        desc = conv_descriptor(node, graph, cfg, cpu_fed)
         return shape if desc is None else shape.on_window_path(desc, cfg)
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
@@ -142,10 +189,11 @@ def engine_limits(descriptors: list[Descriptor], config: EngineConfig) -> dict[s
 def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineConfig:
     """`cfg` with the weight RAM and input window the build's code generator will size for these layers
     (`engine_limits`), so the cost and resource models see the engine the build gets."""
-    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg) for n in nodes) if d is not None]
+    fed = cpu_fed_convs(graph, nodes)
+    descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg, n in fed) for n in nodes) if d is not None]
     if cfg.winograd:                     # what the layers that may become Winograd need (16 weight taps)
         descriptors += [winograd_descriptor(graph.nodes[n], graph, cfg) for n in nodes
-                        if winograd_problem(graph.nodes[n], graph, cfg) is None]
+                        if winograd_problem(graph.nodes[n], graph, cfg, n in fed) is None]
     limits = engine_limits(descriptors, cfg)
     return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
                    depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])

@@ -313,6 +313,8 @@ class LayerEmitter:
                            dil_h=spec.dilations[0], dil_w=spec.dilations[1])
             d.pad_t, d.pad_l, d.pad_b, d.pad_r = spec.pads
             d.conv_h, d.conv_w = conv_output_hw(node, g)
+            if x.column_taps > 1:          # its input column-packed: a kernel row's taps in one pixel's channels
+                d.kw, d.pad_l, d.pad_r = 1, 0, 0
         if spec.upsample == 2:
             d.flags |= Flag.UPSAMPLE2
         if depthwise:
@@ -357,7 +359,9 @@ class LayerEmitter:
         if pool_at is not None:
             _set_pool(d, steps[pool_at])
         if not transposed:
-            d.weight_addr = self.arena.put(self._pack(wq, x, out_map, oc_p, ic_p, depthwise))
+            # column-packed input: weight (o, c, ky, j) is that of channel j * cin + c of a kh x 1 kernel
+            taps = wq if x.column_taps == 1 else wq.transpose(0, 3, 1, 2).reshape(cout, kw * cin_g, kh, 1)
+            d.weight_addr = self.arena.put(self._pack(taps, x, out_map, oc_p, ic_p, depthwise))
         phases = [(dy, dx, self.arena.put(self._pack(wq[:, :, dy:dy + 1, dx:dx + 1], x, out_map, oc_p, ic_p, False)))
                   for dy, dx in (((0, 0), (0, 1), (1, 0), (1, 1)) if transposed else ())]
         d.requant_addr = self.arena.put(requant)

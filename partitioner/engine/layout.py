@@ -19,6 +19,7 @@ import numpy as np
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.engine_image import TensorView
 from partitioner.engine.activations import useful_span
+from partitioner.engine.geometry import column_taps, cpu_fed_convs, packed_width
 from partitioner.engine.memory import ActivationArena
 from partitioner.engine.zero_points import ASYMMETRIC_GAIN, UNBOUNDED_MARGIN, asymmetric, eligible_tensors
 from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph, OpKind, ResidualAdd
@@ -213,12 +214,23 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         out = view(node.outputs[0], addr, stride, 0)
         out.channel_map = [off + k for m, off in zip(maps, offsets) for k in m]
         layout.views[node.outputs[0]] = out
+    packed = {graph.nodes[n].inputs[0]: graph.nodes[n] for n in cpu_fed_convs(graph, fpga_nodes)
+              if column_taps(graph.nodes[n], graph, config, True) > 1}
     for name in fpga_nodes:
         node = graph.nodes[name]
         for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
             if t in layout.views:
                 continue
             n, h, w, c, _ = _nhwc(graph, t)
+            if t in packed and placed_like(t) is None:
+                conv = packed[t]
+                taps, wide = conv.conv.kernel[1], packed_width(conv, graph)
+                stride = config.padded(taps * c)
+                v = view(t, arena.alloc(n * h * wide * stride), stride, 0)
+                v.w, v.channel_map = wide, list(range(taps * c))
+                v.column_taps, v.column_pad, v.source_w = taps, conv.conv.pads[1], w
+                layout.views[t] = v
+                continue
             like = placed_like(t)
             channel_map = list(like.channel_map) if like is not None else list(range(c))
             stride = config.padded(max(channel_map, default=-1) + 1)

@@ -20,7 +20,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.checking.accuracy import output_accuracy
 from fpga_runtime.cycle_model import layer_cycles
-from partitioner.engine.geometry import layer_shape, winograd_problem, winograd_shape
+from partitioner.engine.geometry import cpu_fed_convs, layer_shape, winograd_problem, winograd_shape
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph, Node
 from partitioner.placement.cost import node_cost
@@ -31,9 +31,9 @@ MAX_LOSS = 0.0005            # auto: the cosine a layer may lose against direct 
 TRIAL_FRAMES = 2             # auto: calibration frames the loss is measured on
 
 
-def why_not(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
-    """Why the engine cannot run `node` as a Winograd layer, or None."""
-    return winograd_problem(node, graph, cfg)
+def why_not(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> str | None:
+    """Why the engine cannot run `node` as a Winograd layer, or None (`cpu_fed`: the host writes its input)."""
+    return winograd_problem(node, graph, cfg, cpu_fed)
 
 
 def transform(w: np.ndarray) -> np.ndarray:
@@ -87,9 +87,10 @@ def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: 
     if mode == "off":
         return []
     out = []
+    fed = cpu_fed_convs(graph, nodes)
     for n in nodes:
         node = graph.nodes[n]
-        if why_not(node, graph, cfg) is not None:
+        if why_not(node, graph, cfg, n in fed) is not None:
             continue
         t = both_ways(node, graph, replace(cfg, compute_units=1), board)
         if mode == "all":

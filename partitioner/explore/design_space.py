@@ -25,7 +25,14 @@ from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
-from partitioner.engine.geometry import GOLDEN_WIDTH, layer_shape, sized_buffers, winograd_problem, winograd_shape
+from partitioner.engine.geometry import (
+    GOLDEN_WIDTH,
+    cpu_fed_convs,
+    layer_shape,
+    sized_buffers,
+    winograd_problem,
+    winograd_shape,
+)
 from partitioner.explore.clock import design_clock
 from partitioner.explore.draft import BranchSplit, Stage
 from partitioner.explore.resources import Resources, compute_unit
@@ -97,6 +104,7 @@ class _Layers:
         self.graph, self.nodes = graph, nodes
         self.winograd = winograd             # `--winograd`: on an engine with the unit, its layers' shapes
         self.costs = {n: node_cost(graph.nodes[n], graph) for n in nodes}
+        self.cpu_fed = cpu_fed_convs(graph, nodes)     # their input may be written column-packed
         self._pooled = {n for n in nodes if graph.nodes[n].conv is not None
                         and any(isinstance(step, Pool) for step in graph.nodes[n].conv.epilogue)}
         self.total_bytes = sum(c.bytes for c in self.costs.values())
@@ -132,7 +140,7 @@ class _Layers:
             out = []
             for n, geometry in zip(self.nodes, self._geometry):
                 if geometry is None:
-                    out.append((n, layer_shape(self.graph.nodes[n], self.graph, cfg)))
+                    out.append((n, layer_shape(self.graph.nodes[n], self.graph, cfg, n in self.cpu_fed)))
                     continue
                 if geometry not in by_geometry:
                     by_geometry[geometry] = self._shape(self.graph.nodes[n], cfg)
@@ -143,8 +151,9 @@ class _Layers:
     def _shape(self, node, cfg: EngineConfig):
         """A conv's shape; on an engine with the Winograd unit, as a Winograd layer where it is eligible and
         (`auto`) the cycle model makes it faster (the compiler's cosine test comes later)."""
-        shape = layer_shape(node, self.graph, cfg)
-        if not cfg.winograd or self.winograd == "off" or winograd_problem(node, self.graph, cfg) is not None:
+        fed = node.name in self.cpu_fed
+        shape = layer_shape(node, self.graph, cfg, fed)
+        if not cfg.winograd or self.winograd == "off" or winograd_problem(node, self.graph, cfg, fed) is not None:
             return shape
         wshape = winograd_shape(node, self.graph, cfg)
         one = replace(cfg, compute_units=1)
@@ -178,7 +187,7 @@ class _Layers:
             return None
         steps = tuple(s if isinstance(s, Pool) else type(s).__name__ for s in spec.epilogue)
         return (spec.form, spec.kernel, spec.strides, spec.pads, spec.dilations, spec.group > 1, spec.upsample, steps,
-                self.graph.tensors[node.inputs[0]].shape, self.graph.tensors[node.outputs[0]].shape)
+                self.graph.tensors[node.inputs[0]].shape, self.graph.tensors[node.outputs[0]].shape, n in self.cpu_fed)
 
 
 def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, board: Board,

@@ -11,7 +11,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec, file_sha256
-from partitioner.engine.geometry import layer_shape
+from partitioner.engine.geometry import cpu_fed_convs, layer_shape
 from partitioner.ir.graph import Graph
 from partitioner.ir.to_onnx import to_model
 from partitioner.placement.cost import node_cost
@@ -30,6 +30,7 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
     graph = part.graph
     (out_dir / SUBGRAPH_DIR).mkdir(parents=True, exist_ok=True)
     specs = []
+    fed = cpu_fed_convs(graph, [n for sg in part.subgraphs if sg.device is Device.FPGA for n in sg.nodes])
     for sg in part.subgraphs:
         rel = f"{SUBGRAPH_DIR}/{sg.name}.onnx"
         model = to_model(graph, sg.nodes, sg.inputs, sg.outputs, sg.name, graph.opset_imports,
@@ -38,7 +39,7 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
         layers = []
         if sg.device is Device.FPGA:
             costs = {n: node_cost(graph.nodes[n], graph) for n in sg.nodes}
-            shapes = {n: layer_shape(graph.nodes[n], graph, engine) for n in sg.nodes}
+            shapes = {n: layer_shape(graph.nodes[n], graph, engine, n in fed) for n in sg.nodes}
             port = board.port_bits // 8
             layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
                             costs[n].macs, costs[n].bytes, layer_cycles(shapes[n], engine, port) if shapes[n] else 0)
