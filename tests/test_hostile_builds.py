@@ -334,6 +334,9 @@ def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp
     lambda e: e["config"].update(vec="wide"),
     lambda e: e["config"].update(dsp_clock=3),
     lambda e: e["config"].update(dsp_clock=2, pe_rows=6),
+    lambda e: next(iter(e["tensors"].values())).update(column_taps=5),
+    lambda e: next(iter(e["tensors"].values())).update(addr=1 << 40),
+    lambda e: next(iter(e["tensors"].values())).update(c_offset=4096),
 ])
 def test_a_malformed_engine_image_is_one_error(pooled, tmp_path, change):
     folder = tmp_path / "b"
