@@ -81,19 +81,3 @@
     endcase
   endfunction
 
-  // {x mod p, x / p} for a constant p up to 8, three bits of x at a time: each step's remainder and quotient digit
-  // are functions of six bits (the remainder before, the next three bits of x), a LUT level each, where a divider
-  // is carry chains many LUTs deep
-  function automatic logic [20:0] divmod_small(input logic [17:0] x, input logic [3:0] p);
-    logic [2:0] r;
-    logic [5:0] t;
-    logic [17:0] q;
-    r = '0;
-    q = '0;
-    for (int k = 5; k >= 0; k--) begin
-      t = {r, x[3*k +: 3]};
-      q[3*k +: 3] = 3'(t / 6'(p));
-      r = 3'(t % 6'(p));
-    end
-    divmod_small = {r, q};
-  endfunction

@@ -106,6 +106,12 @@ module layer_descriptor #(
   assign tile_rows = tile_rows_p;
   logic [15:0] cols_q;                  // at most in_w, so below 2^16: one DSP for each product
   logic [16:0] cols_num_q;              // a phase's columns plus P - 1: over P, a bank's (cols_q, a cycle later)
+  logic [15:0] cols_per_bank;
+  if ((P & (P - 1)) != 0) begin : g_cols_divider
+    constant_divider #(.P(P), .W(17), .QW(16)) cols_divider (.x_i(cols_num_q), .q_o(cols_per_bank), .r_o());
+  end else begin : g_cols_shift
+    assign cols_per_bank = 16'(cols_num_q >> LP);
+  end
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
@@ -115,7 +121,7 @@ module layer_descriptor #(
     s2_q <= s2;
     // a phase's columns per bank: a shift where P is a power of two, else a division three bits at a time
     cols_num_q <= ((17'(d.in_w) + 17'(s2)) >> s2) + 17'(P - 1);
-    cols_q <= (P & (P - 1)) == 0 ? 16'(cols_num_q >> LP) : 16'(divmod_small(18'(cols_num_q), 4'(P)));
+    cols_q <= cols_per_bank;
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;

@@ -421,13 +421,13 @@ module window_conv #(
   if (!POW2) begin : g_col_banks
     logic signed [15:0] cq0_q;                   // the layer's first phase column over P
     logic par_q;
-    logic [8:0] u_q;                             // the layer's first phase column is -u_q
+    logic [8:0] u_q, qc;                         // the layer's first phase column is -u_q; over P, -qc
+    logic [2:0] rc;                              // ... u_q + P - 1 = qc P + rc
+    constant_divider #(.P(P), .W(9)) first_divider (.x_i(u_q + 9'(P - 1)), .q_o(qc), .r_o(rc));
     always_ff @(posedge clk) begin
-      logic [8:0] qc;
       u_q <= s2 ? (9'(d.pad_l) + 9'd1) >> 1 : 9'(d.pad_l);
-      qc = 9'(divmod_small(18'(u_q) + 18'(P - 1), 4'(P)));     // -u_q over P, rounded down, is -qc
       cq0_q <= 16'sd0 - 16'(qc);
-      cr0_q <= PB'(qc * 9'(P) - u_q);
+      cr0_q <= PB'(32'(P) - 32'd1 - 32'(rc));  // qc P - u_q
       par_q <= d.pad_l[0];
     end
     wire kx_moves = !s2 || (par_q ^ kx[0]);      // the next kernel column's phase column is one more
