@@ -75,11 +75,10 @@ MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric
 # path's run +5 (+4 as a tile's, and its TA2 stage), checked by tests/test_verilator_backend.py on the window layers.
 # The nineteenth: the window path's run +1 (its operands registered at TX, window_conv.sv, a stage before the array).
 # The twentieth: a tile's run and the window path's +1 (the array's lane pairs summed in cascaded DSPs,
-# mac_cascade.sv: engine_pkg::ARRAY_LATENCY 5 -> 6, which a `--dsp-clock 2x` array already took). The
-# twenty-first: a layer +1 (S_CHECK's seventh cycle: a window row's columns per bank, divided by P, take two).
+# mac_cascade.sv: engine_pkg::ARRAY_LATENCY 5 -> 6, which a `--dsp-clock 2x` array already took).
 TILE_LOAD_OVERHEAD = (3.0, 50.0)
 TILE_RUN_OVERHEAD = (2.0, 67.0)
-LAYER_OVERHEAD = (1.0, 24.0)
+LAYER_OVERHEAD = (1.0, 23.0)
 LUT_OVERHEAD = (1.0, 3.0)
 GAP_LOAD_OVERHEAD = (1.0, 11.0)
 ELEMENTWISE_OVERHEAD = (2.0, 78.0)

@@ -87,8 +87,8 @@ def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) ->
         raise click.BadParameter(str(exc)) from None
     if config.pe_rows not in (8, 16, 32, 64) or config.vec not in (8, 16, 32, 64):
         raise click.BadParameter(f"{shape!r}: PE rows and VEC must each be 8, 16, 32 or 64")
-    if not (1 <= config.pixels <= 8 or config.pixels == 16):
-        raise click.BadParameter(f"{shape!r}: pixels must be 1 to 8, or 16")
+    if config.pixels not in (1, 2, 4, 8, 16):
+        raise click.BadParameter(f"{shape!r}: pixels must be 1, 2, 4, 8 or 16")
     if config.dsp_clock_problem():
         raise click.BadParameter(f"{shape!r} with --dsp-clock 2x: {config.dsp_clock_problem()}")
     return replace(config, clock_mhz=design_clock(BOARDS[board], config)[0])

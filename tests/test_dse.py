@@ -323,7 +323,7 @@ def test_predict_gives_the_steady_rate_the_report_gives(tmp_path, zoo):
         (["--target-fps", "0"], r"Invalid value for '--target-fps'"),
         (["--engine", "16"], r"'16': expected ROWSxVEC or PIXELSxROWSxVEC"),
         (["--engine", "12x16"], r"'12x16': PE rows and VEC must each be 8, 16, 32 or 64"),
-        (["--engine", "12x16x16"], r"'12x16x16': pixels must be 1 to 8, or 16"),
+        (["--engine", "3x16x16"], r"'3x16x16': pixels must be 1, 2, 4, 8 or 16"),
         (["--dsp-clock", "2x", "--board", "pynq-z2"], r"--dsp-clock.*2x needs UltraScale\+ DSP48E2s"),
         (["--dsp-clock", "2x", "--board", "alveo-u250"], r"--dsp-clock.*aligned edges from one MMCM"),
         (["--dsp-clock", "2x", "--engine-impl", "hls"], r"--dsp-clock 2x is the RTL engine's"),

@@ -11,7 +11,6 @@ dsp_mult.sv
 axi_run_reader.sv
 axi_beat_writer.sv
 axil_control.sv
-constant_divider.sv
 layer_descriptor.sv
 layer_tables.sv
 weight_ram.sv

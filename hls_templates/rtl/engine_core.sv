@@ -95,7 +95,7 @@ module engine_core #(
   logic more_layers;                           // a layer follows the running one (S_NEXT tests a register)
   logic [1:0] gs_age;
   logic [2:0] check_age_q;                     // cycles in S_CHECK
-  logic check_ready_q;                         // S_CHECK's seventh cycle: the layer's fit is in (layer_descriptor)
+  logic check_ready_q;                         // S_CHECK's sixth cycle: the layer's fit is in (layer_descriptor)
   wire gs_ready = gs_age == 2'd3;
   always_ff @(posedge clk) begin
     left_q <= tiles - tile;
@@ -400,12 +400,12 @@ module engine_core #(
   assign cycles = {cycles_hi_q, cycles_lo_q};
   assign layer_index = layer;
 
-  // S_CHECK's registers: its seventh cycle, the layer's tile count and channels per pixel result (no collection
+  // S_CHECK's registers: its sixth cycle, the layer's tile count and channels per pixel result (no collection
   // ends in S_CHECK, so their enables are the state's decode alone, not behind the collection's last beat as the
   // controller's other registers)
   always_ff @(posedge clk) begin
     check_age_q <= rst_n && st == S_CHECK ? check_age_q + 3'd1 : 3'd0;
-    check_ready_q <= rst_n && st == S_CHECK && check_age_q == 3'd5;
+    check_ready_q <= rst_n && st == S_CHECK && check_age_q == 3'd4;
     if (st == S_CHECK) begin
       tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
       nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
@@ -515,7 +515,7 @@ module engine_core #(
           tile <= '0;
           gs_age <= '0;
           if (!check_ready_q) begin
-            // the first six cycles: `fits` comes from the descriptor's products (layer_descriptor)
+            // the first five cycles: `fits` comes from the descriptor's products (layer_descriptor)
           end else if (!layer_fits) begin
             status <= 32'd1;
             error_layer <= layer;

@@ -3,10 +3,9 @@
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
 // Its three products are on DSP48E2s with every register (dsp_mult, three cycles each). The layer's kind flags
-// are registered a cycle after the descriptor, `fits` takes eight cycles (kh x kw, then times the channel beats,
-// then itself; a Winograd layer's also the window's), the window path's geometry seven (a row's columns per bank
-// take two) and its choice eight: the controller reads the flags and `fits` in S_CHECK's seventh cycle, after
-// S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
+// are registered a cycle after the descriptor, `fits` takes seven cycles (kh x kw, then times the channel beats,
+// then itself), the window path's geometry six and its choice seven: the controller reads the flags and `fits` in
+// S_CHECK's sixth cycle, after S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
 import engine_pkg::*;
 
 module layer_descriptor #(
@@ -70,7 +69,7 @@ module layer_descriptor #(
   logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_pool_q;
   logic signed [17:0] taps_p;            // kh x kw
   logic signed [31:0] tile_rows_p;       // ... times the input's channel beats
-  logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (seventh cycle)
+  logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
   logic wino_ok_q;                       // a WINOGRAD layer the Winograd unit takes
   logic win_ok_q, rows_ok_q, group_ok_q; // the window path's conditions apart from its geometry
   wire wino_q = d.flags[F_WINOGRAD];
@@ -96,22 +95,15 @@ module layer_descriptor #(
                   && (d.op != OP_MAXPOOL || (d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0));
   end
   wire fits_parts = ok_all_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
-  // the weight rows it needs, from the products, in a register the seventh cycle (a Winograd layer's window, the eighth)
+  // the weight rows it needs, from the products, in a register the seventh cycle
   always_ff @(posedge clk)
     fits <= fits_parts && (!is_conv || (dw ? 32'(taps_p) <= WROWS : 32'(tile_rows_p) <= 32'(WROWS)))
             && (!wino_q || (wino_ok_q && win_ok_q && (ahead_fits_q || least_fits_q)));
 
-  // first cycle: a tile's weight rows, the window row's columns (second cycle) and channel beats, the window's row counts
+  // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
   assign tile_rows = tile_rows_p;
   logic [15:0] cols_q;                  // at most in_w, so below 2^16: one DSP for each product
-  logic [16:0] cols_num_q;              // a phase's columns plus P - 1: over P, a bank's (cols_q, a cycle later)
-  logic [15:0] cols_per_bank;
-  if ((P & (P - 1)) != 0) begin : g_cols_divider
-    constant_divider #(.P(P), .W(17), .QW(16)) cols_divider (.x_i(cols_num_q), .q_o(cols_per_bank), .r_o());
-  end else begin : g_cols_shift
-    assign cols_per_bank = 16'(cols_num_q >> LP);
-  end
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
@@ -119,9 +111,7 @@ module layer_descriptor #(
     logic s2;
     s2 = d.stride_w == 8'd2;
     s2_q <= s2;
-    // a phase's columns per bank: a shift where P is a power of two, else a division three bits at a time
-    cols_num_q <= ((17'(d.in_w) + 17'(s2)) >> s2) + 17'(P - 1);
-    cols_q <= cols_per_bank;
+    cols_q <= 16'((((32'(d.in_w) + 32'(s2)) >> s2) + 32'(P - 1)) >> LP);
     // a depthwise layer's window holds the tile's VEC channels of each pixel only
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;
@@ -159,16 +149,16 @@ module layer_descriptor #(
     need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
   end
 
-  // a row's words per bank and stride phase (the sixth cycle)
+  // a row's words per bank and stride phase (the fifth cycle)
   always_ff @(posedge clk) begin
     win_phase_words <= row_words_p;
     win_row_words <= row_words_p << s2_q;
   end
 
-  // seventh cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
+  // sixth cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
   // so the next rows load, latency hidden, while the array reads these; else whether it holds kh rows (`least`,
-  // rounded up); and the most output-channel tiles the weight RAM holds at once (the seventh). Eighth: the window
-  // path's choice (neither fits: the layer takes the per-tap path)
+  // rounded up); and the most output-channel tiles the weight RAM holds at once (the seventh). Seventh: the window path's choice
+  // (neither fits: the layer takes the per-tap path)
   logic [7:0] group_fit_q;
   always_ff @(posedge clk) begin
     ahead_fits_q <= ahead_q <= 5'd8 && fits_pow2(win_row_words, ahead_q, 36'(WDEPTH));

@@ -160,13 +160,7 @@ module window_conv #(
   // Winograd: a beat's twelve loads at its first twelve positions (wload_pos counts them beside wpos), so its strip
   // is whole before the patch forms at position 13, two steps ahead of where the next beat's first row of it is
   // picked (winograd_patch.sv: the row at TB, V at T1, each into a register, for the array at TX)
-  // The step's column in its stride phase, j0, over P: its bank (j0 mod P, `t0_rot`) and the bank's column (`t0_jc`).
-  // P a power of two: j0's bits. Else kept beside the loops as a quotient and remainder (no divider): a group moves
-  // on by P phase columns (a Winograd group's by 2P), which leaves the remainder alone; a kernel column moves on by
-  // one, or at stride 2 by one every other column (col0's parity, par_q)
-  localparam bit POW2 = (P & (P - 1)) == 0;
-  logic signed [15:0] cq_q, kq_q;                // the group's first phase column over P; the kernel column's share
-  logic [PB-1:0] cr0_q, kr_q;                    // ... their remainders (the group's is the layer's first one's)
+  localparam int LP = P > 1 ? $clog2(P) : 0;
   // the lowest input row the step reads (its image's base plus the first row its output row reads), and the rows
   // the window may hold from it, in registers a cycle and two after row0 and img_base: a step fires at least
   // three cycles after either moves (settle_q, image_end_q)
@@ -190,17 +184,12 @@ module window_conv #(
   always_comb begin
     logic signed [31:0] j0, g;
     iy = row0 + 32'(wino_t0 ? 8'(wload_pos[3:2]) : ky);
-    ix0 = col0 + (wino_t0 ? 32'(wload_pos[1:0]) * 32'(P) : 32'(kx));
+    ix0 = col0 + (wino_t0 ? 32'(wload_pos[1:0]) << LP : 32'(kx));
     j0 = ix0 >>> s2;
     g = img_base + iy;
     t0_slot = 3'(32'(g) & slot_mask);
-    if (POW2) begin
-      t0_jc = 16'(j0 >>> PB);
-      t0_rot = PB'($unsigned(j0));
-    end else begin
-      t0_jc = 16'(cq_q + (wino_t0 ? 16'(wload_pos[1:0]) : kq_q));
-      t0_rot = wino_t0 ? cr0_q : kr_q;
-    end
+    t0_jc = 16'(j0 >>> PB);
+    t0_rot = PB'($unsigned(j0));
     for (int p = 0; p < P; p++) t0_x_in[p] = dw || wino_t0 || $signed({16'd0, x0}) < x_hi_q[p];
   end
   // which of the P columns are in the input: compared at TA from the step's row and column in registers (after
@@ -418,34 +407,6 @@ module window_conv #(
     assign wload_pos = '0;
     assign wwrow = '0;
   end
-  if (!POW2) begin : g_col_banks
-    logic signed [15:0] cq0_q;                   // the layer's first phase column over P
-    logic par_q;
-    logic [8:0] u_q, qc;                         // the layer's first phase column is -u_q; over P, -qc
-    logic [2:0] rc;                              // ... u_q + P - 1 = qc P + rc
-    constant_divider #(.P(P), .W(9)) first_divider (.x_i(u_q + 9'(P - 1)), .q_o(qc), .r_o(rc));
-    always_ff @(posedge clk) begin
-      u_q <= s2 ? (9'(d.pad_l) + 9'd1) >> 1 : 9'(d.pad_l);
-      cq0_q <= 16'sd0 - 16'(qc);
-      cr0_q <= PB'(32'(P) - 32'd1 - 32'(rc));  // qc P - u_q
-      par_q <= d.pad_l[0];
-    end
-    wire kx_moves = !s2 || (par_q ^ kx[0]);      // the next kernel column's phase column is one more
-    always_ff @(posedge clk)
-      if (start) begin
-        cq_q <= cq0_q; kq_q <= '0; kr_q <= cr0_q;
-      end else if (t0_fire) begin
-        if (group_last || (last_cb && last_kx)) begin
-          kq_q <= '0; kr_q <= cr0_q;
-        end else if (last_cb && kx_moves) begin
-          kq_q <= kr_q == PB'(P - 1) ? kq_q + 16'sd1 : kq_q;
-          kr_q <= kr_q == PB'(P - 1) ? '0 : kr_q + PB'(1);
-        end
-        if (group_last) cq_q <= row_end ? cq0_q : cq_q + (wino ? 16'sd2 : 16'sd1);
-      end
-  end else begin : g_col_bits
-    assign {cq_q, kq_q, cr0_q, kr_q} = '0;
-  end
   // an image's last row issued: the next image's counters a cycle later, from this register, which is safe as a
   // new row issues no step for three cycles, and only cautious for `lowest_q` (the old image's base) meanwhile
   always_ff @(posedge clk)
@@ -549,8 +510,7 @@ module window_conv #(
   logic [P*DW-1:0] t1_words;                     // the P columns' words, the input's zero point outside it
   always_comb
     for (int p = 0; p < P; p++)
-      t1_words[p*DW +: DW] = t1_mask[p] ? win_rdata[(32'(t1_rot) + 32'(p) < 32'(P) ? 32'(t1_rot) + 32'(p)
-                                                      : 32'(t1_rot) + 32'(p) - 32'(P)) * DW +: DW]
+      t1_words[p*DW +: DW] = t1_mask[p] ? win_rdata[32'((32'(t1_rot) + 32'(p)) & 32'(P - 1)) * DW +: DW]
                                         : {(DW / 8){d.in_zero}};
   // ---- T1 -> T2 through TX and the array's pipeline: the step's fields wait AL steps for its sums (stage 0: TX) ----
   localparam int AL = 1 + ARRAY_LATENCY;

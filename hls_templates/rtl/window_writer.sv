@@ -61,7 +61,7 @@ module window_writer #(
         if (stride2_i && !phase_q) phase_q <= 1'b1;
         else begin
           phase_q <= 1'b0;
-          bank_o <= bank_o == PB'(P - 1) ? '0 : bank_o + PB'(1);
+          bank_o <= bank_o + PB'(1);
           if (P == 1 || bank_o == PB'(P - 1)) colw_q <= colw_q + cbs_i;
         end
       end
