@@ -101,6 +101,7 @@ class PartitionConfig:
     bias_correction: bool = True              # remove the weights' rounding bias from conv outputs (layers.py)
     winograd: str = "off"                     # off | auto | all: 3x3 stride-1 convs as Winograd (engine/winograd.py)
     winograd_max_loss: float = WINOGRAD_MAX_LOSS   # auto: the int8 cosine a layer may lose against direct
+    column_packing: bool = True               # a conv's host-written input column-packed where it pays (layout.py)
     preprocess: str | None = None             # yolo | imagenet | unit | none; None: found from the model
     preprocess_overrides: dict = field(default_factory=dict)   # fit, bgr, scale, mean, std given explicitly
     class_names: list[str] | None = None     # None: from the model's metadata
@@ -343,7 +344,7 @@ def _compile(s: BuildState) -> None:
                           "no Winograd unit (with the unit's LUTs and its clock, partitioner/explore/clock.py, no "
                           "design was faster), so every conv stays direct; --engine PxRxV builds one with the unit")
     compiled = compile_engine(s.part, s.plan, s.engine, s.calibration, s.out_dir, s.board, s.build_id,
-                              cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss)
+                              cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss, cfg.column_packing)
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
     s.winograd = compiled.winograd
     s.engine = replace(s.engine, winograd=compiled.image.config.winograd)   # the unit is built: its resources

@@ -217,7 +217,7 @@ def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo)
     from partitioner.explore.choice import choose_design
     from partitioner.frontend.importer import import_model
     from partitioner.passes.pipeline import run_fusion
-    g = run_fusion(import_model(zoo("ssd-mobilenet-v1", 128)).graph)
+    g = run_fusion(import_model(zoo("ssd-mobilenet-v1", 300)).graph)
     b = board("zcu104")
     fast = choose_design(g, b, objective="throughput")
     engine = choose_design(g, b, objective="fpga")

@@ -35,7 +35,8 @@ class Compiled:
 
 def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibration: Calibration, out_dir: Path,
                    board: Board | None = None, build_id: str | None = None, bias_correction: bool = True,
-                   winograd_mode: str = "off", winograd_max_loss: float = winograd.MAX_LOSS) -> Compiled:
+                   winograd_mode: str = "off", winograd_max_loss: float = winograd.MAX_LOSS,
+                   column_packing: bool = True) -> Compiled:
     graph = part.graph
     warnings: list[str] = []
     fpga = [sg for sg in part.subgraphs if sg.device is Device.FPGA]
@@ -50,10 +51,11 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
                              "another model's or another partition's; calibrate with --calibrate DIR instead")
     scales, zeros = tensor_scales(graph, nodes, ranges, warnings, calibration.bounds)
     activations = ActivationArena()
-    layout = plan_layout(graph, nodes, scales, config, activations, zeros)
     trials = winograd.trials(graph, nodes, config, winograd_mode, board)
     if winograd_mode == "auto":
         _measure_winograd(trials, part, plan, calibration, scales, zeros, winograd_max_loss, warnings)
+    layout = plan_layout(graph, nodes, scales, config, activations, zeros, {t.node for t in trials if t.chosen},
+                         column_packing)
     consts = ConstArena()
     emitter = LayerEmitter(graph, layout.views, scales, config, consts,
                            calibration.means if bias_correction else None, zeros,

@@ -29,12 +29,15 @@ def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
 
 
 def cpu_fed_convs(graph: Graph, nodes) -> set[str]:
-    """The convs among the engine's `nodes` whose input the host writes (no engine layer makes it) and no other
-    engine layer reads: their input may be written column-packed (`column_taps`)."""
+    """The convs among the engine's `nodes` whose input the host writes (no engine layer makes it) and nothing
+    else on the engine reads (no other layer, no fused residual): their input may be written column-packed
+    (`column_taps`)."""
     made = {t for n in nodes for t in graph.nodes[n].outputs}
     readers: dict[str, int] = {}
     for n in nodes:
-        for t in set(graph.nodes[n].inputs):
+        node = graph.nodes[n]
+        residual = [s.tensor for s in node.conv.epilogue if isinstance(s, ResidualAdd)] if node.conv else []
+        for t in list(dict.fromkeys(node.inputs)) + residual:
             readers[t] = readers.get(t, 0) + 1
     return {n for n in nodes if graph.nodes[n].kind is OpKind.FUSED_CONV and graph.nodes[n].inputs[0] not in made
             and readers[graph.nodes[n].inputs[0]] == 1}
@@ -87,14 +90,12 @@ def conv_descriptor(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool =
                       stride_w=spec.strides[1], dil_h=spec.dilations[0], dil_w=spec.dilations[1], pad_t=spec.pads[0])
 
 
-def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> str | None:
+def winograd_problem(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
     """Why the engine `cfg` cannot run `node` as an integer Winograd layer (`partition --winograd`), or None: on an
     engine with a window path, what its RTL Winograd unit takes (`window_path.winograd_problem`)."""
     spec = node.conv
     if node.kind is not OpKind.FUSED_CONV or spec is None or spec.form is not ConvForm.CONV:
         return "not a standard conv"
-    if column_taps(node, graph, cfg, cpu_fed) > 1:
-        return "its input is written column-packed (its few channels take a kernel row per beat)"
     if spec.kernel != (3, 3) or spec.strides != (1, 1) or spec.dilations != (1, 1) or spec.group != 1:
         return "not a 3x3 stride-1 undilated dense conv"
     if spec.upsample != 1:
@@ -193,7 +194,7 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     descriptors = [d for d in (conv_descriptor(graph.nodes[n], graph, cfg, n in fed) for n in nodes) if d is not None]
     if cfg.winograd:                     # what the layers that may become Winograd need (16 weight taps)
         descriptors += [winograd_descriptor(graph.nodes[n], graph, cfg) for n in nodes
-                        if winograd_problem(graph.nodes[n], graph, cfg, n in fed) is None]
+                        if winograd_problem(graph.nodes[n], graph, cfg) is None]
     limits = engine_limits(descriptors, cfg)
     return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
                    depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])

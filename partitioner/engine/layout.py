@@ -170,7 +170,11 @@ def _nhwc(graph: Graph, tensor: str) -> tuple[int, int, int, int, str]:
 
 
 def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], config: EngineConfig,
-                arena: ActivationArena, zeros: dict[str, int] | None = None) -> Layout:
+                arena: ActivationArena, zeros: dict[str, int] | None = None,
+                winograd: set[str] | frozenset[str] = frozenset(), column_packing: bool = True) -> Layout:
+    """Every engine tensor's view; a conv's input the host writes column-packed where that pays (`column_taps`),
+    unless the conv is a Winograd layer (`winograd`: its 4x4 input patches read the plain layout) or packing is off
+    (the golden cases, which exercise the kernels and paddings they are named for)."""
     layout = Layout()
     onnx = {t: graph.tensors[t].onnx_name for t in graph.tensors}
 
@@ -215,14 +219,14 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
         out.channel_map = [off + k for m, off in zip(maps, offsets) for k in m]
         layout.views[node.outputs[0]] = out
     packed = {graph.nodes[n].inputs[0]: graph.nodes[n] for n in cpu_fed_convs(graph, fpga_nodes)
-              if column_taps(graph.nodes[n], graph, config, True) > 1}
+              if column_packing and n not in winograd and column_taps(graph.nodes[n], graph, config, True) > 1}
     for name in fpga_nodes:
         node = graph.nodes[name]
         for t in [t for t in node.inputs if t and graph.const(t) is None] + node.outputs:
             if t in layout.views:
                 continue
             n, h, w, c, _ = _nhwc(graph, t)
-            if t in packed and placed_like(t) is None:
+            if t in packed and members.get(shared.find(t), [t]) == [t]:     # no placement shared with it
                 conv = packed[t]
                 taps, wide = conv.conv.kernel[1], packed_width(conv, graph)
                 stride = config.padded(taps * c)

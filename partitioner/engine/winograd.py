@@ -31,9 +31,9 @@ MAX_LOSS = 0.0005            # auto: the cosine a layer may lose against direct 
 TRIAL_FRAMES = 2             # auto: calibration frames the loss is measured on
 
 
-def why_not(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = False) -> str | None:
-    """Why the engine cannot run `node` as a Winograd layer, or None (`cpu_fed`: the host writes its input)."""
-    return winograd_problem(node, graph, cfg, cpu_fed)
+def why_not(node: Node, graph: Graph, cfg: EngineConfig) -> str | None:
+    """Why the engine cannot run `node` as a Winograd layer, or None."""
+    return winograd_problem(node, graph, cfg)
 
 
 def transform(w: np.ndarray) -> np.ndarray:
@@ -66,9 +66,11 @@ class WinogradTrial:
         return self.cosine_direct - self.cosine_winograd
 
 
-def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None) -> WinogradTrial:
-    """The layer's cycles and time on one unit of `cfg`, direct and Winograd (DDR-bound on `board`, if given)."""
-    shape, wshape = layer_shape(node, graph, cfg), winograd_shape(node, graph, cfg)
+def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None, cpu_fed: bool = False
+              ) -> WinogradTrial:
+    """The layer's cycles and time on one unit of `cfg`, direct (column-packed where the host writes its input,
+    `cpu_fed`) and Winograd (DDR-bound on `board`, if given)."""
+    shape, wshape = layer_shape(node, graph, cfg, cpu_fed), winograd_shape(node, graph, cfg)
     port = board.port_bits // 8 if board is not None else 16
     direct, wino = layer_cycles(shape, cfg, port), layer_cycles(wshape, cfg, port)
     nbytes = node_cost(node, graph).bytes
@@ -90,9 +92,9 @@ def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: 
     fed = cpu_fed_convs(graph, nodes)
     for n in nodes:
         node = graph.nodes[n]
-        if why_not(node, graph, cfg, n in fed) is not None:
+        if why_not(node, graph, cfg) is not None:
             continue
-        t = both_ways(node, graph, replace(cfg, compute_units=1), board)
+        t = both_ways(node, graph, replace(cfg, compute_units=1), board, n in fed)
         if mode == "all":
             t.chosen, t.why = True, "--winograd all"
         else:

@@ -153,7 +153,7 @@ class _Layers:
         (`auto`) the cycle model makes it faster (the compiler's cosine test comes later)."""
         fed = node.name in self.cpu_fed
         shape = layer_shape(node, self.graph, cfg, fed)
-        if not cfg.winograd or self.winograd == "off" or winograd_problem(node, self.graph, cfg, fed) is not None:
+        if not cfg.winograd or self.winograd == "off" or winograd_problem(node, self.graph, cfg) is not None:
             return shape
         wshape = winograd_shape(node, self.graph, cfg)
         one = replace(cfg, compute_units=1)
