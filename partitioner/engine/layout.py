@@ -226,7 +226,7 @@ def plan_layout(graph: Graph, fpga_nodes: list[str], scales: dict[str, float], c
             if t in layout.views:
                 continue
             n, h, w, c, _ = _nhwc(graph, t)
-            if t in packed and members.get(shared.find(t), [t]) == [t]:     # no placement shared with it
+            if t in packed:                # read by its conv alone (cpu_fed_convs): it shares no placement
                 conv = packed[t]
                 taps, wide = conv.conv.kernel[1], packed_width(conv, graph)
                 stride = config.padded(taps * c)

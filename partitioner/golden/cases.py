@@ -378,9 +378,8 @@ def make_case(name: str, folder: Path, config: EngineConfig | None = None,
         table.write_text(json.dumps({"source": "golden case", **calibration}))
     result = run_partition(PartitionConfig(model=path, out_dir=folder / name, picture=False, accuracy=False,
                                            offload_everything=True, calibration_frames=8, calibration_table=table,
-                                           engine=config or EngineConfig(),
-                                           winograd="all" if name in WINOGRAD_CASES else "off",
-                                           column_packing=False))
+                                           engine=config or EngineConfig(), column_packing=False,
+                                           winograd="all" if name in WINOGRAD_CASES else "off"))
     plan = result.plan
     fpga = [s for s in plan.subgraphs if s.device == "fpga"]
     if not fpga or any(s.device == "cpu" for s in plan.subgraphs):
