@@ -14,7 +14,7 @@ board twice: with the array's DSPs at the engine clock and at twice it (`partiti
 column; UltraScale+ Zynq boards only). A 2x design's DSP clock is twice the MHz column: the timing estimate's
 DSP-clock paths reach it, but 600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and
 route. `--winograd off,all` explores each twice more: without and with the window path's Winograd unit (`partition
---winograd`; its eligible 3x3 convs, those without a fused residual or pool, as Winograd layers; its LUTs and FFs in
+--winograd`; its eligible 3x3 convs as Winograd layers; its LUTs and FFs in
 the resources); "MAC util" then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above
 100 % possible).
 """

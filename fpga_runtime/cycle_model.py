@@ -107,6 +107,7 @@ class LayerShape:
     residual: bool = False
     luts: int = 0      # lookup tables the layer loads (LUT activations)
     pool_tail: int = 0 # cycles a fused max pool emits after the tile's last conv row (pool_tail_cycles)
+    pool_emit: int = 0 # cycles its emitter takes for a tile, a cycle per window tap (bounds a 3x3 stride-1 pool)
     inside: float = 1.0  # share of a conv's input taps inside the input (the rest is zero padding, no memory)
     # the window path (window_slots > 0): input rows, stride and top padding
     window_slots: int = 0
@@ -144,8 +145,9 @@ class LayerShape:
             up = 2 if d.flags & Flag.UPSAMPLE2 else 1
             inside = (taps_inside(d.conv_h, d.kh, d.stride_h, d.pad_t, d.dil_h, d.in_h * up)
                       * taps_inside(d.conv_w, d.kw, d.stride_w, d.pad_l, d.dil_w, d.in_w * up))
+            emit = d.batch * d.out_h * d.out_w * d.pool_kh * d.pool_kw if d.flags & Flag.POOL else 0
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
-                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, inside,
+                       bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, emit, inside,
                        winograd=bool(d.flags & Flag.WINOGRAD))
         if d.op == Op.GLOBAL_AVG_POOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
@@ -204,7 +206,8 @@ def layer_cycles(s: LayerShape, cfg: EngineConfig, port_bytes: int = 16) -> int:
             weights = (winograd.POSITIONS if s.winograd else s.kh * s.kw) * (s.in_c // v) * r
         per_tap = s.inside * beat + (1 - s.inside)      # padding taps cost no memory: one cycle each
         taps = pixels * reads * (1 if s.depthwise else s.in_c // v)
-        run = run_fixed + max(per_tap * taps + beat * (pixels * per_pixel - taps), passes * pixels) + s.pool_tail
+        run = (run_fixed + max(per_tap * taps + beat * (pixels * per_pixel - taps), passes * pixels, s.pool_emit)
+               + s.pool_tail)
         load = _cost(TILE_LOAD_OVERHEAD, latency) + params + beat * weights
         return round(fixed + load + run + (tiles - 1) * max(run, load))
     c_tiles = s.out_c // v
@@ -255,7 +258,7 @@ def _window_conv_cycles(s: LayerShape, cfg: EngineConfig, beat: int, latency: in
             rows_cycles = max(first + rows * compute_row, total_load + compute_row)
         else:
             rows_cycles = first + rows * (compute_row + load_row)
-        run = _cost(WINDOW_RUN_OVERHEAD, latency) + rows_cycles + p * out_px + s.pool_tail
+        run = _cost(WINDOW_RUN_OVERHEAD, latency) + max(rows_cycles, s.pool_emit) + p * out_px + s.pool_tail
         load = _cost(TILE_LOAD_OVERHEAD, latency) + m * (params + beat * weights)
         return run, load
 

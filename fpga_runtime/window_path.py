@@ -129,14 +129,13 @@ def _groups_tiles(d: Descriptor, cfg: EngineConfig) -> bool:
 
 def winograd_problem(d: Descriptor, cfg: EngineConfig) -> str | None:
     """Why the RTL engine's Winograd unit cannot run this WINOGRAD layer, or None: the unit is built (the build
-    has such layers), the engine has a window path, the layer has no fused residual or pool (its tiles make two
-    output rows at once) and its window fits (`layer_descriptor.sv` refuses the layer otherwise)."""
+    has such layers), the engine has a window path and the layer's window fits (`layer_descriptor.sv` refuses the
+    layer otherwise). Its tiles make two output rows at once: a fused residual is read, and a fused pool's ring
+    filled, in the order they leave."""
     if not cfg.winograd:
         return "the engine was built without the Winograd unit"
     if cfg.pixels < 2:
         return f"the Winograd unit is part of the window path, which a {cfg.pixels}-pixel engine does not have"
-    if d.flags & (Flag.RESIDUAL | Flag.POOL):
-        return "the Winograd unit takes no fused residual or pool"
     if geometry(d, cfg) is None:
         return "its input rows do not fit the engine's window"
     return None

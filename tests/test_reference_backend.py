@@ -73,6 +73,10 @@ FEATURES = {
     "winograd3x3": lambda ds: ds[0].flags & Flag.WINOGRAD and ds[0].conv_h % 2 == 0,
     "winograd_odd_wide": lambda ds: ds[0].flags & Flag.WINOGRAD and ds[0].conv_w % 2 and ds[0].in_c == 48
     and ds[0].out_c == 48,
+    "winograd_residual": lambda ds: sum(d.flags & Flag.WINOGRAD and d.flags & Flag.RESIDUAL and not d.flags & Flag.POOL
+                                        and d.conv_w % 2 and d.conv_h % 2 for d in ds) == 2,
+    "winograd_pool": lambda ds: [(d.conv_w, d.pool_kh, d.pool_sh) for d in ds if d.flags & Flag.WINOGRAD
+                                 and d.flags & Flag.POOL] == [(22, 2, 2), (11, 3, 1)],
     "winograd_residual_pool": lambda ds: any(d.flags & Flag.WINOGRAD and d.flags & Flag.RESIDUAL
                                              and d.flags & Flag.POOL and d.conv_w % 2 for d in ds),
     "winograd_zero_point": lambda ds: sum(d.flags & Flag.WINOGRAD and d.in_zero != 0 for d in ds) == 3

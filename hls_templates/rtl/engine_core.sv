@@ -200,7 +200,7 @@ module engine_core #(
   logic [7:0] a_run_fill;
   logic [TAGW-1:0] a_tag;
   logic [31:0] win_limit;
-  address_generator #(.V(V), .B(B), .PRIMITIVE(PACK)) agen (
+  address_generator #(.V(V), .B(B), .P(P > 1 ? P : 2), .PRIMITIVE(PACK)) agen (
     .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
     .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
@@ -338,7 +338,7 @@ module engine_core #(
   logic wq_room_pool, wq_room_epi;
   logic [G*8-1:0] p_q;
   logic [31:0] p_oaddr;
-  pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W)) pool (
+  pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W), .P(P > 1 ? P : 2)) pool (
     .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
     .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
     .out_room(wq_room_pool), .done(p_done), .busy(p_busy));

@@ -125,10 +125,11 @@ module layer_descriptor #(
                 && (d.stride_w == 8'd1 || s2);
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
-    // the unit's layers: a 3x3 stride-1 conv written directly, without a fused residual or pool
+    // the unit's layers: a 3x3 stride-1 conv written directly; its residual read in the order the tiles leave
+    // (address_generator.sv), its fused pool's ring filled so (pool_unit.sv)
     wino_ok_q <= WINO && P > 1 && d.op == OP_CONV && d.kh == 8'd3 && d.kw == 8'd3 && d.stride_h == 8'd1
                  && d.stride_w == 8'd1 && d.dil_h == 8'd1 && d.dil_w == 8'd1
-                 && (d.flags & 8'(1 << F_DEPTHWISE | 1 << F_RESIDUAL | 1 << F_POOL | 1 << F_UPSAMPLE2)) == 8'd0
+                 && (d.flags & 8'(1 << F_DEPTHWISE | 1 << F_UPSAMPLE2)) == 8'd0
                  && d.out_step <= 8'd1;
   end
   dsp_mult #(.AW(9), .BW(9), .PW(18), .PRIMITIVE(PRIMITIVE)) taps_product (

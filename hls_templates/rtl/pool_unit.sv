@@ -1,12 +1,16 @@
 // Max pool fused behind a conv: conv rows go into a ring of RINGK rows; as soon as every conv row of a
 // pooled row's window is in, the emitter reads the window's taps from the ring (one per cycle) and emits
-// the pooled pixel. A conv row waits only while the ring holds rows the emitter still needs.
+// the pooled pixel. A conv row waits only while the ring holds rows the emitter still needs. A pixel goes where
+// its row and column say, so a Winograd layer's pairs of rows, interleaved as its tiles leave, fill the ring
+// too; a row is done at its last pixel to arrive: its last column, or on a Winograd layer whose map is of odd
+// width and whose last group of tiles is three or more columns wide, the one before (its odd columns come last).
 import engine_pkg::*;
 
 module pool_unit #(
   parameter int G = 16,
   parameter int MAXK = 7,
-  parameter int MAX_W = 64
+  parameter int MAX_W = 64,
+  parameter int P = 2              // the window path's tiles per group (a Winograd layer's order)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -51,7 +55,8 @@ module pool_unit #(
     .is1_o(n_one_q), .is2_o());
   always_ff @(posedge clk) begin
     has_pool <= d.op == OP_CONV && d.flags[F_POOL];
-    conv_w_last_q <= d.conv_w - 16'd1;
+    conv_w_last_q <= d.flags[F_WINOGRAD] && d.conv_w[0] && ((d.conv_w - 16'd1) & 16'(2 * P - 1)) >= 16'd2
+                     ? d.conv_w - 16'd2 : d.conv_w - 16'd1;
   end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];
 

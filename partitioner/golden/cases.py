@@ -345,6 +345,32 @@ def _winograd_residual_pool() -> onnx.ModelProto:
     return c.model([c.op("MaxPool", [s], "pool", kernel_shape=[2, 2], strides=[2, 2])])
 
 
+def _winograd_residual() -> onnx.ModelProto:
+    """YOLOv3's residual block on an odd map: a 1x1 conv, then a Winograd conv with a fused LeakyRelu and the
+    residual add, twice. The RTL reads the residual in the order the tiles leave (pairs of rows, even columns then
+    odd), skipping the positions past the map's right and bottom edges; the second block's input is the first's
+    sum, so the residual is also read at a channel offset of a wider tensor's write."""
+    c = _Case("winograd_residual", size=11)
+    x = c.op("LeakyRelu", [c.conv("x", "stem", cin=8, cout=16, k=1)], "stem_leaky", alpha=0.1)
+    for i in range(2):
+        a = c.op("LeakyRelu", [c.conv(x, f"reduce{i}", cin=16, cout=8, k=1)], f"reduce{i}_leaky", alpha=0.1)
+        b = c.op("LeakyRelu", [c.conv(a, f"expand{i}", cin=8, cout=16)], f"expand{i}_leaky", alpha=0.1)
+        x = c.op("Add", [b, x], f"sum{i}")
+    return c.model([x])
+
+
+def _winograd_pool() -> onnx.ModelProto:
+    """YOLOv3-tiny's conv and max pool: a Winograd conv with a fused LeakyRelu and 2x2 stride-2 max pool on an even
+    map, then one with a 3x3 stride-1 padded pool on an odd map (11 wide: a last group of tiles three columns wide
+    on 2-, 4- and 8-pixel engines, whose rows end at their second-last column: the RTL's pool ring takes a pair
+    of rows interleaved, as the tiles leave)."""
+    c = _Case("winograd_pool", size=22)
+    a = c.op("LeakyRelu", [c.conv("x", "a", cin=8, cout=16)], "a_leaky", alpha=0.1)
+    a = c.op("MaxPool", [a], "pool_a", kernel_shape=[2, 2], strides=[2, 2])
+    b = c.op("LeakyRelu", [c.conv(a, "b", cin=16, cout=16)], "b_leaky", alpha=0.1)
+    return c.model([c.op("MaxPool", [b], "pool_b", kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])])
+
+
 def _winograd_zero_point() -> onnx.ModelProto:
     """Winograd convs reading an asymmetric tensor (a ReLU's), with 'same', no and one-sided padding: the taps
     outside the image are the zero point, folded into the bias through the weights' gain at position (1, 1)."""
@@ -360,7 +386,9 @@ def _winograd_zero_point() -> onnx.ModelProto:
 WINOGRAD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "winograd3x3": _conv_case("winograd3x3"),
     "winograd_odd_wide": _conv_case("winograd_odd_wide", cin=40, cout=33, size=7),
+    "winograd_residual": _winograd_residual,
     "winograd_residual_pool": _winograd_residual_pool,
+    "winograd_pool": _winograd_pool,
     "winograd_zero_point": _winograd_zero_point,
 }
 
