@@ -51,6 +51,9 @@ module address_generator #(
   logic due_top;                         // res_due at an image's start
   logic wres;                            // a Winograd layer's residual: in the order its tiles leave (below)
   logic w_narrow_top, w_last_top;        // a row's first group is narrower than 2P columns; is its last
+  logic res_x_top;                       // res_x_end at a row's start: a direct layer's row is one pixel
+  logic [15:0] res_rows_q;               // output rows a row (a Winograd layer's pair) of residuals moves on
+  logic signed [31:0] res_lead_q;        // ... the input rows its last input row moves on
   // ... and the nest's loops as loop_bound's registers: each bound less two (a counter's end flag is set as it steps
   // from the one before its last) and whether it is one; the kernel loops' less three and whether they are two
   // (their flags that they are one step from their ends, kx_at_pen and ky_at_pen, are set the same way)
@@ -58,7 +61,7 @@ module address_generator #(
   logic        y_two, x_two, c_two;
   logic [7:0]  ky_pen2, kx_pen2;
   logic        ky_two, kx_two;
-  logic        kx_one, ky_one, c_one, x_one, y_one, n_one, conv_w_one;
+  logic        kx_one, ky_one, c_one, x_one, y_one, n_one;
   logic [15:0] lim_y, lim_x, lim_c;      // the loops' bounds for the layer's kind
   logic [7:0]  lim_ky, lim_kx;
   always_comb begin
@@ -88,7 +91,7 @@ module address_generator #(
   loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(lim_kx), .less2_o(), .less3_o(kx_pen2), .is1_o(kx_one),
     .is2_o(kx_two));
   always_ff @(posedge clk) begin
-    conv_w_one <= d.conv_w == 16'd1; conv_w_pen <= d.conv_w - 16'd2;
+    conv_w_pen <= d.conv_w - 16'd2;
     in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
     // a Winograd layer's residual comes a pair of output rows at a time: after the last input row the second reads
     lead_top <= 32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) - 32'(d.kh);
@@ -96,6 +99,9 @@ module address_generator #(
                && (32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) > 32'(d.kh) || d.in_h == 16'd0);
     wres <= op_conv && d.flags[F_RESIDUAL] && d.flags[F_WINOGRAD];
     w_narrow_top <= 32'(d.conv_w) < 32'(2 * P);
+    res_x_top <= !(d.flags[F_RESIDUAL] && d.flags[F_WINOGRAD]) && d.conv_w == 16'd1;
+    res_rows_q <= d.flags[F_WINOGRAD] ? 16'd2 : 16'd1;
+    res_lead_q <= d.flags[F_WINOGRAD] ? 32'sd2 : 32'(d.stride_h);
     w_last_top <= 32'(d.conv_w) <= 32'(2 * P);
     is_conv <= op_conv;
     has_res <= op_conv && d.flags[F_RESIDUAL];
@@ -188,7 +194,7 @@ module address_generator #(
   logic nest_en_q;
   wire issue = want && nest_en_q;
   wire res_skip = wres && ((res_q[1] && !row1_in)
-                           || (grp_narrow && 17'({res_p, res_q[0]}) >= 17'(grp_left)));
+                           || (grp_narrow && {res_p, res_q[0]} >= grp_left[LP:0]));   // grp_left < 2P then
   wire [31:0] cv = 32'(ag_c) << VSH;
   wire [15:0] cin_beats = d.in_c >> VSH;
   // each of the nest's counters at its last value, a flag kept beside it (the window path's image count too)
@@ -423,7 +429,7 @@ module address_generator #(
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0;
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one; res_row <= '0;
+      res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
       res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
       grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
       rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
@@ -432,7 +438,7 @@ module address_generator #(
     end else if (go_image) begin
       // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
       ag_y <= '0;
-      res_y <= '0; res_x <= '0; res_x_end <= conv_w_one; res_row <= '0;
+      res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
       res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
       grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
       rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
@@ -442,44 +448,41 @@ module address_generator #(
         ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
         n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h); n_out_h <= n_out_h + 32'(d.out_h);
       end
-    end else if (go_res && wres) begin
-      if (!res_p_end) begin
-        res_p <= res_p + 1'b1;
-        res_p_end <= 32'(res_p) == P - 2;
-        res_x <= res_x + 16'd2;
-      end else if (res_q != 2'd3) begin
-        res_q <= res_q + 2'd1;
-        res_p <= '0; res_p_end <= 1'b0;
-        res_x <= res_t2 + 16'(!res_q[0]);
-        res_row <= res_y + 16'(res_q[1] || res_q[0]);
-      end else if (!grp_last) begin
-        res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
-        res_t2 <= res_t2 + 16'(2 * P); res_x <= res_t2 + 16'(2 * P);
-        res_row <= res_y;
-        grp_left <= grp_left - 17'(2 * P);
-        grp_last <= grp_left <= 17'(4 * P);
-        grp_narrow <= grp_left < 17'(4 * P);
-      end else begin                       // the pair's last position: the next pair
-        res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
-        res_t2 <= '0; res_x <= '0;
-        grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
-        res_y <= res_y + 16'd2; res_row <= res_y + 16'd2;
-        rows_left <= rows_left - 16'd2; row1_in <= rows_left > 16'd3;
-        res_end <= rows_left <= 16'd2;
-        lead_q <= lead_q - 32'sd2;
-        res_due <= has_res && rows_left > 16'd2 && (w_loaded || lead_q > 32'sd2);
-      end
     end else if (go_res) begin
+      // one flag (res_x_end) says the position is the output row's last, or a Winograd layer's pair of rows': what
+      // moves the rows' registers is that flag and the step, as on a direct layer
       if (!res_x_end) begin
-        res_x <= res_x + 16'd1;
-        res_x_end <= res_x == conv_w_pen;
-      end else begin
+        if (!wres) begin
+          res_x <= res_x + 16'd1;
+          res_x_end <= res_x == conv_w_pen;
+        end else if (!res_p_end) begin
+          res_p <= res_p + 1'b1;
+          res_p_end <= 32'(res_p) == P - 2;
+          res_x <= res_x + 16'd2;
+          res_x_end <= 32'(res_p) == P - 2 && res_q == 2'd3 && grp_last;
+        end else if (res_q != 2'd3) begin
+          res_q <= res_q + 2'd1;
+          res_p <= '0; res_p_end <= 1'b0;
+          res_x <= res_t2 + 16'(!res_q[0]);
+          res_row <= res_y + 16'(res_q[1] || res_q[0]);
+        end else begin                     // the group's last position: the next group of the pair
+          res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
+          res_t2 <= res_t2 + 16'(2 * P); res_x <= res_t2 + 16'(2 * P);
+          res_row <= res_y;
+          grp_left <= grp_left - 17'(2 * P);
+          grp_last <= grp_left <= 17'(4 * P);
+          grp_narrow <= grp_left < 17'(4 * P);
+        end
+      end else begin                       // the row's (pair's) last position: the next row (pair)
         res_x <= '0;
-        res_x_end <= conv_w_one;
-        res_y <= res_y + 16'd1; res_row <= res_y + 16'd1;
-        res_end <= res_y == conv_h_last;
-        lead_q <= lead_q - 32'(d.stride_h);
-        res_due <= has_res && res_y != conv_h_last && (w_loaded || lead_q > $signed(32'(d.stride_h)));
+        res_x_end <= res_x_top;
+        res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
+        grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
+        res_y <= res_y + res_rows_q; res_row <= res_y + res_rows_q;
+        rows_left <= rows_left - res_rows_q; row1_in <= rows_left > 16'd3;
+        res_end <= wres ? rows_left <= 16'd2 : res_y == conv_h_last;
+        lead_q <= lead_q - res_lead_q;
+        res_due <= has_res && (wres ? rows_left > 16'd2 : res_y != conv_h_last) && (w_loaded || lead_q > res_lead_q);
       end
     end else if (go_row) begin
       if (!wx_end) begin
