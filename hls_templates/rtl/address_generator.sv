@@ -149,10 +149,13 @@ module address_generator #(
   localparam int LP = $clog2(P);
   logic [1:0] res_q;                     // the set (i, j)
   logic [LP-1:0] res_p;
-  logic res_p_end;                       // res_p == P - 1
   logic [15:0] res_t2;                   // the group's first column, 2 x0
   logic signed [16:0] grp_left;          // columns from it to the map's right edge
   logic grp_last, grp_narrow;            // grp_left <= 2P (the row's last group); < 2P (some positions skip)
+  logic res_set_q, res_grp_q;            // the position ends a set (not its group's last); a group (not the pair's)
+  logic [15:0] res_t2_nx, res_t2_p1, res_y_p1;   // res_t2 + 2P, res_t2 + 1, res_y + 1
+  logic signed [16:0] grp_left_nx;       // grp_left - 2P, and what grp_last and grp_narrow are then
+  logic grp_last_nx, grp_narrow_nx;
   logic [15:0] rows_left;                // output rows from res_y on
   logic row1_in;                         // the pair's second row is in the map
   // the residual's turn, from flags kept beside the counters (each set by the step that makes it true), so no
@@ -430,8 +433,6 @@ module address_generator #(
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
       res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
-      res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
-      grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
       rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
       res_end <= d.conv_h == 16'd0; res_due <= due_top;
@@ -439,8 +440,6 @@ module address_generator #(
       // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
       ag_y <= '0;
       res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
-      res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
-      grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
       rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
       res_end <= d.conv_h == 16'd0; res_due <= due_top;
@@ -455,29 +454,19 @@ module address_generator #(
         if (!wres) begin
           res_x <= res_x + 16'd1;
           res_x_end <= res_x == conv_w_pen;
-        end else if (!res_p_end) begin
-          res_p <= res_p + 1'b1;
-          res_p_end <= 32'(res_p) == P - 2;
+        end else if (res_grp_q) begin      // the group's last position: the next group of the pair
+          res_x <= res_t2_nx;
+          res_row <= res_y;
+        end else if (res_set_q) begin      // a set's last: the next set (i, j) of the group
+          res_x <= res_q[0] ? res_t2 : res_t2_p1;
+          res_row <= res_q[1] || res_q[0] ? res_y_p1 : res_y;
+        end else begin
           res_x <= res_x + 16'd2;
           res_x_end <= 32'(res_p) == P - 2 && res_q == 2'd3 && grp_last;
-        end else if (res_q != 2'd3) begin
-          res_q <= res_q + 2'd1;
-          res_p <= '0; res_p_end <= 1'b0;
-          res_x <= res_t2 + 16'(!res_q[0]);
-          res_row <= res_y + 16'(res_q[1] || res_q[0]);
-        end else begin                     // the group's last position: the next group of the pair
-          res_q <= '0; res_p <= '0; res_p_end <= 1'b0;
-          res_t2 <= res_t2 + 16'(2 * P); res_x <= res_t2 + 16'(2 * P);
-          res_row <= res_y;
-          grp_left <= grp_left - 17'(2 * P);
-          grp_last <= grp_left <= 17'(4 * P);
-          grp_narrow <= grp_left < 17'(4 * P);
         end
       end else begin                       // the row's (pair's) last position: the next row (pair)
         res_x <= '0;
         res_x_end <= res_x_top;
-        res_q <= '0; res_p <= '0; res_p_end <= 1'b0; res_t2 <= '0;
-        grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
         res_y <= res_y + res_rows_q; res_row <= res_y + res_rows_q;
         rows_left <= rows_left - res_rows_q; row1_in <= rows_left > 16'd3;
         res_end <= wres ? rows_left <= 16'd2 : res_y == conv_h_last;
@@ -511,6 +500,36 @@ module address_generator #(
       end
     end
   end
+  // A Winograd layer's walk over a pair's positions, in a block of its own: each register moves on a row's start
+  // or end, or on a step within the pair, and what the step does is told by flags kept a step ahead (res_set_q,
+  // res_grp_q: the position ends a set, a group) and sums kept beside the counters (each used no sooner than two
+  // steps after its counter moves: a set has two or more positions), so the step's condition reaches the registers'
+  // enables and not their data
+  wire w_reset = ag_start || go_image || (go_res && res_x_end);
+  wire w_step = go_res && !res_x_end && wres;
+  always_ff @(posedge clk) begin
+    res_t2_nx <= res_t2 + 16'(2 * P); res_t2_p1 <= res_t2 + 16'd1; res_y_p1 <= res_y + 16'd1;
+    grp_left_nx <= grp_left - 17'(2 * P);
+    grp_last_nx <= grp_left <= 17'(4 * P); grp_narrow_nx <= grp_left < 17'(4 * P);
+  end
+  always_ff @(posedge clk)
+    if (w_reset) begin
+      res_q <= '0; res_p <= '0; res_set_q <= 1'b0; res_grp_q <= 1'b0; res_t2 <= '0;
+      grp_left <= 17'(d.conv_w); grp_last <= w_last_top; grp_narrow <= w_narrow_top;
+    end else if (w_step) begin
+      if (res_grp_q) begin
+        res_q <= '0; res_p <= '0; res_set_q <= 1'b0; res_grp_q <= 1'b0;
+        res_t2 <= res_t2_nx;
+        grp_left <= grp_left_nx; grp_last <= grp_last_nx; grp_narrow <= grp_narrow_nx;
+      end else if (res_set_q) begin
+        res_q <= res_q + 2'd1;
+        res_p <= '0; res_set_q <= 1'b0; res_grp_q <= 1'b0;
+      end else begin
+        res_p <= res_p + 1'b1;
+        res_set_q <= 32'(res_p) == P - 2 && res_q != 2'd3;
+        res_grp_q <= 32'(res_p) == P - 2 && res_q == 2'd3 && !grp_last;
+      end
+    end
   // the tap loop: the next tap, or the second phase (go_tap); back to the first tap past a pixel (go_pixel) or as
   // a tile starts. Its registers move on one enable (the nest steps, or the tile starts) and their next values
   // do not depend on it, so the pipeline's enable (nest_en_q, fanned out) is a clock enable one LUT deep; the
