@@ -154,8 +154,8 @@ def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) ->
               help="3x3 stride-1 convs as integer Winograd F(2x2, 3x3) layers: all of them, none, or (auto) those "
                    "the cycle model says are faster and whose int8 cosine, measured on the calibration frames, "
                    "drops at most --winograd-max-loss below direct int8. Every backend runs them: the RTL engine on "
-                   "its window path's Winograd unit (engines of 2 pixels or more; convs without a fused residual or "
-                   "pool), the reference and csim on any engine")
+                   "its window path's Winograd unit (engines of 2 pixels or more; fused residuals and pools included), "
+                   "the reference and csim on any engine")
 @click.option("--winograd-max-loss", type=click.FloatRange(0.0, 1.0), default=WINOGRAD_MAX_LOSS, show_default=True,
               help="--winograd auto: the cosine a layer may lose against direct int8")
 @click.option("--keep-on-cpu", "keep_on_cpu", multiple=True, metavar="NODE",

@@ -3,7 +3,11 @@ RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts foll
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
-4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The twentieth
+4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
+twenty-first RTL (the address generator's walk of a Winograd layer's residual) adds 110-230 LUT and 100-160 FF to a
+unit, not refitted: 8x8 22,496 LUT (model -1.6 %), 17,607 FF; 2x8x16 47,759, 33,663; 4x16x16 63,255, 52,265;
+8x16x16 87,489, 82,721; 8x8x8 41,057, 45,326; the Winograd unit's difference within 20 LUT and 0-2 FF of the
+twentieth's (4x16x16 +23,685 LUT, +25,864 FF; 8x8x8 +22,216, +24,506). The twentieth
 RTL (the 1x array's lane pairs summed in cascaded DSPs, CASCADE_*; the Winograd sets without a bias select;
 WINDOW_LUT_*): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 DSP, 47,586 LUT (+0.1 %), 33,510 FF
 (-0.9 %); 4x16x16 605 DSP, 63,103 LUT (0.0 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT (+4.5 %),
