@@ -21,23 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fpga_runtime.abi import EngineConfig  # noqa: E402
 from fpga_runtime.boards import BOARDS  # noqa: E402
 from partitioner.codegen.sources import write_engine_sources  # noqa: E402
 from partitioner.codegen.synth import synthesize  # noqa: E402
-from partitioner.explore.clock import rtl_digest  # noqa: E402
-
-
-def shape_config(shape: str, board) -> EngineConfig:
-    """`[PIXELSx]ROWSxVEC[:LANES][@2x][+wino]`, as `partition --engine` takes it (lanes: the epilogue's, 0 for all;
-    @2x: `--dsp-clock 2x`; +wino: with the Winograd unit, which a build with Winograd layers gets)."""
-    shape, plus, extra = shape.partition("+")
-    if plus and extra != "wino":
-        raise SystemExit(f"{shape}+{extra}: the only suffix is +wino")
-    shape, _, clock = shape.partition("@")
-    spec, _, lanes = shape.partition(":")
-    return EngineConfig.from_shape(spec, clock_mhz=board.clock_mhz, epilogue_lanes=int(lanes or 0),
-                                   dsp_clock=2 if clock == "2x" else 1, winograd=bool(plus))
+from partitioner.explore.clock import rtl_digest, shape_config  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +40,10 @@ def main() -> None:
     print(f"board {board.name} ({board.part}), clock {board.clock_mhz:g} MHz")
     print(header)
     for shape in args.shapes:
-        config = shape_config(shape, board)
+        try:
+            config = shape_config(shape, board.clock_mhz)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
         folder = shape.replace(":", "_").replace("@", "_").replace("+", "_")
         root = (args.keep / folder) if args.keep else Path(tempfile.mkdtemp(prefix="timing-"))
         write_engine_sources(root, "timing", config, [], board)

@@ -43,8 +43,10 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def build(tmp_path_factory, zoo):
     out = tmp_path_factory.mktemp("serve") / "b"
+    # two compute units per simulated board, whatever the exploration would pick: two replicas of C models share
+    # this machine's cores
     run_partition(PartitionConfig(model=zoo("yolov3-tiny", 64), out_dir=out, picture=False, accuracy=False,
-                                  preprocess="yolo"))
+                                  preprocess="yolo", compute_units=2))
     return out
 
 

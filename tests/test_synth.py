@@ -68,3 +68,25 @@ def test_double_pumped_engine_synthesises_with_its_dsp_clock_timed(tmp_path, zoo
     assert timing["estimated_fmax_mhz"] >= timing["clock_mhz"]
     assert all(p["clock"] in ("1x", "2x") for p in timing["worst_paths"])
     assert "DSP clock's worst path" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_a_window_engine_with_a_narrow_epilogue_keeps_every_dsp_registered(tmp_path):
+    """An epilogue at half the result lanes, in passes, on an engine whose tiles come in groups (the window path):
+    the pass's operands and its tile's tables are picked by plain selects, so no product is inferred on a
+    DSP48E2 without its registers and the path from the pass counter stays short (a part-select at a computed
+    offset of the 18-bit entries did both: 124 MHz on 2 x 16 x 16 with 8 lanes). The DSPs are the resource
+    model's count."""
+    from fpga_runtime.boards import BOARDS
+    from partitioner.codegen.sources import write_engine_sources
+    from partitioner.codegen.synth import synthesize
+    from partitioner.explore.resources import compute_unit
+
+    board = BOARDS["zcu104"]
+    config = EngineConfig(vec=8, pe_rows=8, pixels=2, epilogue_lanes=4, clock_mhz=board.clock_mhz)
+    write_engine_sources(tmp_path, "narrow", config, [], board)
+    r = synthesize(tmp_path / "fpga", board, lambda s: None, 250.0)
+    timing = r["timing"]
+    assert timing["dsp_without_mreg_preg"] == 0
+    assert timing["estimated_fmax_mhz"] >= 250.0
+    assert r["DSP"] == compute_unit(config, board, 0, 0).dsp

@@ -166,11 +166,9 @@ def test_yosys_mapped_multipliers(tmp_path):
 
 
 def _shape(shape: str):
-    """`[PIXELSx]ROWSxVEC[@2x][+wino]`, as benchmarks/timing_estimate.py names its rows."""
-    from fpga_runtime.abi import EngineConfig
-    shape, plus, _ = shape.partition("+")
-    spec, _, clock = shape.partition("@")
-    return EngineConfig.from_shape(spec, dsp_clock=2 if clock == "2x" else 1, winograd=bool(plus))
+    """`[PIXELSx]ROWSxVEC[:LANES][@2x][+wino]`, as benchmarks/timing_estimate.py names its rows."""
+    from partitioner.explore.clock import shape_config
+    return shape_config(shape)
 
 
 def test_fmax_model_holds_on_the_synthesised_shapes():

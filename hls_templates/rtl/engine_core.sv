@@ -86,7 +86,7 @@ module engine_core #(
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
   logic [7:0]  nl;                             // channels a pixel result holds: R (standard conv) or V
-  // two banks of tile parameters and weights: the next tile loads while this one runs
+  // two banks of weights (and two copies of the tables, layer_tables): the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
   // tiles in the running group, and in the one after it (1 but for window layers that take several); in
   // registers over three stages after `tile` or `tiles` moves, which S_TILE waits out (`gs_ready`)
@@ -138,7 +138,7 @@ module engine_core #(
   typedef enum logic [1:0] {PF_IDLE, PF_BIAS, PF_RQ, PF_WEIGHTS} pf_t;
   pf_t pf_st;
   logic pf_take, pf_ready;
-  logic take_params, take_rq, take_bank;
+  logic take_params, take_rq;
   wire pf_collecting = pf_st != PF_IDLE && !pf_take;
   logic main_collecting;
   engine_pkg::state_t cst;                                 // what is being collected: the main sequence's or the prefetch's
@@ -234,9 +234,15 @@ module engine_core #(
   logic [PM*G*32-1:0] bias_bits, mult_bits;
   logic [PM*G*8-1:0] shift_bits;
   logic [PM*G*18-1:0] nmult_bits;
+  // the staged tables become the running ones as a group starts: the cycle after the main sequence took its
+  // requantisation entries (its biases were taken before them), or as S_TILE switches to a prefetched group
+  logic tables_promote;
+  always_ff @(posedge clk)
+    tables_promote <= (st == S_TAKE && taken_from == S_RQ)
+                      || (st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready && pf_ready);
   layer_tables #(.G(G), .PM(PM), .R(R), .B(B), .CB(CB)) tables (
-    .clk, .cbuf, .c_off, .take_bias(take_params && !take_rq), .take_rq(take_params && take_rq), .take_bank,
-    .cur_bank, .bias_bits, .mult_bits, .shift_bits, .nmult_bits);
+    .clk, .cbuf, .c_off, .take_bias(take_params && !take_rq), .take_rq(take_params && take_rq),
+    .promote(tables_promote), .bias_bits, .mult_bits, .shift_bits, .nmult_bits);
   // an activation table goes into every epilogue lane's copy a beat per cycle, as it arrives
   wire lut_we1 = collecting && cst == S_LUT1 && cb_valid, lut_we2 = collecting && cst == S_LUT2 && cb_valid;
   logic [G*32-1:0] mac_acc;
@@ -455,7 +461,6 @@ module engine_core #(
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
       take_rq <= cst == S_RQ;
-      take_bank <= ld_bank;
       if (pf_collecting && c_done) begin
         c_issued <= 1'b0;
         pf_take <= 1'b1;

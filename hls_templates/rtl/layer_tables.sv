@@ -1,6 +1,11 @@
 // The tables a layer's accumulators and epilogue read, filled from the bytes the controller collected from the
-// constant port: per tile group, two banks (the running group's and the one prefetched beside it) of biases and
-// requantisation entries, G lanes for each of up to PM tiles. The activation tables go to the epilogue's lanes.
+// constant port: per tile group, biases and requantisation entries, G lanes for each of up to PM tiles. The
+// activation tables go to the epilogue's lanes.
+//
+// Two copies: a group's entries are taken into the staging copy (the next group's, prefetched while this one
+// runs, or the first group's) and move into the running copy at `promote`, as the group starts. The running copy
+// is what the lanes read, straight from flip-flops: no bank select across every table bit (G x PM x 90 of them:
+// 2,880 LUTs on a 2 x 16 x 16 engine, 5,760 on 4 x 16 x 16) and no register of the selected biases.
 module layer_tables #(
   parameter int G = 16,            // result lanes
   parameter int PM = 1,            // tiles of a group
@@ -11,10 +16,9 @@ module layer_tables #(
   input  logic clk,
   input  logic [8*CB-1:0] cbuf,
   input  logic [7:0] c_off,        // where the collected table starts in cbuf
-  input  logic take_bias,          // a group's biases are in cbuf: into bank take_bank
+  input  logic take_bias,          // a group's biases are in cbuf: into the staging copy
   input  logic take_rq,            // a group's requantisation entries are
-  input  logic take_bank,
-  input  logic cur_bank,           // the bank the running group reads
+  input  logic promote,            // the group whose entries are staged starts: they become the running ones
   output logic [PM*G*32-1:0] bias_bits,
   output logic [PM*G*32-1:0] mult_bits,
   output logic [PM*G*8-1:0]  shift_bits,
@@ -24,31 +28,26 @@ module layer_tables #(
   // start on a beat unless 4 x PE_ROWS bytes are not a whole number of beats: no shifter then.
   localparam bit PARAMS_ALIGNED = (4 * R) % B == 0;
   wire [7:0] p_off = PARAMS_ALIGNED ? 8'd0 : c_off;
-  logic signed [31:0] bias[2*G*PM], mult[2*G*PM];
-  logic [7:0] shift[2*G*PM];
-  logic [17:0] nmult[2*G*PM];
+  logic [PM*G*32-1:0] bias_d, mult_d;
+  logic [PM*G*8-1:0]  shift_d;
+  logic [PM*G*18-1:0] nmult_d;
 
   always_ff @(posedge clk) begin
     if (take_bias)
-      for (int i = 0; i < G * PM; i++) bias[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 4 * i) * 8 +: 32];
+      for (int i = 0; i < G * PM; i++) bias_d[32*i +: 32] <= cbuf[(32'(p_off) + 4 * i) * 8 +: 32];
     if (take_rq)
       for (int i = 0; i < G * PM; i++) begin
-        mult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
-        shift[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
-        nmult[32'(take_bank) * G * PM + i] <= cbuf[(32'(p_off) + 8 * i + 5) * 8 +: 18];
+        mult_d[32*i +: 32] <= cbuf[(32'(p_off) + 8 * i) * 8 +: 32];
+        shift_d[8*i +: 8] <= cbuf[(32'(p_off) + 8 * i + 4) * 8 +: 8];
+        nmult_d[18*i +: 18] <= cbuf[(32'(p_off) + 8 * i + 5) * 8 +: 18];
       end
   end
 
-  // the biases in registers, a cycle after the bank or a take: the accumulators' first sums start from flip-flops,
-  // not from a select on the bank flag that fans out to every table bit (a group's first sum comes many cycles
-  // after either)
   always_ff @(posedge clk)
-    for (int i = 0; i < G * PM; i++) bias_bits[32*i +: 32] <= bias[32'(cur_bank) * G * PM + i];
-  always_comb begin
-    for (int i = 0; i < G * PM; i++) begin
-      mult_bits[32*i +: 32] = mult[32'(cur_bank) * G * PM + i];
-      shift_bits[8*i +: 8] = shift[32'(cur_bank) * G * PM + i];
-      nmult_bits[18*i +: 18] = nmult[32'(cur_bank) * G * PM + i];
+    if (promote) begin
+      bias_bits <= bias_d;
+      mult_bits <= mult_d;
+      shift_bits <= shift_d;
+      nmult_bits <= nmult_d;
     end
-  end
 endmodule

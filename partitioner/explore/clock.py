@@ -42,7 +42,7 @@ class FmaxFit:
     # enables and resets, which yosys/ABC mapped 4-6 LUTs deep by shape in no order of the array's size; since the
     # nineteenth the step's readiness (2 and 4 pixels) or the layer decoder's group fit (8x8x8)
     window_ns: tuple[tuple[int, float], ...]
-    fitted_on: tuple[str, ...]          # benchmark shapes ([PIXELSx]ROWSxVEC[@2x][+wino]) the fit was made from
+    fitted_on: tuple[str, ...]          # benchmark shapes (shape_config) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
 
     # `--dsp-clock 2x`: the fabric's window term (the array's copy of the move register is also the step loops':
@@ -57,6 +57,10 @@ class FmaxFit:
     # (before the nineteenth RTL the window words' bank rotation and the select between them and V into the array)
     winograd_w0_ns: float = 0.0
     winograd_w1_ns: float = 0.0
+    winograd_wv_ns: float = 0.0         # ... + wv * log2(VEC), VEC taken at most 16 (no wider one synthesised)
+    # a narrow epilogue (EngineConfig.epilogue_passes > 1): its pass's operands and tables are picked among passes x
+    # pixels candidates, so that select's path by the count of candidates (from that count up), where longer
+    narrow_select_ns: tuple[tuple[int, float], ...] = ()
 
     def critical_ns(self, config: EngineConfig) -> float:
         """The fabric clock period the design needs: its worst fabric path, and with the DSPs at twice the clock
@@ -67,7 +71,10 @@ class FmaxFit:
             table = dict(self.window_2x_ns if config.dsp_clock == 2 and self.window_2x_ns else self.window_ns)
             fabric += table[min(table, key=lambda p: (abs(p - config.pixels), -p))]
             if config.winograd:
-                fabric = max(fabric, self.winograd_w0_ns + self.winograd_w1_ns * math.log2(config.pixels))
+                fabric = max(fabric, self.winograd_w0_ns + self.winograd_w1_ns * math.log2(config.pixels)
+                             + self.winograd_wv_ns * min(math.log2(config.vec), 4.0))
+        candidates = config.epilogue_passes * config.pixels if config.epilogue_passes > 1 else 0
+        fabric = max([fabric] + [ns for n, ns in self.narrow_select_ns if candidates >= n])
         if config.dsp_clock != 2:
             return fabric
         if config.pixels == 1:
@@ -75,7 +82,22 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-first RTL (the Winograd unit's residual walk in the address generator, the
+# UltraScale+ -2 (zcu104). The twenty-second RTL (the layer tables' running copy in flip-flops, no bank select; the
+# narrow epilogue's pass by plain selects): every shape's worst path as the twenty-first's, and now checked on
+# engines with a narrow epilogue, which no fit had synthesised: 2x16x16:8 was 8.069 ns (123.9 MHz: the pass counter
+# through a part-select at a computed offset, 9 LUTs and a DSP48E2 inferred without registers) and is 3.886 (its
+# window's readiness, as 2x8x16's); 4x16x16:8 4.011 (the pass counter, at a load of 2,146, into the queue's pop
+# through the epilogue's readiness) and, with that readiness in a register, 3.909 (the tap-loop flag, as 4x16x16's).
+# Left out of the fit, both: the model 3.885 and 3.903 ns. A narrow epilogue of four passes on a 4-pixel engine,
+# 4x16x8:4+wino (the exploration's YOLOv3 pick with the Winograd unit, had it been credited 250 MHz), reaches 177.8
+# MHz: its 16 candidates of a pass's tables (passes x tiles) chained 9 LUTs deep from the select, 5.624 ns: the
+# narrow_select term, fitted on it alone (no engine with 16 candidates is left to check it on; 8, on 4x16x16:8,
+# showed no such path). Its Winograd path, 4.093 ns (the hold's set count, 24 carry bits), is slower than
+# 4x16x16+wino's (below its 3.909 worst path) and 8x8x8+wino's (3.956, 12 carry bits): with VEC 8 the path is
+# longer, so the w terms take log2(VEC) too (at most 16's: no wider engine with the unit synthesised), fitted on the
+# three Winograd shapes (4x16x16+wino at its worst path, an upper bound of its Winograd path): three shapes for
+# three terms, none left to check them on.
+# The twenty-first RTL (the Winograd unit's residual walk in the address generator, the
 # fused pool's ring taking a Winograd pair's rows interleaved): 1x 3.789 ns on 8x8, 3.885 on 2x8x16, 3.977 on 8x8x8
 # and 3.911 on 8x16x16 as before, 3.903 on 4x16x16 (was 3.870: the tile's start into the address generator's tap
 # loop flags, 6 LUTs, a mapping yosys chose for the unchanged loop); with the Winograd unit 3.909 on 4x16x16+wino
@@ -137,10 +159,10 @@ class FmaxFit:
 ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.096), (4, 0.114), (8, 0.188)),
                          window_2x_ns=((2, 0.096), (4, 0.114), (8, 0.146)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
-                                    "8x16x16@2x", "4x16x16+wino", "8x8x8+wino"),
-                         checked_on=("8x16x16",),
-                         fast_ns=1.44, fast_f0_ns=1.471, fast_f1_ns=0.040, winograd_w0_ns=3.815,
-                         winograd_w1_ns=0.047)
+                                    "8x16x16@2x", "4x16x16+wino", "8x8x8+wino", "4x16x8:4+wino"),
+                         checked_on=("8x16x16", "2x16x16:8", "4x16x16:8"),
+                         fast_ns=1.44, fast_f0_ns=1.471, fast_f1_ns=0.040, winograd_w0_ns=4.919,
+                         winograd_w1_ns=-0.137, winograd_wv_ns=-0.184, narrow_select_ns=((16, 5.624),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
 # write queue's head; the thirteenth's 7.966 was the address generator's row sum into an inferred DSP48E1): a alone,
 # as on UltraScale+; not checked on another
@@ -150,6 +172,22 @@ FITS = {"UltraScale+": ULTRASCALE_FIT, "7-series": SEVEN_SERIES_FIT}
 # slower grades: the estimate of one netlist (8x8 on xcup, the RTL before the descriptor was decoded into
 # registers; the ratio is the delay models', 1.20-1.21) with their delay model against -2 at 0.85 V
 GRADE_SCALE = {ULTRASCALE_PLUS_1.name: 1.2016, ULTRASCALE_PLUS_2LV.name: 1.2109}
+
+
+def shape_config(shape: str, clock_mhz: float | None = None) -> EngineConfig:
+    """The engine a benchmark shape names: `[PIXELSx]ROWSxVEC[:LANES][@2x][+wino]`, as `partition --engine` takes
+    the array (LANES: the epilogue's, 0 for all of them; @2x: `--dsp-clock 2x`; +wino: with the Winograd unit).
+    benchmarks/timing_estimate.py names its rows so, and FmaxFit.fitted_on/checked_on name those rows."""
+    shape, plus, extra = shape.partition("+")
+    if plus and extra != "wino":
+        raise ValueError(f"{shape}+{extra}: the only suffix is +wino")
+    shape, _, clock = shape.partition("@")
+    if clock not in ("", "1x", "2x"):
+        raise ValueError(f"{shape}@{clock}: the DSP clock is @1x or @2x")
+    spec, _, lanes = shape.partition(":")
+    fields = {} if clock_mhz is None else {"clock_mhz": clock_mhz}
+    return EngineConfig.from_shape(spec, epilogue_lanes=int(lanes or 0), dsp_clock=2 if clock == "2x" else 1,
+                                   winograd=bool(plus), **fields)
 
 
 def rtl_digest() -> str:

@@ -41,7 +41,7 @@ from partitioner.placement.cost import node_cost
 
 VECS = (8, 16, 32, 64)
 ROWS = (8, 16, 32, 64)
-UNITS = (1, 2, 3, 4)
+UNITS = (1, 2, 3, 4, 5, 6)
 PIXELS = (1, 2, 4, 8)
 EPILOGUE_PASSES = (1, 2, 4)      # the epilogue at all, half or a quarter of the result lanes
 WEIGHT_RAM_SCALES = (2, 4)       # window engines also with 2 or 4 times the weight RAM the largest layer needs: a

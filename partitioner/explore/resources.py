@@ -4,6 +4,14 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
+twenty-second RTL keeps the layer tables' running copy in flip-flops that the staged copy moves into as a group
+starts, so no bank select sits between the tables and the lanes, and no register of the selected biases: 90 LUT and
+32 FF less per result lane and tile of a group (CONTROL_*_PER_LANE and GROUP_* less by that, counted from the RTL,
+no fit): 8x8 21,859 LUT (model -2.1 %), 17,351 FF; 2x8x16 44,851 (-0.3 %), 32,639; 4x16x16 57,533 (-0.3 %), 50,217;
+8x8x8 35,329 (-0.6 %), 43,278; 4x16x16+wino 81,250 (-0.2 %); 8x16x16, left out, 75,970 (+4.9 %), 78,625 FF (-3.5 %).
+Engines with a narrow epilogue, synthesised for the first time (its pass's operands by plain selects, not by
+part-selects at computed offsets, which cost 2,800 LUTs on 2x16x16:8), checked, not fitted: 2x16x16:8 317 DSP,
+39,059 LUT (model -0.4 %), 34,311 FF (+5.3 %); 4x16x16:8 573 DSP, 49,374 LUT (+0.4 %), 48,520 FF (+2.3 %). The
 twenty-first RTL (the address generator's walk of a Winograd layer's residual) adds 110-230 LUT and 100-160 FF to a
 unit, not refitted: 8x8 22,496 LUT (model -1.6 %), 17,607 FF; 2x8x16 47,759, 33,663; 4x16x16 63,255, 52,265;
 8x16x16 87,489, 82,721; 8x8x8 41,057, 45,326; the Winograd unit's difference within 20 LUT and 0-2 FF of the
@@ -107,7 +115,7 @@ EPILOGUE_DSP, EPILOGUE_LUT, EPILOGUE_FF = 4, 1045, 60
 CONTROL_DSP = {2: 10, 1: 14}   # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
 CONTROL_LUT, CONTROL_FF = 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
-CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 607, 140
+CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 517, 108
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
 # DSP48E1s)
 VEC_DSP = {2: 1, 1: 2}
@@ -140,8 +148,10 @@ WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.233, 0.984
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
 # yosys (the fifteenth RTL): 8x8 +2,020 FF +127 LUT for 16 DSPs, 2x8x16 +8,618 / +361 for 64, 4x16x16 +35,691 /
 # +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs); 8x16x16, left out,
-# 637 DSP exact, 105,937 LUT (model +5.1 %, as for its 1x twin), 157,230 FF (-0.3 %).
-DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 2.83, 82
+# 637 DSP exact, 105,937 LUT (model +5.1 %, as for its 1x twin), 157,230 FF (-0.3 %). The LUT terms refitted to the
+# twenty-second RTL (the 2x unit's LUTs less the 1x unit's with its cascade's taken back, CASCADE_LUT_PER_MAC): 8x8
+# +35 for 16 DSPs, 4x16x16 +1,042 for 256 (fitted); 2x8x16, left out, +276 for 64 (the model +237).
+DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 4.196, -32
 # The 1x packed array's lane pairs summed in cascaded DSPs (mac_cascade.sv, the twentieth RTL): half the fabric's
 # lane-sum adders and their partial-sum registers, against the nineteenth RTL's yosys counts of the same shapes
 # (per MAC, least squares through 0 over 8x8 -588 LUT / -372 FF, 2x8x16 -2,011 / -1,062, 4x16x16 -8,925 / -2,742,
@@ -153,7 +163,7 @@ CASCADE_LUT_PER_MAC, CASCADE_FF_PER_MAC = -8.62, -2.74
 # +3,910, exact on those three; left out, 8x16x16: the model +4.5 %, was +6.4 %; 2x8x16@2x, 4x16x16@2x and
 # 8x16x16@2x then within 0.0 %, -0.3 %, +3.2 %, 8x8x8+wino +0.9 %)
 WINDOW_LUT_PER_MAC, WINDOW_LUT_PER_PIXEL_LANE = -9.195, 134.4
-GROUP_LUT, GROUP_FF = 161, 192     # per result lane and extra tile of a group: its parameters and their choice
+GROUP_LUT, GROUP_FF = 71, 160     # per result lane and extra tile of a group: its parameters and their choice
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
 
