@@ -27,12 +27,15 @@ def _fpga_nodes(path):
 
 def test_resource_model_per_parameter():
     """DSPs as yosys counts them for the pipelined RTL (218 for a 16x16 unit on xcup: 128 packed MAC pairs, 1 per VEC
-    lane, 4 per epilogue lane, 10 for control). An 8x8 unit (392 weight rows): yosys 82 DSP, 19.5 BRAM36, 21,859
-    LUT, 17,351 FF (the twenty-second RTL; benchmarks/results/timing_estimate.jsonl); on the PYNQ-Z2's DSP48E1s (one
-    product each: 2 per VEC lane; 25-bit operands, so the pixel addresses' products take 4 more) 126 DSP."""
+    lane, 4 per epilogue lane, 10 for control); LUTs within a few per cent of yosys's 41,721, FFs within 10 % of its
+    24,985 (the twenty-second RTL; the eleventh pipelining's were 44,959 and 27,667). An 8x8 unit (392 weight
+    rows): yosys 82 DSP, 19.5 BRAM36, 21,859 LUT, 17,351 FF (the twenty-second RTL;
+    benchmarks/results/timing_estimate.jsonl); on the PYNQ-Z2's DSP48E1s (one product each: 2 per VEC lane; 25-bit
+    operands, so the pixel addresses' products take 4 more) 126 DSP."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
     assert small.dsp == 16 * 16 // 2 + 16 + 4 * 16 + 10 == 218                 # two int8 MACs per DSP48E2
+    assert abs(small.lut / 41_721 - 1) < 0.05 and abs(small.ff / 24_985 - 1) < 0.1
     tiny = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     assert tiny.dsp == 8 * 8 // 2 + 8 + 4 * 8 + 10 == 82 and abs(tiny.bram36 - 19.5) <= 1
     assert abs(tiny.lut / 21_859 - 1) < 0.05 and abs(tiny.ff / 17_351 - 1) < 0.05
