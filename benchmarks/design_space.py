@@ -5,18 +5,18 @@ utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI 
                                       [--dsp-clock 1x,2x] [--winograd off,all]
 
 "FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock or,
-where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; DDR bandwidth as a bound,
-several compute units processing frames side by side): FPGA subgraphs only, CPU pre/post-processing excluded, as the
-DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the board's CPU
-figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one the objective picks
-(default: whole-frame throughput; `--objective fpga`: the FPGA layers' own fps). `--dsp-clock 1x,2x` explores each
-board twice: with the array's DSPs at the engine clock and at twice it (`partition --dsp-clock 2x`; "DSP clock"
-column; UltraScale+ Zynq boards only). A 2x design's DSP clock is twice the MHz column: the timing estimate's
-DSP-clock paths reach it, but 600 MHz DSP timing on these devices is the DPU's proof, not checked here by place and
-route. `--winograd off,all` explores each twice more: without and with the window path's Winograd unit (`partition
---winograd`; its eligible 3x3 convs as Winograd layers; its LUTs and FFs in
-the resources); "MAC util" then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above
-100 % possible).
+where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; several compute units
+processing frames side by side on the board's sustained DDR bandwidth, fpga_runtime/prediction/shared_ddr.py; "DDR
+GB/s" is what the design moves, against the ZCU104's 16.0 sustained): FPGA subgraphs only, CPU pre/post-processing
+excluded, as the DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the
+board's CPU figures) as `fpga-run run` does by default; "latency" is one frame alone. The design is the one the
+objective picks (default: whole-frame throughput; `--objective fpga`: the FPGA layers' own fps). `--dsp-clock 1x,2x`
+explores each board twice: with the array's DSPs at the engine clock and at twice it (`partition --dsp-clock 2x`;
+"DSP clock" column; UltraScale+ Zynq boards only). A 2x design's DSP clock is twice the MHz column: the timing
+estimate's DSP-clock paths reach it, but 600 MHz DSP timing on these devices is the DPU's proof, not checked here by
+place and route. `--winograd off,all` explores each twice more: without and with the window path's Winograd unit
+(`partition --winograd`; its eligible 3x3 convs as Winograd layers; its LUTs and FFs in the resources); "MAC util"
+then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above 100 % possible).
 """
 from __future__ import annotations
 

@@ -3,8 +3,15 @@
 Fabric figures are the device totals from the public AMD/Xilinx product tables: DS190 (Zynq-7000 family
 overview), DS891 (Zynq UltraScale+ MPSoC overview), DS987 (Kria K26 SOM) and DS962 (Alveo U200/U250).
 DDR bandwidth is the peak of the board's memory interface (bus width x transfer rate, from the board's user
-guide). Host CPU throughput is our own rough figure for float32 onnxruntime on that CPU, used only by the
-cost model to decide what is worth offloading; it is marked as an estimate in every report.
+guide); what the fabric sustains is that times `ddr_efficiency`, the share of the peak a measurement of the
+same memory system moved (every timing model uses the sustained figure):
+- Zynq UltraScale+ with 64-bit DDR4 (ZCU102, ZCU104, KV260): 75 %, and the Ultra96's LPDDR4: 92.5 %, measured
+  from PL masters on the HP/HPC ports of a ZCU102 and an Ultra96 by Manev, Vaishnav and Koch, "Unexpected
+  Diversity: Quantitative Memory Analysis for Zynq UltraScale+ Systems", FPT 2019.
+- Zynq-7000: 75 %, the maximum efficiency AMD designed the DDR controller for (UG585, "DDR Efficiency").
+- Alveo: no measured figure for the U250's memory controllers here; the ZCU102's 75 % is taken.
+Host CPU throughput is our own rough figure for float32 onnxruntime on that CPU, used only by the cost model to
+decide what is worth offloading; it is marked as an estimate in every report.
 """
 from __future__ import annotations
 
@@ -28,6 +35,12 @@ class Board:
     cpu_gbps: float          # estimate: host memory throughput for element-wise work, GB/s
     cpu_ghz: float = 3.0     # the CPU's clock
     cpu_ipc: float = 1.0     # estimate: scalar work per clock against an out-of-order x86-64 core (in-order A53: 0.5)
+    ddr_efficiency: float = 0.75   # sustained share of the DDR peak from the fabric (the sources above)
+
+    @property
+    def ddr_sustained_gbps(self) -> float:
+        """The DDR bandwidth the fabric's masters sustain together, GB/s: what every timing model uses."""
+        return self.ddr_gbps * self.ddr_efficiency
 
     @property
     def port_bits(self) -> int:
@@ -60,7 +73,7 @@ BOARDS: dict[str, Board] = {b.name: b for b in [
     # XCZU3EG-SBVA484-1; LPDDR4 32-bit at 2133 MT/s (Ultra96-V2 hardware user guide)
     Board("ultra96v2", "xczu3eg-sbva484-1-i", "zynqmp", dsp=360, bram36=216, uram=0, lut=70_560, ff=141_120,
           clock_mhz=200, ddr_gbps=8.5, cpu="4x Cortex-A53 1.5 GHz", cpu_gmacs=4.0, cpu_gbps=2.5,
-          cpu_ghz=1.5, cpu_ipc=0.5),
+          cpu_ghz=1.5, cpu_ipc=0.5, ddr_efficiency=0.925),
     # Kria K26 (XCK26-SFVC784-2LV-C); DDR4 64-bit at 2400 MT/s (DS987)
     Board("kv260", "xck26-sfvc784-2LV-c", "zynqmp", dsp=1_248, bram36=144, uram=64, lut=117_120, ff=234_240,
           clock_mhz=250, ddr_gbps=19.2, cpu="4x Cortex-A53 1.33 GHz", cpu_gmacs=3.5, cpu_gbps=3.0,

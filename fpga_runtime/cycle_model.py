@@ -15,7 +15,7 @@ two within 5 %):
   takes several port cycles, so input and weight beats cost ceil(VEC / port_bytes) cycles each;
 - an epilogue narrower than the result (`EngineConfig.epilogue_lanes`) takes `epilogue_passes` cycles per pixel
   result, so a layer that makes results faster than that waits for it;
-- where the DDR cannot deliver the bytes in that time, the layer is memory-bound (`layer_seconds`);
+- where the DDR cannot deliver the bytes in that time, the layer is memory-bound (prediction/shared_ddr.py);
 - a standard conv on the window path (`window_path`, engines with `pixels` > 1) reads each input row once per
   tile (plus its residual operands) and computes `pixels` output pixels per step: kh * kw * in_c / VEC steps per
   group of pixels, a group's results leaving at one per `epilogue_passes` cycles behind the next group; a row
@@ -284,6 +284,3 @@ def _winograd_steps(s: LayerShape, cfg: EngineConfig, beat: int, cbs: int, out_p
     return (groups, steps, s.batch * winograd.tiles(s.conv_h), load_row, winograd.POSITIONS * cbs * cfg.pe_rows,
             4 * out_px)
 
-
-def layer_seconds(s: LayerShape, nbytes: int, cfg: EngineConfig, ddr_gbps: float, port_bytes: int = 16) -> float:
-    return max(layer_cycles(s, cfg, port_bytes) / (cfg.clock_mhz * 1e6), nbytes / (ddr_gbps * 1e9))

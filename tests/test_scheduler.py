@@ -1,5 +1,6 @@
 """Scheduler: dispatch order and makespan in virtual time on hand-built plans; the concurrent scheduler gives
-bit-identical results to a sequential run whatever the interleaving; failing and hanging tasks."""
+bit-identical results to a sequential run whatever the interleaving; failing and hanging tasks; the DDR the
+compute units share."""
 from __future__ import annotations
 
 import random
@@ -8,6 +9,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.checking.frames import random_frame
@@ -187,3 +190,41 @@ def test_the_lower_bound_counts_the_work_a_serial_prefix_leaves():
     makespan, _ = simulate(plan, t, 2, 1, frames=1, in_flight=1)
     bound = max(max(upward_ranks(plan, t).values()), _resource_bound(plan, t, "fpga", 2, 1))
     assert bound == pytest.approx(19.5) and makespan == pytest.approx(23.0)
+
+
+LAYERS = st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 50.0)), min_size=1, max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(LAYERS, st.integers(1, 6), st.floats(0.5, 40.0), st.floats(0.0, 3.0))
+def test_a_unit_s_share_of_the_ddr_lies_between_an_equal_share_and_the_whole(layers, units, ddr, fixed):
+    """The shared-DDR model: a unit never gets less than an equal share nor more than the whole DDR; all units
+    together never move more than the DDR's bandwidth; one unit gets all of it."""
+    from fpga_runtime.prediction.shared_ddr import layer_s, unit_bandwidth, unit_layer_s
+    compute, nbytes = [c for c, _ in layers], [b for _, b in layers]
+    share = unit_bandwidth(compute, nbytes, units, ddr, fixed)
+    assert ddr / units * (1 - 1e-9) <= share <= ddr * (1 + 1e-9)
+    frame = fixed + sum(unit_layer_s(compute, nbytes, units, ddr, fixed))
+    if sum(nbytes) > 0 and frame > 0:
+        assert units * sum(nbytes) / frame <= ddr * (1 + 1e-6)
+    if units == 1:
+        assert share == ddr
+    alone = fixed + sum(layer_s(c, b / ddr) for c, b in layers)
+    assert frame >= alone * (1 - 1e-9)
+
+
+def test_a_layer_s_time_joins_compute_and_memory_with_a_penalty_where_they_meet():
+    from fpga_runtime.prediction.shared_ddr import OVERLAP, layer_s
+    assert layer_s(3.0, 0.0) == 3.0 and layer_s(0.0, 3.0) == 3.0
+    assert layer_s(2.0, 2.0) == pytest.approx(2.0 * 2 ** (1 / OVERLAP))      # 12 % where they are equal
+    assert layer_s(10.0, 2.0) < 10.0 * 1.001                                    # far apart: the larger
+    assert np.allclose(layer_s(np.array([1.0, 4.0]), np.array([4.0, 1.0])), layer_s(4.0, 1.0))
+
+
+def test_more_units_get_more_frames_from_the_ddr_but_each_unit_a_smaller_share():
+    from fpga_runtime.prediction.shared_ddr import unit_bandwidth, unit_layer_s
+    compute, nbytes = [4.0, 1.0, 1.0, 3.0], [2.0, 30.0, 8.0, 1.0]     # a compute-bound and a memory-bound mix
+    shares = [unit_bandwidth(compute, nbytes, k, 10.0) for k in (1, 2, 3, 4)]
+    rates = [k / sum(unit_layer_s(compute, nbytes, k, 10.0)) for k in (1, 2, 3, 4)]
+    assert shares == sorted(shares, reverse=True) and shares[1] > 10.0 / 2
+    assert rates == sorted(rates) and rates[-1] <= 10.0 / sum(nbytes) * (1 + 1e-9)

@@ -34,7 +34,7 @@ def board_timing(image: EngineImage, units: int) -> MemoryTiming:
     board = BOARDS.get((image.board or "").lower())
     if board is None:
         return MemoryTiming()
-    return MemoryTiming.of_board(board.ddr_gbps, image.config.clock_mhz, board.port_bits, units=units)
+    return MemoryTiming.of_board(board.ddr_sustained_gbps, image.config.clock_mhz, board.port_bits, units=units)
 
 
 def watchdog_cycles(const: np.ndarray, program: Program, config) -> int:

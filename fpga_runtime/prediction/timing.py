@@ -9,19 +9,23 @@ cost model uses the same functions. Assumptions:
 from __future__ import annotations
 
 from fpga_runtime.boards import Board
+from fpga_runtime.prediction.shared_ddr import layer_s
 
 INVOKE_S = 50e-6
 
 
 def transfer_s(elements: int, board: Board) -> float:
-    return elements * 4 / (board.cpu_gbps * 1e9) + elements / (board.ddr_gbps * 1e9)
+    return elements * 4 / (board.cpu_gbps * 1e9) + elements / (board.ddr_sustained_gbps * 1e9)
 
 
 def cpu_s(macs: int, elements: int, board: Board) -> float:
     return macs / (board.cpu_gmacs * 1e9) + 4 * elements / (board.cpu_gbps * 1e9)
 
 
-def fpga_subgraph_s(layers: list[tuple[int, int]], clock_mhz: float, boundary_elements: int, board: Board) -> float:
-    """A whole FPGA subgraph: its layers (engine cycles, DDR bytes), its CPU<->FPGA transfers, one start."""
-    return (sum(max(c / (clock_mhz * 1e6), b / (board.ddr_gbps * 1e9)) for c, b in layers)
+def fpga_subgraph_s(layers: list[tuple[int, int]], clock_mhz: float, boundary_elements: int, board: Board,
+                    ddr_bytes_s: float | None = None) -> float:
+    """A whole FPGA subgraph: its layers (engine cycles, DDR bytes) at `ddr_bytes_s` (the unit's share of the
+    DDR, shared_ddr.py; the board's sustained bandwidth without one), its CPU<->FPGA transfers, one start."""
+    ddr = ddr_bytes_s or board.ddr_sustained_gbps * 1e9
+    return (sum(layer_s(c / (clock_mhz * 1e6), b / ddr) for c, b in layers)
             + transfer_s(boundary_elements, board) + INVOKE_S)

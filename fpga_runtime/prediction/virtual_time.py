@@ -15,6 +15,7 @@ from fpga_runtime.boards import Board
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.plan import Plan, check_fits, read_plan
 from fpga_runtime.prediction import cpu_costs, timing
+from fpga_runtime.prediction.shared_ddr import layer_s, unit_bandwidth
 from fpga_runtime.run.policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
 from fpga_runtime.run.trace import Span
 
@@ -59,18 +60,23 @@ def clock_mhz(plan: Plan, board: Board) -> float:
     return (plan.board_clocks or {}).get(board.name, board.clock_mhz)
 
 
-def durations_for(plan: Plan, board: Board) -> dict[str, float]:
+def durations_for(plan: Plan, board: Board, compute_units: int = 1) -> dict[str, float]:
     """Engine cycles come from the build (its engine parameters); the clock is `clock_mhz`'s (the build's on its
-    own board, the engine's clock there on another). CPU subgraphs are timed op by op from the cost table
-    (cpu_costs.py: the build's own, measured on the board, where there is one)."""
+    own board, the engine's clock there on another), the DDR each unit's share while `compute_units` units run
+    frames (shared_ddr.py). CPU subgraphs are timed op by op from the cost table (cpu_costs.py: the build's own,
+    measured on the board, where there is one)."""
     clock = clock_mhz(plan, board)
     table = cpu_costs.load(plan.root)
+    fpga = [s for s in plan.subgraphs if s.device == "fpga"]
+    layers = [layer for s in fpga for layer in s.layers]
+    ddr = unit_bandwidth([layer.cycles / (clock * 1e6) for layer in layers], [layer.bytes for layer in layers],
+                         compute_units, board.ddr_sustained_gbps * 1e9, len(fpga) * timing.INVOKE_S)
     out = {}
     for s in plan.subgraphs:
         est = s.estimate or {}
         if s.device == "fpga":
             out[s.name] = timing.fpga_subgraph_s([(layer.cycles, layer.bytes) for layer in s.layers], clock,
-                                                 est.get("boundary_elements", 0), board)
+                                                 est.get("boundary_elements", 0), board, ddr)
         elif "ops" in est:
             out[s.name] = table.subgraph_s(est["ops"], board)
         else:                        # a plan written before op costs
@@ -151,7 +157,7 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     in_flight = in_flight or default_in_flight(compute_units)
     b = board_by_name(board or plan.board)
     check_fits(plan, b.name, compute_units)
-    durations = durations_for(plan, b)
+    durations = durations_for(plan, b, compute_units)
     makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
     critical = max(upward_ranks(plan, durations).values())
     bound = max(critical, *(_resource_bound(plan, durations, d, n, frames)
@@ -168,9 +174,10 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
 
 
 def _ddr_fps(plan: Plan, board: Board) -> float:
-    """The units share the board's DDR, which the schedule does not see: its bandwidth caps the rate."""
+    """The units share the board's DDR: its sustained bandwidth caps the rate (a schedule with CPU stages between
+    FPGA ones can bunch the units' DDR traffic more than shared_ddr.py's mean field assumes)."""
     nbytes = sum(layer.bytes for s in plan.subgraphs if s.device == "fpga" for layer in s.layers)
-    return board.ddr_gbps * 1e9 / nbytes if nbytes else float("inf")
+    return board.ddr_sustained_gbps * 1e9 / nbytes if nbytes else float("inf")
 
 
 def frame_engine_cycles(plan: Plan, engine_cycles: dict[str, float], compute_units: int) -> float:
@@ -184,9 +191,10 @@ def frame_engine_cycles(plan: Plan, engine_cycles: dict[str, float], compute_uni
 
 
 def model_engine_cycles(plan: Plan, board: Board, compute_units: int) -> dict[str, float]:
-    """The cycle model's engine cycles per FPGA subgraph, each layer no faster than its DDR bytes at a
-    1/`compute_units` share of the board's bandwidth (what each unit of the RTL simulation is given)."""
+    """The cycle model's engine cycles per FPGA subgraph, each layer's cycles and its DDR bytes at a
+    1/`compute_units` share of the board's sustained bandwidth (what each unit of the `verilator` backend is
+    given)."""
     clock = clock_mhz(plan, board) * 1e6
-    per_cycle = board.ddr_gbps * 1e9 / clock / compute_units
-    return {s.name: sum(max(layer.cycles, layer.bytes / per_cycle) for layer in s.layers)
+    per_cycle = board.ddr_sustained_gbps * 1e9 / clock / compute_units
+    return {s.name: sum(layer_s(layer.cycles, layer.bytes / per_cycle) for layer in s.layers)
             for s in plan.subgraphs if s.device == "fpga"}

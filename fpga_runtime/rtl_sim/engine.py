@@ -36,7 +36,7 @@ class MemoryTiming:
     @classmethod
     def of_board(cls, ddr_gbps: float, clock_mhz: float, port_bits: int, latency_ns: float = MEMORY_LATENCY_NS,
                  units: int = 1) -> "MemoryTiming":
-        """DDR peak bandwidth shared by `units` compute units."""
+        """The DDR bandwidth (`ddr_gbps`: the board's sustained figure) split evenly between `units` compute units."""
         return cls(latency=max(1, round(latency_ns * clock_mhz / 1000)), port_bytes=port_bits // 8,
                    ddr_bytes_per_cycle=ddr_gbps * 1e9 / (clock_mhz * 1e6) / units)
 
@@ -81,6 +81,11 @@ class _Lib:
                     lib.sim_idle.argtypes = [ctypes.c_void_p]
                     lib.sim_run.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
                     lib.sim_run.restype = ctypes.c_uint64
+                if hasattr(lib, "sim_run_together"):  # and before units clocked together on one DDR
+                    lib.sim_interrupt.argtypes = [ctypes.c_void_p]
+                    lib.sim_share_ddr.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+                    lib.sim_run_together.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64]
+                    lib.sim_run_together.restype = ctypes.c_uint64
                 lib.sim_wait.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint32,
                                          ctypes.POINTER(ctypes.c_uint32)]
                 cls._cache[path] = lib
@@ -135,9 +140,9 @@ class RtlEngine:
         addr = ctypes.c_uint64(0)
         return addr.value if self.lib.sim_fault(self.handle, ctypes.byref(addr)) else None
 
-    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int,
-            program_name: str = "program", max_cycles: int | None = None) -> RunResult:
-        """One program; a run longer than `max_cycles` (default: the engine's) is a hang."""
+    def start(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int) -> None:
+        """Map the regions, write the program's registers and ap_start, as the driver does; the engine runs
+        as it is clocked."""
         if not (act.flags.c_contiguous and const.flags.c_contiguous):
             raise ValueError("memory regions must be contiguous")
         lib, h = self.lib, self.handle
@@ -152,10 +157,25 @@ class RtlEngine:
         self.write_reg(Reg.GIE, 1)
         self.write_reg(Reg.IER, 1)
         self.write_reg(Reg.CTRL, CTRL_START)
+
+    def interrupt(self) -> bool:
+        return bool(self.lib.sim_interrupt(self.handle))
+
+    def run(self, act: np.ndarray, const: np.ndarray, program_addr: int, layers: int,
+            program_name: str = "program", max_cycles: int | None = None) -> RunResult:
+        """One program; a run longer than `max_cycles` (default: the engine's) is a hang."""
+        self.start(act, const, program_addr, layers)
+        lib, h = self.lib, self.handle
         profile = np.zeros((layers + 2, PROFILE_COLS), np.uint64)
         used = ctypes.c_uint32(0)
         limit = max_cycles or self.max_cycles
         hung = lib.sim_wait(h, limit, profile.ctypes.data, profile.shape[0], ctypes.byref(used))
+        return self.finish(program_name, layers, hung, limit, profile[:used.value])
+
+    def finish(self, program_name: str, layers: int, hung: bool = False, limit: int = 0,
+               profile: np.ndarray | None = None) -> RunResult:
+        """After the interrupt (or a hang): check the run, clear the interrupt and read the counters."""
+        lib, h = self.lib, self.handle
         fault_addr = ctypes.c_uint64(0)
         if lib.sim_fault(h, ctypes.byref(fault_addr)):
             raise SimulationError(f"{program_name}: the engine accessed {fault_addr.value:#x}, outside the constant "
@@ -173,7 +193,7 @@ class RtlEngine:
             )
         cycles = self.read_reg64(Reg.CYCLES_LO)
         counters = {name: self.read_reg64(Reg.COUNTERS + 8 * i) for i, name in enumerate(PERF_COUNTERS)}
-        rows = profile[:used.value]
+        rows = profile if profile is not None else np.zeros((0, PROFILE_COLS), np.uint64)
         per_layer = []
         for a, b in zip(rows[:-1], rows[1:]):
             per_layer.append(LayerCounters(int(a[0]), int(b[1] - a[1]),

@@ -107,7 +107,8 @@ class SimulatedBoard(Device):
         from fpga_runtime.rtl_sim.engine import MemoryTiming
         if self.timing is not None:
             return self.timing
-        return MemoryTiming.of_board(self.board.ddr_gbps, self.pl_clock_mhz, self.board.port_bits, units=units)
+        return MemoryTiming.of_board(self.board.ddr_sustained_gbps, self.pl_clock_mhz, self.board.port_bits,
+                                     units=units)
 
     @property
     def pl_clock_mhz(self) -> float:

@@ -20,6 +20,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.checking.accuracy import output_accuracy
 from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.prediction.shared_ddr import layer_s
 from partitioner.engine.geometry import cpu_fed_convs, layer_shape, winograd_problem, winograd_shape
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph, Node
@@ -75,9 +76,9 @@ def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None, 
     direct, wino = layer_cycles(shape, cfg, port), layer_cycles(wshape, cfg, port)
     nbytes = node_cost(node, graph).bytes
     more = 7 * graph.tensors[node.inputs[0]].shape[1] * graph.tensors[node.outputs[0]].shape[1]
-    hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_gbps if board is not None else float("inf")) * 1e9
-    return WinogradTrial(node.name, direct, wino, max(direct / hz, nbytes / ddr), max(wino / hz, (nbytes + more) / ddr),
-                         more)
+    hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_sustained_gbps if board is not None else float("inf")) * 1e9
+    return WinogradTrial(node.name, direct, wino, layer_s(direct / hz, nbytes / ddr),
+                         layer_s(wino / hz, (nbytes + more) / ddr), more)
 
 
 def trials(graph: Graph, nodes: list[str], cfg: EngineConfig, mode: str, board: Board | None = None

@@ -2,9 +2,9 @@
 units; the input window sized to the model's layers) that best serve the objective on a board, within its DSP,
 BRAM/URAM and LUT budget; with a target rate, the smallest design that meets it.
 
-FPGA model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR) plus a program
-start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once, so the FPGA
-alone gives fps = min(k / T, DDR bandwidth / bytes per frame).
+FPGA model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR share) plus a
+program start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once and share
+the board's sustained DDR bandwidth (fpga_runtime/prediction/shared_ddr.py), so the FPGA alone gives k / T.
 
 Whole frames: given the draft partition's stages (its FPGA and CPU subgraphs and their dependencies), each
 design's frames are scheduled in virtual time by the runtime's own policy and defaults (frames in flight,
@@ -23,6 +23,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import timing
+from fpga_runtime.prediction.shared_ddr import unit_layer_s
 from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
 from fpga_runtime.run.policy import CPU_WORKERS, default_in_flight
 from partitioner.engine.geometry import (
@@ -199,13 +200,14 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     wbuf = cfg.weight_rows * cfg.pe_rows * cfg.vec
     one_unit = replace(cfg, compute_units=1)
     table = layers.table(cfg)
-    port, ddr = board.port_bits // 8, board.ddr_gbps * 1e9
+    port = board.port_bits // 8
     seconds = [layers.cycles(shape, one_unit, port) / (cfg.clock_mhz * 1e6) for shape in table.distinct]
-    times = [max(seconds[k], b / ddr) for k, b in zip(table.shape_of, table.bytes)]
+    times = unit_layer_s([seconds[k] for k in table.shape_of], table.bytes, cfg.compute_units,
+                         board.ddr_sustained_gbps * 1e9, frame)
     layer_s = dict(zip(table.names, times))
     frame = sum(times, frame)                        # in layer order, as one loop over the layers adds them
     nbytes, macs, width = layers.total_bytes, layers.total_macs, table.pool_width
-    fps = min(cfg.compute_units / frame, board.ddr_gbps * 1e9 / max(nbytes, 1))
+    fps = min(cfg.compute_units / frame, board.ddr_sustained_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
                    macs * fps / peak, "uram" if uram else "bram", layer_s, nbytes)
@@ -249,7 +251,7 @@ def _split_design(design: Design, split: BranchSplit, base: int, board: Board) -
     """`design` under `split`: a program start per FPGA subgraph more (or fewer) than the `base` count its FPGA
     time was made with."""
     frame = design.frame_s + (split.fpga_subgraphs - base) * timing.INVOKE_S
-    fps = min(design.config.compute_units / frame, board.ddr_gbps * 1e9 / max(design.ddr_bytes, 1))
+    fps = min(design.config.compute_units / frame, board.ddr_sustained_gbps * 1e9 / max(design.ddr_bytes, 1))
     return replace(design, frame_s=frame, fps=fps, mac_utilisation=design.mac_utilisation * fps / design.fps,
                    split=split)
 

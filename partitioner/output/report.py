@@ -84,7 +84,9 @@ def design_section(exploration) -> list[str]:
     rows = [_design_row(chosen, "chosen")] + [_design_row(d, "runner-up" if i == 0 else "")
                                                for i, d in enumerate(others)]
     lines += _table(header, rows)
-    lines += ["", "FPGA fps: the engine layers alone (k units, k frames at once). frames/s: whole frames, CPU pre- "
+    lines += ["", "FPGA fps: the engine layers alone (k units, k frames at once, sharing the DDR's sustained "
+              f"{b.ddr_sustained_gbps:.1f} GB/s: {b.ddr_efficiency:.1%} of its {b.ddr_gbps:g} GB/s peak, "
+              "fpga_runtime/boards.py). frames/s: whole frames, CPU pre- "
               "and post-processing included, scheduled as `fpga-run run` schedules them "
               f"({CPU_WORKERS} CPU workers, frames in flight "
               + (f"{exploration.in_flight}, as --in-flight says" if exploration.in_flight else

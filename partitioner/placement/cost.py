@@ -14,6 +14,7 @@ from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.cycle_model import layer_cycles
 from fpga_runtime.prediction import cpu_costs, timing
+from fpga_runtime.prediction.shared_ddr import layer_s
 from partitioner.engine.geometry import conv_output_hw, layer_shape
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind
 
@@ -105,13 +106,13 @@ class CostModel:
         """(compute seconds, memory seconds) of one engine layer."""
         shape = layer_shape(node, graph, self.engine)
         cycles = layer_cycles(shape, self.engine, self.board.port_bits // 8) if shape else 0
-        return cycles / (self.engine.clock_mhz * 1e6), cost.bytes / (self.board.ddr_gbps * 1e9)
+        return cycles / (self.engine.clock_mhz * 1e6), cost.bytes / (self.board.ddr_sustained_gbps * 1e9)
 
     def region(self, nodes: list[Node], graph: Graph, boundary_elements: int) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
         split = [self.layer_split(n, graph, c) for n, c in zip(nodes, costs)]
         return RegionEstimate(sum(c.macs for c in costs), sum(a for a, _ in split), sum(b for _, b in split),
-                              sum(max(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
+                              sum(layer_s(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
                               timing.INVOKE_S, self.cpu_region(nodes, costs), boundary_elements=boundary_elements,
                               elements=sum(c.act_bytes for c in costs))
 

@@ -2,9 +2,10 @@
 //
 // One `Sim` is one compute unit: the Verilated engine_top, a driver for its AXI4-Lite control port, and a
 // memory model that serves its two AXI4 masters from host memory regions with the board's port width,
-// latency, outstanding-request limit and a DDR bandwidth budget shared by both ports (and, through the
-// shared budget object, by every unit of the board). Clock cycles are the RTL's.
+// latency, outstanding-request limit and a DDR bandwidth budget shared by both ports (and, for units clocked
+// together by sim_run_together, by every unit of the board: sim_share_ddr). Clock cycles are the RTL's.
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -27,13 +28,28 @@ struct MemConfig {
     int max_reads = 64;          // read bursts a port accepts before ARREADY falls
 };
 
-// DDR bandwidth as a token bucket: every cycle adds ddr_bytes, every beat takes its bytes.
+// DDR bandwidth as a token bucket: every cycle adds ddr_bytes, every beat takes its bytes. Units on one DDR
+// (sim_share_ddr) each keep a bucket of their equal share, and what a full bucket cannot hold spills into a pool
+// that any of them may draw on: an equal share for a unit that wants it, and no bandwidth left idle while another
+// unit wants more (the round robin of the DDR controller's ports).
 struct Bandwidth {
     double tokens = 0, rate = 64.0, cap = 256.0;
-    void tick() { tokens = tokens + rate > cap ? cap : tokens + rate; }
+    Bandwidth *spill = nullptr;
+    void tick() {
+        tokens += rate;
+        if (tokens > cap) {
+            if (spill) spill->tokens = std::min(spill->cap, spill->tokens + tokens - cap);
+            tokens = cap;
+        }
+    }
+    bool can(int bytes) const { return tokens >= bytes || (spill && spill->tokens >= bytes); }
+    void charge(int bytes) {     // a beat that went: from the unit's own share first, else from the pool
+        if (tokens < bytes && spill && spill->tokens >= bytes) spill->tokens -= bytes;
+        else tokens -= bytes;
+    }
     bool take(int bytes) {
-        if (tokens < bytes) return false;
-        tokens -= bytes;
+        if (!can(bytes)) return false;
+        charge(bytes);
         return true;
     }
 };
@@ -79,6 +95,7 @@ struct Sim {
     std::vector<Region> regions;
     MemConfig cfg;
     Bandwidth own_ddr;
+    Bandwidth pool{0, 0, 0};     // the spill of the units sharing a DDR with this one as their owner
     Bandwidth *ddr = &own_ddr;
     Port act, cnst;
     uint64_t cycle = 0;
@@ -134,7 +151,7 @@ struct Sim {
         if (r_c) advance_read(cnst);
         if (aw) act.writes.push_back(new_aw);
         if (w && !act.writes.empty()) {
-            ddr->tokens -= BEAT;
+            ddr->charge(BEAT);
             act.wfree_at = cycle - 1 + beat_cycles();   // the beat went on the clock edge before this cycle
             Burst &b = act.writes.front();
             uint8_t *dst = at(b.addr + (uint64_t)b.done * BEAT, BEAT);
@@ -180,7 +197,7 @@ struct Sim {
         t->m_axi_act_arready = act.reads.size() < (size_t)cfg.max_reads;
         t->m_axi_const_arready = cnst.reads.size() < (size_t)cfg.max_reads;
         t->m_axi_act_awready = act.writes.size() < (size_t)cfg.max_reads;
-        t->m_axi_act_wready = !act.writes.empty() && cycle >= act.wfree_at && ddr->tokens >= BEAT;
+        t->m_axi_act_wready = !act.writes.empty() && cycle >= act.wfree_at && ddr->can(BEAT);
         bool bv = !act.acks.empty() && act.acks.front() <= cycle;
         if (bv) act.acks.pop_front();
         t->m_axi_act_bvalid = bv;
@@ -254,6 +271,25 @@ SIM_API uint64_t sim_cycle(Sim *s) { return s->cycle; }
 SIM_API uint32_t sim_layer(Sim *s) { return s->top->layer_index; }
 SIM_API int sim_fault(Sim *s, uint64_t *addr) { *addr = s->fault_addr; return s->fault; }
 SIM_API int sim_idle(Sim *s) { return s->top->idle; }
+SIM_API int sim_interrupt(Sim *s) { return s->top->__SYM__interrupt; }
+
+// Units on one DDR (call it for every unit, the owner included): `s`'s bucket, configured (sim_config) with its
+// equal share of the DDR, spills into `owner`'s pool.
+SIM_API void sim_share_ddr(Sim *s, Sim *owner) {
+    s->own_ddr.spill = &owner->pool;
+    owner->pool.cap += s->own_ddr.cap;
+}
+
+// Clock `n` units together until one raises its interrupt or `max_cycles` pass; the cycles clocked. Each cycle
+// clocks every unit once, the first of them rotating so that none always draws on a shared DDR first.
+SIM_API uint64_t sim_run_together(Sim **sims, int n, uint64_t max_cycles) {
+    for (uint64_t c = 0; c < max_cycles; ++c) {
+        for (int i = 0; i < n; ++i)
+            if (sims[i]->top->__SYM__interrupt) return c;
+        for (int i = 0; i < n; ++i) sims[(c + i) % n]->step();
+    }
+    return max_cycles;
+}
 
 // Step up to `max_cycles`, stopping early once the engine is idle (a simulated board advances its engine this
 // way while the host polls); returns the cycles stepped.
