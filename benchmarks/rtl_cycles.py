@@ -3,8 +3,8 @@
 For every distinct layer shape of each build (a `partition` output folder), the layer runs alone on the
 build's own RTL with the build's weights and the board's memory timing. Prints per layer: RTL cycles, modelled
 cycles and their error, MAC utilisation of the array (useful MACs / (cycles x PE rows x lanes)), the share of
-cycles the array was busy, stall shares, DDR bytes; then per model (each shape weighted by how often it
-occurs) and the simulator's speed.
+cycles the array was busy, stall shares, DDR bytes against `cycle_model.layer_bytes`; then per model (each
+shape weighted by how often it occurs) and the simulator's speed.
 
     python benchmarks/rtl_cycles.py build/yolov3-tiny build/yolov3 [--max-layer-cycles 5e7]
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))
 from fpga_runtime.abi import Flag, Op  # noqa: E402
 from fpga_runtime.backends.verilator import board_timing  # noqa: E402
 from fpga_runtime.boards import port_bytes  # noqa: E402
-from fpga_runtime.cycle_model import LayerShape, layer_cycles  # noqa: E402
+from fpga_runtime.cycle_model import LayerShape, layer_bytes, layer_cycles  # noqa: E402
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage  # noqa: E402
 from fpga_runtime.prediction.profile import layer_macs, op_name  # noqa: E402
 from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
@@ -70,7 +70,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
                          stall_w=c["stall_weights"] / result.cycles, stall_out=c["stall_output"] / result.cycles,
                          drain=c["stall_epilogue"] / result.cycles,
                          ddr=c["act_bytes_read"] + c["act_bytes_written"] + c["const_bytes_read"],
-                         macs=layer_macs(d)))
+                         ddr_model=layer_bytes(LayerShape.of(d, cfg), cfg), macs=layer_macs(d)))
         print(f"  {rows[-1]['layer']}: {result.cycles:,} cycles", file=sys.stderr, flush=True)
     engine.close()
     return {"build": build.name, "config": cfg, "rows": rows, "sim_cycles": sim_cycles, "sim_seconds": sim_seconds}
@@ -80,12 +80,12 @@ def report(m: dict) -> None:
     cfg = m["config"]
     print(f"\n## {m['build']}: engine {cfg.describe()}, {cfg.clock_mhz:g} MHz\n")
     print("| layer | x | RTL cycles | model | error | MAC util | array busy | input stall | weights | output stall "
-          "| tail | DDR MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| tail | DDR MB | model MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in m["rows"]:
         print(f"| {r['layer']} | {r['count']} | {r['cycles']:,} | {r['model']:,} | {r['model'] / r['cycles'] - 1:+.1%} "
               f"| {r['util']:.1%} | {r['busy']:.1%} | {r['stall_in']:.1%} | {r['stall_w']:.1%} | {r['stall_out']:.1%} "
-              f"| {r['drain']:.1%} | {r['ddr'] / 1e6:.2f} |")
+              f"| {r['drain']:.1%} | {r['ddr'] / 1e6:.2f} | {r['ddr_model'] / 1e6:.2f} |")
     total = sum(r["cycles"] * r["count"] for r in m["rows"])
     model = sum(r["model"] * r["count"] for r in m["rows"])
     conv = [r for r in m["rows"] if r["macs"]]
@@ -97,6 +97,9 @@ def report(m: dict) -> None:
         f"cycle model {model:,} ({model / total - 1:+.1%}); worst layer {worst:.1%}"
     )
     print(f"MAC utilisation over conv layers: {macs / (conv_cycles * cfg.array_macs):.1%}")
+    same = sum(r["ddr_model"] == r["ddr"] for r in m["rows"])
+    print(f"DDR bytes (cycle_model.layer_bytes against the RTL's byte counters): equal on {same} of {len(m['rows'])} "
+          "layers")
     print(f"simulator: {m['sim_cycles']:,} cycles in {m['sim_seconds']:.1f} s "
           f"({m['sim_cycles'] / max(m['sim_seconds'], 1e-9) / 1e6:.2f} M cycles/s)")
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from fpga_runtime import window_path, winograd
+from fpga_runtime.abi import DESCRIPTOR_SIZE as DESCRIPTOR_BYTES
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 
 MEMORY_LATENCY_NS = 130.0        # a PS DDR read round trip seen from the fabric (Zynq UltraScale+)
@@ -119,6 +120,7 @@ class LayerShape:
     kernel_rows: bool = False   # a depthwise window layer taking a kernel row per step (else a tap, diagonally)
     phases: int = 1         # identical layers the node compiles to (4: a 2x2 stride-2 transposed conv's phases)
     winograd: bool = False  # integer Winograd F(2x2, 3x3) on the window path (`_winograd_steps`)
+    out_pixels: int = 0     # output pixels written (after a fused pool); 0: batch x conv_h x conv_w
 
     @classmethod
     def of(cls, d: Descriptor, cfg: EngineConfig | None = None) -> "LayerShape":
@@ -148,9 +150,9 @@ class LayerShape:
             emit = d.batch * d.out_h * d.out_w * d.pool_kh * d.pool_kw if d.flags & Flag.POOL else 0
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.kh, d.kw, d.conv_h, d.conv_w,
                        bool(d.flags & Flag.DEPTHWISE), bool(d.flags & Flag.RESIDUAL), luts, tail, emit, inside,
-                       winograd=bool(d.flags & Flag.WINOGRAD))
+                       winograd=bool(d.flags & Flag.WINOGRAD), out_pixels=d.batch * d.out_h * d.out_w)
         if d.op == Op.GLOBAL_AVG_POOL:
-            return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w)
+            return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.in_h, d.in_w, out_pixels=d.batch)
         if d.op == Op.MAXPOOL:
             return cls(Op(d.op), d.batch, d.in_c, d.out_c, d.pool_kh, d.pool_kw, d.out_h, d.out_w)
         return cls(Op(d.op), d.batch, d.in_c, d.out_c, 1, 1, d.out_h, d.out_w, luts=luts)
@@ -284,3 +286,34 @@ def _winograd_steps(s: LayerShape, cfg: EngineConfig, beat: int, cbs: int, out_p
     return (groups, steps, s.batch * winograd.tiles(s.conv_h), load_row, winograd.POSITIONS * cbs * cfg.pe_rows,
             4 * out_px)
 
+
+
+def layer_bytes(s: LayerShape, cfg: EngineConfig) -> int:
+    """The DDR bytes a conv moves on the engine `cfg`, in whole beats of its physical (padded) channels, as the
+    loops of `layer_cycles` move them: on the window path its input once per group of output-channel tiles
+    (`group_tiles`: the tiles whose weights the weight RAM holds at once), tap by tap once per tile (padding taps
+    read nothing); each tile's weights and parameters once; a residual operand and the output once; the
+    descriptor and lookup tables. benchmarks/shared_ddr.py's builds check it against the RTL's byte counters."""
+    if s.phases > 1:
+        return s.phases * layer_bytes(replace(s, phases=1), cfg)
+    v, r = cfg.vec, cfg.pe_rows
+    conv_px = s.batch * s.conv_h * s.conv_w
+    out = (s.out_pixels or conv_px) * s.out_c
+    fixed = DESCRIPTOR_BYTES + 256 * s.luts
+    if s.op != Op.CONV:
+        reads = {Op.ADD: 2, Op.SCALE: 2, Op.L2NORM: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
+        return fixed + out + reads * conv_px * s.in_c
+    cbs = 1 if s.depthwise else s.in_c // v
+    lanes = v if s.depthwise else r
+    tiles = max(1, s.out_c // lanes)
+    taps = winograd.POSITIONS if s.winograd else s.kh * s.kw
+    params = v * (-(-4 * lanes // v) + -(-8 * lanes // v))
+    weights = tiles * (params + v * taps * (1 if s.depthwise else cbs * r))
+    residual = conv_px * s.out_c if s.residual else 0
+    if s.window_slots:
+        passes = -(-tiles // max(1, s.group_tiles))
+        inputs = passes * s.batch * s.in_h * s.in_w * cbs * v
+    else:
+        reads = winograd.POSITIONS // 4 if s.winograd else s.kh * s.kw
+        inputs = tiles * round(conv_px * reads * cbs * s.inside) * v
+    return fixed + inputs + weights + residual + out

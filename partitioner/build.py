@@ -48,7 +48,7 @@ from partitioner.frontend.metadata import class_names
 from partitioner.ir.graph import Graph
 from partitioner.ir.to_onnx import to_model
 from partitioner.output.drawing import draw
-from partitioner.output.plan_writer import write_build
+from partitioner.output.plan_writer import retime_winograd, write_build
 from partitioner.output.report import write_report
 from partitioner.output.staging import StagedFolder
 from partitioner.passes.pipeline import run_fusion
@@ -347,6 +347,7 @@ def _compile(s: BuildState) -> None:
                               cfg.bias_correction, cfg.winograd, cfg.winograd_max_loss, cfg.column_packing)
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
     s.winograd = compiled.winograd
+    retime_winograd(s.plan, s.winograd)
     s.engine = replace(s.engine, winograd=compiled.image.config.winograd)   # the unit is built: its resources
     if any(t.chosen for t in s.winograd):
         if s.engine.pixels < 2:

@@ -241,7 +241,7 @@ def test_objectives_rank_whole_frames_by_the_runtime_schedule(zoo):
     # "fpga": the FPGA layers' own frames/s, whole frames breaking ties within TIE
     engine = explore(g, nodes, n, b, objective="fpga", stages=stages)
     top = max(d.fps for d in engine.feasible)
-    assert engine.chosen.fps >= 0.99 * top and engine.chosen.fps >= fast.chosen.fps
+    assert engine.chosen.fps >= 0.99 * top and engine.chosen.fps >= 0.99 * fast.chosen.fps     # up to TIE
     assert engine.chosen.rate >= max(d.rate for d in engine.feasible if d.fps >= 0.99 * top) * 0.9999
     assert OBJECTIVES == ("throughput", "latency", "fpga")
     with pytest.raises(ValueError, match="objective must be one of throughput, latency, fpga"):

@@ -229,8 +229,9 @@ def test_missing_rtl_is_a_clear_error(tmp_path, zoo):
 def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
     """The cycle model (fitted to RTL cycles) within 5 % of Verilator on every layer of a small YOLOv3-tiny that
     takes more than 10,000 cycles and on the whole model, and on the golden cases' tiny layers, where fixed costs
-    dominate (its fixed costs are fitted there: benchmarks/golden_cycles.py)."""
-    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    dominate (its fixed costs are fitted there: benchmarks/golden_cycles.py); its DDR bytes equal to the RTL's byte
+    counters on every layer."""
+    from fpga_runtime.cycle_model import LayerShape, layer_bytes, layer_cycles
     engine, cases = golden
     for case, d, rtl, model in layer_cycles_on(engine, cases):
         assert abs(model / rtl - 1) < 0.05, (case.name, d.layer_id, rtl, model)
@@ -244,6 +245,8 @@ def test_cycle_model_follows_the_rtl(tmp_path, zoo, golden):
             assert len(run.result.layers) == len(descriptors)
             for measured, d in zip(run.result.layers, descriptors):
                 model = layer_cycles(LayerShape.of(d, sim.image.config), sim.image.config)
+                moved = sum(measured.counters[k] for k in ("act_bytes_read", "const_bytes_read", "act_bytes_written"))
+                assert layer_bytes(LayerShape.of(d, sim.image.config), sim.image.config) == moved, d.layer_id
                 total_rtl += measured.cycles
                 total_model += model
                 if measured.cycles > 10_000:
@@ -291,9 +294,10 @@ def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo, weight_rows)
     once per group of output-channel tiles (the per-tap path reads it once per tap per tile), and run
     faster than on a 1-pixel engine; the cycle model within 5 % of the RTL on every layer over 10,000 cycles and
     on the whole model. With the weight RAM at 4 times the largest 3x3 tile (the exploration's
-    WEIGHT_RAM_SCALES), 3x3 layers group their tiles too."""
+    WEIGHT_RAM_SCALES), 3x3 layers group their tiles too. The DDR byte model equals the RTL's counters on every
+    layer."""
     from fpga_runtime import window_path
-    from fpga_runtime.cycle_model import LayerShape, layer_cycles
+    from fpga_runtime.cycle_model import LayerShape, layer_bytes, layer_cycles
     out = tmp_path / "p4"
     config = EngineConfig(pixels=4, weight_rows=weight_rows)
     run_partition(PartitionConfig(model=zoo("yolov3-tiny", 96), out_dir=out, picture=False, accuracy=False,
@@ -308,6 +312,8 @@ def test_window_path_model_reads_input_once_per_tile(tmp_path, zoo, weight_rows)
             for measured, d in zip(run.result.layers, program_descriptors(sim.backend.const, run.program.addr,
                                                                           run.program.layers)):
                 model = layer_cycles(LayerShape.of(d, config), config)
+                moved = sum(measured.counters[k] for k in ("act_bytes_read", "const_bytes_read", "act_bytes_written"))
+                assert layer_bytes(LayerShape.of(d, config), config) == moved, d.layer_id
                 total_rtl += measured.cycles
                 total_model += model
                 if measured.cycles > 10_000:

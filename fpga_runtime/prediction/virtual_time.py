@@ -157,7 +157,9 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     in_flight = in_flight or default_in_flight(compute_units)
     b = board_by_name(board or plan.board)
     check_fits(plan, b.name, compute_units)
-    durations = durations_for(plan, b, compute_units)
+    # the DDR is shared by the frames that run at once: these `frames` for the makespan, a long stream for the rate
+    durations = durations_for(plan, b, min(compute_units, frames, in_flight))
+    stream = durations_for(plan, b, min(compute_units, in_flight))
     makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
     critical = max(upward_ranks(plan, durations).values())
     bound = max(critical, *(_resource_bound(plan, durations, d, n, frames)
@@ -169,7 +171,7 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     return Prediction(b.name, compute_units, cpu_workers, frames, makespan, critical, bound,
                       frames * sum(durations.values()), {lane: busy.get(lane, 0.0) / makespan for lane in lanes_all},
                       spans, limited_by(plan, durations, cpu_workers, compute_units),
-                      min(steady_fps(plan, durations, compute_units, cpu_workers, in_flight), _ddr_fps(plan, b)),
+                      min(steady_fps(plan, stream, compute_units, cpu_workers, in_flight), _ddr_fps(plan, b)),
                       clock_mhz(plan, b))
 
 

@@ -4,6 +4,7 @@ engine needs for a build's layers. The cost model, the exploration, the compiler
 read them here."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from fpga_runtime import window_path
@@ -11,6 +12,7 @@ from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.cycle_model import LayerShape, taps_inside
 from fpga_runtime.winograd import MAX_IN_C as WINOGRAD_MAX_IN_C
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
+from partitioner.ir.op_facts import pool_of
 
 
 def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
@@ -151,13 +153,17 @@ def layer_shape(node: Node, graph: Graph, cfg: EngineConfig, cpu_fed: bool = Fal
         else:
             shape = LayerShape(Op.CONV, x[0], cfg.padded(x[1]), cfg.padded(y[1]), spec.kernel[0], spec.kernel[1], h,
                                w, spec.group > 1, residual, inside=inside)
+        shape = replace(shape, out_pixels=y[0] * math.prod(y[2:]))     # after a fused pool
         desc = conv_descriptor(node, graph, cfg, cpu_fed)
         return shape if desc is None else shape.on_window_path(desc, cfg)
     if node.kind is OpKind.GLOBAL_AVG_POOL:
         x = graph.tensors[node.inputs[0]].shape
-        return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3])
-    op = {OpKind.ADD: Op.ADD, OpKind.MAXPOOL: Op.MAXPOOL, OpKind.MUL: Op.SCALE,
-          OpKind.LP_NORMALIZATION: Op.L2NORM}.get(node.kind, Op.COPY)
+        return LayerShape(Op.GLOBAL_AVG_POOL, x[0], cfg.padded(x[1]), cfg.padded(y[1]), 1, 1, x[2], x[3],
+                          out_pixels=x[0])
+    if node.kind is OpKind.MAXPOOL:                 # a cycle and a beat per window tap
+        kh, kw = pool_of(node).kernel
+        return LayerShape(Op.MAXPOOL, y[0], cfg.padded(y[1]), cfg.padded(y[1]), kh, kw, y[2], y[3])
+    op = {OpKind.ADD: Op.ADD, OpKind.MUL: Op.SCALE, OpKind.LP_NORMALIZATION: Op.L2NORM}.get(node.kind, Op.COPY)
     return LayerShape(op, y[0], cfg.padded(y[1]), cfg.padded(y[1]), 1, 1, y[2], y[3])
 
 

@@ -19,12 +19,11 @@ from fpga_runtime import winograd
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
 from fpga_runtime.checking.accuracy import output_accuracy
-from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.cycle_model import layer_bytes, layer_cycles
 from fpga_runtime.prediction.shared_ddr import layer_s
 from partitioner.engine.geometry import cpu_fed_convs, layer_shape, winograd_problem, winograd_shape
 from partitioner.errors import ModelError
 from partitioner.ir.graph import Graph, Node
-from partitioner.placement.cost import node_cost
 
 G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
 MODES = ("off", "auto", "all")
@@ -54,7 +53,8 @@ class WinogradTrial:
     winograd_cycles: int
     direct_s: float = 0.0          # the longer of the cycles' time and the layer's DDR traffic's
     winograd_s: float = 0.0
-    extra_bytes: int = 0           # DDR traffic a Winograd layer adds: 16 weights per channel pair instead of 9
+    extra_bytes: int = 0           # DDR traffic a Winograd layer adds (cycle_model.layer_bytes): 16 weights per
+                                   # channel pair instead of 9, its input passes
     cosine_direct: float | None = None
     cosine_winograd: float | None = None
     chosen: bool = False
@@ -74,8 +74,8 @@ def both_ways(node: Node, graph: Graph, cfg: EngineConfig, board: Board | None, 
     shape, wshape = layer_shape(node, graph, cfg, cpu_fed), winograd_shape(node, graph, cfg)
     port = board.port_bits // 8 if board is not None else 16
     direct, wino = layer_cycles(shape, cfg, port), layer_cycles(wshape, cfg, port)
-    nbytes = node_cost(node, graph).bytes
-    more = 7 * graph.tensors[node.inputs[0]].shape[1] * graph.tensors[node.outputs[0]].shape[1]
+    nbytes = layer_bytes(shape, cfg)
+    more = layer_bytes(wshape, cfg) - nbytes
     hz, ddr = cfg.clock_mhz * 1e6, (board.ddr_sustained_gbps if board is not None else float("inf")) * 1e9
     return WinogradTrial(node.name, direct, wino, layer_s(direct / hz, nbytes / ddr),
                          layer_s(wino / hz, (nbytes + more) / ddr), more)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.cycle_model import layer_bytes, layer_cycles
 from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.shared_ddr import unit_layer_s
 from fpga_runtime.prediction.virtual_time import limited_by, simulate, steady_fps
@@ -108,7 +108,6 @@ class _Layers:
         self.cpu_fed = cpu_fed_convs(graph, nodes)     # their input may be written column-packed
         self._pooled = {n for n in nodes if graph.nodes[n].conv is not None
                         and any(isinstance(step, Pool) for step in graph.nodes[n].conv.epilogue)}
-        self.total_bytes = sum(c.bytes for c in self.costs.values())
         self.total_macs = sum(c.macs for c in self.costs.values())
         self._tables: dict[int, _Table] = {}
         ids: dict = {}
@@ -174,7 +173,7 @@ class _Layers:
                     continue
                 names.append(n)
                 shape_of.append(distinct.setdefault(id(shape), (len(distinct), shape))[0])   # shared objects
-                nbytes.append(self.costs[n].bytes)
+                nbytes.append(layer_bytes(shape, cfg))
                 if n in self._pooled:
                     width = max(width, shape.conv_w)         # the fused pool's ring of conv rows
             self._tables[key] = _Table(names, shape_of, nbytes, [v[1] for v in distinct.values()], width)
@@ -206,7 +205,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
                          board.ddr_sustained_gbps * 1e9, frame)
     layer_s = dict(zip(table.names, times))
     frame = sum(times, frame)                        # in layer order, as one loop over the layers adds them
-    nbytes, macs, width = layers.total_bytes, layers.total_macs, table.pool_width
+    nbytes, macs, width = sum(table.bytes), layers.total_macs, table.pool_width
     fps = min(cfg.compute_units / frame, board.ddr_sustained_gbps * 1e9 / max(nbytes, 1))
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,

@@ -9,7 +9,7 @@ import onnx
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.cycle_model import layer_bytes, layer_cycles
 from fpga_runtime.plan import PLAN_VERSION, Layer, Plan, SubgraphSpec, TensorSpec, file_sha256
 from partitioner.engine.geometry import cpu_fed_convs, layer_shape
 from partitioner.ir.graph import Graph
@@ -23,6 +23,18 @@ SUBGRAPH_DIR = "subgraphs"
 def _spec(graph: Graph, tensor: str) -> TensorSpec:
     t = graph.tensors[tensor]
     return TensorSpec(t.onnx_name, None if t.shape is None else list(t.shape), t.dtype_name)
+
+
+def retime_winograd(plan: Plan, trials) -> None:
+    """The plan's layers are timed direct when it is written, before the compile chooses the Winograd layers: a
+    chosen one's cycles and DDR bytes as compiled (engine/winograd.py's trial), so that `fpga-run predict`, the
+    report and the runtime's schedule time what the engine runs."""
+    chosen = {t.node: t for t in trials if t.chosen}
+    for sg in plan.subgraphs:
+        for layer in sg.layers:
+            trial = chosen.get(layer.name)
+            if trial is not None:
+                layer.cycles, layer.bytes = trial.winograd_cycles, layer.bytes + trial.extra_bytes
 
 
 def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, board: Board,
@@ -42,7 +54,8 @@ def write_build(part: Partition, out_dir: Path, model_path: Path, target: str, b
             shapes = {n: layer_shape(graph.nodes[n], graph, engine, n in fed) for n in sg.nodes}
             port = board.port_bits // 8
             layers = [Layer(n, graph.nodes[n].kind.value, graph.nodes[n].describe(), list(graph.nodes[n].origin),
-                            costs[n].macs, costs[n].bytes, layer_cycles(shapes[n], engine, port) if shapes[n] else 0)
+                            costs[n].macs, layer_bytes(shapes[n], engine) if shapes[n] else 0,
+                            layer_cycles(shapes[n], engine, port) if shapes[n] else 0)
                       for n in sg.nodes]
         specs.append(SubgraphSpec(
             name=sg.name, device=sg.device.value, role=sg.role.value,

@@ -12,7 +12,7 @@ import numpy as np
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from fpga_runtime.cycle_model import layer_cycles
+from fpga_runtime.cycle_model import layer_bytes, layer_cycles
 from fpga_runtime.prediction import cpu_costs, timing
 from fpga_runtime.prediction.shared_ddr import layer_s
 from partitioner.engine.geometry import conv_output_hw, layer_shape
@@ -102,15 +102,18 @@ class CostModel:
         self.engine = engine or EngineConfig(clock_mhz=board.clock_mhz)
         self.cpu_table = cpu_costs.load()
 
-    def layer_split(self, node: Node, graph: Graph, cost: NodeCost) -> tuple[float, float]:
+    def layer_split(self, node: Node, graph: Graph) -> tuple[float, float]:
         """(compute seconds, memory seconds) of one engine layer."""
         shape = layer_shape(node, graph, self.engine)
-        cycles = layer_cycles(shape, self.engine, self.board.port_bits // 8) if shape else 0
-        return cycles / (self.engine.clock_mhz * 1e6), cost.bytes / (self.board.ddr_sustained_gbps * 1e9)
+        if shape is None:                        # a concat: its producers write into its output
+            return 0.0, 0.0
+        cycles = layer_cycles(shape, self.engine, self.board.port_bits // 8)
+        nbytes = layer_bytes(shape, self.engine)
+        return cycles / (self.engine.clock_mhz * 1e6), nbytes / (self.board.ddr_sustained_gbps * 1e9)
 
     def region(self, nodes: list[Node], graph: Graph, boundary_elements: int) -> RegionEstimate:
         costs = [node_cost(n, graph) for n in nodes]
-        split = [self.layer_split(n, graph, c) for n, c in zip(nodes, costs)]
+        split = [self.layer_split(n, graph) for n in nodes]
         return RegionEstimate(sum(c.macs for c in costs), sum(a for a, _ in split), sum(b for _, b in split),
                               sum(layer_s(a, b) for a, b in split), timing.transfer_s(boundary_elements, self.board),
                               timing.INVOKE_S, self.cpu_region(nodes, costs), boundary_elements=boundary_elements,
