@@ -25,7 +25,7 @@ from fpga_runtime.boards import port_bytes  # noqa: E402
 from fpga_runtime.cycle_model import LayerShape, layer_bytes, layer_cycles  # noqa: E402
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage  # noqa: E402
 from fpga_runtime.prediction.profile import layer_macs, op_name  # noqa: E402
-from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
+from fpga_runtime.rtl_sim.engine import LayerCounters, RtlEngine  # noqa: E402
 from fpga_runtime.rtl_sim.single_layer import layer_key, program_descriptors, standalone  # noqa: E402
 
 
@@ -69,7 +69,7 @@ def measure(build: Path, max_layer_cycles: float) -> dict:
                          busy=c["mac_busy"] / result.cycles, stall_in=c["stall_input"] / result.cycles,
                          stall_w=c["stall_weights"] / result.cycles, stall_out=c["stall_output"] / result.cycles,
                          drain=c["stall_epilogue"] / result.cycles,
-                         ddr=c["act_bytes_read"] + c["act_bytes_written"] + c["const_bytes_read"],
+                         ddr=LayerCounters(0, result.cycles, c).ddr_bytes,
                          ddr_model=layer_bytes(LayerShape.of(d, cfg), cfg), macs=layer_macs(d)))
         print(f"  {rows[-1]['layer']}: {result.cycles:,} cycles", file=sys.stderr, flush=True)
     engine.close()

@@ -158,8 +158,9 @@ def predict(build_dir: str | Path, compute_units: int | None = None, board: str 
     b = board_by_name(board or plan.board)
     check_fits(plan, b.name, compute_units)
     # the DDR is shared by the frames that run at once: these `frames` for the makespan, a long stream for the rate
-    durations = durations_for(plan, b, min(compute_units, frames, in_flight))
-    stream = durations_for(plan, b, min(compute_units, in_flight))
+    running, streaming = min(compute_units, frames, in_flight), min(compute_units, in_flight)
+    durations = durations_for(plan, b, running)
+    stream = durations if running == streaming else durations_for(plan, b, streaming)
     makespan, spans = simulate(plan, durations, compute_units, cpu_workers, frames, in_flight)
     critical = max(upward_ranks(plan, durations).values())
     bound = max(critical, *(_resource_bound(plan, durations, d, n, frames)

@@ -47,6 +47,11 @@ class LayerCounters:
     cycles: int
     counters: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def ddr_bytes(self) -> int:
+        """The bytes the layer moved to and from DDR, both masters (what cycle_model.layer_bytes models)."""
+        return sum(self.counters.get(k, 0) for k in ("act_bytes_read", "const_bytes_read", "act_bytes_written"))
+
 
 @dataclass
 class RunResult:

@@ -106,7 +106,7 @@ def _lone_layers(rtl: Path, timing: MemoryTiming, programs, const, act) -> tuple
         frame += run.cycles
         for layer in run.layers:
             cycles.append(layer.cycles)
-            nbytes.append(sum(layer.counters[k] for k in ("act_bytes_read", "const_bytes_read", "act_bytes_written")))
+            nbytes.append(layer.ddr_bytes)
     engine.close()
     return cycles, nbytes, frame
 

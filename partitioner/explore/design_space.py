@@ -2,7 +2,7 @@
 units; the input window sized to the model's layers) that best serve the objective on a board, within its DSP,
 BRAM/URAM and LUT budget; with a target rate, the smallest design that meets it.
 
-FPGA model: one frame's FPGA time T is the sum over layers of max(cycles / clock, bytes / DDR share) plus a
+FPGA model: one frame's FPGA time T is the sum over layers of layer_s(cycles / clock, bytes / DDR share) plus a
 program start per FPGA subgraph (cycle_model.py, timing.py); k compute units process k frames at once and share
 the board's sustained DDR bandwidth (fpga_runtime/prediction/shared_ddr.py), so the FPGA alone gives k / T.
 
@@ -206,7 +206,7 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     layer_s = dict(zip(table.names, times))
     frame = sum(times, frame)                        # in layer order, as one loop over the layers adds them
     nbytes, macs, width = sum(table.bytes), layers.total_macs, table.pool_width
-    fps = min(cfg.compute_units / frame, board.ddr_sustained_gbps * 1e9 / max(nbytes, 1))
+    fps = cfg.compute_units / frame                  # within the DDR's bandwidth: the shared model's root keeps it
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
     return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
                    macs * fps / peak, "uram" if uram else "bram", layer_s, nbytes)
