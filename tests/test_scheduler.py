@@ -192,11 +192,13 @@ def test_the_lower_bound_counts_the_work_a_serial_prefix_leaves():
     assert bound == pytest.approx(19.5) and makespan == pytest.approx(23.0)
 
 
-LAYERS = st.lists(st.tuples(st.floats(0.0, 5.0), st.floats(0.0, 50.0)), min_size=1, max_size=12)
+# seconds and bytes of real layers: no subnormal floats, whose one or two significant bits no model keeps
+LAYERS = st.lists(st.tuples(st.floats(0.0, 5.0, allow_subnormal=False), st.floats(0.0, 50.0, allow_subnormal=False)),
+                  min_size=1, max_size=12)
 
 
 @settings(max_examples=200, deadline=None)
-@given(LAYERS, st.integers(1, 6), st.floats(0.5, 40.0), st.floats(0.0, 3.0))
+@given(LAYERS, st.integers(1, 6), st.floats(0.5, 40.0), st.floats(0.0, 3.0, allow_subnormal=False))
 def test_a_unit_s_share_of_the_ddr_lies_between_an_equal_share_and_the_whole(layers, units, ddr, fixed):
     """The shared-DDR model: a unit never gets less than an equal share nor more than the whole DDR; all units
     together never move more than the DDR's bandwidth; one unit gets all of it."""

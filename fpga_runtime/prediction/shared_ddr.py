@@ -35,8 +35,9 @@ def layer_s(compute_s, memory_s):
     """A layer's time from its compute time and its bytes' time at the bandwidth it gets (floats or arrays)."""
     c = np.maximum(np.asarray(compute_s, dtype=float), 0.0)
     m = np.maximum(np.asarray(memory_s, dtype=float), 0.0)
-    top = np.maximum(np.maximum(c, m), 1e-300)
-    t = top * ((c / top) ** OVERLAP + (m / top) ** OVERLAP) ** (1.0 / OVERLAP)
+    top = np.maximum(c, m)
+    unit = np.where(top > 0, top, 1.0)             # scaled by the larger, so no power under- or overflows
+    t = top * ((c / unit) ** OVERLAP + (m / unit) ** OVERLAP) ** (1.0 / OVERLAP)
     return float(t) if t.ndim == 0 else t
 
 
