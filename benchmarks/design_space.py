@@ -17,6 +17,8 @@ estimate's DSP-clock paths reach it, but 600 MHz DSP timing on these devices is 
 place and route. `--winograd off,all` explores each twice more: without and with the window path's Winograd unit
 (`partition --winograd`; its eligible 3x3 convs as Winograd layers; its LUTs and FFs in the resources); "MAC util"
 then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above 100 % possible).
+"parts left out": the engine's optional parts no layer of the model uses, which its build leaves out
+(fpga_runtime/engine_parts.py: lane products, the epilogue's residual stage; their DSPs and LUTs not counted).
 """
 from __future__ import annotations
 
@@ -44,11 +46,12 @@ def main() -> None:
     args = ap.parse_args()
     clocks = [int(c.strip().rstrip("x")) for c in args.dsp_clock.split(",")]
     print(
-        "| board | model | pixels x PE rows x VEC | DSP clock | Winograd | epilogue lanes | window words | weight rows "
+        "| board | model | pixels x PE rows x VEC | DSP clock | Winograd | parts left out | epilogue lanes "
+        "| window words | weight rows "
         "| CUs | MHz | limit | weights | "
         "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -62,14 +65,16 @@ def main() -> None:
                     ex = choose_design(graph, b, objective=args.objective, dsp_clock=dsp_clock, winograd=wino)
                     d = ex.chosen
                     if d is None:
-                        print(f"| {bname} | {name} | - | {dsp_clock}x | {wino} |" + " - |" * 17)
+                        print(f"| {bname} | {name} | - | {dsp_clock}x | {wino} |" + " - |" * 18)
                         continue
                     c, r = d.config, d.resources
                     share = r.share(b)
                     dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
                     window = c.window_words if c.pixels > 1 else "-"
+                    left_out = ", ".join(n for n, on in (("lane products", c.lane_products),
+                                                         ("residual stage", c.residual_stage)) if not on) or "-"
                     print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
-                          f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | "
+                          f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | {left_out} | "
                           f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | "
                           f"{c.compute_units} | {c.clock_mhz:g} | {design_clock(b, c)[1]} | {d.weights_in} | "
                           f"{r.dsp} ({share['dsp']:.0%}) | "

@@ -42,6 +42,11 @@ class EngineConfig:
     # RTL: the window path's Winograd unit (winograd_patch.sv), which runs the layers flagged WINOGRAD that
     # `window_path.winograd_problem` passes; set by the build where it has such layers
     winograd: bool = False
+    # RTL: optional parts a build leaves out where none of its layers use them (fpga_runtime/engine_parts.py): the
+    # MAC stage's lane products (a depthwise conv off the window path, L2NORM: VEC DSPs and the L2 factor's) and the
+    # epilogue's second-operand stage (ADD, SCALE, a fused residual: two DSPs and a table per lane)
+    lane_products: bool = True
+    residual_stage: bool = True
 
     @classmethod
     def from_shape(cls, shape: str, **fields) -> "EngineConfig":

@@ -150,15 +150,18 @@ class EngineImage:
                                  f"region of {image.act_bytes}")
         return image
 
-    def flagged_layers(self, const: np.ndarray, flag: int) -> list[tuple[str, int, str, Descriptor]]:
-        """(program, layer index, layer name, descriptor) of every layer whose descriptor has `flag` (an abi.Flag)."""
+    def layers(self, const: np.ndarray) -> list[tuple[str, int, str, Descriptor]]:
+        """(program, layer index, layer name, descriptor) of every layer of every program."""
         out = []
         for p in self.programs.values():
             raw = const[p.addr:p.addr + HEADER_SIZE + p.layers * DESCRIPTOR_SIZE].tobytes()
             for i, d in enumerate(unpack_program(raw)):
-                if d.flags & flag:
-                    out.append((p.subgraph, i, p.layer_names[i] if i < len(p.layer_names) else f"#{i}", d))
+                out.append((p.subgraph, i, p.layer_names[i] if i < len(p.layer_names) else f"#{i}", d))
         return out
+
+    def flagged_layers(self, const: np.ndarray, flag: int) -> list[tuple[str, int, str, Descriptor]]:
+        """`layers` whose descriptor has `flag` (an abi.Flag)."""
+        return [layer for layer in self.layers(const) if layer[3].flags & flag]
 
     def load_constants(self, folder: Path) -> np.ndarray:
         """memory.bin, refused unless it is the size engine.json gives and every program in it is one the engines

@@ -348,7 +348,9 @@ def _compile(s: BuildState) -> None:
     s.image, s.descriptors, s.codes = compiled.image, compiled.descriptors, compiled.codes
     s.winograd = compiled.winograd
     retime_winograd(s.plan, s.winograd)
-    s.engine = replace(s.engine, winograd=compiled.image.config.winograd)   # the unit is built: its resources
+    built = compiled.image.config         # the optional parts the build has: their resources
+    s.engine = replace(s.engine, winograd=built.winograd, lane_products=built.lane_products,
+                       residual_stage=built.residual_stage)
     if any(t.chosen for t in s.winograd):
         if s.engine.pixels < 2:
             s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "

@@ -2,6 +2,7 @@
 equal to the reference backend, warning-free compilation, hostile names kept out of the generated files."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -132,7 +133,12 @@ def test_generated_build_scripts(tmp_path, zoo):
     proc = subprocess.run(["make", "-C", str(out / "fpga"), "verilator", f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert f"{len(CASES)} passed, 0 failed" in proc.stdout
+    # the RTL replays every case but those needing a part the build left out (engine_parts.py), named
+    config = json.loads((out / "fpga" / "engine.json").read_text())["config"]
+    skips = [line for line in proc.stdout.splitlines() if ": skipped (" in line]
+    assert all("built without" in line for line in skips)
+    assert bool(skips) == (not config["lane_products"] or not config["residual_stage"])
+    assert f"{len(CASES) - len(skips)} passed, 0 failed, {len(skips)} skipped" in proc.stdout
     proc = subprocess.run(["make", "-C", str(out / "fpga"), "lint", f"PYTHON={sys.executable}"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

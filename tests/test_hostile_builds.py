@@ -350,6 +350,55 @@ def test_a_malformed_engine_image_is_one_error(pooled, tmp_path, change):
     _refused(folder, "engine.json|do not fit the")
 
 
+def _edit_engine(folder, change, header=None):
+    """engine.json changed (and recorded as an attacker would); `header`: the RTL's parameter lines replaced."""
+    from fpga_runtime.plan import file_sha256
+    engine = json.loads((folder / "fpga" / "engine.json").read_text())
+    change(engine)
+    (folder / "fpga" / "engine.json").write_text(json.dumps(engine))
+    _edit_plan(folder, lambda raw: raw["files"].update(
+        {"fpga/engine.json": file_sha256(folder / "fpga" / "engine.json")}))
+    if header:
+        svh = folder / "fpga" / "rtl" / "engine_config.svh"
+        text = svh.read_text()
+        for old, new in header.items():
+            assert old in text
+            text = text.replace(old, new)
+        svh.write_text(text)
+
+
+@pytest.mark.parametrize("backend", ["verilator", "pynq"])
+def test_a_layer_needing_a_part_the_engine_lacks_is_refused_by_name(residual, tmp_path, backend):
+    """A build whose engine says it has no second-operand stage (engine_parts.py) while its programs have
+    residual layers: the RTL backends refuse the first such layer before any engine runs; reference and csim,
+    which have every part, run it."""
+    folder = tmp_path / "b"
+    shutil.copytree(residual, folder)
+    assert json.loads((folder / "fpga" / "engine.json").read_text())["config"]["residual_stage"]
+    _edit_engine(folder, lambda e: e["config"].update(residual_stage=False),
+                 {"`define ENGINE_RESIDUAL 1": "`define ENGINE_RESIDUAL 0"})
+    from fpga_runtime.backends import BackendError
+    kwargs = {"simulate": "verilator"} if backend == "pynq" else {}
+    with pytest.raises(BackendError, match=rf"layer \d+ \(.+\): a layer the RTL engine the {backend} backend runs "
+                                           "cannot take: .* needs the epilogue's second-operand stage, which this "
+                                           "engine was built without"):
+        Session(folder, backend, **kwargs)
+    with Session(folder, "reference") as s:
+        assert s.backend is not None
+
+
+def test_rtl_parts_that_disagree_with_engine_json_are_refused(pooled, tmp_path):
+    """The runtime refuses layers by engine.json's parts; an RTL header that says otherwise is refused."""
+    folder = tmp_path / "b"
+    shutil.copytree(pooled, folder)
+    assert not json.loads((folder / "fpga" / "engine.json").read_text())["config"]["residual_stage"]
+    _edit_engine(folder, lambda e: e["config"].update(residual_stage=True))
+    from fpga_runtime.backends import BackendError
+    with pytest.raises(BackendError, match="engine_config.svh disagrees with engine.json: ENGINE_RESIDUAL 0 "
+                                           r"\(engine.json: 1\)"):
+        Session(folder, "verilator")
+
+
 def test_every_program_of_a_real_build_passes(pooled):
     from fpga_runtime.engine_image import EngineImage
     from fpga_runtime.program_check import check_programs

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, pack_program
 from fpga_runtime.backends import BackendError
 from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from fpga_runtime.run.session import Session
@@ -170,6 +171,10 @@ def test_whole_models_equal_reference(tmp_path, zoo, name, size, pixels, lanes):
     out = tmp_path / name
     run_partition(PartitionConfig(model=zoo(name, size), out_dir=out, picture=False, accuracy=False, board="zcu102",
                                   engine=EngineConfig(compute_units=2, pixels=pixels, epilogue_lanes=lanes)))
+    built = EngineImage.load(out / ENGINE_DIR).config      # only the optional parts its layers use
+    assert (built.lane_products, built.residual_stage) == {"yolov3-tiny": (False, False),
+                                                           "ssd-mobilenet-v1": (True, False),   # depthwise per tap
+                                                           "yolov3": (False, True)}[name]
     with Session(out, backend="reference", slots=2) as ref, Session(out, backend="verilator", slots=2) as sim:
         frames = [random_frame(ref.plan, seed) for seed in (5, 6)]
         expected = [ref.run(None, f) for f in frames]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fpga_runtime import window_path
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import Flag
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
 
@@ -60,16 +60,18 @@ class Backend(abc.ABC):
         self.slots = slots
         self.constants = image.load_constants(folder)     # checked (program_check.py) before any engine exists
         if self.rtl:
-            self._refuse_winograd()
+            self._refuse_missing_parts()
 
-    def _refuse_winograd(self) -> None:
-        for program, i, label, d in self.image.flagged_layers(self.constants, Flag.WINOGRAD):
-            problem = window_path.winograd_problem(d, self.image.config)
+    def _refuse_missing_parts(self) -> None:
+        """A layer the build's RTL engine lacks the part for (engine_parts.py) is refused before anything runs."""
+        for program, i, label, d in self.image.layers(self.constants):
+            problem = engine_parts.missing_part(d, self.image.config)
             if problem:
+                what = "a Winograd layer (partition --winograd)" if d.flags & Flag.WINOGRAD else "a layer"
                 raise BackendError(
-                    f"program {program!r}, layer {i} ({label}): a Winograd layer (partition --winograd) the RTL "
-                    f"engine the {self.name} backend runs cannot take: {problem}; run this build with --backend "
-                    "reference or csim, or partition the model again")
+                    f"program {program!r}, layer {i} ({label}): {what} the RTL engine the {self.name} backend "
+                    f"runs cannot take: {problem}; run this build with --backend reference or csim, or partition "
+                    "the model again")
 
     @abc.abstractmethod
     def write(self, view: TensorView, x: np.ndarray, slot: int = 0) -> None: ...

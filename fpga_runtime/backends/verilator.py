@@ -16,7 +16,7 @@ from fpga_runtime.backends import STATS_WINDOW, BackendError, HostMemoryBackend,
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.cycle_model import LayerShape, layer_cycles
 from fpga_runtime.engine_image import EngineImage, Program
-from fpga_runtime.rtl_sim.build import ToolchainError
+from fpga_runtime.rtl_sim.build import ToolchainError, parts_disagreement
 from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine, RunResult, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
 
@@ -56,6 +56,9 @@ class VerilatorBackend(HostMemoryBackend):
         if not rtl.is_dir():
             raise BackendError(f"{folder}: no RTL engine in {RTL_DIR}/ (a build from an older version: partition the "
                                "model again)")
+        disagreement = parts_disagreement(rtl, image.config)
+        if disagreement:
+            raise BackendError(f"{disagreement}; partition the model again")
         self.timing = board_timing(image, self.units)
         try:
             self.sims = [RtlEngine(rtl, self.timing, quiet=i > 0) for i in range(self.units)]

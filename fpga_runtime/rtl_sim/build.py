@@ -97,11 +97,33 @@ def dsp_double(rtl: Path) -> bool:
     return any(line.strip() == "`define ENGINE_DSP_2X" for line in (rtl / "engine_config.svh").read_text().splitlines())
 
 
-def vec_of(rtl: Path) -> int:
+def rtl_defines(rtl: Path) -> dict[str, str]:
+    """The build's engine parameters as its engine_config.svh defines them (a flag's value: "")."""
+    out = {}
     for line in (rtl / "engine_config.svh").read_text().splitlines():
-        if line.startswith("`define ENGINE_VEC "):
-            return int(line.split()[2])
-    raise ToolchainError(f"{rtl}/engine_config.svh has no ENGINE_VEC")
+        if line.startswith("`define ENGINE_"):
+            name, _, value = line[len("`define "):].partition(" ")
+            out[name] = value.split("//")[0].strip()
+    return out
+
+
+def vec_of(rtl: Path) -> int:
+    vec = rtl_defines(rtl).get("ENGINE_VEC")
+    if vec is None:
+        raise ToolchainError(f"{rtl}/engine_config.svh has no ENGINE_VEC")
+    return int(vec)
+
+
+def parts_disagreement(rtl: Path, config) -> str | None:
+    """Where the RTL's optional parts (engine_config.svh) are not the ones engine.json says the engine has, or
+    None: the runtime refuses layers by engine.json, so the two must say the same."""
+    got = rtl_defines(rtl)
+    said = {"ENGINE_LANE_PRODUCTS": str(int(config.lane_products)), "ENGINE_RESIDUAL": str(int(config.residual_stage))}
+    wrong = [f"{k} {got.get(k, 'missing')} (engine.json: {v})" for k, v in said.items() if got.get(k) != v]
+    if ("ENGINE_WINOGRAD" in got) != bool(config.winograd):
+        wrong.append(f"ENGINE_WINOGRAD {'defined' if 'ENGINE_WINOGRAD' in got else 'missing'} "
+                     f"(engine.json: winograd {config.winograd})")
+    return f"{rtl}/engine_config.svh disagrees with engine.json: {'; '.join(wrong)}" if wrong else None
 
 
 def build_library(rtl: Path, quiet: bool = False) -> Path:

@@ -21,7 +21,10 @@ module engine_core #(
   parameter int WDEPTH = 2,        // input-window words per bank
   parameter bit DWW = 1,           // the window path's depthwise kernel-row logic (else depthwise is per-tap)
   parameter bit DOUBLE = 0,        // the array's DSPs at clk2x (`--dsp-clock 2x`)
-  parameter bit WINO = 0           // the window path's Winograd unit (its array operands 10-bit)
+  parameter bit WINO = 0,          // the window path's Winograd unit (its array operands 10-bit)
+  parameter bit LANE_PRODUCTS = 1, // the MAC stage's lane-by-lane products (a depthwise conv off the window path,
+                                   // L2NORM; mac_stage.sv)
+  parameter bit RESIDUAL = 1       // the epilogue's second-operand stage (ADD, SCALE, a fused residual; epilogue.sv)
 ) (
   input  logic clk,
   input  logic clk2x,                      // DOUBLE: twice clk, rising edges aligned
@@ -268,7 +271,7 @@ module engine_core #(
     .taps(array_taps));
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
-  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW)) mac (
+  mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW), .LANE_PRODUCTS(LANE_PRODUCTS)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
@@ -327,7 +330,8 @@ module engine_core #(
   logic [TW-1:0] e_in_tile;
   assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x, e_in_tile} = epi_dout;
   logic epi_ready;
-  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B), .PRIMITIVE(PACK)) epi (
+  sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B), .PRIMITIVE(PACK),
+                   .RESIDUAL(RESIDUAL)) epi (
     .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .nmult(nmult_bits), .lut_we1, .lut_we2,
     .lut_waddr(cb_idx[$clog2(256 / B)-1:0]), .lut_wdata(cb_data),
     .in_ready(epi_ready), .in_valid(epi_pop), .in_tile(e_in_tile), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),

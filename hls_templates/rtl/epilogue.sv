@@ -27,6 +27,8 @@
 // |x * m + y * n| < 2^48, and from a shift of 49 on the rounded result is 0 (the program check refuses shifts past
 // 62, which 64 bits would treat otherwise).
 // A lane has four DSP48E2s: x * m's two halves, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer.
+// An engine built without the second-operand stage (RESIDUAL 0: a build with no ADD, SCALE or fused residual) has
+// the first two only and no second table: its stages S9..S13 carry E1 through, so every result leaves as late.
 // Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
 import engine_pkg::*;
 
@@ -34,7 +36,9 @@ module epilogue #(
   parameter int V = 16,
   parameter int G = 16,            // lanes: max(PE rows, V)
   parameter int TB = 16,           // activation-table entries per constant beat
-  parameter bit PRIMITIVE = 1'b1   // products on DSP48E2 instances (dsp_mult.sv)
+  parameter bit PRIMITIVE = 1'b1,  // products on DSP48E2 instances (dsp_mult.sv)
+  parameter bit RESIDUAL = 1'b1    // the second-operand stage: b * mb, e1 * ma, the second table (ADD, SCALE, a
+                                   // conv's fused residual; the runtime refuses those layers on an engine without it)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -72,16 +76,16 @@ module epilogue #(
     e1_lut <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_LUT;
     e1_clamp <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_CLAMP;
     e1_q1 <= d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
-    e2_lut <= ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_LUT;
-    e2_clamp <= ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_CLAMP;
+    e2_lut <= RESIDUAL && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_LUT;
+    e2_clamp <= RESIDUAL && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_CLAMP;
   end
   always_ff @(posedge clk) begin
-    has_res <= d.op == OP_CONV && d.flags[F_RESIDUAL];
+    has_res <= RESIDUAL && d.op == OP_CONV && d.flags[F_RESIDUAL];
     prelu <= d.op == OP_CONV && d.flags[F_PRELU];
     per_channel <= d.op == OP_CONV || d.op == OP_GAP;
-    is_scale <= d.op == OP_SCALE;
+    is_scale <= RESIDUAL && d.op == OP_SCALE;
     is_l2 <= d.op == OP_L2NORM;
-    is_add <= d.op == OP_ADD;
+    is_add <= RESIDUAL && d.op == OP_ADD;
   end
 
   // valid and (address, coordinates) of each stage's result: stage k's are valid_q[k], meta_q[k]
@@ -207,10 +211,20 @@ module epilogue #(
       .clk_i(clk), .en_i(1'b1), .a_i(x_lo), .b_i(m_d), .c_i(half_lo), .p_o(lo_p));
     dsp_mult #(.AW(15), .BW(18), .PW(34), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) hi_product (
       .clk_i(clk), .en_i(1'b1), .a_i(x_hi), .b_i(m_d), .c_i(half_hi), .p_o(hi_p));
-    dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) bm_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(bm_p));
-    dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(ta_a), .b_i(ta_b), .c_i(res_half_q), .p_o(ta_p));
+    if (RESIDUAL) begin : g_second
+      dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) bm_product (
+        .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(bm_p));
+      dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
+        .clk_i(clk), .en_i(1'b1), .a_i(ta_a), .b_i(ta_b), .c_i(res_half_q), .p_o(ta_p));
+      lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q2_q)),
+                                .rdata(t2));
+    end else begin : g_first_only
+      assign bm_p = '0;
+      assign ta_p = '0;
+      assign t2 = '0;
+      logic unused_second;                 // the stage's operands, made for every engine, read by none here
+      assign unused_second = ^{lut_we2, res_half_q, res_mb_q, y_d, ta_a, ta_b};
+    end
 
     always_ff @(posedge clk) begin
       sh_q <= {sh_q[31:0], sh2_q};
@@ -242,7 +256,5 @@ module epilogue #(
 
     lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),
                               .rdata(t1));
-    lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q2_q)),
-                              .rdata(t2));
   end
 endmodule

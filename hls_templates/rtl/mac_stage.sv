@@ -9,7 +9,9 @@ module mac_stage #(
   parameter int V = 16,
   parameter bit PACK = 1,          // the lane products two per multiplier (mac_pair)
   parameter int R = 16,
-  parameter int WAW = 10           // weight RAM address bits
+  parameter int WAW = 10,          // weight RAM address bits
+  parameter bit LANE_PRODUCTS = 1  // the lane-by-lane products and the L2 norm's factor (a depthwise conv off the
+                                   // window path, L2NORM); 0 in a build with neither: the runtime refuses them
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -106,9 +108,17 @@ module mac_stage #(
   logic signed [17:0] sq_part_q[NG];       // P4: the squares summed by groups of four lanes
   logic signed [31:0] sq_q[PS-4];          // P5 .. P(PS): their sum
   wire [V*16-1:0] dw_out = dw_q[(DD-1)*V*16 +: V*16];
-  for (genvar v = 0; v < V; v++) begin : g_lane
-    mac_pair #(.PACK(PACK)) lane_products (.clk_i(clk), .en_i(1'b1), .x_i(c1_data[8*v +: 8]),
-      .w_hi_i(c1_data[8*v +: 8]), .w_lo_i(w_rdata[8*v +: 8]), .p_hi_o(sq_p[16*v +: 16]), .p_lo_o(dw_p[16*v +: 16]));
+  if (LANE_PRODUCTS) begin : g_products
+    for (genvar v = 0; v < V; v++) begin : g_lane
+      mac_pair #(.PACK(PACK)) lane_products (.clk_i(clk), .en_i(1'b1), .x_i(c1_data[8*v +: 8]),
+        .w_hi_i(c1_data[8*v +: 8]), .w_lo_i(w_rdata[8*v +: 8]), .p_hi_o(sq_p[16*v +: 16]),
+        .p_lo_o(dw_p[16*v +: 16]));
+    end
+  end else begin : g_no_products
+    assign sq_p = '0;
+    assign dw_p = '0;
+    logic unused_weights;                  // a depthwise beat's weights: the lane products' alone
+    assign unused_weights = ^w_rdata;
   end
   logic c2_valid, c2_last;
   logic c2_start;                          // the beat starts its pixel's sums (decoded at P3)
@@ -143,8 +153,8 @@ module mac_stage #(
       p_data <= {p_data[(PS-1)*DW-1:0], c1_data};
       p_tags <= {p_tags[(PS-1)*TB-1:0], TB'(c1_tag)};
       sel_mac_q <= pn_tag.kind == K_MAC;
-      sel_dw_q <= pn_tag.kind == K_DW;
-      sel_sq_q <= l2 && pn_tag.kind == K_GAP;
+      sel_dw_q <= LANE_PRODUCTS && pn_tag.kind == K_DW;
+      sel_sq_q <= LANE_PRODUCTS && l2 && pn_tag.kind == K_GAP;
       p_idx <= {p_idx[(PS-1)*24-1:0], c1_idx};
       dw_q <= {dw_q[(DD-1)*V*16-1:0], dw_p};
       for (int g = 0; g < NG; g++) begin
@@ -226,9 +236,14 @@ module mac_stage #(
   assign l2_a = {1'b0, l2_rom};
   assign l2_b = l2_mult[17:0];
   // T[i] * mult on a DSP48E2 (operand, product and output registers): the ROM's word goes into its A register
-  dsp_mult #(.AW(24), .BW(18), .PW(42), .PRIMITIVE(PACK)) l2_product (
-    .clk_i(clk), .en_i(1'b1), .a_i(l2_a), .b_i(l2_b), .c_i('0),
-    .p_o(l2_p));
+  if (LANE_PRODUCTS) begin : g_l2_factor
+    dsp_mult #(.AW(24), .BW(18), .PW(42), .PRIMITIVE(PACK)) l2_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(l2_a), .b_i(l2_b), .c_i('0), .p_o(l2_p));
+  end else begin : g_no_l2_factor
+    assign l2_p = '0;
+    logic unused_factor;
+    assign unused_factor = ^{l2_a, l2_b};
+  end
   always_ff @(posedge clk) begin
     logic signed [41:0] k;
     if (c2_valid) begin
@@ -249,8 +264,8 @@ module mac_stage #(
   // C3: the finished pixel in registers, so the epilogue queue's write starts from flip-flops, not from C2's sums
   always_ff @(posedge clk) begin
     item_valid <= rst_n && c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
-    for (int i = 0; i < G; i++) item_acc[32*i +: 32] <= l2 ? l2_ksh[31:0] : acc_next[i];
-    for (int i = 0; i < G; i++) item_b[8*i +: 8] <= l2 ? l2_ksh[39:32] : res_next[8*i +: 8];
+    for (int i = 0; i < G; i++) item_acc[32*i +: 32] <= LANE_PRODUCTS && l2 ? l2_ksh[31:0] : acc_next[i];
+    for (int i = 0; i < G; i++) item_b[8*i +: 8] <= LANE_PRODUCTS && l2 ? l2_ksh[39:32] : res_next[8*i +: 8];
     item_a <= abuf_next;
     item_oaddr <= c2_oaddr;
     item_n <= c2_tag.n;

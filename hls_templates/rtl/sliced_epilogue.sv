@@ -11,7 +11,8 @@ module sliced_epilogue #(
   parameter int E = 16,             // lanes per pass; divides G
   parameter int PM = 1,             // tiles whose parameters come in (an item names its tile)
   parameter int TB = 16,            // activation-table entries per constant beat
-  parameter bit PRIMITIVE = 1'b1    // products on DSP48E2 instances (dsp_mult.sv)
+  parameter bit PRIMITIVE = 1'b1,   // products on DSP48E2 instances (dsp_mult.sv)
+  parameter bit RESIDUAL = 1'b1     // the epilogue's second-operand stage (epilogue.sv)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -42,7 +43,7 @@ module sliced_epilogue #(
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
-    epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE)) lanes (
+    epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL)) lanes (
       .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]),
       .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
@@ -102,7 +103,7 @@ module sliced_epilogue #(
         end
     end
 
-    epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE)) lanes (
+    epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL)) lanes (
       .clk, .rst_n, .desc, .mult(mult_k), .shift(shift_k), .nmult(nmult_k), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
       .in_valid(active), .in_acc(acc_k), .in_b(b_k), .in_a(a_k),

@@ -85,6 +85,7 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
                "pe_rows": config.pe_rows, "granule": config.granule,
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
                "pixels": config.pixels, "dsp_clock": config.dsp_clock,
+               "lane_products": config.lane_products, "residual_stage": config.residual_stage,
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),
                "pool_ring": 1 << max(1, (config.max_kernel - 1).bit_length()),

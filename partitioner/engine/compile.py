@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import Descriptor, EngineConfig, pack_program
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage, Program
@@ -94,6 +95,7 @@ def compile_engine(part: Partition, plan: Plan, config: EngineConfig, calibratio
     limits = engine_limits(every, config)
     config = replace(config, weight_rows=limits["weight_rows"], window_words=limits["window_words"],  # the RTL's
                      depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])
+    config = engine_parts.trimmed(config, every)          # the optional parts the build's layers use
     image = EngineImage(config, consts.size, activations.end, programs, boundary,
                         calibration={"source": calibration.source, "frames": calibration.frame_count,
                                      "method": calibration.description,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from fpga_runtime import window_path
+from fpga_runtime import engine_parts, window_path
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.cycle_model import LayerShape, taps_inside
 from fpga_runtime.winograd import MAX_IN_C as WINOGRAD_MAX_IN_C
@@ -202,5 +202,12 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
         descriptors += [winograd_descriptor(graph.nodes[n], graph, cfg) for n in nodes
                         if winograd_problem(graph.nodes[n], graph, cfg) is None]
     limits = engine_limits(descriptors, cfg)
-    return replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
-                   depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])
+    cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                  depthwise_rows=limits["depthwise_rows"], winograd=limits["winograd"])
+    # the optional parts (engine_parts.py) as the build will trim them: the element-wise layers by their kind
+    kinds = {graph.nodes[n].kind for n in nodes}
+    residual = any(isinstance(step, ResidualAdd) for n in nodes if graph.nodes[n].conv is not None
+                   for step in graph.nodes[n].conv.epilogue)
+    return replace(cfg, lane_products=OpKind.LP_NORMALIZATION in kinds
+                   or any(engine_parts.needs_lane_products(d, cfg) for d in descriptors),
+                   residual_stage=residual or bool(kinds & {OpKind.ADD, OpKind.MUL}))

@@ -82,7 +82,11 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-second RTL (the layer tables' running copy in flip-flops, no bank select; the
+# UltraScale+ -2 (zcu104). The twenty-third RTL (the optional parts: lane products and the epilogue's second-operand
+# stage, left out where a build has no layer using them) moved no shape's worst path: every full shape's estimate
+# is the twenty-second's; without the parts (+lean, checked on, not fitted) 8x8 and 4x16x16:8 reach their full
+# twins' 263.9 and 255.8 MHz (the same control paths), so the fit leaves the parts out of its terms.
+# The twenty-second RTL (the layer tables' running copy in flip-flops, no bank select; the
 # narrow epilogue's pass by plain selects): every shape's worst path as the twenty-first's, and now checked on
 # engines with a narrow epilogue, which no fit had synthesised: 2x16x16:8 was 8.069 ns (123.9 MHz: the pass counter
 # through a part-select at a computed offset, 9 LUTs and a DSP48E2 inferred without registers) and is 3.886 (its
@@ -160,7 +164,8 @@ ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.096), 
                          window_2x_ns=((2, 0.096), (4, 0.114), (8, 0.146)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x16+wino", "8x8x8+wino", "4x16x8:4+wino"),
-                         checked_on=("8x16x16", "2x16x16:8", "4x16x16:8"),
+                         checked_on=("8x16x16", "2x16x16:8", "4x16x16:8", "8x8+lean", "4x16x16:8+lean",
+                                     "2x8x16+lean", "16x16+lean"),
                          fast_ns=1.44, fast_f0_ns=1.471, fast_f1_ns=0.040, winograd_w0_ns=4.919,
                          winograd_w1_ns=-0.137, winograd_wv_ns=-0.184, narrow_select_ns=((16, 5.624),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 6.647 ns, the writer's beat address, a 34-bit sum behind the
@@ -175,19 +180,22 @@ GRADE_SCALE = {ULTRASCALE_PLUS_1.name: 1.2016, ULTRASCALE_PLUS_2LV.name: 1.2109}
 
 
 def shape_config(shape: str, clock_mhz: float | None = None) -> EngineConfig:
-    """The engine a benchmark shape names: `[PIXELSx]ROWSxVEC[:LANES][@2x][+wino]`, as `partition --engine` takes
-    the array (LANES: the epilogue's, 0 for all of them; @2x: `--dsp-clock 2x`; +wino: with the Winograd unit).
+    """The engine a benchmark shape names: `[PIXELSx]ROWSxVEC[:LANES][@2x][+wino][+lean]`, as `partition --engine`
+    takes the array (LANES: the epilogue's, 0 for all of them; @2x: `--dsp-clock 2x`; +wino: with the Winograd unit;
+    +lean: without the optional parts a build of convolutions alone leaves out, engine_parts.py).
     benchmarks/timing_estimate.py names its rows so, and FmaxFit.fitted_on/checked_on name those rows."""
-    shape, plus, extra = shape.partition("+")
-    if plus and extra != "wino":
-        raise ValueError(f"{shape}+{extra}: the only suffix is +wino")
+    shape, *extras = shape.split("+")
+    if set(extras) - {"wino", "lean"} or len(set(extras)) < len(extras):
+        raise ValueError(f"{shape}+{'+'.join(extras)}: the suffixes are +wino and +lean")
     shape, _, clock = shape.partition("@")
     if clock not in ("", "1x", "2x"):
         raise ValueError(f"{shape}@{clock}: the DSP clock is @1x or @2x")
     spec, _, lanes = shape.partition(":")
     fields = {} if clock_mhz is None else {"clock_mhz": clock_mhz}
+    lean = "lean" in extras
     return EngineConfig.from_shape(spec, epilogue_lanes=int(lanes or 0), dsp_clock=2 if clock == "2x" else 1,
-                                   winograd=bool(plus), **fields)
+                                   winograd="wino" in extras, lane_products=not lean, residual_stage=not lean,
+                                   **fields)
 
 
 def rtl_digest() -> str:

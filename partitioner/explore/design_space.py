@@ -130,7 +130,8 @@ class _Layers:
             self._sized[key] = sized_buffers(self.graph, self.nodes, key)
         got = self._sized[key]
         return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
-                       depthwise_rows=got.depthwise_rows, winograd=got.winograd)
+                       depthwise_rows=got.depthwise_rows, winograd=got.winograd, lane_products=got.lane_products,
+                       residual_stage=got.residual_stage)
 
     def shapes(self, cfg: EngineConfig) -> list:
         """[(node, its LayerShape or None)] under the array of `cfg`."""

@@ -78,11 +78,13 @@ bit and lane.
   for both: no layer has both) and e1 x ma (the residual's first; SCALE's 8x10 gate product in a SCALE layer), 4
   DSP48E2s with every register (dsp_mult.sv; every multiplier is below 2^17 since ABI v2), its two copies of
   the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
-  38 LUT and 80 FF per result lane to hold and slice the result.
+  38 LUT and 80 FF per result lane to hold and slice the result. Without the second-operand stage
+  (`EngineConfig.residual_stage` False) 2 DSP48E2s a lane and RESIDUAL_LUT / RESIDUAL_FF fewer.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  10 DSP (the pixel addresses' and per-layer and per-request products, registered), 19,200 LUT, 5,564 FF plus 607
-  LUT and 140 FF per result lane; per VEC lane the depthwise product and the L2NORM square (one packed DSP48E2, or
-  two DSP48E1s); the pipeline's registers (PIPE_*).
+  10 DSP (the pixel addresses' and per-layer and per-request products, registered; one is the L2 factor's),
+  19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and the L2NORM
+  square (one packed DSP48E2, or two DSP48E1s), which an engine without lane products (`EngineConfig.lane_products`
+  False) has not, nor the L2 factor (LANE_PRODUCTS_*); the pipeline's registers (PIPE_*).
 - Weight buffer: `weight_rows` rows of PE_ROWS x VEC bytes, ping-pong: PE_ROWS banks of VEC bytes, each
   2 x weight_rows deep, counted in the block RAM's best aspect ratio (BRAM36 512x72 ... 32Kx1, URAM288
   4Kx72). On parts with UltraRAM the exploration tries the buffer in either.
@@ -111,8 +113,20 @@ QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # 45 LUT (b x mb's 26 bits carried seven stages in shift registers, the residual DSP's operand choice) and 26 FF
 EPILOGUE_DSP, EPILOGUE_LUT, EPILOGUE_FF = 4, 1045, 60
 # the control's registered products (dsp_mult.sv): two per pixel address (the address generator's two, the window
-# path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats
-CONTROL_DSP = {2: 10, 1: 14}   # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
+# path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats (the L2 norm's factor,
+# L2_FACTOR_DSP, counted apart: an engine without lane products has none)
+CONTROL_DSP = {2: 9, 1: 13}    # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
+L2_FACTOR_DSP = 1
+# An engine without the epilogue's second-operand stage (EngineConfig.residual_stage False: a build with no ADD,
+# SCALE or fused residual) has two DSPs per lane (x * m's halves), not four, no second table and no residual sum,
+# shift and saturation; one without lane products (EngineConfig.lane_products False) no VEC-lane product DSPs, no
+# squares' sum and no L2 factor. Their LUTs and FFs per epilogue lane and per VEC lane: yosys (the twenty-third
+# RTL), each shape with both parts less the same shape without them (+lean), fitted exactly on 8x8 (8 lanes, VEC 8:
+# 4,338 LUT, 1,406 FF) and 4x16x16:8 (8 lanes, VEC 16: 5,696, 1,446); checked on 2x8x16 and 16x16 (16 lanes,
+# tests/test_dse.py)
+EPILOGUE_FIRST_DSP = 2
+RESIDUAL_LUT, RESIDUAL_FF = 516, 149
+LANE_PRODUCTS_LUT_PER_VEC, LANE_PRODUCTS_FF_PER_VEC = 98, 16
 CONTROL_LUT, CONTROL_FF = 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
 CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 517, 108
@@ -212,8 +226,10 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     lanes = cfg.epilogue_lanes or cfg.granule
     sliced = cfg.granule if cfg.epilogue_passes > 1 else 0     # results held while the passes run
     double = cfg.dsp_clock == 2
-    dsp = (math.ceil(macs / (board.int8_macs_per_dsp * cfg.dsp_clock)) + VEC_DSP[board.int8_macs_per_dsp] * cfg.vec
-           + EPILOGUE_DSP * lanes + CONTROL_DSP[board.int8_macs_per_dsp])
+    dsp = (math.ceil(macs / (board.int8_macs_per_dsp * cfg.dsp_clock))
+           + (VEC_DSP[board.int8_macs_per_dsp] * cfg.vec + L2_FACTOR_DSP if cfg.lane_products else 0)
+           + (EPILOGUE_DSP if cfg.residual_stage else EPILOGUE_FIRST_DSP) * lanes
+           + CONTROL_DSP[board.int8_macs_per_dsp])
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
     rows = -(-wbuf_bytes // (cfg.pe_rows * cfg.vec))
@@ -221,9 +237,13 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
-                + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT)
+                + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT
+                - (0 if cfg.residual_stage else RESIDUAL_LUT * lanes)
+                - (0 if cfg.lane_products else LANE_PRODUCTS_LUT_PER_VEC * cfg.vec))
     ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + EPILOGUE_FF * lanes + 80 * sliced
                + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
+               - (0 if cfg.residual_stage else RESIDUAL_FF * lanes)
+               - (0 if cfg.lane_products else LANE_PRODUCTS_FF_PER_VEC * cfg.vec)
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
                + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
     lut += round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0

@@ -60,8 +60,10 @@ def _design_row(d, role: str) -> list:
     frames = "-" if d.frame_fps is None else f"{d.frame_fps:.1f}" + (" (CPU-bound)" if d.cpu_bound else "")
     latency = "-" if d.latency_s is None else f"{d.latency_s * 1e3:.2f}"
     depthwise = "-" if c.pixels == 1 else ("kernel row" if c.depthwise_rows else "tap")
+    left_out = ", ".join(n for n, on in (("lane products", c.lane_products), ("residual stage", c.residual_stage))
+                         if not on) or "-"
     return [role, f"{c.pixels} x {c.pe_rows} x {c.vec}", f"{c.dsp_clock}x", c.epilogue_lanes or c.granule, window,
-            depthwise,
+            depthwise, left_out,
             c.weight_rows, c.compute_units,
             f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
             f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", frames, latency, f"{d.mac_utilisation:.0%}"]
@@ -70,7 +72,7 @@ def _design_row(d, role: str) -> list:
 def design_section(exploration) -> list[str]:
     b, chosen = exploration.board, exploration.chosen
     header = ["", "pixels x PE rows x VEC", "DSP clock", "epilogue lanes", "window words", "depthwise per step",
-              "weight rows",
+              "parts left out", "weight rows",
               "CUs", "MHz",
               "weights in", "DSP",
               "BRAM36", "URAM", "LUT", "FPGA ms/frame", "FPGA fps", "frames/s (fpga-run)", "latency ms", "MAC util"]
@@ -90,7 +92,10 @@ def design_section(exploration) -> list[str]:
               "and post-processing included, scheduled as `fpga-run run` schedules them "
               f"({CPU_WORKERS} CPU workers, frames in flight "
               + (f"{exploration.in_flight}, as --in-flight says" if exploration.in_flight else
-                 "one per unit and one more") + "); latency: one frame alone.",
+                 "one per unit and one more") + "); latency: one frame alone. parts left out: the RTL engine's "
+              "optional parts no layer of this model uses, which the build leaves out and the resources do not count "
+              "(lane products: a depthwise conv off the window path, L2 norm; residual stage: ADD, SCALE, a fused "
+              "residual; fpga_runtime/engine_parts.py).",
               ""]
     clock = chosen.config.clock_mhz
     fmax = estimated_fmax_mhz(b, chosen.config)
