@@ -31,7 +31,7 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import PlanError, check_feeds, original_model, read_plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.prediction.profile import build_profile, profile_table, write_profile
-from fpga_runtime.prediction.virtual_time import STEADY_FRAMES, build_compute_units, predict
+from fpga_runtime.prediction.virtual_time import build_compute_units, predict, steady_frames
 from fpga_runtime.preprocess import ImageError
 from fpga_runtime.run.policy import CPU_WORKERS, IN_FLIGHT, default_in_flight
 from fpga_runtime.run.scheduler import Scheduler, TaskError
@@ -344,8 +344,9 @@ def predict_cmd(build: Path, board: str | None, units: tuple[int, ...], cpu_work
                    f"{p.critical_path_s * 1e3:.3f} | {p.lower_bound_s * 1e3:.3f} | {p.gap_to_bound * 100:.1f} | "
                    f"{p.sequential_s * 1e3:.3f} | {p.speedup:.2f} | {p.fps:.1f} | "
                    f"{'CPU stages' if p.limited_by == 'cpu' else 'FPGA'} | {util} |")
-    click.echo(f"steady frames/s: a long stream ({STEADY_FRAMES[1] - STEADY_FRAMES[0]} frames between the ends of "
-               f"a {STEADY_FRAMES[0]}- and a {STEADY_FRAMES[1]}-frame run, ramp-up and drain left out), the figure "
+    runs = sorted({steady_frames(p.compute_units) for p in predictions})
+    said = ", ".join(f"{b - a} frames between the ends of a {a}- and a {b}-frame run" for a, b in runs)
+    click.echo(f"steady frames/s: a long stream ({said}, ramp-up and drain left out), the figure "
                "report.md gives as frames/s (fpga-run); the makespan columns are those of --frames "
                f"{frames}{' (one frame: its latency)' if frames == 1 else ''}. Engine clock "
                f"{', '.join(sorted({f'{p.clock_mhz:g} MHz on {p.board}' for p in predictions}))} (the build's "

@@ -300,8 +300,9 @@ def test_objectives_rank_whole_frames_by_the_runtime_schedule(zoo):
 
 def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo):
     """A branch split's extra FPGA subgraphs are program starts, FPGA time: under "fpga" each design keeps the
-    split with the most FPGA frames/s (the fewest subgraphs), even where another gives more whole frames (SSD's
-    heads split off for "throughput"), and so its FPGA rate beats the throughput pick's."""
+    split with the most FPGA frames/s (the fewest subgraphs), whatever the whole frames give (SSD's heads split
+    off in up to 18 subgraphs; its whole frames are CPU-bound under every split), and so its FPGA rate is at least
+    the throughput pick's."""
     from partitioner.explore.choice import choose_design
     from partitioner.frontend.importer import import_model
     from partitioner.passes.pipeline import run_fusion
@@ -309,10 +310,12 @@ def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo)
     b = board("zcu104")
     fast = choose_design(g, b, objective="throughput")
     engine = choose_design(g, b, objective="fpga")
-    fewest = min(o.split.fpga_subgraphs for o in engine.splits)
-    assert fast.chosen.split.fpga_subgraphs > fewest        # the throughput pick splits: the case in point
-    assert engine.chosen.split.fpga_subgraphs == fewest
-    assert engine.chosen.fps > fast.chosen.fps
+    counts = sorted(o.split.fpga_subgraphs for o in engine.splits)
+    assert counts[-1] > counts[0]                            # splits to choose from: the case in point
+    assert engine.chosen.split.fpga_subgraphs == counts[0]
+    for outcome in engine.splits:                            # each split's best design, as fast as it gets there
+        assert engine.chosen.fps >= outcome.best.fps * (1 - 1e-9)
+    assert engine.chosen.fps >= fast.chosen.fps
 
 
 def test_cpu_bound_designs_are_said_to_be(zoo):

@@ -19,8 +19,15 @@ from fpga_runtime.prediction.shared_ddr import layer_s, unit_bandwidth
 from fpga_runtime.run.policy import CPU_WORKERS, Policy, Task, check_counts, default_in_flight, upward_ranks
 from fpga_runtime.run.trace import Span
 
-STEADY_FRAMES = (8, 24)   # the steady rate: frames completed between the ends of these two runs, ramp-up and
-                          # drain left out
+STEADY_FRAMES = (8, 24)   # the steady rate: frames completed between the ends of two runs of at least these
+                          # lengths, ramp-up and drain left out (steady_frames)
+
+
+def steady_frames(compute_units: int) -> tuple[int, int]:
+    """The two runs' lengths: STEADY_FRAMES rounded up to whole rounds of the units, so the longer run adds whole
+    rounds (8 and 24 frames on 6 units add 2 rounds of 6 frames but count 16 frames: 19 % too fast)."""
+    first = compute_units * -(-STEADY_FRAMES[0] // compute_units)
+    return first, first + compute_units * -(-(STEADY_FRAMES[1] - STEADY_FRAMES[0]) // compute_units)
 
 
 @dataclass
@@ -36,7 +43,7 @@ class Prediction:
     utilisation: dict[str, float]   # per lane: busy time / makespan
     spans: list[Span] = field(default_factory=list, repr=False)
     limited_by: str = "fpga"        # the side whose work per frame, spread over its lanes, is the larger
-    steady_fps: float = 0.0         # frames/s of a long stream (STEADY_FRAMES), the figure the report gives
+    steady_fps: float = 0.0         # frames/s of a long stream (steady_frames), the figure the report gives
     clock_mhz: float = 0.0          # the engine clock every FPGA duration assumes
 
     @property
@@ -111,8 +118,9 @@ def simulate(plan: Plan, durations: dict[str, float], compute_units: int, cpu_wo
 
 def steady_fps(plan, durations: dict[str, float], compute_units: int, cpu_workers: int, in_flight: int) -> float:
     """Frames per second of a long stream: the frames finished between the ends of a short and a longer run."""
-    first, last = (simulate(plan, durations, compute_units, cpu_workers, n, in_flight)[0] for n in STEADY_FRAMES)
-    return (STEADY_FRAMES[1] - STEADY_FRAMES[0]) / (last - first)
+    runs = steady_frames(compute_units)
+    first, last = (simulate(plan, durations, compute_units, cpu_workers, n, in_flight)[0] for n in runs)
+    return (runs[1] - runs[0]) / (last - first)
 
 
 def limited_by(plan, durations: dict[str, float], cpu_workers: int, compute_units: int) -> str:
