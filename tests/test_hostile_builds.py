@@ -394,9 +394,10 @@ def test_rtl_parts_that_disagree_with_engine_json_are_refused(pooled, tmp_path):
     assert not json.loads((folder / "fpga" / "engine.json").read_text())["config"]["residual_stage"]
     _edit_engine(folder, lambda e: e["config"].update(residual_stage=True))
     from fpga_runtime.backends import BackendError
-    with pytest.raises(BackendError, match="engine_config.svh disagrees with engine.json: ENGINE_RESIDUAL 0 "
-                                           r"\(engine.json: 1\)"):
-        Session(folder, "verilator")
+    for backend, kwargs in (("verilator", {}), ("pynq", {"simulate": "verilator"})):
+        with pytest.raises(BackendError, match="engine_config.svh disagrees with engine.json: ENGINE_RESIDUAL 0 "
+                                               r"\(engine.json: 1\)"):
+            Session(folder, backend, **kwargs)
 
 
 def test_every_program_of_a_real_build_passes(pooled):

@@ -154,6 +154,11 @@ class PynqBackend(Backend):
     def _device(self, simulate: str | None, timing):
         if simulate:
             from fpga_runtime.sim_board import SimulatedBoard
+            if simulate == "verilator":      # the simulated engine is the build's RTL: its parts are engine.json's
+                from fpga_runtime.rtl_sim.build import parts_disagreement
+                disagreement = parts_disagreement(self.folder / "rtl", self.image.config)
+                if disagreement:
+                    raise BackendError(f"{disagreement}; partition the model again")
             try:
                 device = SimulatedBoard(self.folder, simulate, self.image.board, timing)
             except ValueError as exc:
