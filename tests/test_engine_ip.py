@@ -183,7 +183,7 @@ def test_ip_interfaces_are_the_elaborated_rtl_ports(builds, tmp_path, board):
 
 def _engine_json(fpga: Path) -> dict:
     cfg = json.loads((fpga / "engine.json").read_text())["config"]
-    return {k: cfg[k] for k in ("vec", "pe_rows", "pixels")}
+    return {k: cfg[k] for k in ("vec", "pe_rows", "pixels", "lane_products", "residual_stage")}
 
 
 def _docs_offsets() -> dict[str, list[int]]:
@@ -235,6 +235,8 @@ def test_register_maps_agree(builds, tmp_path, board):
     cfg = _engine_json(fpga)
     assert user["VEC"] == str(cfg["vec"]) and user["PE_ROWS"] == str(cfg["pe_rows"])
     assert user["ABI_VERSION"] == str(ABI_VERSION)
+    assert user["HAS_LANE_PRODUCTS"] == str(int(cfg["lane_products"]))
+    assert user["HAS_RESIDUAL_STAGE"] == str(int(cfg["residual_stage"]))
     if BOARDS[board].family == "alveo":
         kernel = ET.parse(fpga / "ip" / "kernel.xml").getroot().find("kernel")
         assert kernel.get("hwControlProtocol") == "ap_ctrl_hs" and kernel.get("vlnv") == ENGINE_VLNV

@@ -166,6 +166,11 @@ def test_missing_or_wrong_overlay_files_are_clear_errors(tmp_path, tiny):
     with pytest.raises(BackendError, match=r"engine_0 in the overlay was built with \{'VEC': 32\}, this build needs "
                                            r"\{'VEC': 16\}"):
         Session(broken, backend="pynq", simulate="csim")
+    assert 'NAME="HAS_RESIDUAL_STAGE" VALUE="0"' in text            # a build of convs alone: no residual stage
+    hwh.write_text(text.replace('NAME="HAS_RESIDUAL_STAGE" VALUE="0"', 'NAME="HAS_RESIDUAL_STAGE" VALUE="1"'))
+    with pytest.raises(BackendError, match=r"engine_0 in the overlay was built with \{'HAS_RESIDUAL_STAGE': 1\}, "
+                                           r"this build needs \{'HAS_RESIDUAL_STAGE': 0\}"):
+        Session(broken, backend="pynq", simulate="csim")
     hwh.write_text(text.replace("fpga-partitioner:kernels:engine:1.0", "xilinx.com:hls:other:1.0"))
     with pytest.raises(BackendError, match=r"the overlay has 0 engine IP\(s\).*the run needs 2"):
         Session(broken, backend="pynq", simulate="csim")

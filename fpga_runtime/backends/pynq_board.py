@@ -183,8 +183,10 @@ class PynqBackend(Backend):
         cfg = self.image.config
         for n in names:
             params = ips[n].get("parameters", {})
-            built = {k: int(params[k]) for k in ("VEC", "PE_ROWS", "ABI_VERSION") if k in params}
-            want = {"VEC": cfg.vec, "PE_ROWS": cfg.pe_rows, "ABI_VERSION": self.image.abi_version}
+            # the optional parts too (engine_parts.py): the runtime refuses layers by engine.json's
+            want = {"VEC": cfg.vec, "PE_ROWS": cfg.pe_rows, "ABI_VERSION": self.image.abi_version,
+                    "HAS_LANE_PRODUCTS": int(cfg.lane_products), "HAS_RESIDUAL_STAGE": int(cfg.residual_stage)}
+            built = {k: int(params[k]) for k in want if k in params}
             wrong = {k: v for k, v in built.items() if v != want[k]}
             if wrong:
                 raise BackendError(f"{n} in the overlay was built with {wrong}, this build needs "
