@@ -29,6 +29,7 @@ from pathlib import Path
 from _zoo import SIZES, fused_graph
 
 from fpga_runtime.boards import BOARDS, board
+from fpga_runtime.engine_parts import left_out
 from partitioner.explore.choice import choose_design
 from partitioner.explore.clock import design_clock
 
@@ -71,10 +72,8 @@ def main() -> None:
                     share = r.share(b)
                     dpu = DPU_ZCU104.get(name, "") if bname == "zcu104" else ""
                     window = c.window_words if c.pixels > 1 else "-"
-                    left_out = ", ".join(n for n, on in (("lane products", c.lane_products),
-                                                         ("residual stage", c.residual_stage)) if not on) or "-"
                     print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
-                          f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | {left_out} | "
+                          f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | {left_out(c)} | "
                           f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | "
                           f"{c.compute_units} | {c.clock_mhz:g} | {design_clock(b, c)[1]} | {d.weights_in} | "
                           f"{r.dsp} ({share['dsp']:.0%}) | "

@@ -29,6 +29,12 @@ def trimmed(cfg: EngineConfig, descriptors: list[Descriptor]) -> EngineConfig:
                    residual_stage=any(needs_residual_stage(d) for d in descriptors))
 
 
+def left_out(cfg: EngineConfig) -> str:
+    """The optional parts `cfg` is built without, as the design tables name them ("-" for none)."""
+    return ", ".join(name for name, built in (("lane products", cfg.lane_products),
+                                              ("residual stage", cfg.residual_stage)) if not built) or "-"
+
+
 def missing_part(d: Descriptor, cfg: EngineConfig) -> str | None:
     """Why the RTL engine `cfg` cannot run the layer `d` (a part it was built without), or None."""
     if d.flags & Flag.WINOGRAD and d.op == Op.CONV:

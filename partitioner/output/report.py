@@ -5,6 +5,7 @@ import math
 import textwrap
 from pathlib import Path
 
+from fpga_runtime import engine_parts
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
@@ -60,10 +61,8 @@ def _design_row(d, role: str) -> list:
     frames = "-" if d.frame_fps is None else f"{d.frame_fps:.1f}" + (" (CPU-bound)" if d.cpu_bound else "")
     latency = "-" if d.latency_s is None else f"{d.latency_s * 1e3:.2f}"
     depthwise = "-" if c.pixels == 1 else ("kernel row" if c.depthwise_rows else "tap")
-    left_out = ", ".join(n for n, on in (("lane products", c.lane_products), ("residual stage", c.residual_stage))
-                         if not on) or "-"
     return [role, f"{c.pixels} x {c.pe_rows} x {c.vec}", f"{c.dsp_clock}x", c.epilogue_lanes or c.granule, window,
-            depthwise, left_out,
+            depthwise, engine_parts.left_out(c),
             c.weight_rows, c.compute_units,
             f"{c.clock_mhz:g}", d.weights_in, r.dsp, r.bram36, r.uram, r.lut,
             f"{d.frame_s * 1e3:.2f}", f"{d.fps:.1f}", frames, latency, f"{d.mac_utilisation:.0%}"]
