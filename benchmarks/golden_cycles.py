@@ -15,8 +15,9 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from golden_replay import CASE_FILES, Case, layer_cycles_on  # noqa: E402
 
+from fpga_runtime.cycle_model import latency_cycles  # noqa: E402
 from fpga_runtime.prediction.profile import op_name  # noqa: E402
-from fpga_runtime.rtl_sim.engine import RtlEngine  # noqa: E402
+from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine  # noqa: E402
 from partitioner.codegen.sources import write_engine_sources  # noqa: E402
 
 
@@ -24,8 +25,10 @@ def main() -> None:
     cases = [Case(p) for p in CASE_FILES]
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
-        hls = write_engine_sources(Path(tmp), "golden", cases[0].config, [d for c in cases for d in c.descriptors()])
-        engine = RtlEngine(hls.parent / "rtl", quiet=True)
+        config = cases[0].full_config
+        hls = write_engine_sources(Path(tmp), "golden", config, [d for c in cases for d in c.descriptors()])
+        # the DDR latency the cycle model assumes at the cases' clock
+        engine = RtlEngine(hls.parent / "rtl", quiet=True, timing=MemoryTiming(latency=latency_cycles(config)))
         print(f"{'case':34} {'layer':>5} {'op':>10} {'RTL':>8} {'model':>8} {'error':>7}")
         try:
             for case, d, rtl, model in layer_cycles_on(engine, cases):

@@ -1,4 +1,4 @@
-"""The kernel ABI, version 2, in code: engine parameters, the layer descriptor, the program header, the
+"""The kernel ABI, version 3, in code: engine parameters, the layer descriptor, the program header, the
 register map and the integer arithmetic every implementation must reproduce bit for bit.
 
 docs/kernel-abi.md is the prose version; the two must agree (tests check the offsets).
@@ -13,7 +13,7 @@ import numpy as np
 
 from fpga_runtime import winograd
 
-ABI_VERSION = 2                # 2: 17-bit multipliers (one DSP48 port), in_zero
+ABI_VERSION = 3                # 2: 17-bit multipliers (one DSP48 port), in_zero; 3: a 27-bit requantisation input
 ALIGN = 64                     # every buffer starts on a 64-byte boundary (one 512-bit AXI beat)
 PROGRAM_MAGIC = 0x41475046     # "FPGA" little-endian
 DESCRIPTOR_SIZE = 128
@@ -316,10 +316,19 @@ def shift_round(x: np.ndarray, shift: np.ndarray | int) -> np.ndarray:
     return np.right_shift(x + bias, shift)
 
 
-def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: bool = False) -> np.ndarray:
-    """int32 accumulator -> int8: saturate(shift_round(acc * mult, shift)), per output channel (last axis).
-    With `overwrite`, an int64 `acc` is used as scratch (fewer passes over memory on big tensors)."""
+def requant_input(acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """The accumulator as the requantisation takes it: its low ACC_BITS bits, sign-extended (int64)."""
     acc = acc if overwrite and acc.dtype == np.int64 else np.array(acc, np.int64)
+    np.add(acc, ACC_HALF, out=acc)
+    np.bitwise_and(acc, 2 * ACC_HALF - 1, out=acc)
+    np.subtract(acc, ACC_HALF, out=acc)
+    return acc
+
+
+def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """int32 accumulator -> int8: saturate(shift_round(requant_input(acc) * mult, shift)), per output channel (last
+    axis). With `overwrite`, an int64 `acc` is used as scratch (fewer passes over memory on big tensors)."""
+    acc = requant_input(acc, overwrite)
     shift = np.asarray(shift, np.int64)
     np.multiply(acc, np.asarray(mult, np.int64), out=acc)
     np.add(acc, np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0), out=acc)
@@ -329,6 +338,10 @@ def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: 
 
 MULT_BITS = 17        # every multiplier of the epilogue is below 2^17: an 18-bit signed DSP48 port, not a 32x32
 MULT_LIMIT = 1 << MULT_BITS
+# ABI v3: the requantisation multiplies the accumulator's low 27 bits (one DSP48E2's 27 x 18 product, not two); the
+# compiler keeps every conv's and global average pool's accumulation within +-(2^26 - 1), so no bit is lost
+ACC_BITS = 27
+ACC_HALF = 1 << (ACC_BITS - 1)
 MAX_SHIFT = 62        # every shift of a program (the requantisation tables' and res_shift) is at most this
 # A requantisation entry is (int32 mult, int32 word): the word's bits 0-7 are the shift; with Flag.PRELU its bits
 # 8-25 are the negative-side multiplier, signed 18 bits (|neg| < 2^17), and the rest is zero.
@@ -358,8 +371,8 @@ def unpack_requant_word(word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def requantize_prelu(acc: np.ndarray, mult: np.ndarray, neg_mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """requantize with the negative-side multiplier where the accumulator is negative (Flag.PRELU)."""
-    acc = np.asarray(acc, np.int64)
+    """requantize with the negative-side multiplier where the requantisation input is negative (Flag.PRELU)."""
+    acc = requant_input(acc)
     return requantize(acc, np.where(acc < 0, np.asarray(neg_mult, np.int64), np.asarray(mult, np.int64)), shift)
 
 

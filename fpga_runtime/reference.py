@@ -1,4 +1,4 @@
-"""The reference backend's engine: a numpy executor of ABI v2 programs. The golden model for every backend.
+"""The reference backend's engine: a numpy executor of ABI v3 programs. The golden model for every backend.
 
 Exactness: a product of two int8 values is at most 2^14 in magnitude, so a float32 dot product over up to
 1024 channels (< 2^24) is exact; convolutions therefore run as float32 BLAS GEMMs per kernel tap and channel

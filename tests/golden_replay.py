@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,12 @@ class Case:
         self.out_view = TensorView(**json.loads(str(data["out_view"])))
         self.float_out = data["float_out"]
         self.calibration = json.loads(str(data["calibration"]))   # the ranges and bounds it was compiled with
+
+    @property
+    def full_config(self) -> EngineConfig:
+        """Its engine with every optional part (engine_parts.py): one engine that runs every case (a case stores
+        the engine its build trimmed to its own layers)."""
+        return replace(self.config, lane_products=True, residual_stage=True)
 
     def descriptors(self):
         return [d for addr, n in self.programs

@@ -14,7 +14,9 @@ from fpga_runtime.abi import (
     Reg,
     pack_program,
     quantize_multiplier,
+    requant_input,
     requantize,
+    requantize_prelu,
     shift_round,
     unpack_program,
 )
@@ -67,6 +69,18 @@ def test_requantize_saturates_per_channel():
     mult = np.array([1 << 30, 1 << 30])
     shift = np.array([31, 40])
     assert requantize(acc, mult, shift).tolist() == [[127, 1], [-128, 0]]
+
+
+def test_requantisation_takes_the_accumulators_low_27_bits():
+    """ABI v3: one 27 x 18 DSP product. Values within +-(2^26 - 1) pass as they are; others wrap, on every backend
+    alike (the compiler never writes them); PRELU's sign is the wrapped value's."""
+    acc = np.array([2 ** 26 - 1, -(2 ** 26), 2 ** 26, -(2 ** 26) - 1, 2 ** 31 - 1, 5 * 2 ** 27 + 3])
+    assert requant_input(acc).tolist() == [2 ** 26 - 1, -(2 ** 26), -(2 ** 26), 2 ** 26 - 1, -1, 3]
+    assert requantize(acc, np.full(6, 1 << 16), np.full(6, 42)).tolist() == [1, -1, -1, 1, 0, 0]
+    assert requantize_prelu(np.array([2 ** 26]), np.array([1 << 16]), np.array([-(1 << 16)]),
+                            np.array([42])).tolist() == [1]
+    assert "Version 3 (from 2): the requantisation multiplies the accumulator's low 27 bits" in DOC
+    assert "`abi.ACC_BITS`" in DOC
 
 
 @pytest.mark.parametrize("real", [1e-6, 0.0123, 0.5, 0.9999, 1.0, 3.5, 100.0])

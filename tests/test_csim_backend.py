@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def golden_engine(tmp_path_factory):
     cases = [Case(p) for p in CASE_FILES]
     descriptors = [d for c in cases for d in c.descriptors()]
-    folder = write_engine_sources(tmp_path_factory.mktemp("hls"), "golden", cases[0].config, descriptors)
+    folder = write_engine_sources(tmp_path_factory.mktemp("hls"), "golden", cases[0].full_config, descriptors)
     return CsimEngine(folder, quiet=True), cases
 
 
@@ -51,7 +51,7 @@ def test_window_path_bit_exact(golden_engine, tmp_path, pixels, window_words):
     a 64-word window sends the wider layers back to the per-tap path; 3 pixels, not a power of two, put a
     position in bank (position mod 3). The step count shows which path ran."""
     engine, cases = golden_engine
-    config = replace(cases[0].config, pixels=pixels, window_words=window_words)
+    config = replace(cases[0].full_config, pixels=pixels, window_words=window_words)
     hls = write_engine_sources(tmp_path, "window", config, [d for c in cases for d in c.descriptors()])
     windowed = CsimEngine(hls, quiet=True)
     built = replace(config, window_words=int(re.search(r"ENGINE_WINDOW_WORDS (\d+)",

@@ -142,7 +142,8 @@ def test_bias_dominated_convs_are_one_warning_that_names_the_worst():
     from partitioner.engine.layers import bias_dominance_warning
     assert bias_dominance_warning([]) == []
     one, = bias_dominance_warning([("head", 3, 8, 12.5, 0)])
-    assert one.startswith("node 'head': 3 of 8 output channels have a bias too large") and "12.5x" in one
+    assert one.startswith("node 'head': 3 of 8 output channels have a bias or a sum of weights too large")
+    assert "12.5x" in one and "27 bits" in one
     many = bias_dominance_warning([(f"h{i}", 4, 4, float(i + 2), 0) for i in range(6)])
     assert len(many) == 1
     assert "6 convs ('h0', 'h1', 'h2', 'h3', ...; 24 output channels)" in many[0]

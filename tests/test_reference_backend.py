@@ -128,6 +128,33 @@ def test_trained_head_biases_never_overflow_and_stay_accurate(tmp_path):
     assert np.max(np.abs(got - want)) <= 0.02 * np.max(np.abs(want))
 
 
+def test_a_dense_wide_conv_never_passes_the_27_bit_requantisation_input(tmp_path, monkeypatch):
+    """ABI v3 requantises the accumulator's low 27 bits. A 3x3 conv over 1,024 channels whose weights are all of one
+    magnitude (9,216 products of |w_q| = 127: 2^27.2 at the plain scale) gets coarser weights on every channel, and
+    an input aligned with channel 0's signs, the worst case, gives that channel's largest output, not a wrapped
+    one."""
+    import fpga_runtime.abi as abi
+    n = Net(channels=1024, size=3, seed=4)
+    w = (np.sign(n.rng.standard_normal((4, 1024, 3, 3))) * 0.01).astype(np.float32)
+    n.inits += [onnx.numpy_helper.from_array(w, "wide.w"), onnx.numpy_helper.from_array(np.zeros(4, np.float32),
+                                                                                        "wide.b")]
+    n.node("Conv", ["x", "wide.w", "wide.b"], "wide", kernel_shape=[3, 3])
+    path = n.save(["wide"], tmp_path / "m.onnx")
+    result = run_partition(PartitionConfig(model=path, out_dir=tmp_path / "b", picture=False, accuracy=False,
+                                           offload_everything=True))
+    assert [s.device for s in result.plan.subgraphs] == ["fpga"]
+    assert any("'wide'" in m and "coarser" in m for m in result.warnings), result.warnings
+    seen = []
+    wrap = abi.requant_input
+    monkeypatch.setattr(abi, "requant_input", lambda acc, *a: (seen.append(np.abs(acc).max()), wrap(acc, *a))[1])
+    worst = {"x": (np.sign(w[0])[None] * 1e3).astype(np.float32)}     # every input at its int8 end
+    with Session(tmp_path / "b") as s:
+        got = s.run(None, worst)[0].reshape(-1)
+        typical = s.run(None, random_frame(result.plan, 1))[0]
+    assert 2 ** 25 < max(seen) < 2 ** 26, max(seen)          # close to the limit, within it
+    assert got[0] == got.max() >= typical.max()          # the top of the output's range, as the float conv's
+
+
 def test_adds_mixing_a_concat_and_a_plain_tensor_compile(tmp_path):
     """An add (and a conv's residual) whose operands are a concat, with padding between its slots, and a conv
     output: the conv writes in the concat's channel placement instead of the compile refusing the model."""

@@ -117,6 +117,16 @@ def _fallback_reasons(model) -> dict[str, str]:
     return partition(g, fpga, CostModel(board_by_name("zcu104")), True).fallbacks
 
 
+def test_a_global_average_pool_whose_sum_could_pass_27_bits_stays_on_the_cpu():
+    """Its sum, 128 per pixel at most, is the requantisation's input (ABI v3: 27 bits): 524,287 pixels at most."""
+    for size, ok in ((724, True), (725, False)):
+        n = Net(channels=1, size=size)
+        g = ir_of(n.model([n.node("GlobalAveragePool", ["x"], "gap")]))
+        verdict = fpga.check(g.nodes["gap"], g, {})
+        assert verdict.ok is ok, verdict
+        assert ok or "725x725 map's sum could pass the engine's 27-bit requantisation input" in verdict.reason
+
+
 def test_every_cpu_fallback_names_what_this_node_has_that_the_engine_cannot_take():
     """Not what the engine supports in general: the value, attribute or shape of this node (each between convs, so
     it is a compute node, not post-processing)."""

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op, pack_program
 from fpga_runtime.backends import BackendError
 from fpga_runtime.checking.frames import random_frame
+from fpga_runtime.cycle_model import latency_cycles
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
-from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
+from fpga_runtime.rtl_sim.engine import MemoryTiming, RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
 from fpga_runtime.run.session import Session
 from partitioner.build import PartitionConfig, run_partition
@@ -36,7 +37,9 @@ def rtl_engine(folder, config, descriptors, **kw) -> RtlEngine:
 @pytest.fixture(scope="module")
 def golden(tmp_path_factory):
     cases = [Case(p) for p in CASE_FILES]
-    engine = rtl_engine(tmp_path_factory.mktemp("rtl"), cases[0].config, [d for c in cases for d in c.descriptors()])
+    config = cases[0].full_config       # the DDR latency the cycle model assumes at the cases' clock
+    engine = rtl_engine(tmp_path_factory.mktemp("rtl"), config, [d for c in cases for d in c.descriptors()],
+                        timing=MemoryTiming(latency=latency_cycles(config)))
     yield engine, cases
     engine.close()
 
@@ -114,7 +117,6 @@ def test_double_pumped_dsp_array_bit_exact(tmp_path, rows, vec, pixels):
 
 def test_memory_timing_changes_cycles_not_results(tmp_path, golden):
     """A slower memory (longer latency, narrower port) costs cycles and never changes a bit."""
-    from fpga_runtime.rtl_sim.engine import MemoryTiming
     _, cases = golden
     case = next(c for c in cases if c.name == "conv3x3")
     fast = rtl_engine(tmp_path / "a", case.config, case.descriptors(), timing=MemoryTiming(latency=10))

@@ -136,7 +136,7 @@ def test_csim_runs_the_winograd_golden_cases_bit_exact(tmp_path):
     from partitioner.codegen.sources import write_engine_sources
     cases = [Case(p) for p in WINOGRAD_FILES]
     assert len(cases) >= 4
-    hls = write_engine_sources(tmp_path, "wino", cases[0].config, [d for c in cases for d in c.descriptors()])
+    hls = write_engine_sources(tmp_path, "wino", cases[0].full_config, [d for c in cases for d in c.descriptors()])
     engine = CsimEngine(hls, quiet=True)
     for case in cases:
         assert np.array_equal(case.replay(engine.run), case.act_out), case.name

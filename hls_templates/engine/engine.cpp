@@ -1,4 +1,4 @@
-// Kernel ABI v2 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
+// Kernel ABI v3 engine (docs/kernel-abi.md), written for Vitis HLS and compiled with g++ for C-simulation.
 // Bit-exact with the numpy reference (fpga_runtime/reference.py): integer arithmetic only.
 #include "engine.h"
 #include "engine_memory.h"
@@ -265,7 +265,7 @@ void global_avg_pool(const Descriptor &d, word_t *act, const word_t *consts, uin
             int8_t out[V];
             for (int v = 0; v < V; ++v) {
 #pragma HLS UNROLL
-                out[v] = sat8(shift_round(by_mult(sum[v], mult[v]), rq_shift(shift[v])));
+                out[v] = sat8(shift_round(by_mult(requant_input(sum[v]), mult[v]), rq_shift(shift[v])));
             }
             store_vec<V>(act, pixel(d.out_addr, n, 0, 0, 1, 1, d.out_c_stride) + d.out_c_offset + c, out);
         }

@@ -1,4 +1,4 @@
-// Kernel ABI v2 engine for Vitis HLS (see docs/kernel-abi.md). One call runs a whole program of layer
+// Kernel ABI v3 engine for Vitis HLS (see docs/kernel-abi.md). One call runs a whole program of layer
 // descriptors over two memory regions: activations (int8 NHWC) and constants (weights, biases,
 // requantisation and lookup tables, programs). All arithmetic is integer and matches fpga_runtime/abi.py.
 #pragma once

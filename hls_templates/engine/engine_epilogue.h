@@ -15,11 +15,19 @@ int8_t sat8(int64_t v) { return v < -128 ? (int8_t)-128 : v > 127 ? (int8_t)127 
 
 int64_t shift_round(int64_t v, int s) { return s > 0 ? ((v + ((int64_t)1 << (s - 1))) >> s) : v; }
 
-// x times an epilogue multiplier (below 2^17): a 32x18 product, what a DSP48 (pair) does, not a 32x32.
+// x times an epilogue multiplier (below 2^17): at most 32x18 (the requantisation's x is 27 bits since ABI v3: one
+// DSP48E2), not a 32x32.
 int64_t by_mult(int32_t x, int32_t m) {
 #pragma HLS INLINE
     ap_int<50> p = (ap_int<32>)x * (mult_t)m;
     return p.to_int64();
+}
+
+// The accumulator as the requantisation takes it (ABI v3): its low 27 bits, sign-extended, one DSP48E2 operand.
+int32_t requant_input(int32_t acc) {
+#pragma HLS INLINE
+    ap_int<27> x = acc;
+    return x.to_int();
 }
 
 // A requantisation entry's second word: the shift in bits 0-7; with F_PRELU, bits 8-25 hold the negative-side
@@ -84,7 +92,8 @@ void epilogue(const Descriptor &d, const word_t *act, const int32_t acc[N], cons
         load_vec<N>(act, pixel(d.in2_addr, n, y, x, d.conv_h, d.conv_w, d.in2_c_stride) + d.in2_c_offset + c, res);
     for (int i = 0; i < N; ++i) {
 #pragma HLS UNROLL
-        int8_t q = sat8(shift_round(by_mult(acc[i], rq_mult(d, acc[i], mult[i], shift[i])), rq_shift(shift[i])));
+        int32_t x = requant_input(acc[i]);
+        int8_t q = sat8(shift_round(by_mult(x, rq_mult(d, x, mult[i], shift[i])), rq_shift(shift[i])));
         q = activate(q, d.act1, lut1, d.act_lo, d.act_hi);
         if (d.flags & F_RESIDUAL) {
             int64_t total = by_mult(q, d.res_mult_a) + by_mult(res[i], d.res_mult_b);

@@ -1,4 +1,4 @@
-// The engine's memory ports: 64-byte words of little-endian bytes (kernel ABI v2, docs/kernel-abi.md). Reads of
+// The engine's memory ports: 64-byte words of little-endian bytes (kernel ABI v3, docs/kernel-abi.md). Reads of
 // descriptors, parameters and tables take the whole words that hold them; activations move as vectors of one
 // word at most.
 #pragma once

@@ -1,4 +1,4 @@
-// The engine: runs a program of ABI v2 layer descriptors (docs/kernel-abi.md) over the activation port
+// The engine: runs a program of ABI v3 layer descriptors (docs/kernel-abi.md) over the activation port
 // (reads and writes) and the constant port (program, weights, biases, requantisation tables, LUTs).
 //
 // Decoupled access and execute: the controller walks layers and output-channel tiles and fills the weight

@@ -1,4 +1,4 @@
-// Kernel ABI v2 in SystemVerilog: op codes, flags, the descriptor and the tag of a read run. The integer
+// Kernel ABI v3 in SystemVerilog: op codes, flags, the descriptor and the tag of a read run. The integer
 // arithmetic is in engine_functions.svh (module-scope functions: yosys mis-reads functions in packages).
 package engine_pkg;
 

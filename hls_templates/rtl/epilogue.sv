@@ -6,14 +6,15 @@
 //   G1  gate      the gate product, 8 x 10 bits, in the DSP's multiplier register; the other operands wait
 //   G2            ... in its output register (dsp_mult.sv)
 //   S1  DSP input the product's operands: x (SCALE: the gate product) and m, and b * mb's b
-//   S2  product   x * m + 2^(shift-1) as two products of at most 27 x 18 bits (x's low 17 bits, its high 15),
-//                 the rounding half added in the DSP of its half, and b * mb: each a DSP48E2 with its operand (S1),
-//                 multiplier (S2) and output (S3) registers (dsp_mult.sv). b * mb is ADD's second term here and a
-//                 conv's residual term at S11, so one DSP makes it for both: the residual's waits seven stages
-//   S4  sums      the two halves
+//   S2  product   x * m + 2^(shift-1), one 27 x 18 product (ABI v3: the requantisation takes the accumulator's
+//                 low 27 bits, which the compiler keeps every accumulation within), the rounding half in its
+//                 output register, and b * mb: each a DSP48E2 with its operand (S1), multiplier (S2) and output
+//                 (S3) registers (dsp_mult.sv). b * mb is ADD's second term here and a conv's residual term at S11,
+//                 so one DSP makes it for both: the residual's waits seven stages
+//   S4  product   x * m in a fabric register (the stage the two halves' sum took before ABI v3)
 //   S5  round     + b * mb (ADD)
 //   S6  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S4's shift)
-//   S7  saturate  to int8 (0 from a shift of 49 on)
+//   S7  saturate  to int8 (0 from a shift of 44 on: |x * m| < 2^43)
 //   S8  act1      clamp or table (a conv's or ADD's first activation) -> E1
 //   S9  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1) (an 8 x 18 product on a DSP48E2,
 //                 operand S8, product S9, output S10)
@@ -23,12 +24,12 @@
 //   S14 act2      clamp or table -> the result
 // Each stage is one of the steps the first epilogue chained in a cycle (requantise, round, saturate, table), the
 // products split where a DSP48E2 takes them, so the arithmetic, and so every result, is the same; the split is
-// what lets it meet the board clock. The sums are 52 bits, not 64: every multiplier is below 2^17 (ABI v2), so
-// |x * m + y * n| < 2^48, and from a shift of 49 on the rounded result is 0 (the program check refuses shifts past
-// 62, which 64 bits would treat otherwise).
-// A lane has four DSP48E2s: x * m's two halves, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer.
-// An engine built without the second-operand stage (RESIDUAL 0: a build with no ADD, SCALE or fused residual) has
-// the first two only and no second table: its stages S9..S13 carry E1 through, so every result leaves as late.
+// what lets it meet the board clock. The sums are 52 bits, not 64: every multiplier is below 2^17 (ABI v2) and x
+// is 27 bits (ABI v3), so |x * m| < 2^43, |x * m + y * n| < 2^44, and from a shift of 44 on the rounded result is 0
+// (the program check refuses shifts past 62, which 64 bits would treat otherwise).
+// A lane has three DSP48E2s: x * m, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer. An engine
+// built without the second-operand stage (RESIDUAL 0: a build with no ADD, SCALE or fused residual) has the first
+// only and no second table: its stages S9..S13 carry E1 through, so every result leaves as late.
 // Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
 import engine_pkg::*;
 
@@ -125,22 +126,20 @@ module epilogue #(
 
   for (genvar i = 0; i < G; i++) begin : lane
     // S0: operands, in the DSPs' input registers
-    logic signed [31:0] x_d;
+    logic signed [26:0] x_d;
     logic signed [17:0] m_d;
     logic signed [7:0]  y_d;
     logic [5*8-1:0]     sh_q;              // the shift at S1..S5 (S k+1's at [8*k +: 8])
     logic [7*8-1:0]     a_q;               // the pass-through operand at S1..S7
     // S2..S7: requantisation; S8: E1
-    logic signed [35:0] lo_p;              // x[16:0] * m + (the rounding half below 2^17)
-    logic signed [33:0] hi_p;              // x[31:17] * m + (the rounding half from 2^17 on) / 2^17
+    logic signed [47:0] xm_p;              // x * m + the rounding half
     logic signed [25:0] bm_p, yn_q;        // b * mb; ADD's share of it at S4
     logic [6*26-1:0]    bm_q;              // b * mb at S4..S9, the residual's (shift registers)
     logic signed [25:0] bm_last_q;         // ... at S10, a flip-flop: a shift register's output is slow for the sum
-    logic signed [35:0] half_lo;
-    logic signed [33:0] half_hi;
-    logic [4:0] lo_idx_q, hi_idx_q;        // the rounding half's bit in either half of x, at S2
-    logic lo_v_q, hi_v_q;
-    logic signed [50:0] xm_q;
+    logic signed [47:0] half;
+    logic [5:0] half_idx_q;                // the rounding half's bit, at S2
+    logic half_v_q;
+    logic signed [47:0] xm_q;
     logic signed [51:0] r_q;
     logic [23:0] above1_dec_q;             // S4's shift decoded, at S3
     logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S4's shift
@@ -150,10 +149,7 @@ module epilogue #(
     logic signed [7:0]  q1_q, e1_q;
     // S9..S14: residual; the result
     logic signed [7:0]  e1_d, ta_a;
-    logic signed [17:0] x_lo, ta_b;
-    logic signed [14:0] x_hi;
-    assign x_lo = {1'b0, x_d[16:0]};
-    assign x_hi = x_d[31:17];
+    logic signed [17:0] ta_b;
     logic signed [47:0] ta_p;              // e1 * ma + 2^(res_shift-1); SCALE: the gate product
     logic signed [47:0] t_q;
     logic signed [7:0]  pass9_q, pass10_q, pass11_q, pass12_q, q2_q, q_q;
@@ -167,16 +163,18 @@ module epilogue #(
 
     // S0: the operands in registers; SCALE's gate product (the first operand times the gate plus its offset,
     // res_mult_b: 128 for an unsigned gate) on a DSP48E2 from the inputs, out at G2, while the others wait two stages
-    logic signed [31:0] x0_q, x1_q, x2_q;  // the accumulator, or the first operand
+    logic signed [26:0] x0_q, x1_q, x2_q;  // the accumulator's low 27 bits (ABI v3), or the first operand
+    logic unused_acc_top;                  // the bits above them, which the compiler keeps the sign's
+    assign unused_acc_top = ^in_acc[32*i + 27 +: 5];
     logic signed [17:0] m0_q, m1_q, m2_q;
     logic signed [7:0]  a0_q, a1_q, a2_q, b0_q, b1_q, b2_q;
     logic [7:0]         sh0_q, sh1_q, sh2_q;
     logic signed [17:0] gate_p;
     assign gate_p = ta_p[17:0];            // a lane past VEC has no first operand: its a_lane is 0
     always_ff @(posedge clk) begin
-      x0_q <= per_channel ? in_acc[32*i +: 32] : 32'(a_lane);
-      // every multiplier is below 2^17 (ABI v2); PRELU: a negative accumulator's own; L2NORM: the pixel's
-      m0_q <= prelu && in_acc[32*i + 31] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
+      x0_q <= per_channel ? in_acc[32*i +: 27] : 27'(a_lane);
+      // every multiplier is below 2^17 (ABI v2); PRELU: a negative requantisation input's own; L2NORM: the pixel's
+      m0_q <= prelu && in_acc[32*i + 26] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
               : is_l2 ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
       a0_q <= a_lane;
       b0_q <= in_b[8*i +: 8];
@@ -185,7 +183,7 @@ module epilogue #(
       {x2_q, m2_q, a2_q, b2_q, sh2_q} <= {x1_q, m1_q, a1_q, b1_q, sh1_q};                          // G2
     end
     always_comb begin
-      x_d = is_scale ? 32'(gate_p) : x2_q;
+      x_d = is_scale ? 27'(gate_p) : x2_q;
       m_d = m2_q;
       y_d = b2_q;
       e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
@@ -196,21 +194,15 @@ module epilogue #(
       ta_b = is_scale ? 18'($signed(in_b[8*i +: 8])) + 18'(gate_off_q) : res_ma_q;
     end
     // S1-S3 (S8-S10): the products in DSP48E2s, operand, product and output registers; the rounding half of the
-    // result's shift goes into the output register of the DSP whose half of x it falls in, its bit decoded at S2
+    // result's shift goes into the output register, its bit decoded at S2 (none from a shift of 44 on: S7 gives 0)
     always_ff @(posedge clk) begin
-      lo_v_q <= sh_q[7:0] >= 8'd1 && sh_q[7:0] <= 8'd17;
-      hi_v_q <= sh_q[7:0] >= 8'd18 && sh_q[7:0] <= 8'd48;
-      lo_idx_q <= 5'(sh_q[7:0] - 8'd1);
-      hi_idx_q <= 5'(sh_q[7:0] - 8'd18);
+      half_v_q <= sh_q[7:0] >= 8'd1 && sh_q[7:0] <= 8'd43;
+      half_idx_q <= 6'(sh_q[7:0] - 8'd1);
     end
-    always_comb begin
-      for (int k = 0; k < 36; k++) half_lo[k] = lo_v_q && 32'(lo_idx_q) == k;
-      for (int k = 0; k < 34; k++) half_hi[k] = hi_v_q && 32'(hi_idx_q) == k;
-    end
-    dsp_mult #(.AW(18), .BW(18), .PW(36), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) lo_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(x_lo), .b_i(m_d), .c_i(half_lo), .p_o(lo_p));
-    dsp_mult #(.AW(15), .BW(18), .PW(34), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) hi_product (
-      .clk_i(clk), .en_i(1'b1), .a_i(x_hi), .b_i(m_d), .c_i(half_hi), .p_o(hi_p));
+    always_comb
+      for (int k = 0; k < 48; k++) half[k] = half_v_q && 32'(half_idx_q) == k;
+    dsp_mult #(.AW(27), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) xm_product (
+      .clk_i(clk), .en_i(1'b1), .a_i(x_d), .b_i(m_d), .c_i(half), .p_o(xm_p));
     if (RESIDUAL) begin : g_second
       dsp_mult #(.AW(8), .BW(18), .PW(26), .PRIMITIVE(PRIMITIVE)) bm_product (
         .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(bm_p));
@@ -229,14 +221,14 @@ module epilogue #(
     always_ff @(posedge clk) begin
       sh_q <= {sh_q[31:0], sh2_q};
       a_q <= {a_q[47:0], a2_q};
-      xm_q <= {hi_p + 34'(lo_p >>> 17), lo_p[16:0]};                                      // S4
+      xm_q <= xm_p;                                                                       // S4
       yn_q <= is_add ? bm_p : 26'sd0;
       bm_q <= {bm_q[5*26-1:0], bm_p};
       above1_dec_q <= shift_sat8_above_decode(sh_q[21:16]);
       above1_q <= shift_sat8_above_pick(above1_dec_q);
       r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S5
       p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S6
-      z1_q <= sh_q[39:32] > 8'd48;
+      z1_q <= sh_q[39:32] > 8'd43;
       q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S7
       e1_q <= e1_d;                                                                       // S8
       pass9_q <= e1_q;                                                                    // S9

@@ -7,6 +7,7 @@ import numpy as np
 
 from fpga_runtime import winograd
 from fpga_runtime.abi import (
+    ACC_HALF,
     L2NORM_SHIFTS,
     MULT_BITS,
     Act,
@@ -53,6 +54,20 @@ def _residual_mults(s_a: float, s_b: float, s_out: float) -> tuple[int, int, int
 
 
 ACC_LIMIT = 2 ** 31 - 1
+REQUANT_LIMIT = ACC_HALF - 1   # |the requantisation's input| at most (ABI v3: 27 bits)
+WIDEN_TRIES = 8
+
+
+def requant_input_bound(wq: np.ndarray, bias: np.ndarray, wino: bool = False) -> np.ndarray:
+    """Per output channel, |the requantisation's input| at most: |its int bias| (the input's zero point folded in)
+    plus every product at its largest input, |q| <= 128, or a Winograd layer's |V| <= 512 over the nine of U's
+    sixteen positions the output transform sums for one output. The engine's running sums stay within it too."""
+    a = np.abs(wq.astype(np.int64))
+    if wino:
+        rows = (slice(0, 3), slice(1, 4))               # the positions output row (column) 0 and 1 sum
+        taps = np.max([a[:, :, r, c].sum(axis=(1, 2, 3)) for r in rows for c in rows], axis=0)
+        return np.abs(bias) + winograd.V_LIMIT * taps
+    return np.abs(bias) + 128 * a.reshape(len(a), -1).sum(axis=1)
 
 
 def accumulation_bound(terms: int, zero: int = 0) -> int:
@@ -97,8 +112,9 @@ def _set_pool(d: Descriptor, pool: Pool) -> None:
 
 
 def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> list[str]:
-    """Lines for the convs whose bias does not fit the int32 accumulator at their weights' own scale, so their
-    weights were quantised coarser (node, channels widened, of, worst factor among the live ones, dead ones).
+    """Lines for the convs whose accumulation does not fit the requantisation's 27 bits (or whose bias the int32
+    accumulator) at their weights' own scale, so their weights were quantised coarser (node, channels widened, of,
+    worst factor among the live ones, dead ones).
     Where the bias dominates the output (untrained heads, class priors) that costs only what the accuracy report
     shows; a channel whose weights then round to zero is dead: it outputs its bias, as the float model does to
     within a step, which is harmless and said so rather than as a huge factor."""
@@ -110,10 +126,11 @@ def bias_dominance_warning(found: list[tuple[str, int, int, float, int]]) -> lis
                  if len(live) == 1 else
                  f"{len(live)} convs ({', '.join(repr(f[0]) for f in live[:4])}{', ...' if len(live) > 4 else ''}; "
                  f"{sum(f[1] - f[4] for f in live)} output channels) have")
-        lines.append(f"{where} a bias too large for the int32 accumulator at their weight scale, so their weights "
-                     f"are quantised up to {worst[3]:.3g}x coarser (in {worst[0]!r}). Their outputs are dominated "
-                     "by the bias, which the engine keeps to one accumulator step; the accuracy report shows what "
-                     "the weights' coarser step costs")
+        lines.append(f"{where} a bias or a sum of weights too large for the engine's accumulation (27 bits into "
+                     f"the requantisation) at their weight scale, so their weights are quantised up to "
+                     f"{worst[3]:.3g}x coarser (in {worst[0]!r}). Where the bias dominates the output, the engine "
+                     "keeps it to one accumulator step; the accuracy report shows what the weights' coarser step "
+                     "costs")
     dead = [f for f in found if f[4]]
     if dead:
         names = ", ".join(repr(f[0]) for f in dead[:4]) + (", ..." if len(dead) > 4 else "")
@@ -283,6 +300,28 @@ class LayerEmitter:
         bound = (winograd.accumulator_bound(cin_g, x.zero) if wino else
                  accumulation_bound(cin_g if transposed else kh * kw * cin_g, x.zero))
         s_w = weight_scales(kernel, float_bias if spec.bias or zero_in_bias else None, s_x, 0, bound=bound)
+        out_map = np.asarray(y.channel_map)
+        corrected = len(self.bias_corrected)
+        for _ in range(WIDEN_TRIES):     # coarser weights where the accumulation would pass the 27 bits (ABI v3)
+            del self.bias_corrected[corrected:]
+            wq = np.clip(np.rint(kernel / s_w[:, None, None, None]), -127, 127).astype(np.int8)
+            gain = winograd.zero_point_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
+            bias = float_bias if transposed else self._bias_corrected(node, w, gain, s_w, float_bias, s_x, target,
+                                                                        bound)
+            base = np.rint(bias / (s_x * s_w)).astype(np.int64)
+            if transposed:
+                worst = np.max([requant_input_bound(wq[:, :, dy:dy + 1, dx:dx + 1],
+                                                    base - x.zero * wq[:, :, dy, dx].astype(np.int64).sum(axis=1))
+                                for dy in range(2) for dx in range(2)], axis=0)
+            else:
+                worst = requant_input_bound(wq, base - x.zero * gain.sum(axis=1), wino)
+            if (worst <= REQUANT_LIMIT).all():
+                break
+            s_w = np.where(worst > REQUANT_LIMIT, s_w * (worst / (0.999 * REQUANT_LIMIT)), s_w)
+        else:
+            raise ModelError(f"its accumulation does not fit the engine's 27-bit requantisation input after "
+                             f"{WIDEN_TRIES} rounds of coarser weights", node.label, node.op_type)
+        float_bias = bias
         plain = np.max(np.abs(kernel.reshape(cout, -1)), axis=1) / 127.0
         widened = s_w > plain * (1 + 1e-9)
         if widened.any():
@@ -290,11 +329,6 @@ class LayerEmitter:
             live = widened & ~dead
             coarser = float(np.max(s_w[live] / np.maximum(plain[live], 1e-30))) if live.any() else 0.0
             self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
-        wq = np.clip(np.rint(kernel / s_w[:, None, None, None]), -127, 127).astype(np.int8)
-        gain = winograd.zero_point_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
-        out_map = np.asarray(y.channel_map)
-        if not transposed:
-            float_bias = self._bias_corrected(node, w, gain, s_w, float_bias, s_x, target, bound)
 
         def bias_of(taps: np.ndarray) -> np.ndarray:
             """int32 bias per physical channel; the input's zero point folded in over `taps` (per output channel,

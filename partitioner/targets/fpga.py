@@ -36,6 +36,8 @@ class FpgaLimits:
     max_dense_inputs: int = 65536
     max_products: int = 65536  # int8 products per output: the int32 accumulator keeps half its range for the bias
     max_spatial: int = 2048
+    # a global average pool's sum, 128 per pixel at most, must fit the requantisation's 27 bits (ABI v3)
+    max_pool_pixels: int = (1 << 19) - 1
     max_pixels: int = MAX_PIXELS      # batch x rows x columns of a tensor: the RTL's 27-bit address products
     pool_kernels: frozenset[int] = frozenset({2, 3})
     pool_strides: frozenset[int] = frozenset({1, 2})
@@ -164,8 +166,9 @@ def _global_avg_pool(node: Node, graph: Graph, on_fpga: dict[str, bool]) -> Verd
     x = graph.tensors[node.inputs[0]].shape
     if len(x) != 4:
         return no(f"its input is {len(x)}-D {list(x)}; the engine pools NCHW tensors")
-    if x[2] * x[3] > LIMITS.max_spatial ** 2:
-        return no(f"a {x[2]}x{x[3]} map exceeds {LIMITS.max_spatial}x{LIMITS.max_spatial}")
+    if x[2] * x[3] > LIMITS.max_pool_pixels:
+        return no(f"a {x[2]}x{x[3]} map's sum could pass the engine's 27-bit requantisation input (at most "
+                  f"{LIMITS.max_pool_pixels:,} pixels)")
     return YES
 
 

@@ -18,21 +18,19 @@ module requant_lane (
 );
   `include "engine_functions.svh"
   logic signed [15:0] g16;
-  // S1-S4: the products, x split at bit 17 as the two DSPs take it, the rounding half added to the half of x it
-  // falls in, + y * n in 52 bits; S5-S6 shift and saturate (0 from a shift of 49 on)
+  // S1-S4: the product of x's low 27 bits (ABI v3) and m, the rounding half added (below a shift of 44), + y * n
+  // in 52 bits; S5-S6 shift and saturate (0 from a shift of 44 on)
   function automatic logic signed [7:0] requantise(input logic signed [31:0] x, input logic signed [17:0] m,
                                                    input logic signed [7:0] y, input logic signed [17:0] n,
                                                    input logic [7:0] s);
-    logic signed [35:0] lo;
-    logic signed [33:0] hi;
-    logic signed [50:0] xm;
+    logic signed [26:0] x27;
+    logic signed [47:0] xm;
     logic signed [51:0] r;
-    lo = $signed({1'b0, x[16:0]}) * 36'(m) + (s >= 8'd1 && s <= 8'd17 ? 36'sd1 <<< (s - 8'd1) : 36'sd0);
-    hi = 34'($signed(x[31:17])) * 34'(m) + (s >= 8'd18 && s <= 8'd48 ? 34'sd1 <<< (s - 8'd18) : 34'sd0);
-    xm = {hi + 34'(lo >>> 17), lo[16:0]};
+    x27 = x[26:0];
+    xm = 48'(x27) * 48'(m) + (s >= 8'd1 && s <= 8'd43 ? 48'sd1 <<< (s - 8'd1) : 48'sd0);
     r = 52'(xm) + 52'(y) * 52'(n);
     // the mask as the epilogue's S3-S4 make it, decoded then picked
-    requantise = s > 8'd48 ? 8'sd0
+    requantise = s > 8'd43 ? 8'sd0
                : shift_sat8_finish(shift_sat8_parts(r, s[5:0], shift_sat8_above_pick(shift_sat8_above_decode(s[5:0]))));
   endfunction
   assign g16 = a * b;
