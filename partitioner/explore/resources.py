@@ -110,21 +110,27 @@ from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # per epilogue lane (tables in registers read through 256:1 muxes: 3230); the sixteenth RTL's merged products added
-# 45 LUT (b x mb's 26 bits carried seven stages in shift registers, the residual DSP's operand choice) and 26 FF
-EPILOGUE_DSP, EPILOGUE_LUT, EPILOGUE_FF = 4, 1045, 60
+# 45 LUT (b x mb's 26 bits carried seven stages in shift registers, the residual DSP's operand choice) and 26 FF;
+# ABI v3 (the twenty-fourth RTL) made x * m one 27 x 18 product: three DSP48E2s a lane, not four (a DSP48E1's
+# 25 x 18 multiplier still takes it in two), and 64 LUT and 13 FF fewer (the halves' sum and x's top five bits):
+# yosys, each shape against the twenty-third RTL, fitted on 8x8+lean (-62 LUT a lane) and 2x8x16 (-67); checked on
+# 2x16x16:8 (-64), 4x16x16:8 and its +lean twin (-62), 8x8x8 (-64), 8x8x8+wino (-66), 4x16x16+wino (-67); FF -13
+# a lane on every one of them
+EPILOGUE_DSP = {2: 3, 1: 4}
+EPILOGUE_LUT, EPILOGUE_FF = 981, 47
 # the control's registered products (dsp_mult.sv): two per pixel address (the address generator's two, the window
 # path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats (the L2 norm's factor,
 # L2_FACTOR_DSP, counted apart: an engine without lane products has none)
 CONTROL_DSP = {2: 9, 1: 13}    # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
 L2_FACTOR_DSP = 1
 # An engine without the epilogue's second-operand stage (EngineConfig.residual_stage False: a build with no ADD,
-# SCALE or fused residual) has two DSPs per lane (x * m's halves), not four, no second table and no residual sum,
+# SCALE or fused residual) has one DSP per lane (x * m), not three, no second table and no residual sum,
 # shift and saturation; one without lane products (EngineConfig.lane_products False) no VEC-lane product DSPs, no
 # squares' sum and no L2 factor. Their LUTs and FFs per epilogue lane and per VEC lane: yosys (the twenty-third
 # RTL), each shape with both parts less the same shape without them (+lean), fitted exactly on 8x8 (8 lanes, VEC 8:
 # 4,338 LUT, 1,406 FF) and 4x16x16:8 (8 lanes, VEC 16: 5,696, 1,446); checked on 2x8x16 and 16x16 (16 lanes,
 # tests/test_dse.py)
-EPILOGUE_FIRST_DSP = 2
+EPILOGUE_FIRST_DSP = {2: 1, 1: 2}
 RESIDUAL_LUT, RESIDUAL_FF = 516, 149
 LANE_PRODUCTS_LUT_PER_VEC, LANE_PRODUCTS_FF_PER_VEC = 98, 16
 CONTROL_LUT, CONTROL_FF = 19_200, 5_564
@@ -228,7 +234,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     double = cfg.dsp_clock == 2
     dsp = (math.ceil(macs / (board.int8_macs_per_dsp * cfg.dsp_clock))
            + (VEC_DSP[board.int8_macs_per_dsp] * cfg.vec + L2_FACTOR_DSP if cfg.lane_products else 0)
-           + (EPILOGUE_DSP if cfg.residual_stage else EPILOGUE_FIRST_DSP) * lanes
+           + (EPILOGUE_DSP if cfg.residual_stage else EPILOGUE_FIRST_DSP)[board.int8_macs_per_dsp] * lanes
            + CONTROL_DSP[board.int8_macs_per_dsp])
     # the weight RAM: one bank of VEC bytes per PE row, both halves of the ping-pong in it; one row serves
     # every pixel of the array
