@@ -328,7 +328,11 @@ def requant_input(acc: np.ndarray, overwrite: bool = False) -> np.ndarray:
 def requantize(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """int32 accumulator -> int8: saturate(shift_round(requant_input(acc) * mult, shift)), per output channel (last
     axis). With `overwrite`, an int64 `acc` is used as scratch (fewer passes over memory on big tensors)."""
-    acc = requant_input(acc, overwrite)
+    return _requantize_input(requant_input(acc, overwrite), mult, shift)
+
+
+def _requantize_input(acc: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """`requantize` of a requantisation input already taken (int64, used as scratch)."""
     shift = np.asarray(shift, np.int64)
     np.multiply(acc, np.asarray(mult, np.int64), out=acc)
     np.add(acc, np.where(shift > 0, np.left_shift(np.int64(1), np.maximum(shift - 1, 0)), 0), out=acc)
@@ -373,7 +377,8 @@ def unpack_requant_word(word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def requantize_prelu(acc: np.ndarray, mult: np.ndarray, neg_mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """requantize with the negative-side multiplier where the requantisation input is negative (Flag.PRELU)."""
     acc = requant_input(acc)
-    return requantize(acc, np.where(acc < 0, np.asarray(neg_mult, np.int64), np.asarray(mult, np.int64)), shift)
+    return _requantize_input(acc, np.where(acc < 0, np.asarray(neg_mult, np.int64), np.asarray(mult, np.int64)),
+                             shift)
 
 
 class ScaleRangeError(ValueError):

@@ -37,8 +37,8 @@ def left_out(cfg: EngineConfig) -> str:
 
 def missing_part(d: Descriptor, cfg: EngineConfig) -> str | None:
     """Why the RTL engine `cfg` cannot run the layer `d` (a part it was built without), or None."""
-    if d.flags & Flag.WINOGRAD and d.op == Op.CONV:
-        return window_path.winograd_problem(d, cfg)
+    if d.flags & Flag.WINOGRAD and d.op == Op.CONV and (problem := window_path.winograd_problem(d, cfg)):
+        return problem
     if not cfg.lane_products and needs_lane_products(d, cfg):
         what = "an L2 norm" if d.op == Op.L2NORM else "a depthwise conv off the window path"
         return f"{what} needs the MAC stage's lane products, which this engine was built without"

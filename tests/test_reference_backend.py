@@ -146,7 +146,11 @@ def test_a_dense_wide_conv_never_passes_the_27_bit_requantisation_input(tmp_path
     assert any("'wide'" in m and "coarser" in m for m in result.warnings), result.warnings
     seen = []
     wrap = abi.requant_input
-    monkeypatch.setattr(abi, "requant_input", lambda acc, *a: (seen.append(np.abs(acc).max()), wrap(acc, *a))[1])
+
+    def watched(acc, *args):
+        seen.append(np.abs(acc).max())                 # before the 27 bits are taken
+        return wrap(acc, *args)
+    monkeypatch.setattr(abi, "requant_input", watched)
     worst = {"x": (np.sign(w[0])[None] * 1e3).astype(np.float32)}     # every input at its int8 end
     with Session(tmp_path / "b") as s:
         got = s.run(None, worst)[0].reshape(-1)

@@ -176,6 +176,19 @@ def _compiled(model, folder, mode: str, config: EngineConfig) -> dict:
             "descriptors": descriptors}
 
 
+def test_a_winograd_layer_with_a_fused_residual_needs_the_residual_stage_too():
+    """A Winograd layer the unit can take is still refused by an engine built without the part its fused residual
+    needs (engine_parts.missing_part checks every part, not only the unit)."""
+    from fpga_runtime.engine_parts import missing_part
+    case = Case(next(p for p in WINOGRAD_FILES if p.stem == "winograd_residual"))
+    cfg = replace(case.full_config, pixels=4, window_words=0)
+    layers = [d for d in case.descriptors() if d.flags & Flag.WINOGRAD and d.flags & Flag.RESIDUAL]
+    assert layers and all(window_path.winograd_problem(d, cfg) is None for d in layers)
+    assert all(missing_part(d, cfg) is None for d in layers)
+    lean = replace(cfg, residual_stage=False)
+    assert all("a fused residual needs the epilogue's second-operand stage" in missing_part(d, lean) for d in layers)
+
+
 def test_a_window_path_engine_takes_fused_residuals_and_pools(tmp_path):
     """The RTL's Winograd unit runs a conv with a fused residual (YOLOv3's residual blocks), a fused pool
     (YOLOv3-tiny's) or both, on odd maps too: on a window-path engine as on a 1-pixel one (reference and csim

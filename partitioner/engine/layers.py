@@ -301,6 +301,13 @@ class LayerEmitter:
                  accumulation_bound(cin_g if transposed else kh * kw * cin_g, x.zero))
         s_w = weight_scales(kernel, float_bias if spec.bias or zero_in_bias else None, s_x, 0, bound=bound)
         out_map = np.asarray(y.channel_map)
+
+        def int_bias(bias: np.ndarray, s_w: np.ndarray, taps: np.ndarray) -> np.ndarray:
+            """int bias per output channel; the input's zero point folded in over `taps` (per output channel, its
+            response to a unit input: the weights, or a Winograd layer's gain)."""
+            return np.rint(bias / (s_x * s_w)).astype(np.int64) \
+                - x.zero * taps.reshape(cout, -1).astype(np.int64).sum(axis=1)
+
         corrected = len(self.bias_corrected)
         for _ in range(WIDEN_TRIES):     # coarser weights where the accumulation would pass the 27 bits (ABI v3)
             del self.bias_corrected[corrected:]
@@ -308,13 +315,12 @@ class LayerEmitter:
             gain = winograd.zero_point_gain(wq) if wino else wq.sum(axis=(2, 3), dtype=np.int64)
             bias = float_bias if transposed else self._bias_corrected(node, w, gain, s_w, float_bias, s_x, target,
                                                                         bound)
-            base = np.rint(bias / (s_x * s_w)).astype(np.int64)
-            if transposed:
+            if transposed:          # each phase a 1x1 conv of its own taps
                 worst = np.max([requant_input_bound(wq[:, :, dy:dy + 1, dx:dx + 1],
-                                                    base - x.zero * wq[:, :, dy, dx].astype(np.int64).sum(axis=1))
+                                                    int_bias(bias, s_w, wq[:, :, dy, dx]))
                                 for dy in range(2) for dx in range(2)], axis=0)
             else:
-                worst = requant_input_bound(wq, base - x.zero * gain.sum(axis=1), wino)
+                worst = requant_input_bound(wq, int_bias(bias, s_w, gain), wino)
             if (worst <= REQUANT_LIMIT).all():
                 break
             s_w = np.where(worst > REQUANT_LIMIT, s_w * (worst / (0.999 * REQUANT_LIMIT)), s_w)
@@ -331,11 +337,9 @@ class LayerEmitter:
             self.bias_dominated.append((node.label, int(widened.sum()), cout, coarser, int(dead.sum())))
 
         def bias_of(taps: np.ndarray) -> np.ndarray:
-            """int32 bias per physical channel; the input's zero point folded in over `taps` (per output channel,
-            its response to a unit input: the weights, or a Winograd layer's gain)."""
+            """int32 bias per physical channel (`int_bias`)."""
             b = np.zeros(oc_p, np.int64)
-            b[out_map] = np.rint(float_bias / (s_x * s_w)).astype(np.int64) \
-                - x.zero * taps.reshape(cout, -1).astype(np.int64).sum(axis=1)
+            b[out_map] = int_bias(float_bias, s_w, taps)
             return b.astype(np.int32)
 
         if transposed:      # a phase: a 1x1 conv over the input, written interleaved
