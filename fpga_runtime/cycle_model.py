@@ -306,10 +306,14 @@ def layer_bytes(s: LayerShape, cfg: EngineConfig) -> int:
     cbs = 1 if s.depthwise else s.in_c // v
     lanes = v if s.depthwise else r
     tiles = max(1, s.out_c // lanes)
+    if lanes < v:
+        # a tile's result, and its residual operand, of fewer channels than a beat is one whole beat on the port,
+        # its byte strobes at the tile's lanes (result_writer.sv; the residual read a beat per pixel and tile)
+        out = (s.out_pixels or conv_px) * tiles * v
     taps = winograd.POSITIONS if s.winograd else s.kh * s.kw
     params = v * (-(-4 * lanes // v) + -(-8 * lanes // v))
     weights = tiles * (params + v * taps * (1 if s.depthwise else cbs * r))
-    residual = conv_px * s.out_c if s.residual else 0
+    residual = (conv_px * tiles * v if lanes < v else conv_px * s.out_c) if s.residual else 0
     if s.window_slots:
         passes = -(-tiles // max(1, s.group_tiles))
         inputs = passes * s.batch * s.in_h * s.in_w * cbs * v

@@ -46,15 +46,29 @@ def _check_detection_plan(plan, out, head_count, parallel=True):
 
 
 def test_yolov3_tiny_reduced(tmp_path, zoo):
-    """The exploration weighed splitting the 13x13 output branch off and kept one FPGA subgraph: one unit runs
-    the frame's layers in series either way, and a split costs a program start (the report says so)."""
+    """The exploration weighs splitting the 13x13 output branch off against one FPGA subgraph, each with its best
+    design, and the report's table and sentence name the choice: a split only where its whole-frame rate beats the
+    best single-subgraph design's by more than SPLIT_GAIN (a split costs program starts), else no split."""
+    import re
+
+    from partitioner.explore.design_space import SPLIT_GAIN
     stdout, plan = _partition(zoo("yolov3-tiny", 128), tmp_path / "b")
     _check_detection_plan(plan, tmp_path / "b", head_count=2, parallel=False)
     assert "verify selected_indices" in stdout and "FAIL" not in stdout
     assert "subgraph" in stdout and "fpga_0" in stdout
     report = (tmp_path / "b" / "report.md").read_text()
     assert "## Fused FPGA layers" in report and "conv 3x3 leaky_relu maxpool2" in report
-    assert "| **chosen** | no split |" in report and "Chosen: no split: the best split design" in report
+    rows = {m[1]: (m[0] == "**chosen**", float(m[2])) for m in re.findall(
+        r"^\| (\*\*chosen\*\*|) \| ([^|]+?) \| \d+ \| \d+ \| [^|]+ \| [\d.]+ \| ([\d.]+) \|$", report, re.M)}
+    assert "no split" in rows and len(rows) >= 2, report
+    chosen = [name for name, (mark, _) in rows.items() if mark]
+    assert len(chosen) == 1
+    best_split = max(fps for name, (_, fps) in rows.items() if name != "no split")
+    if chosen[0] == "no split":
+        assert best_split <= rows["no split"][1] * (1 + SPLIT_GAIN) and "Chosen: no split" in report
+    else:
+        assert rows[chosen[0]][1] == best_split > rows["no split"][1] * (1 + SPLIT_GAIN)
+        assert f"Chosen: split ({chosen[0]})" in report
 
 
 def test_ssd_mobilenet_reduced(tmp_path, zoo):

@@ -359,14 +359,15 @@ def window_engine(tmp_path_factory):
     engine.close()
 
 
-def _random_constants(rng, nweights: int, out_c: int, shifts: tuple[int, int]):
-    """A constant region of random int8 weights, int32 biases and requantisation (multiplier, shift) pairs:
-    the region and the weights', biases' and table's offsets in it."""
+def _random_constants(rng, nweights: int, out_c: int, shifts: tuple[int, int], bias_range: int = 4096):
+    """A constant region of random int8 weights, int32 biases in +-bias_range and requantisation (multiplier,
+    shift) pairs: the region and the weights', biases' and table's offsets in it."""
     bias_addr = -(-nweights // 64) * 64
     requant_addr = bias_addr + -(-4 * out_c // 64) * 64
     const = np.zeros(requant_addr + -(-8 * out_c // 64) * 64, np.uint8)
     const[:nweights] = rng.integers(0, 256, nweights, dtype=np.uint8)
-    const[bias_addr:bias_addr + 4 * out_c] = rng.integers(-4096, 4096, out_c).astype(np.int32).view(np.uint8)
+    bias = rng.integers(-bias_range, bias_range, out_c).astype(np.int32)
+    const[bias_addr:bias_addr + 4 * out_c] = bias.view(np.uint8)
     requant = np.stack([rng.integers(1 << 15, 1 << 17, out_c), rng.integers(*shifts, out_c)], 1).astype(np.int32)
     const[requant_addr:requant_addr + 8 * out_c] = requant.reshape(-1).view(np.uint8)
     return const, 0, bias_addr, requant_addr
@@ -417,6 +418,42 @@ def test_window_path_random_convs_equal_reference(window_engine, layer):
     want = act.copy()
     ReferenceEngine(config).run(want, full, addr, 1)
     engine.run(act, full, addr, 1, "random conv")
+    assert np.array_equal(act, want), d
+
+
+@pytest.mark.parametrize("k,stride,in_c,out_c,depthwise,residual", [
+    (3, 1, 48, 32, False, False), (1, 1, 64, 16, False, False), (5, 2, 32, 16, False, False),
+    (3, 1, 16, 16, True, False), (3, 1, 32, 32, False, True)])
+def test_accumulations_past_27_bits_wrap_as_the_reference_does(window_engine, k, stride, in_c, out_c, depthwise,
+                                                               residual):
+    """A hand-made program whose biases span all of int32, so its accumulations pass +-2^26: the RTL keeps its
+    sums in engine_pkg::ACC_W (27) bits, the reference in 64 and takes their low 27 (ABI v3); modulo 2^27 they are
+    the same numbers, so the outputs are byte for byte the reference's on the window path, the per-tap path, the
+    depthwise kernel rows and a fused residual."""
+    from fpga_runtime.reference import ReferenceEngine
+    from fpga_runtime.rtl_sim.single_layer import standalone
+    engine, config = window_engine
+    rng = np.random.default_rng(k * 100 + in_c + depthwise)
+    size, pad = 11, k // 2
+    conv = (size + 2 * pad - k) // stride + 1
+    const, _, bias_addr, requant_addr = _random_constants(rng, out_c * k * k * (1 if depthwise else in_c), out_c,
+                                                          (36, 40), bias_range=1 << 31)
+    bias = const[bias_addr:bias_addr + 4 * out_c].view(np.int32)
+    assert np.count_nonzero(np.abs(bias.astype(np.int64)) >= 1 << 26) > out_c // 2
+    d = Descriptor(op=Op.CONV, flags=int(Flag.DEPTHWISE * depthwise | Flag.RESIDUAL * residual), act1=1, batch=1,
+                   in_h=size, in_w=size, in_c=in_c, in_c_stride=in_c, out_h=conv, out_w=conv, out_c=out_c,
+                   out_c_stride=out_c, conv_h=conv, conv_w=conv, kh=k, kw=k, stride_h=stride, stride_w=stride,
+                   dil_h=1, dil_w=1, pad_t=pad, pad_l=pad, pad_b=pad, pad_r=pad, act_lo=-128, act_hi=127,
+                   res_shift=14, res_mult_a=1 << 13, res_mult_b=3 << 12, in2_c_stride=out_c if residual else 0,
+                   weight_addr=0, bias_addr=bias_addr, requant_addr=requant_addr)
+    act, full, addr = standalone(d, const, seed=k)
+    want = act.copy()
+    ReferenceEngine(config).run(want, full, addr, 1)
+    out_bytes = conv * conv * out_c
+    start = want.size - -(-out_bytes // 64) * 64
+    out = want[start:start + out_bytes].view(np.int8)
+    assert len(np.unique(out)) >= out_c // 2 and np.mean((out == -128) | (out == 127)) < 0.5   # spread, unsaturated
+    engine.run(act, full, addr, 1, "wide accumulations")
     assert np.array_equal(act, want), d
 
 

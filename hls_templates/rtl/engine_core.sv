@@ -224,9 +224,9 @@ module engine_core #(
     .m_rdata(m_act_rdata), .m_rlast(m_act_rlast));
 
   // pixels between the MAC stage and the epilogue
-  localparam int ITEMW = G * 32 + G * 8 + DW + 32 + 3 * 16 + TW;
+  localparam int ITEMW = G * ACC_W + G * 8 + DW + 32 + 3 * 16 + TW;
   logic item_valid, mac_busy, mac_beat, mac_ab_ready, mac_item_valid;
-  logic [G*32-1:0] item_acc;
+  logic [G*ACC_W-1:0] item_acc;
   logic [G*8-1:0] item_b;
   logic [DW-1:0] item_a;
   logic [31:0] item_oaddr;
@@ -234,7 +234,8 @@ module engine_core #(
   logic epi_pop, epi_valid;
   logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
-  logic [PM*G*32-1:0] bias_bits, mult_bits;
+  logic [PM*G*ACC_W-1:0] bias_bits;
+  logic [PM*G*18-1:0] mult_bits;
   logic [PM*G*8-1:0] shift_bits;
   logic [PM*G*18-1:0] nmult_bits;
   // the staged tables become the running ones as a group starts: the cycle after the main sequence took its
@@ -248,13 +249,13 @@ module engine_core #(
     .promote(tables_promote), .bias_bits, .mult_bits, .shift_bits, .nmult_bits);
   // an activation table goes into every epilogue lane's copy a beat per cycle, as it arrives
   wire lut_we1 = collecting && cst == S_LUT1 && cb_valid, lut_we2 = collecting && cst == S_LUT2 && cb_valid;
-  logic [G*32-1:0] mac_acc;
+  logic [G*ACC_W-1:0] mac_acc;
   logic [G*8-1:0] mac_b;
   // the MAC array both conv paths share: pixel 0 is the per-tap path's, all P the window path's
   logic [DW-1:0] mac_x_bits;
   localparam int XW = WINO ? 10 : 8;       // the array's operand bits (a Winograd layer's V: 10)
   logic [P*XW*V-1:0] wc_x_bits, array_x, mac_x_wide;
-  logic [P*R*32-1:0] array_sums;
+  logic [P*R*ACC_W-1:0] array_sums;
   always_comb begin
     mac_x_wide = '0;
     for (int l = 0; l < V; l++) mac_x_wide[l*XW +: XW] = XW'($signed(mac_x_bits[l*8 +: 8]));
@@ -272,16 +273,16 @@ module engine_core #(
   logic [31:0] mac_oaddr;
   logic [15:0] mac_n, mac_y, mac_x;
   mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW), .LANE_PRODUCTS(LANE_PRODUCTS)) mac (
-    .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*32-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
+    .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*ACC_W-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
     .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
-    .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*32-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
+    .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*ACC_W-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 
   // the window path of standard convs (P > 1)
   logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out, wc_ab_ready;
   assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
-  logic [G*32-1:0] wc_acc;
+  logic [G*ACC_W-1:0] wc_acc;
   logic [G*8-1:0] wc_b;
   logic [31:0] wc_oaddr;
   logic [15:0] wc_n, wc_y, wc_x;
@@ -322,7 +323,7 @@ module engine_core #(
   logic [G*8-1:0] e_q;
   logic [31:0] e_oaddr;
   logic [15:0] e_n, e_y, e_x;
-  logic [G*32-1:0] e_in_acc;
+  logic [G*ACC_W-1:0] e_in_acc;
   logic [G*8-1:0] e_in_b;
   logic [DW-1:0] e_in_a;
   logic [31:0] e_in_oaddr;

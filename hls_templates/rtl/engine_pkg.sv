@@ -36,6 +36,9 @@ package engine_pkg;
     logic [7:0]  out_step, out_phase_y, out_phase_x;
   } desc_t;
 
+  // an accumulator's bits: the requantisation takes an accumulation's low 27 bits (ABI v3), and sums and
+  // differences modulo 2^27 have the same low 27 bits as in any wider word, so no sum is kept wider
+  localparam int ACC_W = 27;
   localparam int DESC_BITS = 824;                  // $bits(desc_t), spelt out for yosys
   localparam int EPI_LATENCY = 17;                 // cycles from a result into the epilogue to it out (epilogue.sv)
   localparam int ARRAY_LATENCY = 6;                // cycles from the MAC array's operands to its sums (mac_array.sv)

@@ -44,7 +44,7 @@ module epilogue #(
   input  logic clk,
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
-  input  logic [G*32-1:0] mult,
+  input  logic [G*18-1:0] mult,
   input  logic [G*8-1:0]  shift,
   input  logic [G*18-1:0] nmult,         // a PRELU conv's negative-side multipliers
   input  logic            lut_we1,       // a beat of the layer's first (second) table: into every lane's copy
@@ -52,7 +52,7 @@ module epilogue #(
   input  logic [$clog2(256 / TB)-1:0] lut_waddr,
   input  logic [8*TB-1:0] lut_wdata,
   input  logic            in_valid,
-  input  logic [G*32-1:0] in_acc,
+  input  logic [G*ACC_W-1:0] in_acc,
   input  logic [G*8-1:0]  in_b,
   input  logic [8*V-1:0]  in_a,
   input  logic [31:0]     in_oaddr,
@@ -163,19 +163,17 @@ module epilogue #(
 
     // S0: the operands in registers; SCALE's gate product (the first operand times the gate plus its offset,
     // res_mult_b: 128 for an unsigned gate) on a DSP48E2 from the inputs, out at G2, while the others wait two stages
-    logic signed [26:0] x0_q, x1_q, x2_q;  // the accumulator's low 27 bits (ABI v3), or the first operand
-    logic unused_acc_top;                  // the bits above them, which the compiler keeps the sign's
-    assign unused_acc_top = ^in_acc[32*i + 27 +: 5];
+    logic signed [26:0] x0_q, x1_q, x2_q;  // the accumulator (its low 27 bits, ABI v3), or the first operand
     logic signed [17:0] m0_q, m1_q, m2_q;
     logic signed [7:0]  a0_q, a1_q, a2_q, b0_q, b1_q, b2_q;
     logic [7:0]         sh0_q, sh1_q, sh2_q;
     logic signed [17:0] gate_p;
     assign gate_p = ta_p[17:0];            // a lane past VEC has no first operand: its a_lane is 0
     always_ff @(posedge clk) begin
-      x0_q <= per_channel ? in_acc[32*i +: 27] : 27'(a_lane);
+      x0_q <= per_channel ? in_acc[ACC_W*i +: 27] : 27'(a_lane);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative requantisation input's own; L2NORM: the pixel's
-      m0_q <= prelu && in_acc[32*i + 26] ? nmult[18*i +: 18] : per_channel ? mult[32*i +: 18]
-              : is_l2 ? in_acc[32*i +: 18] : d.res_mult_a[17:0];
+      m0_q <= prelu && in_acc[ACC_W*i + 26] ? nmult[18*i +: 18] : per_channel ? mult[18*i +: 18]
+              : is_l2 ? in_acc[ACC_W*i +: 18] : d.res_mult_a[17:0];
       a0_q <= a_lane;
       b0_q <= in_b[8*i +: 8];
       sh0_q <= per_channel ? shift[8*i +: 8] : is_l2 ? in_b[8*i +: 8] : d.res_shift;

@@ -12,6 +12,8 @@
 // straight from a register.
 // XW: the input operands' bits, 8 (int8) or 10 (an integer Winograd layer's V; mac_pair.sv).
 
+import engine_pkg::*;
+
 module mac_array #(
   parameter int V = 16,
   parameter int R = 16,
@@ -27,7 +29,7 @@ module mac_array #(
   input  logic split_i,                  // a depthwise layer's kernel rows (`taps`): the lanes are not summed
   input  logic [P*XW*V-1:0] x,           // pixel p's V input operands at [p*XW*V +: XW*V]
   input  logic [R*8*V-1:0] w,            // output channel r's V weights at [r*8V +: 8V]
-  output logic [P*R*32-1:0] sums,        // pixel p, channel r at [(p*R + r)*32 +: 32]
+  output logic [P*R*ACC_W-1:0] sums,   // pixel p, channel r at [(p*R + r)*ACC_W +: ACC_W]
   output logic [2*P*V*20-1:0] taps       // output o (-P .. P-1), lane v at [((o + P)*V + v)*20 +: 20]
 );
   localparam int TB = 20;                // up to P + 1 products of 15 bits and a sign (P <= 8; depthwise is int8)
@@ -124,7 +126,7 @@ module mac_array #(
           end
           s = '0;
           for (int g = 0; g < NG; g++) s = s + SB'(part[p][r][g]);
-          sums[(p*R + r)*32 +: 32] <= 32'(s);
+          sums[(p*R + r)*ACC_W +: ACC_W] <= ACC_W'(s);
         end
 
   if (P > 1 && TAPS) begin : g_taps

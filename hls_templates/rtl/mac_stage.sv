@@ -17,7 +17,7 @@ module mac_stage #(
   input  logic rst_n,
   input  logic [7:0]  nl,                    // channels of a pixel result: R (standard conv) or V
   input  logic [15:0] c0,                    // first output channel of the tile
-  input  logic [(R > V ? R : V)*32-1:0] bias,
+  input  logic [(R > V ? R : V)*ACC_W-1:0] bias,
   input  logic        l2,                    // an L2NORM layer: K_GAP beats sum squares, K_COPY beats are scaled
   input  logic signed [31:0] l2_mult,        // its 1 / s_out (res_mult_a, res_shift)
   input  logic [7:0]  l2_shift,
@@ -34,10 +34,10 @@ module mac_stage #(
   input  logic [8*V-1:0] w_rdata,           // its first row: a depthwise beat's weights (the array reads all)
   // the shared MAC array: C1's beat in, its R sums out
   output logic [8*V-1:0] array_x,
-  input  logic [R*32-1:0] array_sums,
+  input  logic [R*ACC_W-1:0] array_sums,
   // finished pixels
   output logic        item_valid,
-  output logic [(R > V ? R : V)*32-1:0] item_acc,
+  output logic [(R > V ? R : V)*ACC_W-1:0] item_acc,
   output logic [(R > V ? R : V)*8-1:0]  item_b,
   output logic [8*V-1:0] item_a,
   output logic [31:0] item_oaddr,
@@ -187,7 +187,7 @@ module mac_stage #(
         logic signed [31:0] s;
         s = '0;
         if (sel_mac_q) begin
-          if (i < R) s = $signed(array_sums[32*i +: 32]);
+          if (i < R) s = 32'($signed(array_sums[ACC_W*i +: ACC_W]));
         end else if (sel_dw_q) begin
           if (i < V) s = 32'($signed(dw_out[16*i +: 16]));
         end else if (sel_sq_q) begin
@@ -213,7 +213,8 @@ module mac_stage #(
     if (c2_take_sh_q) res_next[DW-1:0] = c2_data_sh;
     for (int i = 0; i < G; i++)
       acc_next[i] = !c2_add_q ? acc[i]
-                    : (c2_from_bias_q ? $signed(bias[32*i +: 32]) : c2_from_zero_q ? 32'sd0 : acc[i]) + c2_sum[i];
+                    : (c2_from_bias_q ? 32'($signed(bias[ACC_W*i +: ACC_W])) : c2_from_zero_q ? 32'sd0 : acc[i])
+                      + c2_sum[i];
     case (c2_tag.kind)
       K_POOL: for (int v = 0; v < V; v++)
                 abuf_next[8*v +: 8] = (start || $signed(c2_data[8*v +: 8]) > $signed(abuf[8*v +: 8]))
@@ -223,7 +224,8 @@ module mac_stage #(
     endcase
   end
   // an L2NORM pixel's factor, from the last beat of its sum: ready for its scaled beats, which follow
-  logic [39:0] l2_ksh;
+  logic [ACC_W-1:0] l2_k;                  // K < 2^16: T[i] < 2^22, mult < 2^17
+  logic [7:0] l2_sh;
   logic [31:0] l2_ss_q, l2_ss2_q;
   logic [9:0] l2_u_q;                      // the normalised sum's top bits: the ROM's index
   logic [5:0] l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q;
@@ -259,13 +261,14 @@ module mac_stage #(
     {l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q} <= {l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q};
     {l2_zero2_q, l2_zero3_q, l2_zero4_q, l2_zero5_q} <= {l2_zero_q, l2_zero2_q, l2_zero3_q, l2_zero4_q};
     k = (l2_p + 42'sd4194304) >>> 23;                                         // 6: round(T[i] * mult / 2^23)
-    l2_ksh <= l2_zero5_q ? 40'd0 : {8'(l2_shift + 8'd14 - 8'(l2_z5_q >> 1)), k[31:0]};
+    l2_k <= l2_zero5_q ? '0 : k[ACC_W-1:0];
+    l2_sh <= l2_zero5_q ? 8'd0 : 8'(l2_shift + 8'd14 - 8'(l2_z5_q >> 1));
   end
   // C3: the finished pixel in registers, so the epilogue queue's write starts from flip-flops, not from C2's sums
   always_ff @(posedge clk) begin
     item_valid <= rst_n && c2_valid && (c2_tag.kind == K_COPY || (c2_tag.last && c2_last));
-    for (int i = 0; i < G; i++) item_acc[32*i +: 32] <= LANE_PRODUCTS && l2 ? l2_ksh[31:0] : acc_next[i];
-    for (int i = 0; i < G; i++) item_b[8*i +: 8] <= LANE_PRODUCTS && l2 ? l2_ksh[39:32] : res_next[8*i +: 8];
+    for (int i = 0; i < G; i++) item_acc[ACC_W*i +: ACC_W] <= LANE_PRODUCTS && l2 ? l2_k : acc_next[i][ACC_W-1:0];
+    for (int i = 0; i < G; i++) item_b[8*i +: 8] <= LANE_PRODUCTS && l2 ? l2_sh : res_next[8*i +: 8];
     item_a <= abuf_next;
     item_oaddr <= c2_oaddr;
     item_n <= c2_tag.n;

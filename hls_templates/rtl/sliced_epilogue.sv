@@ -17,7 +17,7 @@ module sliced_epilogue #(
   input  logic clk,
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
-  input  logic [PM*G*32-1:0] mult,
+  input  logic [PM*G*18-1:0] mult,
   input  logic [PM*G*8-1:0]  shift,
   input  logic [PM*G*18-1:0] nmult,
   input  logic            lut_we1,
@@ -27,7 +27,7 @@ module sliced_epilogue #(
   output logic            in_ready,     // an item popped this cycle is taken
   input  logic            in_valid,
   input  logic [(PM > 1 ? $clog2(PM) : 1)-1:0] in_tile,
-  input  logic [G*32-1:0] in_acc,
+  input  logic [G*ACC_W-1:0] in_acc,
   input  logic [G*8-1:0]  in_b,
   input  logic [8*V-1:0]  in_a,
   input  logic [31:0]     in_oaddr,
@@ -44,7 +44,7 @@ module sliced_epilogue #(
   if (P == 1) begin : full
     assign in_ready = 1'b1;
     epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL)) lanes (
-      .clk, .rst_n, .desc, .mult(mult[32*G*in_tile +: 32*G]), .shift(shift[8*G*in_tile +: 8*G]),
+      .clk, .rst_n, .desc, .mult(mult[18*G*in_tile +: 18*G]), .shift(shift[8*G*in_tile +: 8*G]),
       .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
       .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
@@ -54,7 +54,7 @@ module sliced_epilogue #(
     logic active;
     logic [KW-1:0] k;
     logic [TW-1:0] tile;
-    logic [G*32-1:0] acc;
+    logic [G*ACC_W-1:0] acc;
     logic [G*8-1:0] b, a;
     logic [31:0] oaddr;
     logic [15:0] n, y, x;
@@ -78,26 +78,27 @@ module sliced_epilogue #(
     // shifters over the whole vector and, for the 18-bit entries, a multiply on a DSP48E2 without registers
     // (2 x 16 x 16 with an 8-lane epilogue: 9 LUTs and the DSP from k, 124 MHz)
     logic [TW+KW-1:0] idx;
-    logic [32*E-1:0] acc_k, mult_k;
+    logic [ACC_W*E-1:0] acc_k;
+    logic [18*E-1:0] mult_k;
     logic [8*E-1:0] b_k, a_k, shift_k;
     logic [18*E-1:0] nmult_k;
     assign idx = {tile, k};
     always_comb begin
-      acc_k = acc[0 +: 32*E];
+      acc_k = acc[0 +: ACC_W*E];
       b_k = b[0 +: 8*E];
       a_k = a[0 +: 8*E];
       for (int j = 1; j < P; j++)
         if (k == KW'(j)) begin
-          acc_k = acc[32*E*j +: 32*E];
+          acc_k = acc[ACC_W*E*j +: ACC_W*E];
           b_k = b[8*E*j +: 8*E];
           a_k = a[8*E*j +: 8*E];
         end
-      mult_k = mult[0 +: 32*E];
+      mult_k = mult[0 +: 18*E];
       shift_k = shift[0 +: 8*E];
       nmult_k = nmult[0 +: 18*E];
       for (int j = 1; j < PM * P; j++)
         if (idx == (TW+KW)'(j)) begin
-          mult_k = mult[32*E*j +: 32*E];
+          mult_k = mult[18*E*j +: 18*E];
           shift_k = shift[8*E*j +: 8*E];
           nmult_k = nmult[18*E*j +: 18*E];
         end

@@ -39,7 +39,7 @@ module window_conv #(
   input  logic        start,             // a tile (group) of a window layer begins
   input  logic [7:0]  group_tiles,       // output-channel tiles in the group (up to P)
   input  logic [15:0] c0,                // first output channel of the group
-  input  logic [P*(R > V ? R : V)*32-1:0] bias,   // G lanes for each tile of the group
+  input  logic [P*(R > V ? R : V)*ACC_W-1:0] bias,   // G lanes for each tile of the group
   // the activation stream: the layer's input rows in order
   input  logic        ab_valid,
   input  logic [8*V-1:0] ab_data,
@@ -53,13 +53,13 @@ module window_conv #(
   // the shared MAC array: the P pixels' input bytes out, their P x R sums in
   output logic [P*XW*V-1:0] array_x,
   output logic array_en,                    // the array's pipeline moves with this one
-  input  logic [P*R*32-1:0] array_sums,     // AL steps after array_x
+  input  logic [P*R*ACC_W-1:0] array_sums,  // AL steps after array_x
   input  logic [2*P*V*20-1:0] array_taps,   // depthwise: the sums per output -P .. P-1 of the group and lane
   output logic dw_phase_next,               // depthwise: the stride phase of the step entering the array
   // finished pixels
   input  logic        room,
   output logic        item_valid,
-  output logic [(R > V ? R : V)*32-1:0] item_acc,
+  output logic [(R > V ? R : V)*ACC_W-1:0] item_acc,
   output logic [(R > V ? R : V)*8-1:0]  item_b,
   output logic [31:0] item_oaddr,
   output logic [(P > 1 ? $clog2(P) : 1)-1:0] item_tile,   // the item's tile in the group
@@ -585,21 +585,21 @@ module window_conv #(
   // bias step starts the one set from the bias, a select its adder absorbs.
   logic t2_valid, t2_bias, t2_last, t2_flush, t2_wcomp;
   logic [15:0] t2_n, t2_y, t2_x;
-  logic signed [31:0] t2_sum[P][R];
+  logic signed [ACC_W-1:0] t2_sum[P][R];
   logic signed [19:0] t2_carry[P][DL];           // depthwise: the previous group's share
   // the tile's bias (the tables hold still while a group runs): with the unit the step entering T2's, picked from
   // its tile a stage early; without it the step at T2's
-  logic signed [31:0] bias_word[R];
+  logic signed [ACC_W-1:0] bias_word[R];
   if (WINO) begin : g_bias_early
     logic [TW-1:0] pre_m;
     assign pre_m = a_steps[(AL-2)*SW + 5 + 3*16 +: TW];   // above x, y, n, computes and position
     always_ff @(posedge clk)
       if (adv)
-        for (int r = 0; r < R; r++) bias_word[r] <= bias[32*(G*32'(pre_m) + r) +: 32];
+        for (int r = 0; r < R; r++) bias_word[r] <= bias[ACC_W*(G*32'(pre_m) + r) +: ACC_W];
   end else begin : g_bias_at_t2
     always_ff @(posedge clk)
       if (adv)
-        for (int r = 0; r < R; r++) bias_word[r] <= bias[32*(G*32'(a_m) + r) +: 32];
+        for (int r = 0; r < R; r++) bias_word[r] <= bias[ACC_W*(G*32'(a_m) + r) +: ACC_W];
   end
   wire sum_bias = WINO && a_bias;
   always_ff @(posedge clk) begin
@@ -612,11 +612,12 @@ module window_conv #(
       t2_wcomp <= a_wcomp;
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++)
-          t2_sum[p][r] <= (dw ? 32'sd0 : $signed(array_sums[(p*R + r)*32 +: 32])) + (sum_bias ? bias_word[r] : 32'sd0);
+          t2_sum[p][r] <= (dw ? ACC_W'(0) : $signed(array_sums[(p*R + r)*ACC_W +: ACC_W]))
+                          + (sum_bias ? bias_word[r] : ACC_W'(0));
       if (dw)
         for (int p = 0; p < P; p++)
           for (int v = 0; v < DL; v++)
-            t2_sum[p][v] <= 32'($signed(array_taps[((P + p)*V + v)*20 +: 20])) + (sum_bias ? bias_word[v] : 32'sd0);
+            t2_sum[p][v] <= ACC_W'($signed(array_taps[((P + p)*V + v)*20 +: 20])) + (sum_bias ? bias_word[v] : ACC_W'(0));
       for (int p = 0; p < P; p++)
         for (int v = 0; v < DL; v++) t2_carry[p][v] <= $signed(array_taps[(p*V + v)*20 +: 20]);
     end
@@ -628,7 +629,7 @@ module window_conv #(
   function automatic logic [1:0] a_t(input logic i, input logic [1:0] a);    // A^T[i][a]: {negative, non-zero}
     a_t = !i ? {1'b0, a != 2'd3} : {a[1], a != 2'd0};
   endfunction
-  logic signed [31:0] acc[Q][P][R], acc_next[Q][P][R];
+  logic signed [ACC_W-1:0] acc[Q][P][R], acc_next[Q][P][R];
   if (WINO) begin : g_wino_sets
     // per set, whether the step's sum goes in and negated, a stage early
     logic [Q-1:0] t2_on, t2_neg;
@@ -646,9 +647,9 @@ module window_conv #(
       for (int q = 0; q < Q; q++)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) begin
-            logic [31:0] term;
-            term = t2_on[q] ? (t2_neg[q] ? ~t2_sum[p][r] : t2_sum[p][r]) : 32'd0;
-            acc_next[q][p][r] = 32'(({acc[q][p][r], 1'b1} + {term, t2_neg[q]}) >> 1);
+            logic [ACC_W-1:0] term;
+            term = t2_on[q] ? (t2_neg[q] ? ~t2_sum[p][r] : t2_sum[p][r]) : ACC_W'(0);
+            acc_next[q][p][r] = ACC_W'(({acc[q][p][r], 1'b1} + {term, t2_neg[q]}) >> 1);
           end
   end else begin : g_one_set
     always_comb
@@ -657,15 +658,15 @@ module window_conv #(
   end
 
   // depthwise: the group before this one takes its share of this group's sums here
-  logic signed [31:0] prev[P][DL], prev_next[P][DL];   // the depthwise lanes (DL) only
+  logic signed [ACC_W-1:0] prev[P][DL], prev_next[P][DL];   // the depthwise lanes (DL) only
   logic prev_valid;
   logic [15:0] prev_count, prev_n, prev_y, prev_x;
   logic [31:0] prev_oaddr;
   always_comb
     for (int p = 0; p < P; p++)
-      for (int v = 0; v < DL; v++) prev_next[p][v] = prev[p][v] + 32'(t2_carry[p][v]);
+      for (int v = 0; v < DL; v++) prev_next[p][v] = prev[p][v] + ACC_W'(t2_carry[p][v]);
 
-  logic signed [31:0] ob[P][R];
+  logic signed [ACC_W-1:0] ob[P][R];
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
   logic ob_empty_q, ob_one_q;                    // ob_count == 0, == 1
   logic [31:0] ob_oaddr;
@@ -690,7 +691,7 @@ module window_conv #(
   // what the next cycle holds: it stops the pipeline only while a finished group at T2 would find the hold full.
   wire ob_free = ob_empty_q || (ob_one_q && drain);
   logic hold_q;
-  logic signed [31:0] hd[Q][P][R];
+  logic signed [ACC_W-1:0] hd[Q][P][R];
   logic [1:0] hset;                              // Winograd: the set the hold hands on next (output (i, j))
   wire hold_last = !wino || hset == 2'(Q - 1);
   logic [15:0] hd_count, hd_n, hd_y, hd_x;
@@ -827,13 +828,13 @@ module window_conv #(
     for (int q = 0; q < Q; q++)
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++)
-          if (!rst_n || start || group_end) acc[q][p][r] <= 32'sd0;
+          if (!rst_n || start || group_end) acc[q][p][r] <= '0;
           else if (t2_valid && adv && (!wino || t2_wcomp)) acc[q][p][r] <= acc_next[q][p][r];
 
   always_ff @(posedge clk)
     if (to_hold && dw) begin
       for (int p = 0; p < P; p++) begin
-        for (int r = 0; r < R; r++) hd[0][p][r] <= 32'sd0;
+        for (int r = 0; r < R; r++) hd[0][p][r] <= '0;
         for (int v = 0; v < DL; v++) hd[0][p][v] <= prev_next[p][v];
       end
       hd_count <= prev_count;
@@ -853,7 +854,7 @@ module window_conv #(
   assign item_valid = drain;
   always_comb begin
     item_acc = '0;
-    for (int r = 0; r < R; r++) item_acc[32*r +: 32] = ob[0][r];
+    for (int r = 0; r < R; r++) item_acc[ACC_W*r +: ACC_W] = ob[0][r];
   end
   assign item_oaddr = ob_oaddr;
   assign item_tile = ob_tile;

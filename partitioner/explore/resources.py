@@ -4,6 +4,16 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
 4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
+twenty-fifth RTL keeps every sum in ACC_BITS (27) bits, not 32 (engine_pkg::ACC_W; the requantisation reads no more
+since ABI v3, and sums modulo 2^27 keep their low 27 bits): its change against the twenty-fourth, per shape, is a
+least-squares fit on 8x8+lean, 4x16x16, 4x16x16+wino, 4x16x16:8 and 8x8x8 over five counts (window pixels x PE
+rows, the same with the Winograd unit, result lanes x tiles of a group, result lanes, result lanes held for a
+narrow epilogue's passes): FF -25, -30, -33, -24, -5 (the first two are the structure's five and six registers of
+five bits), LUT 0, -31.5, -21.8, -2.9, -26. Checked on the shapes it was not fitted on: FF within 4 of yosys's
+change on 2x16x16:8 (-2,316), 2x8x16 (-1,836) and its 2x twin, 4x16x16:8+lean (-4,176), 8x16x16 (-7,804),
+8x8x8+wino (-5,820); LUT within 126 (2x8x16 -837, 8x16x16 -2,586, 8x8x8+wino -3,236). In the model: the window's
+sums per pixel and PE row (WINDOW_SUM_FF) and the Winograd sets (winograd_unit) in ACC_BITS, the lane terms
+(CONTROL_*_PER_LANE, GROUP_*, SLICED_*) moved by the fit.
 twenty-second RTL keeps the layer tables' running copy in flip-flops that the staged copy moves into as a group
 starts, so no bank select sits between the tables and the lanes, and no register of the selected biases: 90 LUT and
 32 FF less per result lane and tile of a group (CONTROL_*_PER_LANE and GROUP_* less by that, counted from the RTL,
@@ -105,7 +115,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from fpga_runtime.abi import EngineConfig
+from fpga_runtime.abi import ACC_BITS, EngineConfig
 from fpga_runtime.boards import Board, over_budget
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
@@ -134,8 +144,9 @@ EPILOGUE_FIRST_DSP = {2: 1, 1: 2}
 RESIDUAL_LUT, RESIDUAL_FF = 516, 149
 LANE_PRODUCTS_LUT_PER_VEC, LANE_PRODUCTS_FF_PER_VEC = 98, 16
 CONTROL_LUT, CONTROL_FF = 19_200, 5_564
-# per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits
-CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 517, 108
+# per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits;
+# since the twenty-fifth RTL its sums (bias, epilogue queue entry, MAC stage) in ACC_BITS (the module's docstring)
+CONTROL_LUT_PER_LANE, CONTROL_FF_PER_LANE = 492, 51
 # per VEC lane: the depthwise product and the L2 norm's square (MAC stage: one packed DSP48E2, mac_pair.sv, or two
 # DSP48E1s)
 VEC_DSP = {2: 1, 1: 2}
@@ -183,7 +194,11 @@ CASCADE_LUT_PER_MAC, CASCADE_FF_PER_MAC = -8.62, -2.74
 # +3,910, exact on those three; left out, 8x16x16: the model +4.5 %, was +6.4 %; 2x8x16@2x, 4x16x16@2x and
 # 8x16x16@2x then within 0.0 %, -0.3 %, +3.2 %, 8x8x8+wino +0.9 %)
 WINDOW_LUT_PER_MAC, WINDOW_LUT_PER_PIXEL_LANE = -9.195, 134.4
-GROUP_LUT, GROUP_FF = 71, 160     # per result lane and extra tile of a group: its parameters and their choice
+GROUP_LUT, GROUP_FF = 50, 127     # per result lane and extra tile of a group: its parameters and their choice
+SLICED_LUT, SLICED_FF = 12, 75   # per result lane with several epilogue passes: its result held, its pass's select
+# The window path's sums per pixel and PE row: the accumulator and the finished group's copy (2 x ACC_BITS), and
+# three registers (the array's sum, the bias added, the output buffer) fitted at 32 bits and now ACC_BITS
+WINDOW_SUM_FF = 2 * ACC_BITS - 3 * (32 - ACC_BITS)
 DEPTHWISE_LUT, DEPTHWISE_LUT_P, DEPTHWISE_FF = 105, 10, 68   # per pixel and lane (+ per pixel squared: the sums)
 
 
@@ -243,10 +258,11 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
     lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
-                + EPILOGUE_LUT * lanes + 38 * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT
+                + EPILOGUE_LUT * lanes + SLICED_LUT * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT
                 - (0 if cfg.residual_stage else RESIDUAL_LUT * lanes)
                 - (0 if cfg.lane_products else LANE_PRODUCTS_LUT_PER_VEC * cfg.vec))
-    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + EPILOGUE_FF * lanes + 80 * sliced
+    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + EPILOGUE_FF * lanes
+               + SLICED_FF * sliced
                + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
                - (0 if cfg.residual_stage else RESIDUAL_FF * lanes)
                - (0 if cfg.lane_products else LANE_PRODUCTS_FF_PER_VEC * cfg.vec)
@@ -263,7 +279,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
         lut += round(RESIDUAL_QUEUE_LUT + (64 + PIPE_LUT_PER_PIXEL_ROW) * p * cfg.pe_rows
                      + p * cfg.vec * 8 * max(1, p // 4) + GROUP_LUT * cfg.granule * (p - 1)
                      + WINDOW_LUT_PER_MAC * macs + WINDOW_LUT_PER_PIXEL_LANE * p * cfg.vec)
-        ff += 64 * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1) + PIPE_FF_PER_PIXEL * p
+        ff += WINDOW_SUM_FF * p * cfg.pe_rows + GROUP_FF * cfg.granule * (p - 1) + PIPE_FF_PER_PIXEL * p
         if cfg.depthwise_rows is not False:
             lut += p * cfg.vec * (DEPTHWISE_LUT + DEPTHWISE_LUT_P * p)
             ff += DEPTHWISE_FF * p * cfg.vec
@@ -280,11 +296,11 @@ def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:
     counted from the RTL and scaled to yosys (WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE): per patch column and lane
     (2P + 2 of them) four 9-bit row sums, held, and a 4:1 select of row a into a register; per tile and lane two
     4:1 selects of those, a 10-bit add or subtract and its register; the strip (4 x 3P words of V bytes); per tile
-    and output row three more accumulator sets and their held copies (32 bits each), the four sets' adders and the
+    and output row three more accumulator sets and their held copies (ACC_BITS each), the four sets' adders and the
     output buffer's 4:1 select; one DSP (an output row's address step)."""
     p, v, r = cfg.pixels, cfg.vec, cfg.pe_rows
     columns = 2 * p + 2
-    lut = columns * v * 9 * (4 + 1) + p * v * (2 * 9 + 10) + p * r * 32 * (4 + 1)
-    ff = 4 * 3 * p * 8 * v + columns * v * (4 + 1) * 9 + p * v * 10 + 6 * p * r * 32
+    lut = columns * v * 9 * (4 + 1) + p * v * (2 * 9 + 10) + p * r * ACC_BITS * (4 + 1)
+    ff = 4 * 3 * p * 8 * v + columns * v * (4 + 1) * 9 + p * v * 10 + 6 * p * r * ACC_BITS
     return round(WINOGRAD_LUT_SCALE * lut), round(WINOGRAD_FF_SCALE * ff)
 
