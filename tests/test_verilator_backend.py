@@ -457,6 +457,44 @@ def test_accumulations_past_27_bits_wrap_as_the_reference_does(window_engine, k,
     assert np.array_equal(act, want), d
 
 
+@pytest.fixture(scope="module")
+def narrow_rows_engine(tmp_path_factory):
+    """A 4-pixel engine with fewer PE rows than VEC lanes (8 < 16): a tile's result is half a beat."""
+    config = EngineConfig(vec=16, pe_rows=8, pixels=4, weight_rows=256, window_words=1024)
+    engine = rtl_engine(tmp_path_factory.mktemp("narrow_rows"), config, [])
+    yield engine, config
+    engine.close()
+
+
+@pytest.mark.parametrize("k,residual,pool", [(3, True, False), (1, True, False), (3, False, True), (3, False, False)])
+def test_ddr_bytes_of_tiles_narrower_than_a_beat(narrow_rows_engine, k, residual, pool):
+    """With PE rows < VEC a tile's result is written as one whole beat with byte strobes at its lanes, and a fused
+    residual's operand is read a beat per pixel and tile: `layer_bytes` counts those beats, equal to the RTL's byte
+    counters (four output-channel tiles of 8 lanes on 16-byte beats), and the outputs equal the reference's."""
+    from fpga_runtime.cycle_model import LayerShape, layer_bytes
+    from fpga_runtime.reference import ReferenceEngine
+    from fpga_runtime.rtl_sim.single_layer import standalone
+    engine, config = narrow_rows_engine
+    rng = np.random.default_rng(k + 2 * residual + 4 * pool)
+    size, in_c, out_c, pad = 12, 16, 32, k // 2
+    out = size // 2 if pool else size
+    const, _, bias_addr, requant_addr = _random_constants(rng, out_c * k * k * in_c, out_c, (10, 14))
+    d = Descriptor(op=Op.CONV, flags=int(Flag.RESIDUAL * residual | Flag.POOL * pool), act1=1, batch=1, in_h=size,
+                   in_w=size, in_c=in_c, in_c_stride=in_c, out_h=out, out_w=out, out_c=out_c, out_c_stride=out_c,
+                   conv_h=size, conv_w=size, kh=k, kw=k, stride_h=1, stride_w=1, dil_h=1, dil_w=1, pad_t=pad,
+                   pad_l=pad, pad_b=pad, pad_r=pad, act_lo=-128, act_hi=127, res_shift=14, res_mult_a=1 << 13,
+                   res_mult_b=3 << 12, in2_c_stride=out_c if residual else 0, weight_addr=0, bias_addr=bias_addr,
+                   requant_addr=requant_addr, pool_kh=2 * pool, pool_kw=2 * pool, pool_sh=2 * pool, pool_sw=2 * pool)
+    act, full, addr = standalone(d, const)
+    want = act.copy()
+    ReferenceEngine(config).run(want, full, addr, 1)
+    run = engine.run(act, full, addr, 1, "narrow tiles")
+    assert np.array_equal(act, want)
+    written = run.layers[0].counters["act_bytes_written"]
+    assert written == out * out * (out_c // config.pe_rows) * config.vec == 2 * out * out * out_c
+    assert layer_bytes(LayerShape.of(d, config), config) == run.layers[0].ddr_bytes
+
+
 def _depthwise_layer(in_h: int, in_w: int, c: int, k: int, stride: int, seed: int):
     """A depthwise k x k conv with 'same' padding and random weights, biases and requantisation."""
     rng = np.random.default_rng(seed)
