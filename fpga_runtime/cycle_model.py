@@ -298,22 +298,21 @@ def layer_bytes(s: LayerShape, cfg: EngineConfig) -> int:
         return s.phases * layer_bytes(replace(s, phases=1), cfg)
     v, r = cfg.vec, cfg.pe_rows
     conv_px = s.batch * s.conv_h * s.conv_w
-    out = (s.out_pixels or conv_px) * s.out_c
     fixed = DESCRIPTOR_BYTES + 256 * s.luts
     if s.op != Op.CONV:
         reads = {Op.ADD: 2, Op.SCALE: 2, Op.L2NORM: 2, Op.MAXPOOL: s.kh * s.kw}.get(s.op, 1)
-        return fixed + out + reads * conv_px * s.in_c
+        return fixed + (s.out_pixels or conv_px) * s.out_c + reads * conv_px * s.in_c
     cbs = 1 if s.depthwise else s.in_c // v
     lanes = v if s.depthwise else r
     tiles = max(1, s.out_c // lanes)
-    if lanes < v:
-        # a tile's result, and its residual operand, of fewer channels than a beat is one whole beat on the port,
-        # its byte strobes at the tile's lanes (result_writer.sv; the residual read a beat per pixel and tile)
-        out = (s.out_pixels or conv_px) * tiles * v
+    # a pixel's bytes of result and of residual operand: a tile of fewer channels than a beat moves one whole beat,
+    # its byte strobes at the tile's lanes (result_writer.sv; the residual is read a beat per pixel and tile)
+    pixel_bytes = tiles * max(lanes, v)
+    out = (s.out_pixels or conv_px) * pixel_bytes
     taps = winograd.POSITIONS if s.winograd else s.kh * s.kw
     params = v * (-(-4 * lanes // v) + -(-8 * lanes // v))
     weights = tiles * (params + v * taps * (1 if s.depthwise else cbs * r))
-    residual = (conv_px * tiles * v if lanes < v else conv_px * s.out_c) if s.residual else 0
+    residual = conv_px * pixel_bytes if s.residual else 0
     if s.window_slots:
         passes = -(-tiles // max(1, s.group_tiles))
         inputs = passes * s.batch * s.in_h * s.in_w * cbs * v
