@@ -4,7 +4,8 @@ Fmax model (partitioner/explore/clock.py) is fitted to and checked against.
 
     python benchmarks/timing_estimate.py --board zcu104 8x8 16x8 2x8x16 16x16 4x16x16@2x [--keep DIR]
 
-`+wino`: with the window path's Winograd unit (`partition --winograd`). `@2x`: the array's DSPs at twice the clock
+`+uram`: the weight RAM in UltraRAM (the engine's WEIGHT_URAM, which the overlay sets per unit), else in block
+RAM. `+wino`: with the window path's Winograd unit (`partition --winograd`). `@2x`: the array's DSPs at twice the clock
 (`partition --dsp-clock 2x`); its Fmax is the fabric clock's, with the DSP clock's paths counted at half the period.
 
 Each shape takes minutes (yosys, one core).
@@ -29,7 +30,7 @@ from partitioner.explore.clock import rtl_digest, shape_config  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("shapes", nargs="+", help="engine shapes: [PIXELSx]ROWSxVEC[:LANES][@2x][+wino]")
+    ap.add_argument("shapes", nargs="+", help="engine shapes: [PIXELSx]ROWSxVEC[:LANES][@2x][+wino][+lean][+uram]")
     ap.add_argument("--board", default="zcu104", choices=sorted(BOARDS))
     ap.add_argument("--keep", type=Path, default=None, help="keep each shape's fpga/ folder here")
     ap.add_argument("--json", type=Path, default=None, help="append each row to this JSON-lines file")
@@ -40,13 +41,16 @@ def main() -> None:
     print(f"board {board.name} ({board.part}), clock {board.clock_mhz:g} MHz")
     print(header)
     for shape in args.shapes:
+        uram = shape.endswith("+uram")
         try:
-            config = shape_config(shape, board.clock_mhz)
+            if uram and not board.uram:
+                raise ValueError(f"{shape}: {board.name} has no UltraRAM")
+            config = shape_config(shape.removesuffix("+uram"), board.clock_mhz)
         except ValueError as e:
             raise SystemExit(str(e)) from None
         folder = shape.replace(":", "_").replace("@", "_").replace("+", "_")
         root = (args.keep / folder) if args.keep else Path(tempfile.mkdtemp(prefix="timing-"))
-        write_engine_sources(root, "timing", config, [], board)
+        write_engine_sources(root, "timing", config, [], board, uram_units=config.compute_units if uram else 0)
         t0 = time.perf_counter()
         r = synthesize(root / "fpga", board, lambda s: print(f"  {s}", file=sys.stderr), board.clock_mhz)
         t = r["timing"]
@@ -60,7 +64,7 @@ def main() -> None:
                 f.write(json.dumps({"board": board.name, "shape": shape, "rtl_digest": rtl_digest(), "vec": config.vec,
                                     "pe_rows": config.pe_rows, "pixels": config.pixels,
                                     "epilogue_lanes": config.epilogue_lanes, "dsp_clock": config.dsp_clock,
-                                    "winograd": config.winograd,
+                                    "winograd": config.winograd, "weights_in": "uram" if uram else "bram",
                                     **{k: r[k] for k in ("DSP", "BRAM36", "URAM", "LUT", "FF")},
                                     "fmax_mhz": t["estimated_fmax_mhz"],
                                     **({"fast_fmax_mhz": t["fast_estimated_fmax_mhz"]}

@@ -106,6 +106,15 @@ def over_budget(b: Board, used: dict[str, int], budget: dict[str, float] = BUDGE
             for key, name in RESOURCE_NAMES.items() if used[key] > budget[key] * getattr(b, key)]
 
 
+def weight_mixes(b: Board, units: int) -> tuple[int, ...]:
+    """How many of `units` engine compute units may keep their weights in UltraRAM, the others in block RAM: any
+    count on a Zynq part with UltraRAM (the overlay sets each instance's WEIGHT_URAM), all or none on an Alveo card
+    (`v++ --link` instantiates one kernel for every unit), none without UltraRAM."""
+    if not b.uram:
+        return (0,)
+    return (0, units) if b.family == "alveo" else tuple(range(units + 1))
+
+
 def board(name: str) -> Board:
     try:
         return BOARDS[name.lower()]

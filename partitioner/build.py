@@ -28,7 +28,7 @@ from partitioner.codegen.synth import synthesize
 from partitioner.engine.calibration import Calibration
 from partitioner.engine.calibration_frames import accuracy_frames, choose_calibration, seeded_frame
 from partitioner.engine.compile import compile_engine
-from partitioner.engine.geometry import sized_buffers
+from partitioner.engine.geometry import engine_limits, sized_buffers
 from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
 from partitioner.errors import ModelError
 from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, verify
@@ -42,6 +42,7 @@ from partitioner.explore.design_space import (
     ranked,
     unit_resources,
 )
+from partitioner.explore.resources import fewest_uram_units
 from partitioner.frontend.float16 import widen_to_float32
 from partitioner.frontend.importer import ImportResult, import_model
 from partitioner.frontend.metadata import class_names
@@ -259,6 +260,7 @@ def _save_exploration(s: BuildState, folder: Path) -> None:
         "objective": e.objective, "note": e.note, "chosen": describe(e.chosen) if e.chosen else None,
         "designs": [{"design": describe(d), "fps": d.fps, "frame_fps": d.frame_fps, "latency_s": d.latency_s,
                      "mac_utilisation": d.mac_utilisation, "weights_in": d.weights_in,
+                     "uram_units": d.uram_units,
                      "split": d.split.label if d.split else None} for d in ranked(e)],
         "splits": [{**o.split.as_dict(), "best": describe(o.best), "latency_s": o.best.latency_s,
                     "frame_fps": o.best.frame_fps} for o in e.splits]})
@@ -368,7 +370,14 @@ def _compile(s: BuildState) -> None:
 
 def _codegen(s: BuildState) -> None:
     write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board,
-                         (s.image.act_bytes, s.image.const_bytes), s.cfg.engine_impl)
+                         (s.image.act_bytes, s.image.const_bytes), s.cfg.engine_impl, _uram_units(s))
+
+
+def _uram_units(s: BuildState) -> int:
+    """The units whose weight RAM is UltraRAM: the fewest with which the engine as built fits the board (the
+    exploration ranks the mixes of one design alike and so chose the same)."""
+    limits = engine_limits(s.descriptors, s.image.config)
+    return fewest_uram_units(s.image.config, s.board, limits["wbuf_bytes"], limits["pool_width"])
 
 
 def _save_compile(s: BuildState, folder: Path) -> None:

@@ -11,7 +11,7 @@ from fpga_runtime.boards import BOARDS, board
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.explore.design_space import explore
-from partitioner.explore.resources import compute_unit
+from partitioner.explore.resources import Resources, compute_unit
 from partitioner.passes.pipeline import run_fusion
 from partitioner.placement.cost import CostModel
 from partitioner.placement.partition import Device, partition
@@ -238,8 +238,8 @@ def test_chosen_design_fits_and_is_fastest(zoo, name):
 
 def test_the_exploration_adds_units_while_they_fit(zoo):
     """Compute units are copies: the exploration tries up to six (their AXI masters share the PS's HP ports), and a
-    design of k units takes k times one unit's resources, so more units of an array that fits are feasible up to the
-    budget and no further."""
+    design of k units takes k times one unit's resources (u of them with their weights in UltraRAM: u times that
+    unit's), so more units of an array that fits are feasible up to the budget and no further."""
     from partitioner.explore.design_space import UNITS
     g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
     b = board("zcu104")
@@ -248,13 +248,42 @@ def test_the_exploration_adds_units_while_they_fit(zoo):
     most: dict = {}
     for d in ex.feasible:
         one = replace(d.config, compute_units=1)
-        unit = next(e.resources for e in ex.feasible if e.config == one and e.weights_in == d.weights_in)
-        assert d.resources == unit.times(d.config.compute_units)
-        key = (one, d.weights_in)
-        most[key] = (max(most.get(key, (0, unit))[0], d.config.compute_units), unit)
+        unit = {e.weights_in: e.resources for e in ex.feasible if e.config == one}
+        k, u = d.config.compute_units, d.uram_units
+        # (a unit in one memory is feasible alone wherever k units with some in it are)
+        assert d.resources == sum((unit[m].times(n) for m, n in (("bram", k - u), ("uram", u)) if n),
+                                  Resources(0, 0, 0, 0, 0))
+        if u in (0, k):
+            key = (one, d.weights_in)
+            most[key] = (max(most.get(key, (0, unit[d.weights_in]))[0], k), unit[d.weights_in])
     assert max(k for k, _ in most.values()) >= 5
+    assert any(0 < d.uram_units < d.config.compute_units for d in ex.feasible)
     for k, unit in most.values():
         assert k == max(UNITS) or not unit.times(k + 1).fits(b)
+
+
+def test_units_may_keep_their_weights_in_different_memories():
+    """Three 4-pixel Winograd units at 512 weight rows: all weights in block RAM overrun the BRAM budget, all in
+    UltraRAM the URAM budget (32 URAM288 a unit: 16 banks of 128 bits, 1,024 deep), two in UltraRAM and one in block
+    RAM fit, and that is what the build gives the overlay. The overlay sets each instance's memory, so any mix is a
+    design on a Zynq part; an Alveo build links one kernel for every unit (all or none); without UltraRAM, none."""
+    from fpga_runtime.boards import weight_mixes
+    from partitioner.explore.design_space import weights_label
+    from partitioner.explore.resources import fewest_uram_units, units_with_weights
+    cfg = EngineConfig(pixels=4, epilogue_lanes=8, winograd=True, compute_units=3, weight_rows=512,
+                       window_words=2048, lane_products=False, residual_stage=False, depthwise_rows=False)
+    zcu = board("zcu104")
+    wbuf = 512 * 16 * 16
+    mixes = {u: units_with_weights(cfg, zcu, wbuf, 416, u) for u in weight_mixes(zcu, 3)}
+    assert set(mixes) == {0, 1, 2, 3}
+    assert [k for k, r in mixes.items() if r.fits(zcu)] == [2] == [fewest_uram_units(cfg, zcu, wbuf, 416)]
+    assert any(o.startswith("BRAM36") for o in mixes[0].over_budget(zcu))
+    assert any(o.startswith("URAM") for o in mixes[3].over_budget(zcu))
+    unit_bram, unit_uram = (compute_unit(replace(cfg, compute_units=1), zcu, wbuf, 416, m) for m in (False, True))
+    assert unit_uram.uram == 32 and unit_bram.uram == 0
+    assert mixes[2] == unit_uram.times(2) + unit_bram
+    assert weight_mixes(board("alveo-u250"), 3) == (0, 3) and weight_mixes(board("pynq-z2"), 3) == (0,)
+    assert [weights_label(u, 3) for u in range(4)] == ["bram", "1 uram + 2 bram", "2 uram + 1 bram", "uram"]
 
 
 def test_target_fps_picks_the_smallest_design_that_meets_it(zoo):
@@ -467,6 +496,21 @@ def test_predict_refuses_a_board_the_engine_does_not_fit(tmp_path, zoo):
     assert "BRAM" not in small.output and "LUT" not in small.output               # ... and only those
     many = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "12"])
     assert many.exit_code == 2 and "x 12 units does not fit zcu104: needs DSP" in many.output
+    # units may keep their weights in different memories: three that fit only as two in UltraRAM and one in
+    # block RAM (all in BRAM: 339 BRAM36 of 265; all in URAM: 96 of 81) are predicted, four are not
+    import json
+    plan = json.loads((out / "plan.json").read_text())
+    plan["unit_resources"]["zcu104"] = {"dsp": 500, "bram36": 113, "uram": 0, "lut": 60_000, "ff": 60_000,
+                                        "uram_weights": {"bram36": 49, "uram": 32}}
+    (out / "plan.json").write_text(json.dumps(plan))
+    three = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "3"])
+    assert three.exit_code == 0, three.output
+    four = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "4"])
+    assert four.exit_code == 2 and "x 4 units does not fit zcu104" in four.output
+    plan["unit_resources"]["zcu104"]["uram_weights"] = {"uram": "32"}
+    (out / "plan.json").write_text(json.dumps(plan))
+    bad = CliRunner().invoke(fpga_run, ["predict", str(out), "--compute-units", "3"])
+    assert bad.exit_code == 2 and "unit_resources['zcu104']: not one unit's" in bad.output, bad.output
 
 
 def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, monkeypatch):

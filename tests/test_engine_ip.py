@@ -120,6 +120,9 @@ def test_vivado_scripts_run_to_the_end_under_stubs(builds, tmp_path, board, impl
     assert [Path(p) for p in repo_paths] == [expected]
     cells = [a[-1] for a in bd.args("create_bd_cell") if a[a.index("-vlnv") + 1] == ENGINE_VLNV]
     assert cells == [f"engine_{i}" for i in range(len(cells))] and cells
+    # the packaged RTL engine's weight memory per instance (the HLS export has no such parameter)
+    memories = [bd.props[f"cell:{c}"].get("CONFIG.WEIGHT_URAM") for c in cells]
+    assert all(m in ("0", "1") for m in memories) if impl == "rtl" else set(memories) == {None}
     assert any("clock_counter" in a for a in bd.args("create_bd_cell")) == (impl == "hls")
     assert bd.args("report_timing_summary") and bd.args("write_bitstream")
     assert (fpga / "overlay" / "build").is_dir()
@@ -231,7 +234,8 @@ def test_register_maps_agree(builds, tmp_path, board):
     for offs in (o for o in docs.values() if len(o) == 2):      # 64-bit registers: name_1 low word, name_2 high
         low = next(r.name for r in REGISTER_MAP if r.offset == offs[0])
         assert low.endswith("_1") and any(r.name == low[:-1] + "2" and r.offset == offs[1] for r in REGISTER_MAP)
-    user = {name: p["value"] for name, p in ip.handles("user_parameter").items()}
+    # what the driver checks (engine_top's own WEIGHT_URAM, set per instance, is not among them)
+    user = {name: p["value"] for name, p in ip.handles("user_parameter").items() if name != "WEIGHT_URAM"}
     cfg = _engine_json(fpga)
     assert user["VEC"] == str(cfg["vec"]) and user["PE_ROWS"] == str(cfg["pe_rows"])
     assert user["ABI_VERSION"] == str(ABI_VERSION)
@@ -293,3 +297,24 @@ def test_lint_finds_what_it_should(tmp_path):
     assert twice in text
     pool.write_text(text.replace(twice, "      em_py <= '0; em_px <= '0; em_ky <= '0;"))
     assert any("conflicting drivers" in f and "em_py" in f for f in yosys_read(rtl).findings)
+
+
+@needs_tclsh
+def test_each_unit_keeps_its_weights_in_the_memory_the_build_chose(tmp_path):
+    """Three units, two with their weights in UltraRAM: the block design sets WEIGHT_URAM on each engine instance
+    (1, 1, 0), the packaged IP exposes it as a user parameter of 0 or 1, and the RTL's default is block RAM. An
+    Alveo build (one kernel for every unit) or a part without UltraRAM refuses a mix it cannot build."""
+    cfg = EngineConfig(pixels=4, compute_units=3, clock_mhz=250)
+    write_engine_sources(tmp_path / "b", "mix", cfg, [], BOARDS["zcu104"], uram_units=2)
+    fpga = tmp_path / "b" / "fpga"
+    bd = run_stubbed(fpga / "overlay" / "overlay.tcl", tmp_path)
+    assert [bd.props[f"cell:engine_{i}"].get("CONFIG.WEIGHT_URAM") for i in range(3)] == ["1", "1", "0"]
+    ip = run_stubbed(fpga / "ip" / "package_ip.tcl", tmp_path)
+    assert ip.props["user_parameter:WEIGHT_URAM"]["value_validation_list"] == "0 1"
+    assert "`define ENGINE_WEIGHT_URAM 0" in (fpga / "rtl" / "engine_config.svh").read_text()
+    write_engine_sources(tmp_path / "u", "all", cfg, [], BOARDS["zcu104"], uram_units=3)
+    assert "`define ENGINE_WEIGHT_URAM 1" in (tmp_path / "u" / "fpga" / "rtl" / "engine_config.svh").read_text()
+    with pytest.raises(ValueError, match="one kind of memory"):
+        write_engine_sources(tmp_path / "a", "mix", cfg, [], BOARDS["alveo-u250"], uram_units=2)
+    with pytest.raises(ValueError, match="has no UltraRAM"):
+        write_engine_sources(tmp_path / "p", "mix", cfg, [], BOARDS["pynq-z2"], uram_units=1)

@@ -8,7 +8,7 @@ import pytest
 
 from fpga_runtime.abi import EngineConfig
 from partitioner.build import PartitionConfig, run_partition
-from partitioner.codegen.synth import count_resources
+from partitioner.codegen.synth import count_resources, yosys_command
 
 
 def test_cells_become_board_resources():
@@ -16,6 +16,26 @@ def test_cells_become_board_resources():
              "SRLC32E": 1, "FDRE": 40, "FDSE": 2, "CARRY8": 9, "IBUF": 7}
     r = count_resources(cells, "xcup")
     assert r == {"DSP": 130, "BRAM36": 5.5, "URAM": 2, "LUT": 10 + 5 + 4 * 8 + 1, "FF": 42, "family": "xcup"}
+
+
+@pytest.mark.parametrize("uram", [0, 1])
+def test_the_weight_ram_is_the_memory_the_instance_asks_for(tmp_path, uram):
+    """weight_ram.sv with URAM set maps to UltraRAM, else to block RAM, whatever yosys would pick by cost (at 2 x
+    1,024 rows of 128 bits it picks UltraRAM; Vivado infers UltraRAM only from the attribute): two banks of 2,048
+    words x 128 bits, each 2 URAM288 (4,096 x 72) or 8 BRAM36 (as the resource model counts, yosys 7.5)."""
+    import shutil
+    import subprocess
+
+    from hls_templates import RTL
+    shutil.copyfile(RTL / "weight_ram.sv", tmp_path / "weight_ram.sv")
+    script = (f"read_verilog -sv weight_ram.sv; chparam -set URAM {uram} -set R 2 -set WROWS 1024 weight_ram; "
+              "synth_xilinx -family xcup -top weight_ram -uram; tee -q -o stat.json stat -json")
+    subprocess.run([*yosys_command(), "-q", "-p", script], cwd=tmp_path, check=True, capture_output=True,
+                   timeout=600)
+    cells = json.loads((tmp_path / "stat.json").read_text())["design"]["num_cells_by_type"]
+    r = count_resources(cells, "xcup")
+    assert (r["URAM"], r["BRAM36"] > 0) == ((4, False) if uram else (0, True))
+    assert uram or 7 <= r["BRAM36"] <= 16
 
 
 @pytest.mark.slow

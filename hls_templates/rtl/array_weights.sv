@@ -11,7 +11,8 @@ module array_weights #(
   parameter int V = 16,
   parameter int R = 16,
   parameter int P = 1,
-  parameter int WROWS = 1024
+  parameter int WROWS = 1024,
+  parameter bit URAM = 0
 ) (
   input  logic clk,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
@@ -63,7 +64,7 @@ module array_weights #(
   logic [RSH > 0 ? RSH-1 : 0:0] wlane;
   assign wrow = dw ? (win_rows ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : WAW'(beat)) : WAW'(beat >> RSH);
   assign wlane = dw ? (win_rows ? lane[RSH > 0 ? RSH-1 : 0:0] : '0) : beat[RSH > 0 ? RSH-1 : 0:0];
-  weight_ram #(.V(V), .R(R), .WROWS(WROWS)) wram (
+  weight_ram #(.V(V), .R(R), .WROWS(WROWS), .URAM(URAM)) wram (
     .clk, .we, .wbank, .wrow, .wlane, .wdata, .rbank, .re, .rrow(raddr), .rdata(row));
   assign rdata = row[DW-1:0];
 

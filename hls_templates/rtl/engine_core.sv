@@ -24,7 +24,8 @@ module engine_core #(
   parameter bit WINO = 0,          // the window path's Winograd unit (its array operands 10-bit)
   parameter bit LANE_PRODUCTS = 1, // the MAC stage's lane-by-lane products (a depthwise conv off the window path,
                                    // L2NORM; mac_stage.sv)
-  parameter bit RESIDUAL = 1       // the epilogue's second-operand stage (ADD, SCALE, a fused residual; epilogue.sv)
+  parameter bit RESIDUAL = 1,      // the epilogue's second-operand stage (ADD, SCALE, a fused residual; epilogue.sv)
+  parameter bit WEIGHT_URAM = 0    // the weight RAM in UltraRAM (weight_ram.sv)
 ) (
   input  logic clk,
   input  logic clk2x,                      // DOUBLE: twice clk, rising edges aligned
@@ -187,7 +188,7 @@ module engine_core #(
   logic dw_phase_next;
   logic wc_array_en;                       // the window path's array pipeline moves
   assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
-  array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS)) weights (
+  array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS), .URAM(WEIGHT_URAM)) weights (
     .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .first(cb_slot_q[0]), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
     .re(!win || wc_re), .raddr(w_raddr), .dw_phase_next, .step_en(wc_array_en),
     .rdata(w_rdata_bits), .array_w);

@@ -15,7 +15,9 @@ module engine_top #(
   parameter int WDEPTH = `ENGINE_WINDOW_WORDS,
   parameter bit DWW = `ENGINE_DEPTHWISE_ROWS,
   parameter bit LANE_PRODUCTS = `ENGINE_LANE_PRODUCTS,
-  parameter bit RESIDUAL = `ENGINE_RESIDUAL
+  parameter bit RESIDUAL = `ENGINE_RESIDUAL,
+  // the weight RAM in UltraRAM (1) or block RAM (0); the overlay sets it per instance
+  parameter int WEIGHT_URAM = `ENGINE_WEIGHT_URAM
 ) (
   input  logic ap_clk,
 `ifdef ENGINE_DSP_2X
@@ -77,7 +79,8 @@ module engine_top #(
   localparam bit WINO = 1'b0;
 `endif
   engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
-                .DOUBLE(DOUBLE), .WINO(WINO), .LANE_PRODUCTS(LANE_PRODUCTS), .RESIDUAL(RESIDUAL)) core (
+                .DOUBLE(DOUBLE), .WINO(WINO), .LANE_PRODUCTS(LANE_PRODUCTS), .RESIDUAL(RESIDUAL),
+                .WEIGHT_URAM(WEIGHT_URAM != 0)) core (
     .clk(ap_clk), .clk2x, .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
     .act_base, .const_base, .cycles, .status, .error_layer, .counters(perf), .layer_index,
     .m_act_arvalid(m_axi_act_arvalid), .m_act_arready(m_axi_act_arready), .m_act_araddr(m_axi_act_araddr),

@@ -170,7 +170,7 @@ module epilogue #(
     logic signed [17:0] gate_p;
     assign gate_p = ta_p[17:0];            // a lane past VEC has no first operand: its a_lane is 0
     always_ff @(posedge clk) begin
-      x0_q <= per_channel ? in_acc[ACC_W*i +: 27] : 27'(a_lane);
+      x0_q <= per_channel ? in_acc[ACC_W*i +: ACC_W] : 27'(a_lane);
       // every multiplier is below 2^17 (ABI v2); PRELU: a negative requantisation input's own; L2NORM: the pixel's
       m0_q <= prelu && in_acc[ACC_W*i + 26] ? nmult[18*i +: 18] : per_channel ? mult[18*i +: 18]
               : is_l2 ? in_acc[ACC_W*i +: 18] : d.res_mult_a[17:0];

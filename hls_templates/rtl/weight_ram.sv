@@ -4,7 +4,8 @@
 module weight_ram #(
   parameter int V = 16,
   parameter int R = 16,
-  parameter int WROWS = 1024
+  parameter int WROWS = 1024,
+  parameter bit URAM = 0
 ) (
   input  logic clk,
   input  logic we,
@@ -38,11 +39,21 @@ module weight_ram #(
     waddr_q <= AW'(32'(wbank_a) * WROWS + 32'(wrow_a));
     wdata_q <= wdata_a;
   end
+  // UltraRAM or block RAM as the engine instance asks (URAM; the exploration weighs them per unit), never the
+  // tool's pick: Vivado infers UltraRAM only from ram_style "ultra" (UG901), yosys by cost at deep sizes
   for (genvar r = 0; r < R; r++) begin : g_bank
-    logic [8*V-1:0] bank[2 * WROWS];
-    always_ff @(posedge clk) begin
-      if (we_q[r]) bank[waddr_q] <= wdata_q;
-      if (re) rdata[r*8*V +: 8*V] <= bank[32'(rbank) * WROWS + 32'(rrow)];
+    if (URAM) begin : g_ultra
+      (* ram_style = "ultra" *) logic [8*V-1:0] bank[2 * WROWS];
+      always_ff @(posedge clk) begin
+        if (we_q[r]) bank[waddr_q] <= wdata_q;
+        if (re) rdata[r*8*V +: 8*V] <= bank[32'(rbank) * WROWS + 32'(rrow)];
+      end
+    end else begin : g_block
+      (* ram_style = "block" *) logic [8*V-1:0] bank[2 * WROWS];
+      always_ff @(posedge clk) begin
+        if (we_q[r]) bank[waddr_q] <= wdata_q;
+        if (re) rdata[r*8*V +: 8*V] <= bank[32'(rbank) * WROWS + 32'(rrow)];
+      end
     end
   end
 endmodule

@@ -73,7 +73,9 @@ ZYNQMP = ProcessingSystem(
                                "srcsel": "PSU__CRL_APB__PL{i}_REF_CTRL__SRCSEL"})
 
 
-def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl") -> dict:
+def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl",
+                    uram_units: int = 0) -> dict:
+    """The block design's description; the first `uram_units` units keep their weights in UltraRAM."""
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
     ip = ENGINE_IPS[engine_impl]
     div0, div1, achieved = pl_divisors(PL_PLL_MHZ[board.family], clock_mhz)
@@ -84,6 +86,7 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engin
             "high": ps.ctrl_base + (i + 1) * ENGINE_SPAN - 1,
             "ports": master_ports(i, ps.hp_ports, ip),
             "irq": i,
+            "weight_uram": i < uram_units,
         }
         for i in range(units)
     ]
@@ -108,7 +111,8 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engin
 def write_overlay(folder: Path, env, context: dict, board: Board) -> tuple[Path, Path]:
     """overlay.tcl and the generated <overlay_name>.hwh, from one description."""
     ctx = dict(context, **overlay_context(board, context["units"], float(context["clock_mhz"]),
-                                          context["overlay_name"], context["engine_impl"]))
+                                          context["overlay_name"], context["engine_impl"],
+                                          context["uram_units"]))
     tcl = folder / "overlay.tcl"
     hwh = folder / f"{context['overlay_name']}.hwh"
     tcl.write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(ctx))

@@ -71,13 +71,21 @@ DEFAULT_REGION_BYTES = 4 << 20          # m_axi depth of an engine built without
 
 def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, descriptors: list[Descriptor],
                          board: Board | None = None, region_bytes: tuple[int, int] | None = None,
-                         engine_impl: str = "rtl") -> Path:
+                         engine_impl: str = "rtl", uram_units: int = 0) -> Path:
     """The HLS engine into `<out_dir>/fpga/hls` and the RTL engine into `fpga/rtl`; with a board also its IP
     packaging, run_hls.tcl, the overlay and the Makefile. Returns the HLS folder.
     `region_bytes` (activation, constant) sizes the m_axi depths co-simulation allocates; `engine_impl` is the
-    engine the overlay instantiates (rtl: the packaged SystemVerilog engine; hls: the Vitis HLS export)."""
+    engine the overlay instantiates (rtl: the packaged SystemVerilog engine; hls: the Vitis HLS export);
+    `uram_units`: how many of the units keep their weights in UltraRAM (the first ones; the others' in block RAM)."""
     if engine_impl not in ENGINE_IMPLS:
         raise ValueError(f"engine_impl {engine_impl!r}: one of {', '.join(ENGINE_IMPLS)}")
+    if not 0 <= uram_units <= config.compute_units:
+        raise ValueError(f"uram_units {uram_units}: 0 to the engine's {config.compute_units} unit(s)")
+    if uram_units and (board is None or not board.uram):
+        raise ValueError(f"uram_units {uram_units}: {board.name if board else 'no board'} has no UltraRAM")
+    if board is not None and board.family == "alveo" and 0 < uram_units < config.compute_units:
+        raise ValueError(f"uram_units {uram_units} of {config.compute_units}: an Alveo build links one kernel "
+                         "for every unit, so its units keep their weights in one kind of memory")
     fpga = out_dir / ENGINE_DIR
     folder = fpga / HLS_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -86,7 +94,8 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
                "pixels": config.pixels, "dsp_clock": config.dsp_clock,
                "lane_products": config.lane_products, "residual_stage": config.residual_stage,
-               "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}",
+               "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}", "uram_units": uram_units,
+               "weight_uram": uram_units == config.compute_units,
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),
                "pool_ring": 1 << max(1, (config.max_kernel - 1).bit_length()),
                **{f"{k}_words": -(-max(64, b) // 64) for k, b in

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.boards import Board
+from fpga_runtime.boards import Board, weight_mixes
 from fpga_runtime.cycle_model import layer_bytes, layer_cycles
 from fpga_runtime.prediction import timing
 from fpga_runtime.prediction.shared_ddr import unit_layer_s
@@ -36,7 +36,7 @@ from partitioner.engine.geometry import (
 )
 from partitioner.explore.clock import design_clock
 from partitioner.explore.draft import BranchSplit, Stage
-from partitioner.explore.resources import Resources, compute_unit
+from partitioner.explore.resources import Resources, units_with_weights
 from partitioner.ir.graph import Graph, OpKind, Pool
 from partitioner.placement.cost import node_cost
 
@@ -63,13 +63,14 @@ class Design:
     frame_s: float
     fps: float                   # the FPGA alone
     mac_utilisation: float
-    weights_in: str = "bram"
+    weights_in: str = "bram"     # bram, uram, or per unit ("2 uram + 1 bram"): weights_label
     layer_s: dict[str, float] = field(default_factory=dict, repr=False)
     ddr_bytes: int = 0               # the FPGA layers' DDR traffic per frame
     frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
     latency_s: float | None = None   # one frame alone
     cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
     split: BranchSplit | None = None # how the FPGA regions are cut at their forks (the best for this design)
+    uram_units: int = 0              # the units (the first ones) whose weight RAM is UltraRAM
 
     @property
     def rate(self) -> float:
@@ -209,9 +210,16 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     nbytes, macs, width = sum(table.bytes), layers.total_macs, table.pool_width
     fps = cfg.compute_units / frame                  # within the DDR's bandwidth: the shared model's root keeps it
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
-    return [Design(cfg, compute_unit(cfg, board, wbuf, width, uram).times(cfg.compute_units), frame, fps,
-                   macs * fps / peak, "uram" if uram else "bram", layer_s, nbytes)
-            for uram in ((False, True) if board.uram else (False,))]
+    return [Design(cfg, units_with_weights(cfg, board, wbuf, width, u), frame, fps, macs * fps / peak,
+                   weights_label(u, cfg.compute_units), layer_s, nbytes, uram_units=u)
+            for u in weight_mixes(board, cfg.compute_units)]
+
+
+def weights_label(uram_units: int, units: int) -> str:
+    """Where the units' weights are: "bram", "uram", or "2 uram + 1 bram"."""
+    if uram_units in (0, units):
+        return "uram" if uram_units else "bram"
+    return f"{uram_units} uram + {units - uram_units} bram"
 
 
 def schedule(design: Design, stages: list[Stage] | tuple[Stage, ...], memo: dict | None = None,
@@ -308,16 +316,18 @@ def describe(d: Design) -> str:
 
 
 def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig, boards) -> dict[str, dict]:
-    """One compute unit of this engine on every board of the catalog (weights in BRAM or UltraRAM, whichever
-    leaves more room), recorded in the plan so `fpga-run predict --board` can refuse a board it does not fit."""
+    """One compute unit of this engine on every board of the catalog, weights in block RAM, and on parts with
+    UltraRAM (`uram_weights`) the memories of a unit with its weights there: recorded in the plan so `fpga-run
+    predict --board` can refuse a board it does not fit with any mix of the two (`check_fits`)."""
     from dataclasses import asdict, replace
     out = {}
     for b in boards:
         if cfg.dsp_clock == 2 and b.dsp_clock_2x_problem:
             continue                 # no such engine there (check_fits refuses the board)
         designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
-        best = min(designs, key=lambda d: max(d.resources.share(b).values()))
-        out[b.name] = asdict(best.resources)
+        out[b.name] = asdict(designs[0].resources)
+        if len(designs) > 1:
+            out[b.name]["uram_weights"] = {"bram36": designs[1].resources.bram36, "uram": designs[1].resources.uram}
     return out
 
 

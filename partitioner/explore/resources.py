@@ -116,7 +116,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from fpga_runtime.abi import ACC_BITS, EngineConfig
-from fpga_runtime.boards import Board, over_budget
+from fpga_runtime.boards import Board, over_budget, weight_mixes
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # per epilogue lane (tables in registers read through 256:1 muxes: 3230); the sixteenth RTL's merged products added
@@ -289,6 +289,22 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
             lut += wl
             ff += wf
     return Resources(dsp, bram, uram, lut, ff)
+
+
+def units_with_weights(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, uram_units: int
+                       ) -> Resources:
+    """The engine's compute units, the first `uram_units` of them with their weights in UltraRAM."""
+    k = cfg.compute_units
+    in_bram = compute_unit(cfg, board, wbuf_bytes, max_width).times(k - uram_units)
+    return in_bram + compute_unit(cfg, board, wbuf_bytes, max_width, True).times(uram_units) if uram_units \
+        else in_bram
+
+
+def fewest_uram_units(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int) -> int:
+    """The fewest units with weights in UltraRAM for which the engine fits (0 where none does: the build's fit
+    check says why)."""
+    return next((u for u in weight_mixes(board, cfg.compute_units)
+                 if units_with_weights(cfg, board, wbuf_bytes, max_width, u).fits(board)), 0)
 
 
 def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:

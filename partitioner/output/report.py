@@ -79,7 +79,7 @@ def design_section(exploration) -> list[str]:
     lines = ["## Engine design (design-space exploration)", "",
              f"{exploration.note} on {b.name} ({b.dsp} DSP, {b.bram36} BRAM36, {b.uram} URAM, {b.lut} LUT); "
              f"uses {share['dsp']:.0%} DSP, {share['bram36']:.0%} BRAM, {share['uram']:.0%} URAM, "
-             f"{share['lut']:.0%} LUT (resource model: partitioner/resources.py); objective: "
+             f"{share['lut']:.0%} LUT (resource model: partitioner/explore/resources.py); objective: "
              f"{exploration.objective}.", ""]
     others = [d for d in ranked(exploration) if d.config != chosen.config][:4]
     rows = [_design_row(chosen, "chosen")] + [_design_row(d, "runner-up" if i == 0 else "")

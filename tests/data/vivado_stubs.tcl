@@ -18,7 +18,7 @@ set vivado_commands {
     ipx::package_project ipx::current_core ipx::get_bus_interfaces ipx::remove_bus_interface
     ipx::add_bus_interface ipx::add_port_map ipx::add_bus_parameter ipx::add_address_space
     ipx::get_memory_maps ipx::remove_memory_map ipx::add_memory_map ipx::add_address_block ipx::add_register
-    ipx::add_field ipx::get_registers ipx::add_register_parameter ipx::add_user_parameter
+    ipx::add_field ipx::get_registers ipx::get_user_parameters ipx::add_register_parameter ipx::add_user_parameter
     ipx::create_xgui_files ipx::update_checksums ipx::check_integrity ipx::save_core package_xo
     open_project set_top open_solution set_part create_clock config_interface csim_design csynth_design
     cosim_design export_design exit
@@ -43,6 +43,7 @@ proc stub {cmd} {
             return "[string range $cmd 9 end]:[lindex $args 0]"
         }
         ipx::get_registers { return "register:[lindex $args 0]@[lindex $args end]" }
+        ipx::get_user_parameters { return "user_parameter:[lindex $args 0]" }
         set_property {
             if {[lindex $args 0] eq "-dict"} {
                 foreach {k v} [lindex $args 1] { note prop [lindex $args 2] $k $v }
