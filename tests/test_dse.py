@@ -109,6 +109,25 @@ def test_resource_model_of_the_winograd_unit():
     assert unit.dsp == plain.dsp + 1 and unit.lut - plain.lut == winograd_unit(EngineConfig(pixels=4))[0]
 
 
+def test_resource_model_of_weights_in_ultraram():
+    """yosys on the twenty-sixth RTL with WEIGHT_URAM set (benchmarks/timing_estimate.py 4x16x16+wino+uram and
+    8x8+uram, the weight RAM at the rows the golden cases need): 32 and 8 URAM288, 14.5 and 3.5 BRAM36 (46.5 and
+    19.5 with the weights in block RAM), the same DSPs and LUTs within 0.1 % and the same estimated Fmax. The model
+    counts the UltraRAMs exactly and the block RAM left within 1.5."""
+    from dataclasses import replace as with_
+
+    from partitioner.engine.geometry import engine_limits
+    from partitioner.explore.clock import shape_config
+    zcu = board("zcu104")
+    for shape, uram, bram in (("4x16x16+wino", 32, 14.5), ("8x8", 8, 3.5)):
+        cfg = shape_config(shape)
+        limits = engine_limits([], cfg)
+        cfg = with_(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                    depthwise_rows=limits["depthwise_rows"])
+        got = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"], weights_in_uram=True)
+        assert got.uram == uram and abs(got.bram36 - bram) <= 1.5, shape
+
+
 def test_resource_model_of_an_engine_without_its_optional_parts():
     """yosys (the twenty-fifth RTL, benchmarks/results/timing_estimate.jsonl), each shape and its +lean twin (no lane
     products, no residual stage): the DSPs exact (a VEC lane's packed product, the L2 factor's, two a result lane);

@@ -81,8 +81,8 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
         raise ValueError(f"engine_impl {engine_impl!r}: one of {', '.join(ENGINE_IMPLS)}")
     if not 0 <= uram_units <= config.compute_units:
         raise ValueError(f"uram_units {uram_units}: 0 to the engine's {config.compute_units} unit(s)")
-    if uram_units and (board is None or not board.uram):
-        raise ValueError(f"uram_units {uram_units}: {board.name if board else 'no board'} has no UltraRAM")
+    if uram_units and board is not None and not board.uram:
+        raise ValueError(f"uram_units {uram_units}: {board.name} has no UltraRAM")
     if board is not None and board.family == "alveo" and 0 < uram_units < config.compute_units:
         raise ValueError(f"uram_units {uram_units} of {config.compute_units}: an Alveo build links one kernel "
                          "for every unit, so its units keep their weights in one kind of memory")

@@ -82,7 +82,10 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-fifth RTL (every sum in 27 bits, engine_pkg::ACC_W) moved no fitted shape's
+# UltraScale+ -2 (zcu104). The twenty-sixth RTL (each unit's weight RAM UltraRAM or block RAM by its WEIGHT_URAM,
+# ram_style set either way) moved no shape's estimate: every row equals the twenty-fifth's, and with the weights in
+# UltraRAM (4x16x16+wino+uram, 8x8+uram) too, whose worst paths are the same control paths. Not refitted.
+# The twenty-fifth RTL (every sum in 27 bits, engine_pkg::ACC_W) moved no fitted shape's
 # estimate by more than 0.03 ns (the same paths): 8x16x16 3.890 (was 3.911), 8x16x16@2x 3.913 (3.935), 8x8x8+wino
 # 3.946 (3.956), 4x16x8:4+wino 5.629 (5.619); 8x8+lean, checked on, 3.813 (3.789: now the MAC stage's first-beat
 # flag, 5 LUTs). Not refitted.
