@@ -115,6 +115,11 @@ def weight_mixes(b: Board, units: int) -> tuple[int, ...]:
     return (0, units) if b.family == "alveo" else tuple(range(units + 1))
 
 
+def mixed_units(in_bram: dict, in_uram: dict, units: int, uram_units: int) -> dict:
+    """The resources of `units` units, `uram_units` of them with their weights in UltraRAM: one unit's each way."""
+    return {k: (units - uram_units) * v + uram_units * in_uram[k] for k, v in in_bram.items()}
+
+
 def board(name: str) -> Board:
     try:
         return BOARDS[name.lower()]

@@ -221,19 +221,20 @@ def check_fits(plan: Plan, board: str, units: int) -> None:
     if not per_unit or plan.resource_budget is None:
         return
     from fpga_runtime.abi import EngineConfig
-    from fpga_runtime.boards import RESOURCE_NAMES, over_budget, weight_mixes
-    # a unit with its weights in block RAM; on parts with UltraRAM also in it: the units may mix the two
-    uram = per_unit.get("uram_weights") if isinstance(per_unit, dict) else None
-    in_bram = {k: per_unit.get(k) for k in RESOURCE_NAMES} if isinstance(per_unit, dict) else {}
-    in_uram = {**in_bram, **{k: v for k, v in uram.items() if k in in_bram}} if isinstance(uram, dict) else None
-    if not in_bram or any(not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0
-                          for v in [*in_bram.values(), *(in_uram or {}).values()]):
+    from fpga_runtime.boards import RESOURCE_NAMES, mixed_units, over_budget, weight_mixes
+    # a unit with its weights in block RAM and, on parts with UltraRAM, in it: the units may mix the two
+    uram = per_unit.get("uram_weights", {}) if isinstance(per_unit, dict) else None
+    if not isinstance(uram, dict):
+        raise PlanError(f"plan.json unit_resources[{board!r}]: not one unit's {', '.join(RESOURCE_NAMES)}")
+    in_bram = {k: per_unit.get(k) for k in RESOURCE_NAMES}
+    in_uram = {k: uram.get(k, v) for k, v in in_bram.items()}
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0 for v in [*in_bram.values(),
+                                                                                     *in_uram.values()]):
         raise PlanError(f"plan.json unit_resources[{board!r}]: not one unit's {', '.join(RESOURCE_NAMES)} as "
                         "numbers")
-    overs = [over_budget(BOARDS[board], {k: (units - u) * in_bram[k] + u * (in_uram or in_bram)[k]
-                                         for k in RESOURCE_NAMES}, plan.resource_budget)
-             for u in (weight_mixes(BOARDS[board], units) if in_uram else (0,))]
-    over = min(overs, key=len)
+    mixes = weight_mixes(BOARDS[board], units) if uram else (0,)
+    over = min((over_budget(BOARDS[board], mixed_units(in_bram, in_uram, units, u), plan.resource_budget)
+                for u in mixes), key=len)
     if over:
         design = EngineConfig(**plan.engine_config).describe(units) if plan.engine_config else f"{units} unit(s)"
         raise PlanError(f"engine {design} does not fit {board}: needs {'; '.join(over)}")

@@ -369,15 +369,12 @@ def _compile(s: BuildState) -> None:
 
 
 def _codegen(s: BuildState) -> None:
-    write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board,
-                         (s.image.act_bytes, s.image.const_bytes), s.cfg.engine_impl, _uram_units(s))
-
-
-def _uram_units(s: BuildState) -> int:
-    """The units whose weight RAM is UltraRAM: the fewest with which the engine as built fits the board (the
-    exploration ranks the mixes of one design alike and so chose the same)."""
+    """The units' weight RAMs in UltraRAM: the fewest with which the engine as built fits the board (the
+    exploration ranks the mixes of one design alike, so it chose the same)."""
     limits = engine_limits(s.descriptors, s.image.config)
-    return fewest_uram_units(s.image.config, s.board, limits["wbuf_bytes"], limits["pool_width"])
+    write_engine_sources(s.out_dir, s.graph.name, s.image.config, s.descriptors, s.board,
+                         (s.image.act_bytes, s.image.const_bytes), s.cfg.engine_impl,
+                         fewest_uram_units(s.image.config, s.board, limits["wbuf_bytes"], limits["pool_width"]))
 
 
 def _save_compile(s: BuildState, folder: Path) -> None:

@@ -287,8 +287,7 @@ def test_units_may_keep_their_weights_in_different_memories():
     RAM fit, and that is what the build gives the overlay. The overlay sets each instance's memory, so any mix is a
     design on a Zynq part; an Alveo build links one kernel for every unit (all or none); without UltraRAM, none."""
     from fpga_runtime.boards import weight_mixes
-    from partitioner.explore.design_space import weights_label
-    from partitioner.explore.resources import fewest_uram_units, units_with_weights
+    from partitioner.explore.resources import fewest_uram_units, units_with_weights, weights_label
     cfg = EngineConfig(pixels=4, epilogue_lanes=8, winograd=True, compute_units=3, weight_rows=512,
                        window_words=2048, lane_products=False, residual_stage=False, depthwise_rows=False)
     zcu = board("zcu104")

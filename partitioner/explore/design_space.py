@@ -36,7 +36,7 @@ from partitioner.engine.geometry import (
 )
 from partitioner.explore.clock import design_clock
 from partitioner.explore.draft import BranchSplit, Stage
-from partitioner.explore.resources import Resources, units_with_weights
+from partitioner.explore.resources import Resources, units_with_weights, weights_label
 from partitioner.ir.graph import Graph, OpKind, Pool
 from partitioner.placement.cost import node_cost
 
@@ -63,18 +63,21 @@ class Design:
     frame_s: float
     fps: float                   # the FPGA alone
     mac_utilisation: float
-    weights_in: str = "bram"     # bram, uram, or per unit ("2 uram + 1 bram"): weights_label
+    uram_units: int = 0              # the units (the first ones) whose weight RAM is UltraRAM
     layer_s: dict[str, float] = field(default_factory=dict, repr=False)
     ddr_bytes: int = 0               # the FPGA layers' DDR traffic per frame
     frame_fps: float | None = None   # whole frames under the runtime's defaults (with stages)
     latency_s: float | None = None   # one frame alone
     cpu_bound: bool = False          # the CPU stages, not the engine, limit frame_fps
     split: BranchSplit | None = None # how the FPGA regions are cut at their forks (the best for this design)
-    uram_units: int = 0              # the units (the first ones) whose weight RAM is UltraRAM
 
     @property
     def rate(self) -> float:
         return self.frame_fps if self.frame_fps is not None else self.fps
+
+    @property
+    def weights_in(self) -> str:
+        return weights_label(self.uram_units, self.config.compute_units)
 
 
 @dataclass
@@ -210,16 +213,8 @@ def _evaluate(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineConfig,
     nbytes, macs, width = sum(table.bytes), layers.total_macs, table.pool_width
     fps = cfg.compute_units / frame                  # within the DDR's bandwidth: the shared model's root keeps it
     peak = cfg.compute_units * cfg.array_macs * cfg.clock_mhz * 1e6
-    return [Design(cfg, units_with_weights(cfg, board, wbuf, width, u), frame, fps, macs * fps / peak,
-                   weights_label(u, cfg.compute_units), layer_s, nbytes, uram_units=u)
-            for u in weight_mixes(board, cfg.compute_units)]
-
-
-def weights_label(uram_units: int, units: int) -> str:
-    """Where the units' weights are: "bram", "uram", or "2 uram + 1 bram"."""
-    if uram_units in (0, units):
-        return "uram" if uram_units else "bram"
-    return f"{uram_units} uram + {units - uram_units} bram"
+    return [Design(cfg, units_with_weights(cfg, board, wbuf, width, u), frame, fps, macs * fps / peak, u, layer_s,
+                   nbytes) for u in weight_mixes(board, cfg.compute_units)]
 
 
 def schedule(design: Design, stages: list[Stage] | tuple[Stage, ...], memo: dict | None = None,
@@ -325,9 +320,10 @@ def unit_resources(graph: Graph, nodes: list[str], subgraphs: int, cfg: EngineCo
         if cfg.dsp_clock == 2 and b.dsp_clock_2x_problem:
             continue                 # no such engine there (check_fits refuses the board)
         designs = _evaluate(graph, nodes, subgraphs, replace(cfg, compute_units=1, clock_mhz=b.clock_mhz), b)
-        out[b.name] = asdict(designs[0].resources)
-        if len(designs) > 1:
-            out[b.name]["uram_weights"] = {"bram36": designs[1].resources.bram36, "uram": designs[1].resources.uram}
+        by_memory = {d.uram_units: d.resources for d in designs}
+        out[b.name] = asdict(by_memory[0])
+        if 1 in by_memory:
+            out[b.name]["uram_weights"] = {"bram36": by_memory[1].bram36, "uram": by_memory[1].uram}
     return out
 
 

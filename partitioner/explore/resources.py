@@ -116,7 +116,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from fpga_runtime.abi import ACC_BITS, EngineConfig
-from fpga_runtime.boards import Board, over_budget, weight_mixes
+from fpga_runtime.boards import Board, mixed_units, over_budget, weight_mixes
 
 QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # per epilogue lane (tables in registers read through 256:1 muxes: 3230); the sixteenth RTL's merged products added
@@ -294,10 +294,15 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
 def units_with_weights(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, uram_units: int
                        ) -> Resources:
     """The engine's compute units, the first `uram_units` of them with their weights in UltraRAM."""
-    k = cfg.compute_units
-    in_bram = compute_unit(cfg, board, wbuf_bytes, max_width).times(k - uram_units)
-    return in_bram + compute_unit(cfg, board, wbuf_bytes, max_width, True).times(uram_units) if uram_units \
-        else in_bram
+    in_bram, in_uram = (asdict(compute_unit(cfg, board, wbuf_bytes, max_width, m)) for m in (False, True))
+    return Resources(**mixed_units(in_bram, in_uram, cfg.compute_units, uram_units))
+
+
+def weights_label(uram_units: int, units: int) -> str:
+    """Where the units' weights are: "bram", "uram", or "2 uram + 1 bram"."""
+    if uram_units in (0, units):
+        return "uram" if uram_units else "bram"
+    return f"{uram_units} uram + {units - uram_units} bram"
 
 
 def fewest_uram_units(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int) -> int:
