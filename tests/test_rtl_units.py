@@ -166,6 +166,17 @@ def test_dsp_mult_primitive_on_amd_dsp48e2_model(tmp_path, monkeypatch, use_c):
 
 
 @needs_toolchain
+@pytest.mark.parametrize("aw,bw,pw", [(8, 8, 16), (16, 16, 32), (16, 8, 24)])
+def test_lut_mult(tmp_path, monkeypatch, aw, bw, pw):
+    """The fabric product a layer's constants use (kernel taps, a row's words, an output row's step), at their
+    widths: exact, three stages like dsp_mult's."""
+    params = {"AW": aw, "BW": bw, "PW": pw}
+    for key, value in params.items():
+        monkeypatch.setenv(f"LUT_{key}", str(value))
+    _run(tmp_path, "lut_mult", [RTL / "lut_mult.sv"], "lut_mult_tb", params)
+
+
+@needs_toolchain
 def test_pixel_address(tmp_path):
     """The address generator's and the window path's pixel addresses, two registered DSP products, against the
     32-bit formula over tensors up to MAX_PIXELS pixels."""

@@ -59,12 +59,14 @@ def test_partition_synth_writes_resources(tmp_path, zoo):
         assert not path["from"].startswith("$") and path["delay_ns"] > 0
     assert timing["estimated_fmax_mhz"] == pytest.approx(1000 / timing["worst_paths"][0]["delay_ns"], rel=1e-3)
     # every DSP48E2 with its pipeline registers (dsp_mult.sv): the MAC array's (8 x 8 / 2 pairs, mac_pair.sv), the
-    # epilogue's one per lane (ABI v3: x * m on one 27 x 18 product), the pixel addresses' and the per-layer
-    # products; none inferred without them. Convs and a concat: the build leaves out the lane products, the L2 factor
-    # and the epilogue's second-operand stage (engine_parts.py), 8 + 1 + 2 x 8 DSPs
+    # epilogue's one per lane (ABI v3: x * m on one 27 x 18 product), the pixel addresses' and the per-request
+    # products (a layer's are in the fabric, lut_mult.sv); none inferred without them. Convs and a concat: the
+    # build leaves out the lane products, the L2 factor and the epilogue's second-operand stage (engine_parts.py),
+    # 8 + 1 + 2 x 8 DSPs; the control's five: the address generator's pixel address (two), a constant run's two
+    # and a window row's beats (the twenty-seventh RTL; the layer's three products were DSPs before)
     config = json.loads((out / "fpga" / "engine.json").read_text())["config"]
     assert not config["lane_products"] and not config["residual_stage"]
-    assert 8 * 8 // 2 + 8 <= timing["dsp_cells"] < 8 * 8 // 2 + 8 + 2 * 8
+    assert timing["dsp_cells"] == 8 * 8 // 2 + 8 + 5
     assert timing["dsp_without_mreg_preg"] == 0
     # the array's lane pairs summed in cascaded DSPs (mac_cascade.sv): one per two lanes of every two rows
     assert timing["dsp_cascaded"] == (8 // 2) * (8 // 2)

@@ -27,6 +27,9 @@ module constant_request #(
   input  logic [15:0] tiles,           // tiles in the group
   input  logic [7:0]  lanes,           // channels a tile's tables hold
   input  logic [31:0] tile_rows,       // weight RAM rows of a standard conv's tile (layer_descriptor)
+  // a depthwise tile's taps, kh x kw (layer_descriptor's, three cycles after the descriptor, which is steady for
+  // many more before a tile's weights are asked for)
+  input  logic [15:0] taps,
   output logic [63:0] run_addr,
   output logic [23:0] run_beats,
   output logic [7:0]  offset,
@@ -46,11 +49,6 @@ module constant_request #(
     tile_c0 <= tile; c0_c0 <= c0; tiles_c0 <= tiles;
   end
 
-  // a depthwise tile's taps (kh x kw), per layer on a DSP48E2 with its registers (dsp_mult, three cycles; the
-  // descriptor is steady for many more before a tile's weights are asked for): the product is not behind C1
-  logic signed [15:0] dw_taps;                    // at most 255 x 255
-  dsp_mult #(.AW(9), .BW(9), .PW(16), .PRIMITIVE(PRIMITIVE)) dw_taps_product (
-    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.kh}), .b_i({1'b0, d.kw}), .c_i('0), .p_o(dw_taps));
 
   // C1: the run's parts: a base, a shifted index (a descriptor or table row), a tile's weights as a product
   // (a tile's bytes are per-layer: tile_rows x VEC x PE rows, or kh x kw x VEC for depthwise), its length as one
@@ -59,7 +57,7 @@ module constant_request #(
   logic [26:0] tile_bytes_q, len_a_q;            // below 2^26: a tile fits the weight RAM
   always_ff @(posedge clk) begin
     logic [26:0] tile_bytes;
-    tile_bytes = dw ? 27'({16'd0, dw_taps} << VSH) : 27'(tile_rows << (VSH + RSH));
+    tile_bytes = dw ? 27'({16'd0, taps} << VSH) : 27'(tile_rows << (VSH + RSH));
     base_q <= const_base;
     index_q <= '0;
     tile_q <= '0;

@@ -8,6 +8,7 @@ mac_pair.sv
 mac_quad.sv
 mac_cascade.sv
 dsp_mult.sv
+lut_mult.sv
 axi_run_reader.sv
 axi_beat_writer.sv
 axil_control.sv

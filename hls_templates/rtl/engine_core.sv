@@ -77,10 +77,11 @@ module engine_core #(
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words, tile_rows;
+  logic [15:0] layer_taps;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
-                   .PRIMITIVE(PACK), .WINO(WINO)) layer_desc (
+                   .WINO(WINO)) layer_desc (
     .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1, .need_lut2,
-    .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows);
+    .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows, .taps(layer_taps));
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
@@ -162,7 +163,8 @@ module engine_core #(
   logic [7:0] c_want_off;
   logic c_fresh;
   constant_request #(.V(V), .R(R), .PRIMITIVE(PACK)) creq (
-    .clk, .desc(d), .by_main(main_collecting), .what_main(st), .what_prefetch(pf_what), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl), .tile_rows,
+    .clk, .desc(d), .by_main(main_collecting), .what_main(st), .what_prefetch(pf_what), .layer, .program_addr, .const_base, .tile(ctile), .c0(cc0), .tiles(cg), .lanes(nl),
+    .tile_rows, .taps(layer_taps),
     .run_addr(c_run_addr), .run_beats(c_run_beats), .offset(c_want_off), .fresh(c_fresh));
   // a register: the main sequence collects from the cycle after it enters a collecting state, so what is asked
   // (and whether it is fresh) does not wait on the state's decode; it leaves for S_TAKE on the last beat, with

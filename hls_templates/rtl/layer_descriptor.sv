@@ -2,7 +2,7 @@
 // engine (its kernel, weight RAM and pool-ring sizes) can run it, and whether a standard conv takes the
 // window path (P pixels per step from the on-chip input window) and with which window geometry, and whether
 // how many output-channel tiles it takes over one load of its input (up to P, as many as the weight RAM holds).
-// Its three products are on DSP48E2s with every register (dsp_mult, three cycles each). The layer's kind flags
+// Its three products are in the fabric (lut_mult, three cycles each). The layer's kind flags
 // are registered a cycle after the descriptor, `fits` takes seven cycles (kh x kw, then times the channel beats,
 // then itself), the window path's geometry six and its choice seven: the controller reads the flags and `fits` in
 // S_CHECK's sixth cycle, after S_DECODE and S_SIZE, the window path from S_TILE on (after S_LUT1 and S_LUT2).
@@ -18,7 +18,6 @@ module layer_descriptor #(
   parameter int WDEPTH = 2,        // window words per bank
   parameter int RESQ = 512,        // residual beats the window path queues (a row of them)
   parameter bit DWW = 1,           // the depthwise kernel-row logic is built
-  parameter bit PRIMITIVE = 1'b1,  // dsp_mult's: the DSP48E2 primitive in synthesis (UltraScale+)
   parameter bit WINO = 0           // the window path's Winograd unit: WINOGRAD layers take it (16 weight taps)
 ) (
   input  logic clk,
@@ -33,7 +32,8 @@ module layer_descriptor #(
   output logic [4:0] win_slots,    // input rows the window holds
   output logic [31:0] win_phase_words,  // words of one stride phase of a row in each bank
   output logic [31:0] win_row_words,    // words of a row in each bank
-  output logic [31:0] tile_rows         // weight RAM rows of a standard conv's output-channel tile
+  output logic [31:0] tile_rows,        // weight RAM rows of a standard conv's output-channel tile
+  output logic [15:0] taps              // kh x kw (4 x 4 for a Winograd layer), three cycles after the descriptor
 );
   `include "engine_functions.svh"
   localparam int LP = P > 1 ? $clog2(P) : 0;
@@ -67,8 +67,8 @@ module layer_descriptor #(
   // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
   // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
   logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_pool_q;
-  logic signed [17:0] taps_p;            // kh x kw
-  logic signed [31:0] tile_rows_p;       // ... times the input's channel beats
+  logic [15:0] taps_p;                   // kh x kw
+  logic [31:0] tile_rows_p;              // ... times the input's channel beats
   logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
   logic wino_ok_q;                       // a WINOGRAD layer the Winograd unit takes
   logic win_ok_q, rows_ok_q, group_ok_q; // the window path's conditions apart from its geometry
@@ -103,7 +103,7 @@ module layer_descriptor #(
   // first cycle: a tile's weight rows, the window row's columns and channel beats, the window's row counts
   // to try, and the window path's conditions that do not depend on its geometry
   assign tile_rows = tile_rows_p;
-  logic [15:0] cols_q;                  // at most in_w, so below 2^16: one DSP for each product
+  logic [15:0] cols_q;                  // at most in_w, so below 2^16: a 16-bit operand for each product
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
@@ -132,14 +132,15 @@ module layer_descriptor #(
                  && (d.flags & 8'(1 << F_DEPTHWISE | 1 << F_UPSAMPLE2)) == 8'd0
                  && d.out_step <= 8'd1;
   end
-  dsp_mult #(.AW(9), .BW(9), .PW(18), .PRIMITIVE(PRIMITIVE)) taps_product (
-    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.flags[F_WINOGRAD] ? 8'd4 : d.kh}),
-    .b_i({1'b0, d.flags[F_WINOGRAD] ? 8'd4 : d.kw}), .c_i('0), .p_o(taps_p));
-  dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) tile_rows_product (
-    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, cin_beats_q}), .b_i({1'b0, taps_p[15:0]}), .c_i('0), .p_o(tile_rows_p));
-  logic signed [31:0] row_words_p;       // a window row's words per bank and stride phase: columns x channel beats
-  dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) row_words_product (
-    .clk_i(clk), .en_i(1'b1), .a_i({1'b0, cols_q}), .b_i({1'b0, cbs_q}), .c_i('0), .p_o(row_words_p));
+  lut_mult #(.AW(8), .BW(8), .PW(16)) taps_product (
+    .clk_i(clk), .en_i(1'b1), .a_i(d.flags[F_WINOGRAD] ? 8'd4 : d.kh), .b_i(d.flags[F_WINOGRAD] ? 8'd4 : d.kw),
+    .p_o(taps_p));
+  assign taps = taps_p;
+  lut_mult #(.AW(16), .BW(16), .PW(32)) tile_rows_product (
+    .clk_i(clk), .en_i(1'b1), .a_i(cin_beats_q), .b_i(taps_p), .p_o(tile_rows_p));
+  logic [31:0] row_words_p;              // a window row's words per bank and stride phase: columns x channel beats
+  lut_mult #(.AW(16), .BW(16), .PW(32)) row_words_product (
+    .clk_i(clk), .en_i(1'b1), .a_i(cols_q), .b_i(cbs_q), .p_o(row_words_p));
 
   always_ff @(posedge clk) begin
     is_conv <= d.op == OP_CONV;

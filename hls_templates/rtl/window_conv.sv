@@ -743,10 +743,8 @@ module window_conv #(
   logic [15:0] w_count;                          // the set's pixels in the output
   logic w_zero, w_one;                           // ... are none, one
   if (WINO) begin : g_wino_rows
-    logic signed [31:0] orow_p;
-    dsp_mult #(.AW(17), .BW(17), .PW(32), .PRIMITIVE(PRIMITIVE)) row_step (
-      .clk_i(clk), .en_i(1'b1), .a_i({1'b0, d.out_w}), .b_i({1'b0, d.out_c_stride}), .c_i('0), .p_o(orow_p));
-    assign orow = orow_p;
+    lut_mult #(.AW(16), .BW(16), .PW(32)) row_step (
+      .clk_i(clk), .en_i(1'b1), .a_i(d.out_w), .b_i(d.out_c_stride), .p_o(orow));
     // the hold's sets' pixels in the output (and whether none or one), from the group's columns left (conv_w - 2 x,
     // at T2) and rows, at to_hold
     logic signed [31:0] t2_left;

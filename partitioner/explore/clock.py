@@ -82,7 +82,11 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-sixth RTL (each unit's weight RAM UltraRAM or block RAM by its WEIGHT_URAM,
+# UltraScale+ -2 (zcu104). The twenty-seventh RTL (the Winograd patch's row sums formed as read; a layer's three
+# products and the Winograd row step in the fabric, lut_mult.sv) moved no shape's estimate by more than 0.01 ns
+# but three: 8x8x8 3.887 (was 3.976, fitted on: the model 2.3 % slow there), 8x16x16 and 8x16x16@2x 3.922 (3.890,
+# 3.914: a 7-LUT path of the descriptor's checks, layer_descriptor.ok_pool_q). Not refitted.
+# The twenty-sixth RTL (each unit's weight RAM UltraRAM or block RAM by its WEIGHT_URAM,
 # ram_style set either way) moved no shape's estimate: every row equals the twenty-fifth's, and with the weights in
 # UltraRAM (4x16x16+wino+uram, 8x8+uram) too, whose worst paths are the same control paths. Not refitted.
 # The twenty-fifth RTL (every sum in 27 bits, engine_pkg::ACC_W) moved no fitted shape's

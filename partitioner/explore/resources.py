@@ -91,7 +91,8 @@ bit and lane.
   38 LUT and 80 FF per result lane to hold and slice the result. Without the second-operand stage
   (`EngineConfig.residual_stage` False) 2 DSP48E2s a lane and RESIDUAL_LUT / RESIDUAL_FF fewer.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
-  10 DSP (the pixel addresses' and per-layer and per-request products, registered; one is the L2 factor's),
+  6 DSP (the pixel addresses' and per-request products, registered; one is the L2 factor's; a layer's products
+  are in the fabric since the twenty-seventh RTL),
   19,200 LUT, 5,564 FF plus 607 LUT and 140 FF per result lane; per VEC lane the depthwise product and the L2NORM
   square (one packed DSP48E2, or two DSP48E1s), which an engine without lane products (`EngineConfig.lane_products`
   False) has not, nor the L2 factor (LANE_PRODUCTS_*); the pipeline's registers (PIPE_*).
@@ -128,10 +129,15 @@ QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # a lane on every one of them
 EPILOGUE_DSP = {2: 3, 1: 4}
 EPILOGUE_LUT, EPILOGUE_FF = 981, 47
-# the control's registered products (dsp_mult.sv): two per pixel address (the address generator's two, the window
-# path's one, WINDOW_DSP), a layer's three, a constant run's three, a window row's beats (the L2 norm's factor,
-# L2_FACTOR_DSP, counted apart: an engine without lane products has none)
-CONTROL_DSP = {2: 9, 1: 13}    # on DSP48E1s (25 x 18) each pixel address's 27-bit products take two more
+# the control's registered products on DSPs (dsp_mult.sv): two per pixel address (the address generator's two, the
+# window path's one, WINDOW_DSP), a constant run's two, a window row's beats (the L2 norm's factor, L2_FACTOR_DSP,
+# counted apart: an engine without lane products has none). Since the twenty-seventh RTL a layer's three products
+# (kernel taps, a tile's weight rows, a window row's words) are in the fabric (lut_mult.sv), LAYER_PRODUCTS_*
+CONTROL_DSP = {2: 5, 1: 9}     # on DSP48E1s (25 x 18) each 27-bit product takes two
+# lut_mult.sv alone through yosys synth_xilinx (xcup): 8 x 8 bits 99 LUT and 61 FF, 16 x 16 bits 441 and 171; a
+# layer's taps (8 x 8) and its two 16 x 16 products
+LUT_MULT_16 = (441, 171)
+LAYER_PRODUCTS_LUT, LAYER_PRODUCTS_FF = 99 + 2 * LUT_MULT_16[0], 61 + 2 * LUT_MULT_16[1]
 L2_FACTOR_DSP = 1
 # An engine without the epilogue's second-operand stage (EngineConfig.residual_stage False: a build with no ADD,
 # SCALE or fused residual) has one DSP per lane (x * m), not three, no second table and no residual sum,
@@ -169,11 +175,12 @@ PIPE_FF_PER_PAIR, PIPE_FF_PER_LANE, PIPE_FF_PER_PIXEL, PIPE_FF = 13.5, 772, 1_04
 PIPE_LUT_PER_VEC, PIPE_LUT, PIPE_LUT_PER_PIXEL_ROW = 256, -14_396, -177
 RESIDUAL_QUEUE_LUT = 1_400
 # The Winograd unit's count (winograd_unit) against yosys: the unit's LUTs and FFs are the engine's with it less
-# the same shape's without it (the twentieth RTL, whose four sets add one term each, the bias added to the sums
-# before them): 4x16x16 +23,704 LUT, +25,864 FF against a count of 19,232 and 26,272. Fitted on 4x16x16, checked on
-# 8x8x8 (+22,214 / +24,506: the model +2.7 %, +2.7 %; tests/test_dse.py). The nineteenth's +27,965 / +26,116 (each
-# set's bias-or-accumulator select) gave 1.454 and 0.994.
-WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.233, 0.984
+# the same shape's without it. The twenty-seventh RTL (the patch held as bytes, one adder per row sum: 3,200-3,700
+# LUT fewer per unit; its output row step in the fabric): 4x16x16 +17,138 LUT, +23,475 FF against a count of 12,800
+# and 22,688 (the fabric product's 441 / 171 apart), fitted on it; checked on 8x8x8 (+16,040 / +22,181: the model
+# +4.5 %, +0.4 %; tests/test_dse.py). The twenty-fifth's (the four row sums held) +21,725 / +23,944 gave 1.233 and
+# 0.984 with its count.
+WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.305, 1.027
 # `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
 # shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
 # the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
@@ -257,12 +264,13 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     bank = _memories(2 * rows, cfg.vec * 8, URAM_SHAPES if weights_in_uram else BRAM36_SHAPES)
     bram, uram = (0, cfg.pe_rows * bank) if weights_in_uram else (cfg.pe_rows * bank, 0)
     bram += _memories((cfg.max_kernel + 1) * max_width, cfg.granule * 8) + QUEUE_BRAM
-    lut = round(CONTROL_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec - 752
+    lut = round(CONTROL_LUT + LAYER_PRODUCTS_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec
+                - 752
                 + EPILOGUE_LUT * lanes + SLICED_LUT * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT
                 - (0 if cfg.residual_stage else RESIDUAL_LUT * lanes)
                 - (0 if cfg.lane_products else LANE_PRODUCTS_LUT_PER_VEC * cfg.vec))
-    ff = round(CONTROL_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640 + EPILOGUE_FF * lanes
-               + SLICED_FF * sliced
+    ff = round(CONTROL_FF + LAYER_PRODUCTS_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640
+               + EPILOGUE_FF * lanes + SLICED_FF * sliced
                + PIPE_FF + PIPE_FF_PER_LANE * cfg.granule
                - (0 if cfg.residual_stage else RESIDUAL_FF * lanes)
                - (0 if cfg.lane_products else LANE_PRODUCTS_FF_PER_VEC * cfg.vec)
@@ -285,7 +293,6 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
             ff += DEPTHWISE_FF * p * cfg.vec
         if cfg.winograd:
             wl, wf = winograd_unit(cfg)
-            dsp += 1
             lut += wl
             ff += wf
     return Resources(dsp, bram, uram, lut, ff)
@@ -315,13 +322,13 @@ def fewest_uram_units(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_widt
 def winograd_unit(cfg: EngineConfig) -> tuple[int, int]:
     """(LUT, FF) the window path's Winograd unit adds (winograd_patch.sv, window_conv.sv's accumulator sets),
     counted from the RTL and scaled to yosys (WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE): per patch column and lane
-    (2P + 2 of them) four 9-bit row sums, held, and a 4:1 select of row a into a register; per tile and lane two
-    4:1 selects of those, a 10-bit add or subtract and its register; the strip (4 x 3P words of V bytes); per tile
-    and output row three more accumulator sets and their held copies (ACC_BITS each), the four sets' adders and the
-    output buffer's 4:1 select; one DSP (an output row's address step)."""
+    (2P + 2 of them) its four bytes in the strip and again in the patch, and row a of B^T d (a 9-bit add or subtract
+    behind two selects) into a register; per tile and lane a 10-bit add or subtract behind two selects and its
+    register; per tile and output row three more accumulator sets and their held copies (ACC_BITS each), the four
+    sets' adders and the output buffer's 4:1 select; an output row's address step (a 16 x 16-bit product in the
+    fabric, LUT_MULT_16, not scaled)."""
     p, v, r = cfg.pixels, cfg.vec, cfg.pe_rows
     columns = 2 * p + 2
-    lut = columns * v * 9 * (4 + 1) + p * v * (2 * 9 + 10) + p * r * ACC_BITS * (4 + 1)
-    ff = 4 * 3 * p * 8 * v + columns * v * (4 + 1) * 9 + p * v * 10 + 6 * p * r * ACC_BITS
-    return round(WINOGRAD_LUT_SCALE * lut), round(WINOGRAD_FF_SCALE * ff)
-
+    lut = columns * v * 9 * 2 + p * v * 10 * 2 + p * r * ACC_BITS * (4 + 1)
+    ff = 2 * 4 * columns * 8 * v + columns * v * 9 + p * v * 10 + 6 * p * r * ACC_BITS
+    return (round(WINOGRAD_LUT_SCALE * lut) + LUT_MULT_16[0], round(WINOGRAD_FF_SCALE * ff) + LUT_MULT_16[1])

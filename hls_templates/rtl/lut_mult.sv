@@ -1,0 +1,33 @@
+// An unsigned product of at most 16 x 16 bits in the fabric, three registered stages like dsp_mult's (p_o is the
+// product of the operands given three en_i edges before), for a layer's constants (kernel taps, a row's words, an
+// output row's step): no DSP48E2 in control or addressing, where a unit's DSPs outside the MAC array decide
+// whether the next unit fits. Written as shifted partial products summed in two adder levels per stage (operands;
+// four sums of four; their sum), so neither yosys nor Vivado infers a multiplier, and no stage is deeper than two
+// carry chains.
+module lut_mult #(
+  parameter int AW = 16,           // <= 32
+  parameter int BW = 16,           // <= 16
+  parameter int PW = 32
+) (
+  input  logic          clk_i,
+  input  logic          en_i,
+  input  logic [AW-1:0] a_i,
+  input  logic [BW-1:0] b_i,
+  output logic [PW-1:0] p_o
+);
+  logic [AW-1:0] a_q;
+  logic [BW-1:0] b_q;
+  logic [3:0][PW-1:0] part_q;                    // partial products 4h .. 4h + 3 summed
+  function automatic logic [PW-1:0] term(input logic [AW-1:0] a, input logic [BW-1:0] b, input int k);
+    term = k < BW && b[k] ? PW'(a) << k : PW'(0);
+  endfunction
+  always_ff @(posedge clk_i)
+    if (en_i) begin
+      a_q <= a_i;
+      b_q <= b_i;
+      for (int h = 0; h < 4; h++)
+        part_q[h] <= (term(a_q, b_q, 4*h) + term(a_q, b_q, 4*h + 1))
+                     + (term(a_q, b_q, 4*h + 2) + term(a_q, b_q, 4*h + 3));
+      p_o <= (part_q[0] + part_q[1]) + (part_q[2] + part_q[3]);
+    end
+endmodule
