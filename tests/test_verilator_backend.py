@@ -63,18 +63,18 @@ def test_every_golden_case_bit_exact(golden):
 # the fast tier keeps a shape for most properties (byte strobes; a result over several beats with a narrow
 # epilogue; the window path; eight pixels); 32 lanes, the diagonal depthwise and the plain 32-row array, minutes
 # each to verilate, are slow
-@pytest.mark.parametrize("rows,vec,epilogue,pixels,kernel_rows", [
-    pytest.param(8, 16, 0, 1, None, id="8-16-0-1-None-uram"), pytest.param(32, 16, 0, 1, None, marks=pytest.mark.slow),
-    pytest.param(16, 32, 0, 1, None, marks=pytest.mark.slow), (16, 16, 4, 1, None),
-    (32, 16, 16, 1, None), (16, 16, 8, 4, None),
-    pytest.param(32, 16, 0, 2, False, marks=pytest.mark.slow), (8, 16, 4, 8, None)])
-def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, kernel_rows):
+@pytest.mark.parametrize("rows,vec,epilogue,pixels,kernel_rows,uram", [
+    (8, 16, 0, 1, None, True), pytest.param(32, 16, 0, 1, None, False, marks=pytest.mark.slow),
+    pytest.param(16, 32, 0, 1, None, False, marks=pytest.mark.slow), (16, 16, 4, 1, None, False),
+    (32, 16, 16, 1, None, False), (16, 16, 8, 4, None, False),
+    pytest.param(32, 16, 0, 2, False, False, marks=pytest.mark.slow), (8, 16, 4, 8, None, False)])
+def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, kernel_rows, uram):
     """PE rows below the lanes write with byte strobes; above them, a result spans several beats; 32 lanes put
     descriptors mid-beat; a narrow epilogue takes a result in several passes; with pixels > 1 standard convs
     (strided, padded, with a fused residual or pool) take the window path, residual operands of one or two
     beats or a part of one, and depthwise layers a kernel row per step or (without that logic) a tap per step
-    on the array's diagonal. The first shape keeps its weights in UltraRAM (WEIGHT_URAM: weight_ram.sv's other
-    banks), the others in block RAM."""
+    on the array's diagonal. `uram`: the weights in UltraRAM (WEIGHT_URAM: weight_ram.sv's other banks), not
+    block RAM."""
     config = EngineConfig(vec=vec, pe_rows=rows, epilogue_lanes=epilogue, pixels=pixels, depthwise_rows=kernel_rows)
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "upsample_concat",
              "squeeze_excite_sigmoid", "standalone_pool_add", "global_avgpool", "zero_point_padding", "grouped_conv",
@@ -84,7 +84,7 @@ def test_other_array_shapes_bit_exact(tmp_path, rows, vec, epilogue, pixels, ker
                   "conv3x3_dilated", "conv1x1_tiles",
                   "residual_wide", "depthwise3x3_s2", "pools_and_norms_as_depthwise",
                   "dense"]
-    _cases_bit_exact(tmp_path, config, names, uram=(rows, vec, pixels) == (8, 16, 1))
+    _cases_bit_exact(tmp_path, config, names, uram)
 
 
 def _cases_bit_exact(tmp_path, config: EngineConfig, names: list[str], uram: bool = False) -> None:
@@ -93,10 +93,10 @@ def _cases_bit_exact(tmp_path, config: EngineConfig, names: list[str], uram: boo
     cases = {n: make_case(n, tmp_path, config) for n in names}
     descriptors = [d for c in cases.values() for a, k in c["programs"] for d in program_descriptors(c["const"], a, k)]
     engine = rtl_engine(tmp_path / "rtl", config, descriptors, uram)
-    memory = (tmp_path / "rtl" / "fpga" / "rtl" / "engine_config.svh").read_text()
-    assert f"`define ENGINE_WEIGHT_URAM {int(uram)}" in memory
+    defines = (tmp_path / "rtl" / "fpga" / "rtl" / "engine_config.svh").read_text()
+    assert f"`define ENGINE_WEIGHT_URAM {int(uram)}" in defines
     if config.dsp_clock == 2:
-        assert "`define ENGINE_DSP_2X" in (tmp_path / "rtl" / "fpga" / "rtl" / "engine_config.svh").read_text()
+        assert "`define ENGINE_DSP_2X" in defines
     for name, case in cases.items():
         act = case["act_in"].copy()
         for addr, layers in case["programs"]:

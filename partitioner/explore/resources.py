@@ -136,8 +136,8 @@ EPILOGUE_LUT, EPILOGUE_FF = 981, 47
 CONTROL_DSP = {2: 5, 1: 9}     # on DSP48E1s (25 x 18) each 27-bit product takes two
 # lut_mult.sv alone through yosys synth_xilinx (xcup): 8 x 8 bits 99 LUT and 61 FF, 16 x 16 bits 441 and 171; a
 # layer's taps (8 x 8) and its two 16 x 16 products
-LUT_MULT_16 = (441, 171)
-LAYER_PRODUCTS_LUT, LAYER_PRODUCTS_FF = 99 + 2 * LUT_MULT_16[0], 61 + 2 * LUT_MULT_16[1]
+LUT_MULT_8, LUT_MULT_16 = (99, 61), (441, 171)
+LAYER_PRODUCTS_LUT, LAYER_PRODUCTS_FF = (a + 2 * b for a, b in zip(LUT_MULT_8, LUT_MULT_16))
 L2_FACTOR_DSP = 1
 # An engine without the epilogue's second-operand stage (EngineConfig.residual_stage False: a build with no ADD,
 # SCALE or fused residual) has one DSP per lane (x * m), not three, no second table and no residual sum,
