@@ -36,17 +36,19 @@ class EngineConfig:
     # RTL: depthwise layers on the window path take a whole kernel row per step on the array's rows (True: 9k LUT
     # more per 4x16x16 unit) or a tap per step on its diagonal (False); None: rows where the build's layers use them
     depthwise_rows: bool | None = None
-    # RTL: the MAC array's DSP48E2s at this multiple of the engine clock (2: `--dsp-clock 2x`, one DSP per four output
-    # rows of a lane, half the DSPs; UltraScale+ only, PE rows a multiple of 4)
+    # RTL: the MAC array's DSP48E2s at this multiple of the engine clock (2: `--dsp-clock 2x`, one DSP per two lanes of
+    # two output rows, half the DSPs; UltraScale+ only, PE rows and VEC even)
     dsp_clock: int = 1
     # RTL: the window path's Winograd unit (winograd_patch.sv), which runs the layers flagged WINOGRAD that
     # `window_path.winograd_problem` passes; set by the build where it has such layers
     winograd: bool = False
     # RTL: optional parts a build leaves out where none of its layers use them (fpga_runtime/engine_parts.py): the
     # MAC stage's lane products (a depthwise conv off the window path, L2NORM: VEC DSPs and the L2 factor's) and the
-    # epilogue's second-operand stage (ADD, SCALE, a fused residual: two DSPs and a table per lane)
+    # epilogue's second-operand stage (ADD, SCALE, a fused residual: two DSPs and a table per lane) and its activation
+    # tables (a table activation: both tables' LUTRAM copies in every lane)
     lane_products: bool = True
     residual_stage: bool = True
+    activation_tables: bool = True
 
     @classmethod
     def from_shape(cls, shape: str, **fields) -> "EngineConfig":
@@ -73,8 +75,9 @@ class EngineConfig:
         """Why this engine cannot run its array's DSPs at `dsp_clock` times its clock, or None."""
         if self.dsp_clock not in (1, 2):
             return f"dsp_clock {self.dsp_clock!r}: 1 or 2 (the DSPs at the engine clock or twice it)"
-        if self.dsp_clock == 2 and isinstance(self.pe_rows, int) and self.pe_rows % 4:
-            return f"dsp_clock 2 takes PE rows in fours (one DSP per four rows of a lane); {self.pe_rows} PE rows"
+        if self.dsp_clock == 2 and any(isinstance(n, int) and n % 2 for n in (self.pe_rows, self.vec)):
+            return (f"dsp_clock 2 takes PE rows and lanes in twos (one DSP per two lanes of two rows); "
+                    f"{self.pe_rows} PE rows, VEC {self.vec}")
         return None
 
     @property

@@ -352,7 +352,7 @@ def _compile(s: BuildState) -> None:
     retime_winograd(s.plan, s.winograd)
     built = compiled.image.config         # the optional parts the build has: their resources
     s.engine = replace(s.engine, winograd=built.winograd, lane_products=built.lane_products,
-                       residual_stage=built.residual_stage)
+                       residual_stage=built.residual_stage, activation_tables=built.activation_tables)
     if any(t.chosen for t in s.winograd):
         if s.engine.pixels < 2:
             s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "

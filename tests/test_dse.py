@@ -29,18 +29,18 @@ def _fpga_nodes(path):
 def test_resource_model_per_parameter():
     """DSPs as yosys counts them for the pipelined RTL (198 for a 16x16 unit on xcup: 128 packed MAC pairs, 1 per VEC
     lane, 3 per epilogue lane, 6 for control; 202 before the twenty-seventh RTL moved a layer's three products into
-    the fabric); LUTs within a few per cent of yosys's 41,107, FFs within 10 % of its 24,272 (the twenty-seventh
+    the fabric); LUTs within a few per cent of yosys's 39,641, FFs within 10 % of its 24,272 (the twenty-eighth
     RTL; the eleventh pipelining's were 44,959 and 27,667). An 8x8 unit (392 weight rows): yosys 70 DSP, 19.5
-    BRAM36, 22,011 LUT, 17,198 FF (benchmarks/results/timing_estimate.jsonl); on the PYNQ-Z2's DSP48E1s (one product
+    BRAM36, 21,635 LUT, 17,198 FF (benchmarks/results/timing_estimate.jsonl); on the PYNQ-Z2's DSP48E1s (one product
     each: 2 per VEC lane, 4 per epilogue lane, the 27 x 18 requantisation product in two; 25-bit operands, so the
     pixel addresses' and a constant run's 27-bit products take 4 more) 122 DSP."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
     assert small.dsp == 16 * 16 // 2 + 16 + 3 * 16 + 6 == 198                  # two int8 MACs per DSP48E2
-    assert abs(small.lut / 41_107 - 1) < 0.05 and abs(small.ff / 24_272 - 1) < 0.1
+    assert abs(small.lut / 39_641 - 1) < 0.05 and abs(small.ff / 24_272 - 1) < 0.1
     tiny = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     assert tiny.dsp == 8 * 8 // 2 + 8 + 3 * 8 + 6 == 70 and abs(tiny.bram36 - 19.5) <= 1
-    assert abs(tiny.lut / 22_011 - 1) < 0.05 and abs(tiny.ff / 17_198 - 1) < 0.05
+    assert abs(tiny.lut / 21_635 - 1) < 0.05 and abs(tiny.ff / 17_198 - 1) < 0.05
     assert compute_unit(EngineConfig(vec=16, pe_rows=16), board("pynq-z2"), 147456, 208).dsp == 256 + 32 + 64 + 10
     assert compute_unit(EngineConfig(vec=8, pe_rows=8), board("pynq-z2"), 392 * 64, 32).dsp == 122
     narrow = compute_unit(EngineConfig(vec=16, pe_rows=16, epilogue_lanes=8), zcu, 147456, 208)
@@ -53,19 +53,19 @@ def test_resource_model_per_parameter():
 
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (the pipelined RTL, full epilogue, 512-word window banks, 196 weight rows,
-    depthwise on the array's diagonal): 585 DSP, 46.5 BRAM36, 56,006 LUT, 46,320 FF (the twenty-seventh RTL, its lane
+    depthwise on the array's diagonal): 585 DSP, 46.5 BRAM36, 54,567 LUT, 46,320 FF (the twenty-eighth RTL, its lane
     pairs summed in cascaded DSPs; among the shapes the cascade's terms were fitted on). The weight RAM stays
     PE_ROWS x VEC bytes wide whatever the pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     full = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
     assert full.dsp == 4 * 16 * 16 // 2 + 16 + 3 * 16 + 6 + 3 == 585
     assert abs(full.bram36 - 46.5) <= 3
-    assert abs(full.lut / 56_006 - 1) < 0.05 and abs(full.ff / 46_320 - 1) < 0.05
-    # 8 pixels (the KV260's choice for the big detectors), fitted on neither: yosys 1,097 DSP, 73,274 LUT, 71,016 FF
+    assert abs(full.lut / 54_567 - 1) < 0.05 and abs(full.ff / 46_320 - 1) < 0.05
+    # 8 pixels (the KV260's choice for the big detectors), fitted on neither: yosys 1,097 DSP, 71,809 LUT, 71,016 FF
     # (the model's LUTs a few per cent high, on the safe side)
     eight = compute_unit(EngineConfig(pixels=8, window_words=512, depthwise_rows=False), zcu, 147456, 208)
     assert eight.dsp == 8 * 16 * 16 // 2 + 16 + 3 * 16 + 6 + 3 == 1097
-    assert abs(eight.lut / 73_274 - 1) < 0.06 and abs(eight.ff / 71_016 - 1) < 0.05
+    assert abs(eight.lut / 71_809 - 1) < 0.06 and abs(eight.ff / 71_016 - 1) < 0.05
     plain = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=512, depthwise_rows=False), zcu,
                          196 * 256, 32)
     assert plain.dsp == full.dsp - 8 * 3 and plain.lut < full.lut
@@ -77,12 +77,12 @@ def test_resource_model_of_the_window_path():
 
 
 def test_resource_model_of_a_narrow_epilogue():
-    """Engines whose epilogue takes half the result lanes a pass (yosys, the twenty-seventh RTL,
-    benchmarks/results/timing_estimate.jsonl): 2x16x16:8 305 DSP, 38,530 LUT, 32,294 FF; 4x16x16:8 561 DSP,
-    48,027 LUT, 44,647 FF (the 27-bit sums' change fitted on the second on the twenty-fifth RTL, checked on the
+    """Engines whose epilogue takes half the result lanes a pass (yosys, the twenty-eighth RTL,
+    benchmarks/results/timing_estimate.jsonl): 2x16x16:8 305 DSP, 37,763 LUT, 32,294 FF; 4x16x16:8 561 DSP,
+    47,299 LUT, 44,647 FF (the 27-bit sums' change fitted on the second on the twenty-fifth RTL, checked on the
     first). Three DSPs fewer per lane left out; the tables' and the pass's selects within the LUTs."""
     zcu = board("zcu104")
-    for shape, dsp, lut, ff in (((2, 16, 16), 305, 38_530, 32_294), ((4, 16, 16), 561, 48_027, 44_647)):
+    for shape, dsp, lut, ff in (((2, 16, 16), 305, 37_763, 32_294), ((4, 16, 16), 561, 47_299, 44_647)):
         p, r, v = shape
         cfg = EngineConfig(vec=v, pe_rows=r, pixels=p, epilogue_lanes=8, depthwise_rows=False)
         unit = compute_unit(cfg, zcu, cfg.weight_rows * r * v, 32)
@@ -94,14 +94,14 @@ def test_resource_model_of_the_winograd_unit():
     """The Winograd unit's LUTs and FFs (yosys: the engine with the unit less the same shape without it,
     benchmarks/results/timing_estimate.jsonl). The twenty-seventh RTL holds the patch's bytes and forms each row sum
     of B^T d with one adder when it is read, not four held sums: 4x16x16 +17,138 LUT, +23,475 FF (fitted), 8x8x8
-    +16,040 / +22,181 (checked: the model +4.5 %, +0.4 %); the twenty-fifth's were +21,725 / +23,944 and +20,258 /
+    +16,040 / +22,181 (checked: the model +4.5 %, +0.4 %; the twenty-eighth's the same but 8x8x8's +16,032 LUT); the twenty-fifth's were +21,725 / +23,944 and +20,258 /
     +22,586, so the unit's LUTs fell by a fifth. Its output row step is a product in the fabric (lut_mult.sv): the
     unit takes no DSP of its own, and yosys counts the same DSPs with it as without (585 and 297 both ways)."""
     from partitioner.explore.resources import winograd_unit
     lut, ff = winograd_unit(EngineConfig.from_shape("4x16x16"))
     assert abs(lut / 17_138 - 1) < 0.02 and abs(ff / 23_475 - 1) < 0.02
     lut, ff = winograd_unit(EngineConfig.from_shape("8x8x8"))
-    assert abs(lut / 16_040 - 1) < 0.05 and abs(ff / 22_181 - 1) < 0.05
+    assert abs(lut / 16_032 - 1) < 0.05 and abs(ff / 22_181 - 1) < 0.05
     zcu = board("zcu104")
     plain = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
     unit = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False, winograd=True), zcu,
@@ -129,22 +129,22 @@ def test_resource_model_of_weights_in_ultraram():
 
 
 def test_resource_model_of_an_engine_without_its_optional_parts():
-    """yosys (the twenty-seventh RTL, benchmarks/results/timing_estimate.jsonl), each shape and its +lean twin (no
-    lane products, no residual stage): the DSPs exact (a VEC lane's packed product, the L2 factor's, two a result
-    lane); the LUT and FF terms a least-squares fit on 8x8, 4x16x16:8 and 2x8x16 (the twenty-third RTL's); 16x16 and
-    4x16x16 left out (the LUTs saved 9,837 and 9,832, the model 9,824). The whole unit's count within 6 % of yosys
-    on each but the smallest, 8x8+lean: -5.5 % (-6.2 % on the twenty-fifth RTL), as its parts save 4,279 LUT
-    where the per-lane and per-VEC-lane terms say 4,912."""
+    """yosys (the twenty-eighth RTL, benchmarks/results/timing_estimate.jsonl), each shape and its +lean twin (no
+    lane products, no residual stage, no activation tables): the DSPs exact (a VEC lane's packed product, the L2
+    factor's, two a result lane); the LUT and FF terms fitted exactly on 8x8 and 4x16x16:8, the tables counted from
+    lut_ram.sv alone (TABLE_LUT); 2x8x16, 16x16 and 4x16x16 left out (the LUTs saved 11,588, 11,479 and 11,431, the
+    model 11,760 each). The whole unit's count within 6 % of yosys on each but the smallest, 8x8+lean: -4.1 %
+    (-5.5 % on the twenty-seventh RTL)."""
     from dataclasses import replace
 
     from partitioner.engine.geometry import engine_limits
     from partitioner.explore.clock import shape_config
     zcu = board("zcu104")
-    yosys = {"8x8": (70, 22_011, 17_198), "8x8+lean": (45, 17_732, 15_772),
-             "4x16x16:8": (561, 48_027, 44_647), "4x16x16:8+lean": (528, 42_408, 43_181),
-             "2x8x16": (201, 43_901, 30_998), "2x8x16+lean": (152, 33_956, 28_372),
-             "16x16": (198, 41_107, 24_272), "16x16+lean": (149, 31_270, 21_710),
-             "4x16x16": (585, 56_006, 46_320), "4x16x16+lean": (536, 46_174, 43_758)}
+    yosys = {"8x8": (70, 21_635, 17_198), "8x8+lean": (45, 17_002, 15_771),
+             "4x16x16:8": (561, 47_299, 44_647), "4x16x16:8+lean": (528, 40_868, 43_180),
+             "2x8x16": (201, 42_437, 30_998), "2x8x16+lean": (152, 30_849, 28_371),
+             "16x16": (198, 39_641, 24_272), "16x16+lean": (149, 28_162, 21_709),
+             "4x16x16": (585, 54_567, 46_320), "4x16x16+lean": (536, 43_136, 43_757)}
     units = {}
     for shape, (dsp, lut, ff) in yosys.items():
         cfg = shape_config(shape)
@@ -164,54 +164,63 @@ def test_resource_model_of_an_engine_without_its_optional_parts():
 
 
 def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
-    """Each candidate has the optional parts (engine_parts.py) the model's layers use, as its build will: none for
-    YOLOv3-tiny (convs, pools, copies), the second-operand stage for residual blocks, the lane products for an L2
-    norm, and for depthwise convs only on an engine without the window path."""
+    """Each candidate has the optional parts (engine_parts.py) the model's layers use, as its build will: for
+    YOLOv3-tiny (convs, pools, copies) only the tables of its leaky ReLUs, the second-operand stage for residual
+    blocks (and the tables, for the ReLU after the add), the lane products for an L2 norm, and for depthwise convs
+    only on an engine without the window path; SSD-MobileNet's ReLU6 is a clamp, so no tables."""
     from partitioner.explore.design_space import _Layers
+    from partitioner.explore.resources import table_lut
     b = board("zcu104")
-    for name, size, window, one_pixel in (("yolov3-tiny", 96, (False, False), (False, False)),
-                                          ("resblock", None, (False, True), (False, True)),
-                                          ("ssd-mobilenet-v1", 96, (False, False), (True, False))):
+    for name, size, window, one_pixel in (("yolov3-tiny", 96, (False, False, True), (False, False, True)),
+                                          ("resblock", None, (False, True, True), (False, True, True)),
+                                          ("ssd-mobilenet-v1", 96, (False, False, False), (True, False, False))):
         g, nodes, _ = _fpga_nodes(zoo(name, size) if size else zoo(name))
         layers = _Layers(g, nodes)
         for pixels, want in ((4, window), (1, one_pixel)):
             c = layers.sized(EngineConfig(vec=8, pe_rows=8, pixels=pixels))
-            assert (c.lane_products, c.residual_stage) == want, (name, pixels)
-            full = compute_unit(replace(c, lane_products=True, residual_stage=True), b, 147456, 32)
+            assert (c.lane_products, c.residual_stage, c.activation_tables) == want, (name, pixels)
+            full = compute_unit(replace(c, lane_products=True, residual_stage=True, activation_tables=True), b,
+                                147456, 32)
             lean = compute_unit(c, b, 147456, 32)
             assert full.dsp - lean.dsp == (0 if c.lane_products else 8 + 1) + (0 if c.residual_stage else 2 * 8)
+            tables = compute_unit(replace(c, activation_tables=True), b, 147456, 32)
+            assert tables.lut - lean.lut == (0 if c.activation_tables
+                                             else table_lut(8) * 8 * (2 if c.residual_stage else 1)), (name, pixels)
 
 
 def test_resource_model_of_the_double_pumped_array():
-    """`--dsp-clock 2x`: one DSP per four MACs of the array (mac_quad.sv), the rest unchanged; its fabric registers
-    and LUTs per DSP (yosys, the twenty-seventh RTL: 8x8 54 DSP against 70, 19,614 FF, 698 LUT more than the 1x unit,
-    whose lane pairs sum in cascaded DSPs; 4x16x16 329 DSP against 585, 65,929 LUT, 84,913 FF; 2x8x16, not fitted
-    on, 137 DSP, 46,378 LUT, 40,647 FF). The 8x8 pair's LUT difference was 598 on the twenty-fifth RTL and is 698 on
-    the twenty-seventh, where neither the 2x array nor its count changed: yosys's mapping moves by a hundred LUTs, the
-    model's 587 is within 20 % of both."""
+    """`--dsp-clock 2x`: one DSP per four MACs of the array (mac_quad.sv: two lanes of two rows, the lane pair
+    summed in its P), the rest unchanged; its fabric registers and LUTs per DSP (yosys, the twenty-eighth RTL: 8x8 54
+    DSP against 70, 18,590 FF, 174 LUT more than the 1x unit, whose lane pairs sum in cascaded DSPs; 4x16x16 329 DSP
+    against 585, 57,235 LUT, 68,593 FF, 2,668 LUT more; 2x8x16, not fitted on, 137 DSP, 43,079 LUT, 36,567 FF). The
+    twenty-seventh RTL's 2x array, which summed every product in the fabric, took 4x16x16 to 65,929 LUT and
+    84,913 FF."""
     zcu = board("zcu104")
     one = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     two = compute_unit(EngineConfig(vec=8, pe_rows=8, dsp_clock=2), zcu, 392 * 64, 32)
     assert one.dsp - two.dsp == 8 * 8 // 4 == 16 and two.dsp == 54
-    assert abs(two.ff / 19_614 - 1) < 0.05 and abs((two.lut - one.lut) / 698 - 1) < 0.2
+    assert abs(two.ff / 18_590 - 1) < 0.05 and abs((two.lut - one.lut) / 174 - 1) < 0.2
     window = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False, dsp_clock=2), zcu,
                           196 * 256, 32)
     assert window.dsp == 4 * 16 * 16 // 4 + 16 + 3 * 16 + 6 + 3 == 329
-    assert abs(window.lut / 65_929 - 1) < 0.05 and abs(window.ff / 84_913 - 1) < 0.05
+    assert abs(window.lut / 57_235 - 1) < 0.05 and abs(window.ff / 68_593 - 1) < 0.05
+    one_window = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
+    assert abs((window.lut - one_window.lut) / 2_668 - 1) < 0.05
     pair = compute_unit(EngineConfig(vec=16, pe_rows=8, pixels=2, window_words=512, depthwise_rows=False,
                                      dsp_clock=2), zcu, 196 * 128, 32)
-    assert pair.dsp == 137 and abs(pair.lut / 46_378 - 1) < 0.06 and abs(pair.ff / 40_647 - 1) < 0.05
+    assert pair.dsp == 137 and abs(pair.lut / 43_079 - 1) < 0.06 and abs(pair.ff / 36_567 - 1) < 0.05
 
 
 def test_the_exploration_takes_the_double_pumped_array_only_when_asked(zoo):
-    """Every candidate of a `--dsp-clock 2x` exploration has its DSPs at twice the clock (PE rows in fours), none of
-    a default one; the 2x array fits at least the MACs the 1x one does on the same board."""
+    """Every candidate of a `--dsp-clock 2x` exploration has its DSPs at twice the clock (PE rows and lanes in twos),
+    none of a default one; the 2x array fits at least the MACs the 1x one does on the same board."""
     g, nodes, n = _fpga_nodes(zoo("yolov3-tiny", 128))
     b = board("zcu104")
     plain = explore(g, nodes, n, b)
     double = explore(g, nodes, n, b, dsp_clock=2)
     assert all(d.config.dsp_clock == 1 for d in plain.feasible)
-    assert double.feasible and all(d.config.dsp_clock == 2 and d.config.pe_rows % 4 == 0 for d in double.feasible)
+    assert double.feasible and all(d.config.dsp_clock == 2 and d.config.pe_rows % 2 == 0 == d.config.vec % 2
+                                     for d in double.feasible)
     assert double.chosen.resources.fits(b)
     biggest = max(d.config.array_macs * d.config.compute_units for d in plain.feasible)
     assert max(d.config.array_macs * d.config.compute_units for d in double.feasible) >= biggest

@@ -333,7 +333,7 @@ def test_a_program_header_that_disagrees_with_engine_json_is_refused(pooled, tmp
     lambda e: e.pop("tensors"),
     lambda e: e["config"].update(vec="wide"),
     lambda e: e["config"].update(dsp_clock=3),
-    lambda e: e["config"].update(dsp_clock=2, pe_rows=6),
+    lambda e: e["config"].update(dsp_clock=2, pe_rows=7),
     lambda e: next(iter(e["tensors"].values())).update(column_taps=5),
     lambda e: next(iter(e["tensors"].values())).update(addr=1 << 40),
     lambda e: next(iter(e["tensors"].values())).update(c_offset=4096),
@@ -367,21 +367,22 @@ def _edit_engine(folder, change, header=None):
         svh.write_text(text)
 
 
+@pytest.mark.parametrize("part,define,why", [
+    ("residual_stage", "ENGINE_RESIDUAL", ".* needs the epilogue's second-operand stage"),
+    ("activation_tables", "ENGINE_TABLES", "a table activation needs the epilogue's activation tables")])
 @pytest.mark.parametrize("backend", ["verilator", "pynq"])
-def test_a_layer_needing_a_part_the_engine_lacks_is_refused_by_name(residual, tmp_path, backend):
-    """A build whose engine says it has no second-operand stage (engine_parts.py) while its programs have
-    residual layers: the RTL backends refuse the first such layer before any engine runs; reference and csim,
-    which have every part, run it."""
+def test_a_layer_needing_a_part_the_engine_lacks_is_refused_by_name(residual, tmp_path, backend, part, define, why):
+    """A build whose engine says it has no second-operand stage, or no activation tables (engine_parts.py), while
+    its programs have layers that use them: the RTL backends refuse the first such layer before any engine runs;
+    reference and csim, which have every part, run it."""
     folder = tmp_path / "b"
     shutil.copytree(residual, folder)
-    assert json.loads((folder / "fpga" / "engine.json").read_text())["config"]["residual_stage"]
-    _edit_engine(folder, lambda e: e["config"].update(residual_stage=False),
-                 {"`define ENGINE_RESIDUAL 1": "`define ENGINE_RESIDUAL 0"})
+    assert json.loads((folder / "fpga" / "engine.json").read_text())["config"][part]
+    _edit_engine(folder, lambda e: e["config"].update({part: False}), {f"`define {define} 1": f"`define {define} 0"})
     from fpga_runtime.backends import BackendError
     kwargs = {"simulate": "verilator"} if backend == "pynq" else {}
     with pytest.raises(BackendError, match=rf"layer \d+ \(.+\): a layer the RTL engine the {backend} backend runs "
-                                           "cannot take: .* needs the epilogue's second-operand stage, which this "
-                                           "engine was built without"):
+                                           f"cannot take: {why}, which this engine was built without"):
         Session(folder, backend, **kwargs)
     with Session(folder, "reference") as s:
         assert s.backend is not None

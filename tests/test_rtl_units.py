@@ -104,8 +104,8 @@ def test_mac_pair_primitive_on_amd_dsp48e2_model(tmp_path):
 @needs_toolchain
 @pytest.mark.parametrize("xw", [8, 10])
 def test_mac_quad(tmp_path, xw):
-    """The double-pumped DSP (`--dsp-clock 2x`): four products per fabric clock from one multiplier; xw 10 as for
-    mac_pair."""
+    """The double-pumped DSP (`--dsp-clock 2x`): two lanes' packed pairs per fabric clock from one multiplier, summed
+    in its P; xw 10 with the weights a Winograd layer may have."""
     _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv"], "mac_quad_tb", {"XW": xw})
 
 
@@ -113,7 +113,8 @@ def test_mac_quad(tmp_path, xw):
 @pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
                     "verilog/src/unisims to check mac_quad's DSP48E2 instance against AMD's model")
 def test_mac_quad_primitive_on_amd_dsp48e2_model(tmp_path):
-    """mac_quad's DSP48E2 (pre-adder switched between the D and A ports by INMODE every fast cycle) on AMD's model."""
+    """mac_quad's DSP48E2 (pre-adder switched between the A and D ports by INMODE, the post-adder between C and P by
+    OPMODE, every fast cycle) on AMD's model."""
     model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
     _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv", model], "mac_quad_tb", {}, {"SYNTHESIS": 1},
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))

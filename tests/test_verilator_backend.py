@@ -107,8 +107,9 @@ def _cases_bit_exact(tmp_path, config: EngineConfig, names: list[str], uram: boo
 
 @pytest.mark.parametrize("rows,vec,pixels", [(8, 16, 4), pytest.param(16, 16, 1, marks=pytest.mark.slow)])
 def test_double_pumped_dsp_array_bit_exact(tmp_path, rows, vec, pixels):
-    """`--dsp-clock 2x`: the array's DSPs at twice the clock, four rows per DSP (mac_quad.sv), the harness driving
-    both clocks; per-tap and window-path layers (strided, padded, depthwise, pooled, residual) stay bit-exact."""
+    """`--dsp-clock 2x`: the array's DSPs at twice the clock, two lanes of two rows per DSP (mac_quad.sv), the
+    harness driving both clocks; per-tap and window-path layers (strided, padded, depthwise, pooled, residual)
+    stay bit-exact."""
     config = EngineConfig(vec=vec, pe_rows=rows, pixels=pixels, dsp_clock=2)
     names = ["conv3x3", "residual_relu", "conv_maxpool2", "depthwise3x3", "squeeze_excite_sigmoid", "global_avgpool",
              "zero_point_padding", "grouped_conv", "act_prelu", "l2_norm", "dense", "conv_transpose"]
@@ -177,9 +178,10 @@ def test_whole_models_equal_reference(tmp_path, zoo, name, size, pixels, lanes):
     run_partition(PartitionConfig(model=zoo(name, size), out_dir=out, picture=False, accuracy=False, board="zcu102",
                                   engine=EngineConfig(compute_units=2, pixels=pixels, epilogue_lanes=lanes)))
     built = EngineImage.load(out / ENGINE_DIR).config      # only the optional parts its layers use
-    assert (built.lane_products, built.residual_stage) == {"yolov3-tiny": (False, False),
-                                                           "ssd-mobilenet-v1": (True, False),   # depthwise per tap
-                                                           "yolov3": (False, True)}[name]
+    # leaky ReLU takes a table; ReLU6 is a clamp; depthwise per tap takes the lane products
+    assert (built.lane_products, built.residual_stage, built.activation_tables) == {
+        "yolov3-tiny": (False, False, True), "ssd-mobilenet-v1": (True, False, False),
+        "yolov3": (False, True, True)}[name]
     with Session(out, backend="reference", slots=2) as ref, Session(out, backend="verilator", slots=2) as sim:
         frames = [random_frame(ref.plan, seed) for seed in (5, 6)]
         expected = [ref.run(None, f) for f in frames]

@@ -185,7 +185,8 @@ class PynqBackend(Backend):
             params = ips[n].get("parameters", {})
             # the optional parts too (engine_parts.py): the runtime refuses layers by engine.json's
             want = {"VEC": cfg.vec, "PE_ROWS": cfg.pe_rows, "ABI_VERSION": self.image.abi_version,
-                    "HAS_LANE_PRODUCTS": int(cfg.lane_products), "HAS_RESIDUAL_STAGE": int(cfg.residual_stage)}
+                    "HAS_LANE_PRODUCTS": int(cfg.lane_products), "HAS_RESIDUAL_STAGE": int(cfg.residual_stage),
+                    "HAS_ACTIVATION_TABLES": int(cfg.activation_tables)}
             built = {k: int(params[k]) for k in want if k in params}
             wrong = {k: v for k, v in built.items() if v != want[k]}
             if wrong:

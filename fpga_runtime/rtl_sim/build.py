@@ -118,7 +118,8 @@ def parts_disagreement(rtl: Path, config) -> str | None:
     """Where the RTL's optional parts (engine_config.svh) are not the ones engine.json says the engine has, or
     None: the runtime refuses layers by engine.json, so the two must say the same."""
     got = rtl_defines(rtl)
-    said = {"ENGINE_LANE_PRODUCTS": str(int(config.lane_products)), "ENGINE_RESIDUAL": str(int(config.residual_stage))}
+    said = {"ENGINE_LANE_PRODUCTS": str(int(config.lane_products)), "ENGINE_RESIDUAL": str(int(config.residual_stage)),
+            "ENGINE_TABLES": str(int(config.activation_tables))}
     wrong = [f"{k} {got.get(k, 'missing')} (engine.json: {v})" for k, v in said.items() if got.get(k) != v]
     if ("ENGINE_WINOGRAD" in got) != bool(config.winograd):
         wrong.append(f"ENGINE_WINOGRAD {'defined' if 'ENGINE_WINOGRAD' in got else 'missing'} "

@@ -25,6 +25,7 @@ module engine_core #(
   parameter bit LANE_PRODUCTS = 1, // the MAC stage's lane-by-lane products (a depthwise conv off the window path,
                                    // L2NORM; mac_stage.sv)
   parameter bit RESIDUAL = 1,      // the epilogue's second-operand stage (ADD, SCALE, a fused residual; epilogue.sv)
+  parameter bit TABLES = 1,        // the epilogue's activation tables (a layer with a table activation; epilogue.sv)
   parameter bit WEIGHT_URAM = 0    // the weight RAM in UltraRAM (weight_ram.sv)
 ) (
   input  logic clk,
@@ -335,7 +336,7 @@ module engine_core #(
   assign {e_in_acc, e_in_b, e_in_a, e_in_oaddr, e_in_n, e_in_y, e_in_x, e_in_tile} = epi_dout;
   logic epi_ready;
   sliced_epilogue #(.V(V), .G(G), .E(EL == 0 ? G : EL), .PM(PM), .TB(B), .PRIMITIVE(PACK),
-                   .RESIDUAL(RESIDUAL)) epi (
+                   .RESIDUAL(RESIDUAL), .TABLES(TABLES)) epi (
     .clk, .rst_n, .desc(d), .mult(mult_bits), .shift(shift_bits), .nmult(nmult_bits), .lut_we1, .lut_we2,
     .lut_waddr(cb_idx[$clog2(256 / B)-1:0]), .lut_wdata(cb_data),
     .in_ready(epi_ready), .in_valid(epi_pop), .in_tile(e_in_tile), .in_acc(e_in_acc), .in_b(e_in_b), .in_a(e_in_a), .in_oaddr(e_in_oaddr), .in_n(e_in_n),

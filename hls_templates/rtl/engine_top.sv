@@ -16,6 +16,7 @@ module engine_top #(
   parameter bit DWW = `ENGINE_DEPTHWISE_ROWS,
   parameter bit LANE_PRODUCTS = `ENGINE_LANE_PRODUCTS,
   parameter bit RESIDUAL = `ENGINE_RESIDUAL,
+  parameter bit TABLES = `ENGINE_TABLES,
   // the weight RAM in UltraRAM (1) or block RAM (0); the overlay sets it per instance
   parameter int WEIGHT_URAM = `ENGINE_WEIGHT_URAM
 ) (
@@ -80,6 +81,7 @@ module engine_top #(
 `endif
   engine_core #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .PACK(PACK), .EL(EL), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
                 .DOUBLE(DOUBLE), .WINO(WINO), .LANE_PRODUCTS(LANE_PRODUCTS), .RESIDUAL(RESIDUAL),
+                .TABLES(TABLES),
                 .WEIGHT_URAM(WEIGHT_URAM != 0)) core (
     .clk(ap_clk), .clk2x, .rst_n(ap_rst_n), .ap_start, .ap_ready, .ap_done, .ap_idle, .program_addr, .layer_count,
     .act_base, .const_base, .cycles, .status, .error_layer, .counters(perf), .layer_index,

@@ -30,7 +30,9 @@
 // A lane has three DSP48E2s: x * m, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer. An engine
 // built without the second-operand stage (RESIDUAL 0: a build with no ADD, SCALE or fused residual) has the first
 // only and no second table: its stages S9..S13 carry E1 through, so every result leaves as late.
-// Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register.
+// Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register; an engine
+// built without them (TABLES 0: no layer of the build has a table activation) gives 0 where a table would be read,
+// and the runtime refuses a table layer there.
 import engine_pkg::*;
 
 module epilogue #(
@@ -38,8 +40,10 @@ module epilogue #(
   parameter int G = 16,            // lanes: max(PE rows, V)
   parameter int TB = 16,           // activation-table entries per constant beat
   parameter bit PRIMITIVE = 1'b1,  // products on DSP48E2 instances (dsp_mult.sv)
-  parameter bit RESIDUAL = 1'b1    // the second-operand stage: b * mb, e1 * ma, the second table (ADD, SCALE, a
+  parameter bit RESIDUAL = 1'b1,   // the second-operand stage: b * mb, e1 * ma, the second table (ADD, SCALE, a
                                    // conv's fused residual; the runtime refuses those layers on an engine without it)
+  parameter bit TABLES = 1'b1      // the activation tables (a layer whose act1 or act2 is a table; the runtime
+                                   // refuses those on an engine without them): a lane's copies are a third of its LUTs
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -74,10 +78,10 @@ module epilogue #(
   // ops that requantise nothing (MAXPOOL, COPY: their first operand passes through)
   logic e1_lut, e1_clamp, e1_q1, e2_lut, e2_clamp;
   always_ff @(posedge clk) begin
-    e1_lut <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_LUT;
+    e1_lut <= TABLES && (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_LUT;
     e1_clamp <= (d.op == OP_CONV || d.op == OP_ADD) && d.act1 == ACT_CLAMP;
     e1_q1 <= d.op == OP_CONV || d.op == OP_GAP || d.op == OP_SCALE || d.op == OP_L2NORM || d.op == OP_ADD;
-    e2_lut <= RESIDUAL && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_LUT;
+    e2_lut <= RESIDUAL && TABLES && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_LUT;
     e2_clamp <= RESIDUAL && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD) && d.act2 == ACT_CLAMP;
   end
   always_ff @(posedge clk) begin
@@ -206,8 +210,12 @@ module epilogue #(
         .clk_i(clk), .en_i(1'b1), .a_i(y_d), .b_i(res_mb_q), .c_i('0), .p_o(bm_p));
       dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
         .clk_i(clk), .en_i(1'b1), .a_i(ta_a), .b_i(ta_b), .c_i(res_half_q), .p_o(ta_p));
-      lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q2_q)),
-                                .rdata(t2));
+      if (TABLES) begin : g_table2
+        lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata),
+                                  .raddr(lut_index(q2_q)), .rdata(t2));
+      end else begin : g_no_table2
+        assign t2 = '0;
+      end
     end else begin : g_first_only
       assign bm_p = '0;
       assign ta_p = '0;
@@ -244,7 +252,15 @@ module epilogue #(
       else bm_last_q <= $signed(bm_q[5*26 +: 26]);
     assign out_q[8*i +: 8] = q_q;
 
-    lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),
-                              .rdata(t1));
+    if (TABLES) begin : g_table1
+      lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),
+                                .rdata(t1));
+    end else begin : g_no_table1
+      assign t1 = '0;
+    end
+  end
+  if (!TABLES) begin : g_no_tables
+    logic unused_tables;                 // the table beats, made for every engine, read by none here
+    assign unused_tables = ^{lut_we1, lut_we2, lut_waddr, lut_wdata};
   end
 endmodule

@@ -5,8 +5,8 @@
 // four sums of four; their sum), so neither yosys nor Vivado infers a multiplier, and no stage is deeper than two
 // carry chains.
 module lut_mult #(
-  parameter int AW = 16,           // <= 32
-  parameter int BW = 16,           // <= 16
+  parameter int AW = 16,           // the product is kept to its low PW bits
+  parameter int BW = 16,           // <= 16: four sums of four partial products
   parameter int PW = 32
 ) (
   input  logic          clk_i,
@@ -15,6 +15,9 @@ module lut_mult #(
   input  logic [BW-1:0] b_i,
   output logic [PW-1:0] p_o
 );
+  if (BW > 16) begin : g_too_wide
+    $error("lut_mult: BW past 16 (its partial products are four sums of four)");
+  end
   logic [AW-1:0] a_q;
   logic [BW-1:0] b_q;
   logic [3:0][PW-1:0] part_q;                    // partial products 4h .. 4h + 3 summed

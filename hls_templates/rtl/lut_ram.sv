@@ -1,7 +1,7 @@
-// One epilogue lane's copy of a 256-entry activation table, as distributed RAM (LUTRAM): B banks of 256 / B
-// entries, written a constant beat (B entries) per cycle as the table arrives, read combinationally. Every lane
-// keeps its own copy: B small RAMs and a B:1 pick cost about a sixth of the 256:1 multiplexer a lane needs to
-// read a table held in registers.
+// One epilogue lane's copy of a 256-entry activation table, as distributed RAM (LUTRAM): 256 / B words of B entries,
+// written a constant beat (one word) per cycle as the table arrives, read combinationally: the word, then its entry.
+// Every lane keeps its own copy. One memory B entries wide, not B banks of one entry: its write address is shared,
+// so yosys packs seven of its 2-bit columns into each RAM32M16 (10 a table at B = 16, against 16 for the banks).
 module lut_ram #(
   parameter int B = 16              // entries per beat, a power of two dividing 256
 ) (
@@ -14,13 +14,11 @@ module lut_ram #(
 );
   localparam int D = 256 / B;
   localparam int LB = $clog2(B);
-  logic [7:0] word [B];
+  logic [8*B-1:0] mem [D];
+  logic [8*B-1:0] word;
 
-  for (genvar b = 0; b < B; b++) begin : banks
-    logic [7:0] mem [D];
-    always_ff @(posedge clk)
-      if (we) mem[waddr] <= wdata[8*b +: 8];
-    assign word[b] = mem[raddr[7:LB]];
-  end
-  assign rdata = word[raddr[LB-1:0]];
+  always_ff @(posedge clk)
+    if (we) mem[waddr] <= wdata;
+  assign word = mem[raddr[7:LB]];
+  assign rdata = word[8*raddr[LB-1:0] +: 8];
 endmodule

@@ -7,9 +7,9 @@
 // Pipelined over engine_pkg::ARRAY_LATENCY (6) cycles of en_i: operands, products and lane pairs' sums in the
 // DSP48s' registers (mac_cascade: two cascaded packed pairs), then the pairs summed in two registered steps: groups
 // of four, then the groups. Without the packing (DSP48E1) the products come from mac_pair and the pairs are summed
-// in the fabric. DOUBLE (`--dsp-clock 2x`): one DSP at clk2x_i per four rows of a lane (mac_quad), half the DSPs,
-// its products out as late as the cascade's sums; its DSPs take en_i in half a fabric cycle, so en_i must come
-// straight from a register.
+// in the fabric. DOUBLE (`--dsp-clock 2x`): one DSP at clk2x_i per two lanes of two rows (mac_quad), half the
+// DSPs, the lane pair summed in its P and out as late as the cascade's sums; its DSPs take en_i in half a fabric
+// cycle, so en_i must come straight from a register.
 // XW: the input operands' bits, 8 (int8) or 10 (an integer Winograd layer's V; mac_pair.sv).
 
 import engine_pkg::*;
@@ -20,7 +20,7 @@ module mac_array #(
   parameter int P = 1,
   parameter bit PACK = 1,
   parameter bit TAPS = 1,                // build the depthwise sums (`taps`)
-  parameter bit DOUBLE = 0,              // DSPs at twice the clock, four rows each (R a multiple of 4, PACK)
+  parameter bit DOUBLE = 0,              // DSPs at twice the clock, two lanes of two rows each (R, V even, PACK)
   parameter int XW = 8                   // input operand bits: 8 or 10
 ) (
   input  logic clk_i,
@@ -39,24 +39,23 @@ module mac_array #(
   localparam int IW = QW + 1;            // a lane pair's sum
   localparam int RD = R < P + 1 ? R : P + 1;      // rows a depthwise kernel row takes (window_path.py)
   localparam bit CASCADE = PACK && !DOUBLE && V % 2 == 0 && R % 2 == 0;
-  // the terms of each pixel's and row's sum, four en_i edges after the operands: lane pairs' sums (DOUBLE: the
-  // lanes' products), and each lane's product beside them for `taps`
-  localparam int NI = DOUBLE ? V : (V + 1) / 2;
+  // the terms of each pixel's and row's sum, four en_i edges after the operands: lane pairs' sums, and each lane's
+  // product beside them for `taps`
+  localparam int NI = (V + 1) / 2;
   logic signed [IW-1:0] item[P][R][NI];
   logic signed [QW-1:0] lane[P][R][V];
   if (DOUBLE) begin : g_double
     for (genvar p = 0; p < P; p++) begin : g_pix
-      for (genvar r = 0; r < R; r += 4) begin : g_rows
-        for (genvar v = 0; v < V; v++) begin : g_lanes
-          logic [4*QW-1:0] quad;
-          mac_quad #(.XW(XW)) mq (.clk_i, .clk2x_i, .en_i, .x_i(x[p*XD + XW*v +: XW]),
-                       .w_i({w[(r + 3) * DW + 8*v +: 8], w[(r + 2) * DW + 8*v +: 8], w[(r + 1) * DW + 8*v +: 8],
-                             w[r * DW + 8*v +: 8]}),
-                       .p_o(quad));
-          for (genvar k = 0; k < 4; k++) begin : g_split
-            assign lane[p][r + k][v] = quad[QW*k +: QW];
-            assign item[p][r + k][v] = IW'(signed'(quad[QW*k +: QW]));
-          end
+      for (genvar r = 0; r < R; r += 2) begin : g_rows
+        for (genvar k = 0; k < V / 2; k++) begin : g_lanes
+          mac_quad #(.XW(XW), .LANE_PRODUCTS(TAPS && P > 1 && r < RD)) mq (.clk_i, .clk2x_i, .en_i, .split_i,
+            .x0_i(x[p*XD + XW*(2*k) +: XW]), .x1_i(x[p*XD + XW*(2*k + 1) +: XW]),
+            .w0_hi_i(w[(r + 1) * DW + 8*(2*k) +: 8]), .w0_lo_i(w[r * DW + 8*(2*k) +: 8]),
+            .w1_hi_i(w[(r + 1) * DW + 8*(2*k + 1) +: 8]), .w1_lo_i(w[r * DW + 8*(2*k + 1) +: 8]),
+            .sum_hi_o(item[p][r + 1][k]), .sum_lo_o(item[p][r][k]),
+            .p0_hi_o(lane[p][r + 1][2*k]), .p0_lo_o(lane[p][r][2*k]));
+          assign lane[p][r + 1][2*k + 1] = QW'(item[p][r + 1][k]);
+          assign lane[p][r][2*k + 1] = QW'(item[p][r][k]);
         end
       end
     end

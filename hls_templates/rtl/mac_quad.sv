@@ -1,40 +1,56 @@
-// Four int8 x XW-bit products per fabric cycle from one DSP48E2 at twice the fabric clock (`--dsp-clock 2x`, the
-// DPU's double-pumped DSPs): one activation x (int8, or a Winograd layer's 10-bit V: XW) and four weights of output
-// rows r .. r+3. Rows r, r+1 go packed on the A
-// port and rows r+2, r+3 on the D port (mac_pair.sv's shared-operand packing); in the first half of a fabric cycle
-// the pre-adder passes D, in the second A, so the multiplier makes one packed product per fast cycle.
+// Two lanes' packed MAC pairs on one DSP48E2 at twice the fabric clock (`--dsp-clock 2x`, the DPU's double-pumped
+// DSPs): mac_cascade.sv's four products and two sums per fabric cycle from one DSP instead of two. Lane v's weights
+// of rows r + 1, r go packed on the A port, lane v + 1's on the D port (mac_pair.sv's shared-operand packing); in
+// the first half of a fabric cycle the pre-adder passes A and the multiplier takes x0, in the second D and x1.
+// The post-adder sums the two halves' packed products in P (the first with C's 2^17, which turns the low sum's sign
+// as in mac_cascade), so the fabric takes one packed sum per fabric cycle: the array's lane tree starts from half as
+// many terms, as at 1x. `split_i` (a depthwise layer on the window path) makes the second half add C instead of P:
+// the sums are then lane v + 1's products alone; it must hold while a step is in the array.
 //
 // Every DSP register is used (A, D, pre-adder, B twice, M, P), all clocked by clk2x_i with en_i as clock enable, so
 // a stalled fabric cycle freezes the fast pipeline as it freezes the fabric one. The fabric side registers the
-// operands (1x), the fast side catches the first product in the cycle it leaves P (pa_q) and the fabric side takes
-// both (1x). Every crossing is register to register: fabric to fast in half a fabric cycle, fast to fabric likewise.
-// The products come out four enabled fabric cycles after their operands go in, as mac_cascade's sums do.
+// operands (1x); x0 or x1 is picked for the B port by the half (one LUT level in half a fabric cycle). The sums
+// leave P at a fabric edge and the fabric takes them; lane v's own products (LANE_PRODUCTS, for the depthwise
+// `taps`) leave P half a cycle earlier and a fast register catches them. Every crossing is register to register in
+// half a fabric cycle. Sums and products come out four enabled fabric cycles after their operands go in, as
+// mac_cascade's do.
 //
 // The fast side knows which half of the fabric cycle it is in from a fabric toggle and its copy one fast cycle
 // late (they differ in the first half), so no reset or start signal aligns it.
 module mac_quad #(
-  parameter int XW = 8                    // x's bits: 8 or 10 (mac_pair.sv)
+  parameter int XW = 8,                    // the shared operands' bits: 8 or 10 (mac_pair.sv)
+  parameter bit LANE_PRODUCTS = 1'b1       // build p0_*_o (the rows the depthwise `taps` read; else 0)
 ) (
-  input  logic                 clk_i,     // fabric clock
-  input  logic                 clk2x_i,   // twice clk_i, rising edges aligned with clk_i's
-  input  logic                 en_i,      // the pipeline moves this fabric cycle (held for the whole cycle)
-  input  logic signed [XW-1:0] x_i,
-  input  logic [31:0]          w_i,       // row r + k's weight at [8k +: 8]
-  output logic [4*(XW+8)-1:0]  p_o        // row r + k's product (XW + 8 bits, signed) at [(XW+8)k +: XW+8]
+  input  logic                  clk_i,     // fabric clock
+  input  logic                  clk2x_i,   // twice clk_i, rising edges aligned with clk_i's
+  input  logic                  en_i,      // the pipeline moves this fabric cycle (held for the whole cycle)
+  input  logic                  split_i,
+  input  logic signed [XW-1:0]  x0_i,      // lane v
+  input  logic signed [XW-1:0]  x1_i,      // lane v + 1
+  input  logic signed [7:0]     w0_hi_i,   // lane v's weights of rows r + 1, r
+  input  logic signed [7:0]     w0_lo_i,
+  input  logic signed [7:0]     w1_hi_i,   // lane v + 1's
+  input  logic signed [7:0]     w1_lo_i,
+  output logic signed [XW+8:0]  sum_hi_o,  // row r + 1: lane v's product plus lane v + 1's (split_i: the latter)
+  output logic signed [XW+8:0]  sum_lo_o,  // row r
+  output logic signed [XW+7:0]  p0_hi_o,   // lane v's products of rows r + 1, r
+  output logic signed [XW+7:0]  p0_lo_o
 );
   localparam int QW = XW + 8;
-  // packed weight pairs: hi * 2^18 + lo (mac_pair.sv), the high weight less the low one's borrow
-  wire signed [26:0] w_a = {9'(signed'(w_i[15:8])) - {8'd0, w_i[7]}, {10{w_i[7]}}, w_i[7:0]};
-  wire signed [26:0] w_d = {9'(signed'(w_i[31:24])) - {8'd0, w_i[23]}, {10{w_i[23]}}, w_i[23:16]};
+  localparam logic signed [47:0] HALF = 48'sd131072;   // 2^17: the low field's sign (mac_pair.sv)
+  // packed weight pairs: hi * 2^18 + lo, the high weight less the low one's borrow
+  wire signed [26:0] w0 = {9'(w0_hi_i) - {8'd0, w0_lo_i[7]}, {10{w0_lo_i[7]}}, w0_lo_i};
+  wire signed [26:0] w1 = {9'(w1_hi_i) - {8'd0, w1_lo_i[7]}, {10{w1_lo_i[7]}}, w1_lo_i};
 
   // fabric side: the operands of the cycle, held for the fast pipeline's two halves
   logic signed [26:0] wa_q, wd_q;
-  logic signed [XW-1:0] x_q;
+  logic signed [XW-1:0] x0_q, x1_q;
   always_ff @(posedge clk_i)
     if (en_i) begin
-      wa_q <= w_a;
-      wd_q <= w_d;
-      x_q <= x_i;
+      wa_q <= w0;
+      wd_q <= w1;
+      x0_q <= x0_i;
+      x1_q <= x1_i;
     end
 
   // which half: tog_q flips every fabric cycle, tog2_q is its copy a fast cycle late
@@ -44,8 +60,12 @@ module mac_quad #(
     tog2_q <= tog_q;
     first_half_q <= tog_q == tog2_q;     // the coming fast cycle is a fabric cycle's first half
   end
+  // B1 takes x0 at the middle of the fabric cycle and x1 at its end; the pre-adder register takes A a fast cycle
+  // later (in a second half) and D the next; P adds C to the first product and P (or, split, C) to the second
+  wire signed [XW-1:0] x_pick = first_half_q ? x0_q : x1_q;
+  wire second = first_half_q;            // the product P takes at the coming edge is the second half's
+  logic [47:0] p;                        // the DSP's P: the packed sum at a fabric edge, lane v's products before
 
-  logic [47:0] p;                        // the DSP's P: rows r, r+1 in the second half, rows r+2, r+3 in the first
 `ifdef SYNTHESIS
   localparam bit INSTANCE = 1'b1;
 `else
@@ -60,11 +80,11 @@ module mac_quad #(
       .USE_MULT("MULTIPLY"), .USE_SIMD("ONE48"), .USE_PATTERN_DETECT("NO_PATDET")
     ) dsp (
       .CLK(clk2x_i),
-      .A(30'(wa_q)), .B(18'(x_q)), .C(48'sd131072), .D(wd_q),
+      .A(30'(wa_q)), .B(18'(x_pick)), .C(HALF), .D(wd_q),
       .ACIN(30'd0), .BCIN(18'd0), .PCIN(48'd0), .CARRYCASCIN(1'b0), .MULTSIGNIN(1'b0),
-      // first half: D alone into the pre-adder (A zeroed, D on); second half: A alone (A2 * B2)
+      // into the pre-adder register: in a second half A alone (A2 * B2), in a first half D alone (A zeroed, D on)
       .INMODE(first_half_q ? 5'b00110 : 5'b00000),
-      .OPMODE(9'b00_011_01_01),                            // P = M + C: 2^17 turns the low product's sign
+      .OPMODE(second && !split_i ? 9'b00_010_01_01 : 9'b00_011_01_01),   // P = M + P, or P = M + C
       .ALUMODE(4'b0000), .CARRYIN(1'b0), .CARRYINSEL(3'b000),
       .CEA1(1'b0), .CEA2(en_i), .CED(en_i), .CEAD(en_i), .CEB1(en_i), .CEB2(en_i), .CEM(en_i), .CEP(en_i),
       .CEC(1'b0), .CECTRL(1'b0), .CEINMODE(1'b0), .CEALUMODE(1'b0), .CECARRYIN(1'b0),
@@ -82,21 +102,32 @@ module mac_quad #(
       if (en_i) begin
         a_q <= wa_q;
         d_q <= wd_q;
-        b1_q <= x_q;
+        b1_q <= x_pick;
         b2_q <= b1_q;
         ad_q <= first_half_q ? d_q : a_q;
         m_q <= 48'(ad_q) * 48'(b2_q);
-        p_q <= m_q + 48'sd131072;
+        p_q <= m_q + (second && !split_i ? p_q : HALF);
       end
     assign p = p_q;
   end
 
-  // rows r, r+1 leave P at the end of a first half; rows r+2, r+3 are in P at the fabric edge
-  logic [47:0] pa_q;
-  always_ff @(posedge clk2x_i)
-    if (en_i && first_half_q) pa_q <= p;
-  // each pair: the high product above bit 18; the low one is the low 18 bits with bit 17 inverted (in QW bits: for
-  // XW = 8 its low 16, which the 2^17 does not touch)
+  // each pair: the high field above bit 18; the low one is the low 18 bits with bit 17 inverted (mac_cascade.sv)
   always_ff @(posedge clk_i)
-    if (en_i) p_o <= {p[QW+17:18], QW'({~p[17], p[16:0]}), pa_q[QW+17:18], QW'({~pa_q[17], pa_q[16:0]})};
+    if (en_i) begin
+      sum_hi_o <= p[QW+18:18];
+      sum_lo_o <= (QW+1)'(signed'({~p[17], p[16:0]}));
+    end
+  if (LANE_PRODUCTS) begin : g_lane_products
+    logic [47:0] pa_q;                   // lane v's products, out of P at the end of a first half
+    always_ff @(posedge clk2x_i)
+      if (en_i && first_half_q) pa_q <= p;
+    always_ff @(posedge clk_i)
+      if (en_i) begin
+        p0_hi_o <= pa_q[QW+17:18];
+        p0_lo_o <= QW'(signed'({~pa_q[17], pa_q[16:0]}));
+      end
+  end else begin : g_no_lane_products
+    assign p0_hi_o = '0;
+    assign p0_lo_o = '0;
+  end
 endmodule

@@ -12,7 +12,8 @@ module sliced_epilogue #(
   parameter int PM = 1,             // tiles whose parameters come in (an item names its tile)
   parameter int TB = 16,            // activation-table entries per constant beat
   parameter bit PRIMITIVE = 1'b1,   // products on DSP48E2 instances (dsp_mult.sv)
-  parameter bit RESIDUAL = 1'b1     // the epilogue's second-operand stage (epilogue.sv)
+  parameter bit RESIDUAL = 1'b1,    // the epilogue's second-operand stage (epilogue.sv)
+  parameter bit TABLES = 1'b1       // the epilogue's activation tables (epilogue.sv)
 ) (
   input  logic clk,
   input  logic rst_n,
@@ -43,7 +44,8 @@ module sliced_epilogue #(
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
-    epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL)) lanes (
+    epilogue #(.V(V), .G(G), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL),
+              .TABLES(TABLES)) lanes (
       .clk, .rst_n, .desc, .mult(mult[18*G*in_tile +: 18*G]), .shift(shift[8*G*in_tile +: 8*G]),
       .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
@@ -104,7 +106,8 @@ module sliced_epilogue #(
         end
     end
 
-    epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL)) lanes (
+    epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL),
+              .TABLES(TABLES)) lanes (
       .clk, .rst_n, .desc, .mult(mult_k), .shift(shift_k), .nmult(nmult_k), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
       .in_valid(active), .in_acc(acc_k), .in_b(b_k), .in_a(a_k),

@@ -94,6 +94,7 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
                "pixels": config.pixels, "dsp_clock": config.dsp_clock,
                "lane_products": config.lane_products, "residual_stage": config.residual_stage,
+               "activation_tables": config.activation_tables,
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}", "uram_units": uram_units,
                "weight_uram": uram_units == config.compute_units,
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),

@@ -12,7 +12,7 @@ from fpga_runtime.abi import Descriptor, EngineConfig, Flag, Op
 from fpga_runtime.cycle_model import LayerShape, taps_inside
 from fpga_runtime.winograd import MAX_IN_C as WINOGRAD_MAX_IN_C
 from partitioner.ir.graph import ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from partitioner.ir.op_facts import pool_of
+from partitioner.ir.op_facts import pool_of, takes_table
 
 
 def conv_output_hw(node: Node, graph: Graph) -> tuple[int, int]:
@@ -210,4 +210,6 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
                    for step in graph.nodes[n].conv.epilogue)
     return replace(cfg, lane_products=OpKind.LP_NORMALIZATION in kinds
                    or any(engine_parts.needs_lane_products(d, cfg) for d in descriptors),
-                   residual_stage=residual or bool(kinds & {OpKind.ADD, OpKind.MUL}))
+                   residual_stage=residual or bool(kinds & {OpKind.ADD, OpKind.MUL}),
+                   activation_tables=any(graph.nodes[n].conv is not None and takes_table(graph.nodes[n].conv.epilogue)
+                                         for n in nodes))

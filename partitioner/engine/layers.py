@@ -27,8 +27,8 @@ from partitioner.engine.layout import layout_conflict, table_first
 from partitioner.engine.memory import ConstArena
 from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
 from partitioner.errors import ModelError
-from partitioner.ir.graph import CLAMPS, Activation, ActKind, ConvForm, Graph, Node, OpKind, Pool, ResidualAdd
-from partitioner.ir.op_facts import gate_operands, pool_of
+from partitioner.ir.graph import CLAMPS, ActKind, ConvForm, Graph, Node, OpKind, Pool
+from partitioner.ir.op_facts import epilogue_activations, gate_operands, pool_of
 from partitioner.ir.to_onnx import stage_names
 
 
@@ -278,10 +278,7 @@ class LayerEmitter:
         if pool_at is not None:
             stages[pool_at] = y.scale          # the stage the pool reads has the output's (unified) scale
         stages[-1] = y.scale
-        res_at = next((i for i, s in enumerate(steps) if isinstance(s, ResidualAdd)), None)
-        acts = [i for i, s in enumerate(steps) if isinstance(s, Activation)]
-        act1 = next((i for i in acts if res_at is None or i < res_at), None)
-        act2 = next((i for i in acts if res_at is not None and i > res_at), None)
+        res_at, act1, act2 = epilogue_activations(steps)
         clamp = act1 is not None and steps[act1].kind in CLAMPS
         prelu = act1 is not None and steps[act1].kind is ActKind.PRELU
         target = stages[act1 + 1] if clamp or prelu else stages[0]      # what the requantiser writes

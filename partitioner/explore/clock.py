@@ -82,7 +82,12 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-seventh RTL (the Winograd patch's row sums formed as read; a layer's three
+# UltraScale+ -2 (zcu104). The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
+# activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
+# the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
+# where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
+# 8x16x16@2x; 8x8@2x, without the window path, is fast_ns).
+# The twenty-seventh RTL (the Winograd patch's row sums formed as read; a layer's three
 # products and the Winograd row step in the fabric, lut_mult.sv) moved no shape's estimate by more than 0.01 ns
 # but three: 8x8x8 3.887 (was 3.976, fitted on: the model 2.3 % slow there), 8x16x16 and 8x16x16@2x 3.922 (3.890,
 # 3.914: a 7-LUT path of the descriptor's checks, layer_descriptor.ok_pool_q). Not refitted.
@@ -180,7 +185,7 @@ ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.096), 
                                     "8x16x16@2x", "4x16x16+wino", "8x8x8+wino", "4x16x8:4+wino"),
                          checked_on=("8x16x16", "2x16x16:8", "4x16x16:8", "8x8+lean", "4x16x16:8+lean",
                                      "2x8x16+lean", "16x16+lean", "4x16x16+lean"),
-                         fast_ns=1.44, fast_f0_ns=1.471, fast_f1_ns=0.040, winograd_w0_ns=4.919,
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, winograd_w0_ns=4.919,
                          winograd_w1_ns=-0.137, winograd_wv_ns=-0.184, narrow_select_ns=((16, 5.619),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
@@ -211,7 +216,7 @@ def shape_config(shape: str, clock_mhz: float | None = None) -> EngineConfig:
     lean = "lean" in extras
     return EngineConfig.from_shape(spec, epilogue_lanes=int(lanes or 0), dsp_clock=2 if clock == "2x" else 1,
                                    winograd="wino" in extras, lane_products=not lean, residual_stage=not lean,
-                                   **fields)
+                                   activation_tables=not lean, **fields)
 
 
 def rtl_digest() -> str:

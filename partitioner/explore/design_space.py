@@ -135,7 +135,7 @@ class _Layers:
         got = self._sized[key]
         return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
                        depthwise_rows=got.depthwise_rows, winograd=got.winograd, lane_products=got.lane_products,
-                       residual_stage=got.residual_stage)
+                       residual_stage=got.residual_stage, activation_tables=got.activation_tables)
 
     def shapes(self, cfg: EngineConfig) -> list:
         """[(node, its LayerShape or None)] under the array of `cfg`."""
@@ -395,7 +395,7 @@ def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, l
                             epilogue_lanes=max(v, r) // p if p > 1 else 0, dsp_clock=dsp_clock)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
                if k * px * r * v <= board.dsp * board.int8_macs_per_dsp * dsp_clock   # the array alone must fit
-               and (dsp_clock == 1 or r % 4 == 0)]
+               and (dsp_clock == 1 or (r % 2 == 0 and v % 2 == 0))]
     if winograd:                         # each window-path design also with the Winograd unit
         configs += [replace(c, winograd=True) for c in configs if c.pixels > 1]
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)

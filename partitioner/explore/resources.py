@@ -128,7 +128,10 @@ QUEUE_BRAM = 3          # the activation reader's run queue and the writer's
 # 2x16x16:8 (-64), 4x16x16:8 and its +lean twin (-62), 8x8x8 (-64), 8x8x8+wino (-66), 4x16x16+wino (-67); FF -13
 # a lane on every one of them
 EPILOGUE_DSP = {2: 3, 1: 4}
-EPILOGUE_LUT, EPILOGUE_FF = 981, 47
+# The twenty-eighth RTL's tables (lut_ram.sv, one memory a beat wide) 46 LUTs smaller each at VEC 16 (TABLE_LUT):
+# 981 less two of those; yosys moved 16-lane VEC-16 units by -1,439 (-90 a lane), 8x8x8 by -402 (-50: its tables
+# are half as wide). The count keeps both tables in and takes them out by TABLE_LUT at the engine's VEC
+EPILOGUE_LUT, EPILOGUE_FF = 889, 47
 # the control's registered products on DSPs (dsp_mult.sv): two per pixel address (the address generator's two, the
 # window path's one, WINDOW_DSP), a constant run's two, a window row's beats (the L2 norm's factor, L2_FACTOR_DSP,
 # counted apart: an engine without lane products has none). Since the twenty-seventh RTL a layer's three products
@@ -142,13 +145,18 @@ L2_FACTOR_DSP = 1
 # An engine without the epilogue's second-operand stage (EngineConfig.residual_stage False: a build with no ADD,
 # SCALE or fused residual) has one DSP per lane (x * m), not three, no second table and no residual sum,
 # shift and saturation; one without lane products (EngineConfig.lane_products False) no VEC-lane product DSPs, no
-# squares' sum and no L2 factor. Their LUTs and FFs per epilogue lane and per VEC lane: yosys (the twenty-third
-# RTL), each shape with both parts less the same shape without them (+lean), fitted exactly on 8x8 (8 lanes, VEC 8:
-# 4,338 LUT, 1,406 FF) and 4x16x16:8 (8 lanes, VEC 16: 5,696, 1,446); checked on 2x8x16 and 16x16 (16 lanes,
-# tests/test_dse.py)
+# squares' sum and no L2 factor. Their LUTs and FFs per epilogue lane and per VEC lane: yosys (the twenty-eighth
+# RTL), each shape with every part less the same shape without them (+lean: also without its tables, TABLE_LUT),
+# fitted exactly on 8x8 (8 lanes, VEC 8: 4,633 LUT, 1,427 FF) and 4x16x16:8 (8 lanes, VEC 16: 6,431, 1,467);
+# checked on 2x8x16, 16x16 and 4x16x16 (16 lanes, tests/test_dse.py). RESIDUAL_LUT is the stage without its table
 EPILOGUE_FIRST_DSP = {2: 1, 1: 2}
-RESIDUAL_LUT, RESIDUAL_FF = 516, 149
-LANE_PRODUCTS_LUT_PER_VEC, LANE_PRODUCTS_FF_PER_VEC = 98, 16
+RESIDUAL_LUT, RESIDUAL_FF = 382, 173
+# one activation table of one lane by VEC (lut_ram.sv: 256 / VEC words of VEC entries, a constant beat each), yosys
+# synth_xilinx (xcup) of the module alone: at VEC 16, 10 RAM32M16 (8 LUTs each) and 62 LUTs of the word's entry
+# pick (the twenty-seventh RTL's 16 one-entry banks took 16 RAM32M16 and 60: 188). Every lane has the first; the
+# second is the residual stage's; an engine without tables (EngineConfig.activation_tables False) has neither
+TABLE_LUT = {8: 64, 16: 142, 32: 275, 64: 515}
+LANE_PRODUCTS_LUT_PER_VEC, LANE_PRODUCTS_FF_PER_VEC = 69, 5
 CONTROL_LUT, CONTROL_FF = 19_200, 5_564
 # per result lane (G): its tables, reader and writer; its bias and requantisation registers, two banks of 72 bits;
 # since the twenty-fifth RTL its sums (bias, epilogue queue entry, MAC stage) in ACC_BITS (the module's docstring)
@@ -181,20 +189,20 @@ RESIDUAL_QUEUE_LUT = 1_400
 # +4.5 %, +0.4 %; tests/test_dse.py). The twenty-fifth's (the four row sums held) +21,725 / +23,944 gave 1.233 and
 # 0.984 with its count.
 WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.305, 1.027
-# `--dsp-clock 2x` (mac_quad.sv): per DSP (four MACs) its fabric registers (the operands, 27 + 27 + 8, unless
-# shared; the first product caught from the fast side, 32; both products out, 64) and its LUTs (the operand packing,
-# the catch's enable), against the 1x array of the same shape, whose per-pair terms stay (its sums are the same).
-# yosys (the fifteenth RTL): 8x8 +2,020 FF +127 LUT for 16 DSPs, 2x8x16 +8,618 / +361 for 64, 4x16x16 +35,691 /
-# +806 for 256; fitted on 8x8 and 4x16x16, 2x8x16 left out (model +1.6 % on its extra FFs); 8x16x16, left out,
-# 637 DSP exact, 105,937 LUT (model +5.1 %, as for its 1x twin), 157,230 FF (-0.3 %). The LUT terms refitted to the
-# twenty-second RTL (the 2x unit's LUTs less the 1x unit's with its cascade's taken back, CASCADE_LUT_PER_MAC): 8x8
-# +35 for 16 DSPs, 4x16x16 +1,042 for 256 (fitted); 2x8x16, left out, +276 for 64 (the model +237).
-DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 140.3, -225, 4.196, -32
+# `--dsp-clock 2x` (mac_quad.sv, the twenty-eighth RTL): per DSP (four MACs, two lanes of two rows) its fabric
+# registers (both lanes' packed weights, 27 + 27, and operands, the lane-pair sums out, 2 x 17; the lane products'
+# catch only where the depthwise taps read them) and its LUTs (the B port's pick between the lanes, the weights'
+# packing), against the 1x array of the same shape, whose cascaded lane pairs it replaces with the same sums (its
+# lane tree is the 1x one: CASCADE_* apply to both). yosys: 8x8 +174 LUT, +1,392 FF for 16 DSPs, 4x16x16 +2,668 /
+# +22,273 for 256 (fitted, exact); left out, 2x8x16 +642 / +5,569 for 64 (the model +673 / +5,569), 8x16x16 +5,122 /
+# +44,545 for 512 (+5,327 / +44,545). The twenty-seventh RTL's mac_quad (four rows of one lane, the fabric summing
+# every product) took 4x16x16 +9,923 / +38,593.
+DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 87.0, 0, 10.39, 8
 # The 1x packed array's lane pairs summed in cascaded DSPs (mac_cascade.sv, the twentieth RTL): half the fabric's
 # lane-sum adders and their partial-sum registers, against the nineteenth RTL's yosys counts of the same shapes
 # (per MAC, least squares through 0 over 8x8 -588 LUT / -372 FF, 2x8x16 -2,011 / -1,062, 4x16x16 -8,925 / -2,742,
-# 8x8x8 -4,308 / -1,336; left out, 8x16x16 -18,024 / -4,982: the model's -17,652 / -5,620). The 2x array keeps its
-# fabric sums (within 0.8 % of the nineteenth's on 8x8, 2x8x16 and 8x16x16).
+# 8x8x8 -4,308 / -1,336; left out, 8x16x16 -18,024 / -4,982: the model's -17,652 / -5,620). Since the twenty-eighth
+# RTL the 2x array sums its lane pairs in its DSPs' P too.
 CASCADE_LUT_PER_MAC, CASCADE_FF_PER_MAC = -8.62, -2.74
 # What the window path's LUTs still miss after the terms above, per MAC of its P x PE_ROWS x VEC array and per pixel
 # and lane (the twentieth RTL's yosys counts less the model without these: 2x8x16 +1,919, 4x16x16 -812, 8x8x8
@@ -267,7 +275,8 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
     lut = round(CONTROL_LUT + LAYER_PRODUCTS_LUT + CONTROL_LUT_PER_LANE * cfg.granule + 32.4 * macs + 161 * cfg.vec
                 - 752
                 + EPILOGUE_LUT * lanes + SLICED_LUT * sliced + PIPE_LUT_PER_VEC * cfg.vec + PIPE_LUT
-                - (0 if cfg.residual_stage else RESIDUAL_LUT * lanes)
+                - (0 if cfg.residual_stage else (RESIDUAL_LUT + table_lut(cfg.vec)) * lanes)
+                - (0 if cfg.activation_tables else table_lut(cfg.vec) * lanes * (2 if cfg.residual_stage else 1))
                 - (0 if cfg.lane_products else LANE_PRODUCTS_LUT_PER_VEC * cfg.vec))
     ff = round(CONTROL_FF + LAYER_PRODUCTS_FF + CONTROL_FF_PER_LANE * cfg.granule + 4.3 * macs + 640
                + EPILOGUE_FF * lanes + SLICED_FF * sliced
@@ -277,7 +286,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
                + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
     lut += round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0
-    if board.int8_macs_per_dsp == 2 and not double:
+    if board.int8_macs_per_dsp == 2:     # lane pairs summed in the DSPs (mac_cascade.sv; at 2x in P, mac_quad.sv)
         lut += round(CASCADE_LUT_PER_MAC * macs)
         ff += round(CASCADE_FF_PER_MAC * macs)
     if cfg.pixels > 1:
@@ -296,6 +305,12 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
             lut += wl
             ff += wf
     return Resources(dsp, bram, uram, lut, ff)
+
+
+def table_lut(vec: int) -> int:
+    """One lane's activation table (TABLE_LUT), its beats VEC entries wide; a VEC between two measured ones takes
+    the wider one's count."""
+    return TABLE_LUT[min((v for v in TABLE_LUT if v >= vec), default=max(TABLE_LUT))]
 
 
 def units_with_weights(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: int, uram_units: int

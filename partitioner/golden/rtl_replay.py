@@ -24,7 +24,8 @@ def built_parts(rtl: Path, config: EngineConfig) -> EngineConfig:
     got = rtl_defines(rtl)
     return replace(config, pixels=int(got.get("ENGINE_PIXELS", 1)), window_words=int(got.get("ENGINE_WINDOW_WORDS", 0)),
                    winograd="ENGINE_WINOGRAD" in got, lane_products=got.get("ENGINE_LANE_PRODUCTS", "1") == "1",
-                   residual_stage=got.get("ENGINE_RESIDUAL", "1") == "1")
+                   residual_stage=got.get("ENGINE_RESIDUAL", "1") == "1",
+                   activation_tables=got.get("ENGINE_TABLES", "1") == "1")
 
 
 def main() -> None:

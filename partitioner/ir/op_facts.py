@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from partitioner.ir.graph import Graph, Node, OpKind, Pool
+from partitioner.ir.graph import BY_REQUANTISER, Activation, Graph, Node, OpKind, Pool, ResidualAdd
 
 # (coordinate_transformation_mode, nearest_mode) pairs under which integer x2 nearest resize is plain replication
 _REPLICATING = {("asymmetric", "floor"), ("asymmetric", "round_prefer_floor"),
@@ -24,6 +24,23 @@ ACTIVATION_KINDS = (OpKind.RELU, OpKind.CLIP, OpKind.LEAKY_RELU, OpKind.HARD_SWI
                     OpKind.TANH, OpKind.ELU, OpKind.SELU, OpKind.SOFTPLUS, OpKind.GELU)
 # ... and every activation op an engine epilogue takes (only fused into a conv, never a layer of its own)
 EPILOGUE_ACTIVATION_KINDS = ACTIVATION_KINDS + (OpKind.SIGMOID,)
+
+
+def epilogue_activations(steps) -> tuple[int | None, int | None, int | None]:
+    """(residual add, act1, act2): the indices in a conv's epilogue steps of its residual add, its first activation
+    before that add and its first after it (the descriptor's act1 and act2), each None where there is none."""
+    res_at = next((i for i, s in enumerate(steps) if isinstance(s, ResidualAdd)), None)
+    acts = [i for i, s in enumerate(steps) if isinstance(s, Activation)]
+    act1 = next((i for i in acts if res_at is None or i < res_at), None)
+    act2 = next((i for i in acts if res_at is not None and i > res_at), None)
+    return res_at, act1, act2
+
+
+def takes_table(steps) -> bool:
+    """Whether a conv's epilogue needs the engine's activation tables: act1 unless the requantiser applies it (a
+    clamp, PRelu's second multiplier), act2 always."""
+    _, act1, act2 = epilogue_activations(steps)
+    return act2 is not None or (act1 is not None and steps[act1].kind not in BY_REQUANTISER)
 
 
 def attr_text(v) -> str:

@@ -185,7 +185,7 @@ def dsp_clock_note(config) -> list[str]:
     if config.dsp_clock != 2:
         return []
     return [f"The MAC array's DSP48E2s run at twice the engine clock ({2 * config.clock_mhz:g} MHz, `--dsp-clock 2x`, "
-            "mac_quad.sv: one DSP per four output rows of a lane, half the array's DSPs). The timing estimate counts "
+            "mac_quad.sv: one DSP per two lanes of two output rows, half the array's DSPs). The timing estimate counts "
             "the DSP clock's paths at half the period, and its Fmax covers them; that DSP48E2s close timing at "
             "600 MHz on these devices is what AMD's DPU shows, not something place and route has checked here "
             "(`make bitstream` is the check: it stops if the routed design misses either clock).", ""]
