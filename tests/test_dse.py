@@ -94,9 +94,10 @@ def test_resource_model_of_the_winograd_unit():
     """The Winograd unit's LUTs and FFs (yosys: the engine with the unit less the same shape without it,
     benchmarks/results/timing_estimate.jsonl). The twenty-seventh RTL holds the patch's bytes and forms each row sum
     of B^T d with one adder when it is read, not four held sums: 4x16x16 +17,138 LUT, +23,475 FF (fitted), 8x8x8
-    +16,040 / +22,181 (checked: the model +4.5 %, +0.4 %; the twenty-eighth's the same but 8x8x8's +16,032 LUT); the twenty-fifth's were +21,725 / +23,944 and +20,258 /
-    +22,586, so the unit's LUTs fell by a fifth. Its output row step is a product in the fabric (lut_mult.sv): the
-    unit takes no DSP of its own, and yosys counts the same DSPs with it as without (585 and 297 both ways)."""
+    +16,040 / +22,181 (checked: the model +4.5 %, +0.4 %; the twenty-eighth's the same but 8x8x8's +16,032 LUT);
+    the twenty-fifth's were +21,725 / +23,944 and +20,258 / +22,586, so the unit's LUTs fell by a fifth. Its output
+    row step is a product in the fabric (lut_mult.sv): the unit takes no DSP of its own, and yosys counts the same
+    DSPs with it as without (585 and 297 both ways)."""
     from partitioner.explore.resources import winograd_unit
     lut, ff = winograd_unit(EngineConfig.from_shape("4x16x16"))
     assert abs(lut / 17_138 - 1) < 0.02 and abs(ff / 23_475 - 1) < 0.02
