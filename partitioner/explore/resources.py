@@ -82,14 +82,16 @@ bit and lane.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752, less
-  8.62 per MAC (and 2.74 FF) where two lanes' DSP48E2s are cascaded (mac_cascade.sv, the 1x array).
+  8.62 per MAC (and 2.74 FF) where two lanes' products are summed in the DSPs (mac_cascade.sv's cascade at 1x,
+  mac_quad.sv's P at 2x).
 - Epilogue, at E of the G = max(PE_ROWS, VEC) result lanes per pass (`EngineConfig.epilogue_lanes`; E = G by
   default): per lane a 32x18 product as two DSP products, b x mb (ADD's second term and the residual's, one product
   for both: no layer has both) and e1 x ma (the residual's first; SCALE's 8x10 gate product in a SCALE layer), 4
   DSP48E2s with every register (dsp_mult.sv; every multiplier is below 2^17 since ABI v2), its two copies of
-  the activation tables (16 RAM32M16 each), 52- and 48-bit rounding shifts (1,000 LUT); with several passes,
-  38 LUT and 80 FF per result lane to hold and slice the result. Without the second-operand stage
-  (`EngineConfig.residual_stage` False) 2 DSP48E2s a lane and RESIDUAL_LUT / RESIDUAL_FF fewer.
+  the activation tables (10 RAM32M16 each at VEC 16, TABLE_LUT), 52- and 48-bit rounding shifts; with several
+  passes, 38 LUT and 80 FF per result lane to hold and slice the result. Without the second-operand stage
+  (`EngineConfig.residual_stage` False) 2 DSP48E2s a lane, RESIDUAL_LUT / RESIDUAL_FF and the second table fewer;
+  without the tables (`EngineConfig.activation_tables` False) the first too.
 - The rest (controller, descriptor and constant fetch, address generator, pool, AXI ports, the L2NORM factor):
   6 DSP (the pixel addresses' and per-request products, registered; one is the L2 factor's; a layer's products
   are in the fabric since the twenty-seventh RTL),
