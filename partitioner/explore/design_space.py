@@ -394,8 +394,8 @@ def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, l
     configs = [EngineConfig(vec=v, pe_rows=r, pixels=px, compute_units=k, clock_mhz=board.clock_mhz,
                             epilogue_lanes=max(v, r) // p if p > 1 else 0, dsp_clock=dsp_clock)
                for v in VECS for r in ROWS for px in PIXELS for p in EPILOGUE_PASSES for k in units
-               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp * dsp_clock   # the array alone must fit
-               and (dsp_clock == 1 or (r % 2 == 0 and v % 2 == 0))]
+               if k * px * r * v <= board.dsp * board.int8_macs_per_dsp * dsp_clock]   # the array alone must fit
+    configs = [c for c in configs if c.dsp_clock_problem() is None]     # the 2x array's shape rule (abi.py)
     if winograd:                         # each window-path design also with the Winograd unit
         configs += [replace(c, winograd=True) for c in configs if c.pixels > 1]
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
