@@ -5,7 +5,8 @@ utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI 
                                       [--dsp-clock 1x,2x] [--winograd off,all]
 
 "FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock or,
-where lower, the RTL's estimated Fmax, partitioner/explore/clock.py; "limit" says which; several compute units
+where lower, the RTL's estimated Fmax, partitioner/explore/clock.py, the "Fmax est." column, the PL clock steps
+below it; "limit" says which; several compute units
 processing frames side by side on the board's sustained DDR bandwidth, fpga_runtime/prediction/shared_ddr.py; "DDR
 GB/s" is what the design moves, against the ZCU104's 16.0 sustained): FPGA subgraphs only, CPU pre/post-processing
 excluded, as the DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the
@@ -18,7 +19,8 @@ place and route. `--winograd off,all` explores each twice more: without and with
 (`partition --winograd`; its eligible 3x3 convs as Winograd layers; its LUTs and FFs in the resources); "MAC util"
 then counts a Winograd layer's direct-convolution MACs (MAC-equivalent utilisation, above 100 % possible).
 "parts left out": the engine's optional parts no layer of the model uses, which its build leaves out
-(fpga_runtime/engine_parts.py: lane products, the epilogue's residual stage; their DSPs and LUTs not counted).
+(fpga_runtime/engine_parts.PARTS: lane products, the epilogue's residual stage, its activation tables; their DSPs
+and LUTs not counted).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from _zoo import SIZES, fused_graph
 from fpga_runtime.boards import BOARDS, board
 from fpga_runtime.engine_parts import left_out
 from partitioner.explore.choice import choose_design
-from partitioner.explore.clock import design_clock
+from partitioner.explore.clock import design_clock, estimated_fmax_mhz
 
 # Vitis AI model zoo, ZCU104, 2 x DPUCZDX8G B4096 at 300 MHz (throughput, fps)
 DPU_ZCU104 = {"yolov3": 27.3, "yolov3-tiny": 329.5, "ssd-mobilenet-v1": 303.5}
@@ -49,10 +51,10 @@ def main() -> None:
     print(
         "| board | model | pixels x PE rows x VEC | DSP clock | Winograd | parts left out | epilogue lanes "
         "| window words | weight rows "
-        "| CUs | MHz | limit | weights | "
+        "| CUs | MHz | limit | Fmax est. | weights | "
         "DSP | BRAM36 | URAM | LUT | FPGA fps | frames/s | latency ms | MAC util | DDR GB/s | Vitis AI DPU fps |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---" * 24 + "|")
     with tempfile.TemporaryDirectory() as tmp:
         graphs = {}
         for name in args.models.split(","):
@@ -66,7 +68,7 @@ def main() -> None:
                     ex = choose_design(graph, b, objective=args.objective, dsp_clock=dsp_clock, winograd=wino)
                     d = ex.chosen
                     if d is None:
-                        print(f"| {bname} | {name} | - | {dsp_clock}x | {wino} |" + " - |" * 18)
+                        print(f"| {bname} | {name} | - | {dsp_clock}x | {wino} |" + " - |" * 19)
                         continue
                     c, r = d.config, d.resources
                     share = r.share(b)
@@ -75,7 +77,8 @@ def main() -> None:
                     print(f"| {bname} | {name}-{SIZES[name]} | {c.pixels} x {c.pe_rows} x {c.vec} | "
                           f"{c.dsp_clock}x | {wino}{' (unit)' if c.winograd else ''} | {left_out(c)} | "
                           f"{c.epilogue_lanes or c.granule} | {window} | {c.weight_rows} | "
-                          f"{c.compute_units} | {c.clock_mhz:g} | {design_clock(b, c)[1]} | {d.weights_in} | "
+                          f"{c.compute_units} | {c.clock_mhz:g} | {design_clock(b, c)[1]} | "
+                          f"{estimated_fmax_mhz(b, c):.1f} | {d.weights_in} | "
                           f"{r.dsp} ({share['dsp']:.0%}) | "
                           f"{r.bram36} ({share['bram36']:.0%}) | {r.uram} ({share['uram']:.0%}) | "
                           f"{r.lut} ({share['lut']:.0%}) | {d.fps:.1f} | {d.frame_fps:.1f} | {d.latency_s * 1e3:.1f} | "

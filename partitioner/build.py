@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 import onnx
 
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS, BUDGET, Board
 from fpga_runtime.boards import board as board_by_name
@@ -351,8 +352,7 @@ def _compile(s: BuildState) -> None:
     s.winograd = compiled.winograd
     retime_winograd(s.plan, s.winograd)
     built = compiled.image.config         # the optional parts the build has: their resources
-    s.engine = replace(s.engine, winograd=built.winograd, lane_products=built.lane_products,
-                       residual_stage=built.residual_stage, activation_tables=built.activation_tables)
+    s.engine = replace(s.engine, winograd=built.winograd, **engine_parts.built(built))
     if any(t.chosen for t in s.winograd):
         if s.engine.pixels < 2:
             s.warnings.append(f"{sum(t.chosen for t in s.winograd)} conv(s) compiled as Winograd layers (--winograd "

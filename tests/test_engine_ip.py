@@ -16,6 +16,8 @@ import pytest
 
 from fpga_runtime.abi import ABI_VERSION, ENGINE_VLNV, REGISTER_MAP, EngineConfig
 from fpga_runtime.boards import BOARDS
+from fpga_runtime.engine_parts import PARTS
+from fpga_runtime.rtl_sim.build import rtl_defines
 from partitioner.build import PartitionConfig, run_partition
 from partitioner.codegen.engine_ip import CLOCK, INTERFACES, INTERRUPT, KERNEL_ARGS, REGISTER_SPAN, RESET
 from partitioner.codegen.sources import write_engine_sources
@@ -186,7 +188,7 @@ def test_ip_interfaces_are_the_elaborated_rtl_ports(builds, tmp_path, board):
 
 def _engine_json(fpga: Path) -> dict:
     cfg = json.loads((fpga / "engine.json").read_text())["config"]
-    return {k: cfg[k] for k in ("vec", "pe_rows", "pixels", "lane_products", "residual_stage")}
+    return {k: cfg[k] for k in ("vec", "pe_rows", "pixels", *(p.field for p in PARTS))}
 
 
 def _docs_offsets() -> dict[str, list[int]]:
@@ -239,8 +241,10 @@ def test_register_maps_agree(builds, tmp_path, board):
     cfg = _engine_json(fpga)
     assert user["VEC"] == str(cfg["vec"]) and user["PE_ROWS"] == str(cfg["pe_rows"])
     assert user["ABI_VERSION"] == str(ABI_VERSION)
-    assert user["HAS_LANE_PRODUCTS"] == str(int(cfg["lane_products"]))
-    assert user["HAS_RESIDUAL_STAGE"] == str(int(cfg["residual_stage"]))
+    # every optional part (engine_parts.PARTS) under its parameter, its define and its engine.json key alike
+    defines = rtl_defines(fpga / "rtl")
+    for p in PARTS:
+        assert user[p.ip_parameter] == defines[p.define] == str(int(cfg[p.field])), p.field
     if BOARDS[board].family == "alveo":
         kernel = ET.parse(fpga / "ip" / "kernel.xml").getroot().find("kernel")
         assert kernel.get("hwControlProtocol") == "ap_ctrl_hs" and kernel.get("vlnv") == ENGINE_VLNV

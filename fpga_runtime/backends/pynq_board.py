@@ -29,6 +29,7 @@ except ImportError as exc:          # load_backend turns this into a one-line er
     raise ImportError(f"{exc} (the pynq backend needs PYNQ: on a board it comes with the image; elsewhere "
                       "pip install pynq==4.0.0)") from None
 
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import ADDRESS_BITS, CTRL_DONE, CTRL_START, ENGINE_VLNV, PERF_COUNTERS, Reg
 from fpga_runtime.backends import STATS_WINDOW, Backend, BackendError, ThreadedUnits, timed
 from fpga_runtime.engine_image import EngineImage, Program, TensorView
@@ -185,8 +186,7 @@ class PynqBackend(Backend):
             params = ips[n].get("parameters", {})
             # the optional parts too (engine_parts.py): the runtime refuses layers by engine.json's
             want = {"VEC": cfg.vec, "PE_ROWS": cfg.pe_rows, "ABI_VERSION": self.image.abi_version,
-                    "HAS_LANE_PRODUCTS": int(cfg.lane_products), "HAS_RESIDUAL_STAGE": int(cfg.residual_stage),
-                    "HAS_ACTIVATION_TABLES": int(cfg.activation_tables)}
+                    **engine_parts.ip_parameters(cfg)}
             built = {k: int(params[k]) for k in want if k in params}
             wrong = {k: v for k, v in built.items() if v != want[k]}
             if wrong:

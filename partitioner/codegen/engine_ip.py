@@ -80,10 +80,7 @@ def ip_context(context: dict, sources: list[str], includes: list[str]) -> dict:
         "reset": RESET, "interrupt": INTERRUPT, "registers": REGISTER_MAP, "register_span": REGISTER_SPAN,
         "kernel_args": KERNEL_ARGS, "vlnv": vlnv_parts(), "engine_vlnv": ENGINE_VLNV,
         "driver_parameters": {"VEC": context["vec"], "PE_ROWS": context["pe_rows"], "ABI_VERSION": ABI_VERSION,
-                              "MAX_KERNEL": context["max_kernel"],
-                              "HAS_LANE_PRODUCTS": int(context["lane_products"]),       # engine_parts.py
-                              "HAS_RESIDUAL_STAGE": int(context["residual_stage"]),
-                              "HAS_ACTIVATION_TABLES": int(context["activation_tables"])},
+                              "MAX_KERNEL": context["max_kernel"], **context["part_parameters"]},
         "clock_hz": int(round(float(context["clock_mhz"]) * 1e6)), "data_bits": 8 * context["vec"],
         "hex": lambda v: f"0x{v:X}",
     }

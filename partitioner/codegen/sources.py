@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jinja2
 
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import ABI_VERSION, ENGINE_VLNV, Descriptor, EngineConfig, rsqrt_table
 from fpga_runtime.boards import Board
 from fpga_runtime.engine_image import ENGINE_DIR
@@ -93,8 +94,7 @@ def write_engine_sources(out_dir: Path, build_name: str, config: EngineConfig, d
                "pe_rows": config.pe_rows, "granule": config.granule,
                "epilogue_lanes": config.epilogue_lanes, "max_kernel": config.max_kernel,
                "pixels": config.pixels, "dsp_clock": config.dsp_clock,
-               "lane_products": config.lane_products, "residual_stage": config.residual_stage,
-               "activation_tables": config.activation_tables,
+               **engine_parts.built(config), "part_parameters": engine_parts.ip_parameters(config),
                "units": config.compute_units, "clock_mhz": f"{config.clock_mhz:g}", "uram_units": uram_units,
                "weight_uram": uram_units == config.compute_units,
                "period_ns": f"{1000.0 / config.clock_mhz:.3f}", **engine_limits(descriptors, config),

@@ -208,8 +208,9 @@ def sized_buffers(graph: Graph, nodes: list[str], cfg: EngineConfig) -> EngineCo
     kinds = {graph.nodes[n].kind for n in nodes}
     residual = any(isinstance(step, ResidualAdd) for n in nodes if graph.nodes[n].conv is not None
                    for step in graph.nodes[n].conv.epilogue)
-    return replace(cfg, lane_products=OpKind.LP_NORMALIZATION in kinds
-                   or any(engine_parts.needs_lane_products(d, cfg) for d in descriptors),
-                   residual_stage=residual or bool(kinds & {OpKind.ADD, OpKind.MUL}),
-                   activation_tables=any(graph.nodes[n].conv is not None and takes_table(graph.nodes[n].conv.epilogue)
-                                         for n in nodes))
+    wants = {"lane_products": OpKind.LP_NORMALIZATION in kinds
+             or any(engine_parts.needs_lane_products(d, cfg) for d in descriptors),
+             "residual_stage": residual or bool(kinds & {OpKind.ADD, OpKind.MUL}),
+             "activation_tables": any(graph.nodes[n].conv is not None and takes_table(graph.nodes[n].conv.epilogue)
+                                      for n in nodes)}
+    return replace(cfg, **{p.field: wants[p.field] for p in engine_parts.PARTS})

@@ -28,7 +28,7 @@ from partitioner.engine.memory import ConstArena
 from partitioner.engine.zero_points import last_arithmetic_step, writes_zero_point
 from partitioner.errors import ModelError
 from partitioner.ir.graph import CLAMPS, ActKind, ConvForm, Graph, Node, OpKind, Pool
-from partitioner.ir.op_facts import epilogue_activations, gate_operands, pool_of
+from partitioner.ir.op_facts import epilogue_activations, gate_operands, pool_of, table_activations
 from partitioner.ir.to_onnx import stage_names
 
 
@@ -278,7 +278,8 @@ class LayerEmitter:
         if pool_at is not None:
             stages[pool_at] = y.scale          # the stage the pool reads has the output's (unified) scale
         stages[-1] = y.scale
-        res_at, act1, act2 = epilogue_activations(steps)
+        res_at, act1, _ = epilogue_activations(steps)
+        table1, table2 = table_activations(steps)
         clamp = act1 is not None and steps[act1].kind in CLAMPS
         prelu = act1 is not None and steps[act1].kind is ActKind.PRELU
         target = stages[act1 + 1] if clamp or prelu else stages[0]      # what the requantiser writes
@@ -366,10 +367,10 @@ class LayerEmitter:
             d.act1 = Act.CLAMP
             d.act_lo = -128 if lo is None else int(np.clip(np.rint(lo / target) + zero_in_bias, -128, 127))
             d.act_hi = 127 if hi is None else int(np.clip(np.rint(hi / target) + zero_in_bias, -128, 127))
-        elif act1 is not None and not prelu:
+        elif table1 is not None:
             d.act1 = Act.LUT
-            d.lut1_addr = self.arena.put(lut(steps[act1], stages[0], stages[act1 + 1],
-                                             y.zero if last == act1 else 0, stage_zero))
+            d.lut1_addr = self.arena.put(lut(steps[table1], stages[0], stages[table1 + 1],
+                                             y.zero if last == table1 else 0, stage_zero))
         after_act1 = stages[act1 + 1] if act1 is not None else stages[0]
         requant = np.zeros((oc_p, 2), np.int32)
         if prelu:
@@ -387,10 +388,10 @@ class LayerEmitter:
             d.flags |= Flag.RESIDUAL
             _set_view(d, "in2", r, 0)
             d.res_mult_a, d.res_mult_b, d.res_shift = _residual_mults(after_act1, r.scale, stages[res_at + 1])
-        if act2 is not None:
+        if table2 is not None:
             d.act2 = Act.LUT
-            d.lut2_addr = self.arena.put(lut(steps[act2], stages[act2], stages[act2 + 1],
-                                             y.zero if last == act2 else 0))
+            d.lut2_addr = self.arena.put(lut(steps[table2], stages[table2], stages[table2 + 1],
+                                             y.zero if last == table2 else 0))
         if pool_at is not None:
             _set_pool(d, steps[pool_at])
         if not transposed:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from fpga_runtime import engine_parts
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board, weight_mixes
 from fpga_runtime.cycle_model import layer_bytes, layer_cycles
@@ -134,8 +135,7 @@ class _Layers:
             self._sized[key] = sized_buffers(self.graph, self.nodes, key)
         got = self._sized[key]
         return replace(cfg, weight_rows=got.weight_rows, window_words=got.window_words,
-                       depthwise_rows=got.depthwise_rows, winograd=got.winograd, lane_products=got.lane_products,
-                       residual_stage=got.residual_stage, activation_tables=got.activation_tables)
+                       depthwise_rows=got.depthwise_rows, winograd=got.winograd, **engine_parts.built(got))
 
     def shapes(self, cfg: EngineConfig) -> list:
         """[(node, its LayerShape or None)] under the array of `cfg`."""

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.engine_parts import missing_part
+from fpga_runtime.engine_parts import from_defines, missing_part
 from fpga_runtime.rtl_sim.build import rtl_defines
 from fpga_runtime.rtl_sim.engine import RtlEngine, SimulationError
 from fpga_runtime.rtl_sim.single_layer import program_descriptors
@@ -22,10 +22,9 @@ from partitioner.golden.cases import CASES, make_case
 def built_parts(rtl: Path, config: EngineConfig) -> EngineConfig:
     """`config` with the window path and optional parts the build's RTL has (its engine_config.svh)."""
     got = rtl_defines(rtl)
-    return replace(config, pixels=int(got.get("ENGINE_PIXELS", 1)), window_words=int(got.get("ENGINE_WINDOW_WORDS", 0)),
-                   winograd="ENGINE_WINOGRAD" in got, lane_products=got.get("ENGINE_LANE_PRODUCTS", "1") == "1",
-                   residual_stage=got.get("ENGINE_RESIDUAL", "1") == "1",
-                   activation_tables=got.get("ENGINE_TABLES", "1") == "1")
+    return from_defines(replace(config, pixels=int(got.get("ENGINE_PIXELS", 1)),
+                                window_words=int(got.get("ENGINE_WINDOW_WORDS", 0)),
+                                winograd="ENGINE_WINOGRAD" in got), got)
 
 
 def main() -> None:

@@ -36,11 +36,17 @@ def epilogue_activations(steps) -> tuple[int | None, int | None, int | None]:
     return res_at, act1, act2
 
 
-def takes_table(steps) -> bool:
-    """Whether a conv's epilogue needs the engine's activation tables: act1 unless the requantiser applies it (a
-    clamp, PRelu's second multiplier), act2 always."""
+def table_activations(steps) -> tuple[int | None, int | None]:
+    """The indices in a conv's epilogue steps of the act1 and act2 the engine's activation tables apply, each None
+    where there is none: act1 unless the requantiser applies it (a clamp, PRelu's second multiplier), act2 always.
+    The compiler writes its tables by this and the exploration sizes the engine's by it."""
     _, act1, act2 = epilogue_activations(steps)
-    return act2 is not None or (act1 is not None and steps[act1].kind not in BY_REQUANTISER)
+    return (act1 if act1 is not None and steps[act1].kind not in BY_REQUANTISER else None), act2
+
+
+def takes_table(steps) -> bool:
+    """Whether a conv's epilogue needs the engine's activation tables."""
+    return table_activations(steps) != (None, None)
 
 
 def attr_text(v) -> str:
