@@ -417,7 +417,7 @@ def _report(s: BuildState) -> None:
 
 def _verify(s: BuildState) -> None:
     s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance,
-                      widen_to_float32 if s.imported.precision != "float32" else None)
+                      widen_to_float32 if s.imported.precision != "float32" else None, s.part.graph.fixed_scales)
 
 
 STEPS: list[Step] = [

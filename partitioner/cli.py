@@ -17,7 +17,13 @@ from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
 from partitioner.engine.winograd import MODES as WINOGRAD_MODES
 from partitioner.errors import ModelError
-from partitioner.evaluate.float_check import CONDITIONING_FACTOR, DEFAULT_TOLERANCE, OWN_ROUNDING, first_failure
+from partitioner.evaluate.float_check import (
+    CONDITIONING_FACTOR,
+    DEFAULT_TOLERANCE,
+    INFORMATION,
+    OWN_ROUNDING,
+    first_failure,
+)
 from partitioner.explore.clock import design_clock
 from partitioner.mixed_precision import Fallback, meet_accuracy
 from partitioner.output.report import console_table
@@ -301,7 +307,7 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
                        err=True)
             sys.exit(1)
     if result.checks is not None:
-        alone = [c for c in result.checks if c.subgraph and c.subgraph != OWN_ROUNDING]
+        alone = [c for c in result.checks if c.subgraph and c.subgraph not in INFORMATION]
         if alone:
             worst = max(alone, key=lambda c: c.max_abs / c.bound if c.bound else 0.0)
             failed = [c for c in alone if not c.ok]
@@ -314,6 +320,11 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
             if c.subgraph == OWN_ROUNDING:
                 click.echo(f"verify {c.name}: the original's own {result.plan.model.get('precision', 'float16')} "
                            f"rounding moves it {c.max_abs:.3g} (max rel {c.max_rel:.3g}) from float32 (information)")
+            elif c.subgraph in INFORMATION:
+                click.echo(f"verify {c.name}: the original's own activation Q/DQ pairs, which the engine takes as its "
+                           f"int8 scales, move it {c.max_abs:.3g} (max rel {c.max_rel:.3g}) from the float graph the "
+                           "partition computes and --verify checks (information; the int8 report measures the engine "
+                           "against the QDQ original)")
             elif not c.subgraph:
                 status = "ok" if c.ok else "FAIL"
                 own = f" (onnxruntime's own optimisations move it {c.own_gap:.3g})" if c.own_gap else ""

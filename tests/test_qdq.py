@@ -77,3 +77,34 @@ def test_qdq_model_within_one_lsb_of_onnxruntime(qdq):
     d = np.abs(np.concatenate([v.ravel() for v in diffs]))
     assert d.max() <= 1
     assert np.mean(d == 0) >= 0.9
+
+
+def test_verify_of_a_qdq_model_checks_the_float_graph_the_partition_computes(qdq, tmp_path):
+    """`--verify` on a QDQ model: the partition absorbs its activation Q/DQ pairs into the engine's scales, so its
+    float graph is the original without them; verify checks against that (every subgraph within the float
+    tolerance) and reports how far the pairs themselves move each output, which is the quantisation, not a
+    partitioning error. Against the QDQ original itself the same subgraphs would differ by whole int8 steps."""
+    from partitioner.evaluate.float_check import OWN_QUANTISATION, verify
+    from partitioner.passes.qdq import strip_absorbed_qdq
+    root, result = qdq
+    checked = run_partition(PartitionConfig(model=root / "q.onnx", out_dir=tmp_path / "b", picture=False,
+                                            offload_everything=True, accuracy=False, verify=True))
+    assert checked.verified
+    alone = [c for c in checked.checks if c.subgraph.startswith(("fpga", "cpu"))]
+    assert alone and all(c.ok for c in alone)
+    own = [c for c in checked.checks if c.subgraph == OWN_QUANTISATION]
+    assert [c.name for c in own] == ["c4"]
+    scale = float(numpy_helper.to_array(next(t for t in onnx.load(str(root / "q.onnx")).graph.initializer
+                                             if t.name == "c4_scale")))
+    assert own[0].max_abs >= scale                     # the pairs move the output by int8 steps of its own scale
+    feeds = {"x": np.random.default_rng(7).standard_normal((1, 8, 12, 12)).astype(np.float32)}
+    against_qdq = verify(checked.plan, root / "q.onnx", feeds)          # no pairs stripped: whole steps apart
+    assert not all(c.ok for c in against_qdq if c.subgraph.startswith("fpga"))
+    # the pairs removed are those the partition absorbed: the activations' (not the weights', not the output's)
+    model = onnx.load(str(root / "q.onnx"))
+    fixed = result.partition.graph.fixed_scales
+    assert strip_absorbed_qdq(model, fixed) == len(fixed) >= 4
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("QuantizeLinear") == 1          # the model output's own pair stays
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert sess.run(None, {"x": np.zeros((1, 8, 12, 12), np.float32)})[0].shape == (1, 8, 6, 6)

@@ -11,7 +11,7 @@ from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
 from fpga_runtime.plan import Plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.run.policy import CPU_WORKERS
-from partitioner.evaluate.float_check import CONDITIONING_FACTOR, OWN_ROUNDING
+from partitioner.evaluate.float_check import CONDITIONING_FACTOR, OWN_QUANTISATION, OWN_ROUNDING
 from partitioner.explore.clock import estimated_fmax_mhz
 from partitioner.explore.design_space import ranked
 
@@ -316,6 +316,7 @@ def write_report(plan: Plan, out_dir: Path, picture: Path | None, warnings: list
 
         def where(c) -> str:
             return ("the original's own rounding (information)" if c.subgraph == OWN_ROUNDING else
+                    "the original's own activation Q/DQ (information)" if c.subgraph == OWN_QUANTISATION else
                     f"{c.subgraph} alone" if c.subgraph else "the chain (model output)")
         lines += _table(["checked", "tensor", "max abs error", "max rel error", "bound", "onnxruntime vs itself", "ok"],
                         [[where(c), c.name, f"{c.max_abs:.3g}", f"{c.max_rel:.3g}", f"{c.bound:.3g}",

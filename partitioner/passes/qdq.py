@@ -7,6 +7,8 @@ weights exactly.
 from __future__ import annotations
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
 from partitioner.ir.graph import Graph, OpKind
 
@@ -45,3 +47,45 @@ def absorb_qdq(graph: Graph) -> Graph:
         graph.touch()
     graph.prune_tensors()
     return graph
+
+
+def strip_absorbed_qdq(model: onnx.ModelProto, scales: dict[str, float]) -> int:
+    """Removes from an ONNX `model`, in place, the activation Q/DQ pairs `absorb_qdq` absorbed (`scales`: the
+    graph's `fixed_scales`, by the ONNX name of each pair's input): the float model the partition computes, which
+    `--verify` checks it against (the engine applies those scales in int8; the int8 report measures against the
+    QDQ original). Returns the pairs removed."""
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    consts.update({n.output[0]: numpy_helper.to_array(a.t) for n in g.node if n.op_type == "Constant"
+                   for a in n.attribute if a.name == "value"})
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for n in g.node:
+        for t in n.input:
+            readers.setdefault(t, []).append(n)
+    outputs = {o.name for o in g.output}
+    dropped: list[onnx.NodeProto] = []
+    renames: dict[str, str] = {}
+    for q in g.node:
+        if q.op_type != "QuantizeLinear" or q.input[0] not in scales or q.output[0] in outputs:
+            continue
+        users = readers.get(q.output[0], [])
+        if len(users) != 1 or users[0].op_type != "DequantizeLinear" or users[0].output[0] in outputs:
+            continue
+        dq = users[0]
+        scale = consts.get(dq.input[1]) if len(dq.input) > 1 else None
+        if scale is None or np.asarray(scale).size != 1 or float(np.asarray(scale).reshape(())) != scales[q.input[0]]:
+            continue
+        renames[dq.output[0]] = q.input[0]
+        dropped += [q, dq]
+    keep = [n for n in g.node if not any(n is d for d in dropped)]
+    for n in keep:
+        for i, t in enumerate(n.input):
+            if t in renames:
+                n.input[i] = renames[t]
+    del g.node[:]
+    g.node.extend(keep)
+    gone = {t for n in dropped for t in n.output}
+    kept_info = [v for v in g.value_info if v.name not in gone]
+    del g.value_info[:]
+    g.value_info.extend(kept_info)
+    return len(dropped) // 2
