@@ -54,6 +54,7 @@ from partitioner.output.plan_writer import retime_winograd, write_build
 from partitioner.output.report import write_report
 from partitioner.output.staging import StagedFolder
 from partitioner.passes.pipeline import run_fusion
+from partitioner.passes.qdq import strip_absorbed_qdq
 from partitioner.placement.cost import CostModel
 from partitioner.placement.partition import Device, Partition, partition
 from partitioner.result import BuildResult
@@ -416,8 +417,10 @@ def _report(s: BuildState) -> None:
 
 
 def _verify(s: BuildState) -> None:
+    scales = s.part.graph.fixed_scales          # a QDQ model's pairs the engine took: not in the partition's graph
     s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance,
-                      widen_to_float32 if s.imported.precision != "float32" else None, s.part.graph.fixed_scales)
+                      widen_to_float32 if s.imported.precision != "float32" else None,
+                      (lambda model: strip_absorbed_qdq(model, scales)) if scales else None)
 
 
 STEPS: list[Step] = [

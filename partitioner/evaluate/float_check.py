@@ -13,7 +13,6 @@ import onnx
 from fpga_runtime.checking.frames import original_outputs
 from fpga_runtime.onnx_chain import Chain
 from fpga_runtime.plan import Plan
-from partitioner.passes.qdq import strip_absorbed_qdq
 
 # BN folding and re-association change float rounding: errors are relative to the output's magnitude, with an
 # absolute floor (as numpy.allclose combines atol and rtol) for outputs whose values are all small (a sigmoid
@@ -73,15 +72,15 @@ def compare(reference: dict[str, np.ndarray], got: dict[str, np.ndarray], tolera
 
 
 def _exposed_reference(model_path: Path, names: set[str], widen: Callable[[onnx.ModelProto], object] | None,
-                       qdq_scales: dict[str, float] | None, folder: Path) -> tuple[Path, list[str]]:
+                       strip_qdq: Callable[[onnx.ModelProto], object] | None, folder: Path) -> tuple[Path, list[str]]:
     """The original model (widened to float32 by `widen` for a float16 one, without the activation Q/DQ pairs the
     partition absorbed for a QDQ one) with every tensor in `names` that one of its nodes computes as an extra
     output, saved in `folder`; and the names so exposed."""
     model = onnx.load(str(model_path))
     if widen is not None:
         widen(model)
-    if qdq_scales:
-        strip_absorbed_qdq(model, qdq_scales)
+    if strip_qdq is not None:
+        strip_qdq(model)
     g = model.graph
     have = {o.name for o in g.output}
     computed = {o for n in g.node for o in n.output if o}
@@ -119,21 +118,21 @@ def _check(name: str, ref: np.ndarray, out: np.ndarray, tolerance: float, own: f
 
 
 def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance: float = DEFAULT_TOLERANCE,
-           widen: Callable[[onnx.ModelProto], object] | None = None, qdq_scales: dict[str, float] | None = None
-           ) -> list[OutputCheck]:
+           widen: Callable[[onnx.ModelProto], object] | None = None,
+           strip_qdq: Callable[[onnx.ModelProto], object] | None = None) -> list[OutputCheck]:
     """Each subgraph alone, fed the original model's own tensors at its inputs, against the original's tensors at
     its outputs (bound `tolerance`: a wrong subgraph is caught and named); then the chain of subgraphs at the model's
     outputs, bound `tolerance` times the number of subgraphs in series before each output (float rounding
     compounds along the chain). A float16 model (`widen` given) is checked against itself widened to float32,
     which is what the partition computes; its own float16 rounding is measured and reported beside (the entries
-    whose subgraph is OWN_ROUNDING). A QDQ model (`qdq_scales`, the graph's `fixed_scales`) is checked against
-    itself without the activation Q/DQ pairs the engine took as its scales, which is what the partition's float
-    graph computes (the int8 report measures the engine against the QDQ original); how far those pairs move the
+    whose subgraph is OWN_ROUNDING). A QDQ model (`strip_qdq` given: passes/qdq.strip_absorbed_qdq) is checked
+    against itself without the activation Q/DQ pairs the engine took as its scales, which is what the partition's
+    float graph computes (the int8 report measures the engine against the QDQ original); how far those pairs move the
     outputs is reported beside (OWN_QUANTISATION)."""
     chain = Chain(plan)
     boundary = {t.name for sg in plan.subgraphs for t in sg.inputs + sg.outputs}
     with tempfile.TemporaryDirectory() as tmp:
-        path, exposed = _exposed_reference(model_path, boundary, widen, qdq_scales, Path(tmp))
+        path, exposed = _exposed_reference(model_path, boundary, widen, strip_qdq, Path(tmp))
         ref = original_outputs(path, feeds)
         ref_plain = original_outputs(path, feeds, optimise=False)
     own = {name: ref[name] for name in exposed}              # the original's tensors at the boundaries
@@ -151,7 +150,7 @@ def verify(plan: Plan, model_path: Path, feeds: dict[str, np.ndarray], tolerance
     producer = {t.name: sg.name for sg in plan.subgraphs for t in sg.outputs}
     checks += [check(t.name, values[t.name], tolerance * depth.get(producer.get(t.name, ""), 1))
                for t in plan.outputs]
-    if (widen is not None or qdq_scales) and plan.original_takes_numpy:
+    if (widen is not None or strip_qdq is not None) and plan.original_takes_numpy:
         original = original_outputs(model_path, feeds)
         what = OWN_ROUNDING if widen is not None else OWN_QUANTISATION
         for t in plan.outputs:
