@@ -417,10 +417,10 @@ def _report(s: BuildState) -> None:
 
 
 def _verify(s: BuildState) -> None:
-    scales = s.part.graph.fixed_scales          # a QDQ model's pairs the engine took: not in the partition's graph
+    pairs = s.part.graph.absorbed_qdq           # a QDQ model's pairs the engine took: not in the partition's graph
     s.checks = verify(s.plan, s.cfg.model, seeded_frame(s.plan, s.cfg.seed, s.cfg.inputs), s.cfg.tolerance,
                       widen_to_float32 if s.imported.precision != "float32" else None,
-                      (lambda model: strip_absorbed_qdq(model, scales)) if scales else None)
+                      (lambda model: strip_absorbed_qdq(model, pairs)) if pairs else None)
 
 
 STEPS: list[Step] = [

@@ -1031,3 +1031,21 @@ def test_a_flatten_read_by_something_else_too_is_left_alone():
     g = run_fusion(ir_of(model))
     assert "Flatten" in [node.op_type for node in g.nodes.values()]
     _same_numbers(model, g)
+
+
+def test_two_clamps_in_one_fused_conv_keep_their_own_bounds():
+    """Conv -> Clip(-1, 2) -> residual Add -> Clip(0, 3) (a QDQ model's one-sided pairs become such clamps): one
+    fused conv with two clamps, whose ONNX form must carry both bounds (they once shared one constant name, and the
+    second overwrote the first)."""
+    n = Net(channels=8, size=12)
+    lo1, hi1 = n.const("lo1", np.array(-1.0, np.float32)), n.const("hi1", np.array(2.0, np.float32))
+    lo2, hi2 = n.const("lo2", np.array(0.0, np.float32)), n.const("hi2", np.array(3.0, np.float32))
+    a = n.node("Clip", [n.conv("x", "c1"), lo1, hi1], "clip1")
+    b = n.node("Clip", [n.node("Add", [a, "x"], "add"), lo2, hi2], "clip2")
+    model = n.model([b])
+    g = run_fusion(ir_of(model))
+    fused = [node for node in g.nodes.values() if node.conv is not None]
+    assert len(fused) == 1
+    clamps = [s for s in fused[0].conv.epilogue if isinstance(s, Activation)]
+    assert [(s.lo, s.hi) for s in clamps] == [(-1.0, 2.0), (0.0, 3.0)]
+    _same_numbers(model, g)

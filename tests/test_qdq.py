@@ -102,9 +102,75 @@ def test_verify_of_a_qdq_model_checks_the_float_graph_the_partition_computes(qdq
     assert not all(c.ok for c in against_qdq if c.subgraph.startswith("fpga"))
     # the pairs removed are those the partition absorbed: the activations' (not the weights', not the output's)
     model = onnx.load(str(root / "q.onnx"))
-    fixed = result.partition.graph.fixed_scales
-    assert strip_absorbed_qdq(model, fixed) == len(fixed) >= 4
+    pairs = result.partition.graph.absorbed_qdq
+    assert strip_absorbed_qdq(model, pairs) == len(pairs) >= 4
     ops = [n.op_type for n in model.graph.node]
     assert ops.count("QuantizeLinear") == 1          # the model output's own pair stays
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     assert sess.run(None, {"x": np.zeros((1, 8, 12, 12), np.float32)})[0].shape == (1, 8, 6, 6)
+
+
+@pytest.fixture(scope="module")
+def qdq_default(tmp_path_factory):
+    """onnxruntime's quantize_static at its defaults: asymmetric int8 activations (zero points), the Relus folded
+    into one-sided Q/DQ ranges."""
+    root = tmp_path_factory.mktemp("qdq_default")
+    frames = [{"x": np.random.default_rng(i).standard_normal((1, 8, 12, 12)).astype(np.float32)} for i in range(16)]
+    logging.getLogger().setLevel(logging.ERROR)
+    quantize_static(str(_float_model(root / "f.onnx")), str(root / "q.onnx"), _Frames(frames),
+                    quant_format=QuantFormat.QDQ)
+    result = run_partition(PartitionConfig(model=root / "q.onnx", out_dir=root / "b", picture=False,
+                                           offload_everything=True, verify=True))
+    return root, result
+
+
+def test_asymmetric_qdq_pairs_become_symmetric_scales_and_clamps(qdq_default):
+    """Each asymmetric pair gives the symmetric scale covering its range, and a one-sided one (a Relu the quantiser
+    folded) a clamp that fuses into the layer before it: every conv runs in one FPGA subgraph (the pairs once stayed
+    on the CPU between them), --verify holds, and the output stays near the QDQ semantics."""
+    root, result = qdq_default
+    model = onnx.load(str(root / "q.onnx"))
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    assert any(np.any(v != 0) for k, v in inits.items() if k.endswith("_zero_point") and not k.startswith("c"))
+    assert [s.device for s in result.plan.subgraphs] == ["fpga", "cpu"]
+    assert {n.split("_")[-1] for n in result.plan.subgraphs[1].nodes} == {"QuantizeLinear", "DequantizeLinear"}
+    assert any("asymmetric" in w and "clamp" in w for w in result.warnings)
+    assert result.verified
+    graph = result.partition.graph
+    lo, hi = graph.absorbed_qdq["r1_DequantizeLinear_Output"][1:]        # behind c1's folded Relu
+    assert lo == 0.0 and hi > 0.0
+    assert graph.fixed_scales["r1_DequantizeLinear_Output"] == pytest.approx(hi / 127.0)
+    scale = float(inits["c4_scale"])
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(root / "q.onnx"), options, providers=["CPUExecutionProvider"])
+    diffs = []
+    with Session(root / "b") as s:
+        for i in range(10):
+            x = {"x": np.random.default_rng(100 + i).standard_normal((1, 8, 12, 12)).astype(np.float32)}
+            diffs.append(np.rint(s.run(None, x)[0] / scale) - np.rint(sess.run(None, x)[0] / scale))
+    d = np.abs(np.concatenate([v.ravel() for v in diffs]))
+    assert np.mean(d <= 1) >= 0.7 and np.mean(d <= 2) >= 0.85     # int8 one bit coarser on one-sided ranges
+
+
+def test_represented_range_of_a_qdq_pair():
+    from partitioner.passes.qdq import represented_range
+    assert represented_range(0.5, np.uint8(0)) == (0.0, 127.5)
+    assert represented_range(0.5, np.int8(-128)) == (0.0, 127.5)
+    assert represented_range(0.5, np.int8(10)) == (-69.0, 58.5)
+    assert represented_range(0.5, np.uint8(128)) == (-64.0, 63.5)
+
+
+
+def test_a_one_sided_pair_on_a_model_input_takes_no_clamp(tmp_path):
+    """A picture in [0, 1] quantised as uint8 with zero point 0: its range is one-sided, but it is the model's
+    input, which already lies there; a clamp would cost a layer of its own."""
+    from partitioner.frontend.importer import import_model
+    from partitioner.passes.pipeline import run_fusion
+    n = Net(channels=8, size=12)
+    s, z = n.const("x_scale", np.array(1 / 255, np.float32)), n.const("x_zero", np.array(0, np.uint8))
+    x = n.node("DequantizeLinear", [n.node("QuantizeLinear", ["x", s, z], "xq"), s, z], "xd")
+    g = run_fusion(import_model(n.save([n.node("Relu", [n.conv(x, "c1")], "r1")], tmp_path / "m.onnx")).graph)
+    assert g.absorbed_qdq["xd"] == ("x", None, None)
+    assert g.fixed_scales["x"] == pytest.approx(255 / 255 / 127)
+    assert not [node for node in g.nodes.values() if node.op_type == "Clip" or node.conv is None]

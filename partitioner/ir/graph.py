@@ -237,6 +237,8 @@ class Graph:
         self.outputs: list[str] = []
         self.opset_imports: list[onnx.OperatorSetIdProto] = [helper.make_opsetid("", opset)]
         self.fixed_scales: dict[str, float] = {}     # ONNX tensor name -> int8 scale given by a QDQ model
+        # its Q/DQ pairs taken out: DQ output -> (Q input, and the clamp an asymmetric pair became, if any)
+        self.absorbed_qdq: dict[str, tuple[str, float | None, float | None]] = {}
         self.warnings: list[str] = []
         self._index: tuple[dict[str, str], dict[str, list[str]]] | None = None
         self._reads: dict[str, tuple[str, ...]] = {}      # what the index holds of each node

@@ -62,7 +62,9 @@ def _activation(e: _Emitter, act: Activation, x: str, out: str) -> str:
         slopes = np.asarray(act.slopes, np.float32).reshape((-1,) + (1,) * (rank - 2))
         return e.emit("PRelu", [x, e.const(f"prelu_slope_{len(e.nodes)}", slopes)], out)
     lo, hi = (0.0, 6.0) if act.kind is ActKind.RELU6 else (act.lo, act.hi)
-    bounds = [e.const(f"clip_{i}", np.array(v, np.float32)) if v is not None else "" for i, v in enumerate((lo, hi))]
+    k = len(e.nodes)                             # unique constant names when a conv has two Clip steps
+    bounds = [e.const(f"clip_{k}_{i}", np.array(v, np.float32)) if v is not None else ""
+              for i, v in enumerate((lo, hi))]
     return e.emit("Clip", [x] + bounds, out)
 
 
