@@ -171,3 +171,32 @@ def test_a_one_sided_pair_on_a_model_input_takes_no_clamp(tmp_path):
     assert g.absorbed_qdq["xd"] == ("x", None, None)
     assert g.fixed_scales["x"] == pytest.approx(255 / 255 / 127)
     assert not [node for node in g.nodes.values() if node.op_type == "Clip" or node.conv is None]
+
+
+def test_yolov3_tiny_quantised_at_onnxruntime_defaults_runs_in_one_fpga_subgraph(zoo, tmp_path):
+    """A whole detector through quantize_static's defaults (uint8 picture in, asymmetric activations, its leaky
+    ReLUs, pools, upsample and concat behind pairs): every conv in one FPGA subgraph (the pairs once cut it into 13
+    with a CPU hop after each conv), and --verify holds, the scores behind their own kept output pair within one
+    step of it."""
+    source = zoo("yolov3-tiny", 96)
+    model = onnx.load(str(source))
+    inp = model.graph.input[0]
+    shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+
+    class Pictures(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter([{inp.name: np.random.default_rng(i).integers(0, 256, shape).astype(np.uint8)}
+                            for i in range(2)])
+
+        def get_next(self):
+            return next(self.it, None)
+
+    logging.getLogger().setLevel(logging.ERROR)
+    quantize_static(str(source), str(tmp_path / "q.onnx"), Pictures(), quant_format=QuantFormat.QDQ)
+    result = run_partition(PartitionConfig(model=tmp_path / "q.onnx", out_dir=tmp_path / "b", picture=False,
+                                           accuracy=False, verify=True))
+    fpga = [s for s in result.plan.subgraphs if s.device == "fpga"]
+    assert len(fpga) == 1
+    convs = sum(n.op_type == "Conv" for n in model.graph.node)
+    assert sum(1 for n in fpga[0].nodes if not n.endswith(("QuantizeLinear", "DequantizeLinear"))) >= convs
+    assert result.verified
