@@ -72,26 +72,25 @@ def absorb_qdq(graph: Graph) -> Graph:
             continue
         src, dst = q.inputs[0], dq.outputs[0]
         src_name, dst_name = graph.tensors[src].onnx_name, graph.tensors[dst].onnx_name
+        lo = hi = None
         if zp.dtype != np.int8 or np.any(zp != 0):
             converted += 1
             lo, hi = represented_range(scale, zp)
-            wide = max(-lo, hi)
-            scale = wide / 127.0
-            if (lo >= 0.0 or hi <= 0.0) and src not in graph.inputs and not _within(graph, src, lo, hi, clamped):
-                # one-sided: the Relu or Clip the quantiser folded into the pair (a model input's is its range)
-                graph.replace([q.name, dq.name], _clip(graph, src, dst, lo, hi, q.origin + dq.origin))
-                clamped[dst] = (lo, hi)
-                graph.fixed_scales[dst_name] = scale
-                graph.absorbed_qdq[dst_name] = (src_name, lo, hi)
-                continue
-        for user in graph.consumers(dst):
-            user.inputs = [src if t == dst else t for t in user.inputs]
-            user.implicit_inputs = [src if t == dst else t for t in user.implicit_inputs]
-        graph.fixed_scales[src_name] = scale
-        graph.absorbed_qdq[dst_name] = (src_name, None, None)
-        del graph.nodes[q.name]
-        del graph.nodes[dq.name]
-        graph.touch()
+            scale = max(-lo, hi) / 127.0
+            if lo < 0.0 < hi or src in graph.inputs or _within(graph, src, lo, hi, clamped):
+                lo = hi = None              # two-sided, or already in range: no clamp (a model input's is its range)
+        if lo is not None:                  # one-sided: the Relu or Clip the quantiser folded into the pair
+            graph.replace([q.name, dq.name], _clip(graph, src, dst, lo, hi, q.origin + dq.origin))
+            clamped[dst] = (lo, hi)
+        else:
+            for user in graph.consumers(dst):
+                user.inputs = [src if t == dst else t for t in user.inputs]
+                user.implicit_inputs = [src if t == dst else t for t in user.implicit_inputs]
+            del graph.nodes[q.name]
+            del graph.nodes[dq.name]
+            graph.touch()
+        graph.fixed_scales[dst_name if lo is not None else src_name] = scale
+        graph.absorbed_qdq[dst_name] = (src_name, lo, hi)
     if converted:
         graph.warnings.append(f"QDQ model with asymmetric or uint8 activations: the engine is symmetric int8, so each "
                               f"of those {converted} Q/DQ pairs gives the symmetric scale covering its range (at most "
@@ -107,9 +106,9 @@ def strip_absorbed_qdq(model: onnx.ModelProto, pairs: dict[str, tuple[str, float
     scales in int8; the int8 report measures against the QDQ original). Returns the pairs taken out."""
     g = model.graph
     producer = {t: n for n in g.node for t in n.output}
-    swaps: dict[int, list[onnx.NodeProto]] = {}          # a pair's DequantizeLinear -> what stands for the pair
-    dropped: set[int] = set()
+    standing: dict[int, list[onnx.NodeProto]] = {}      # a pair's Q and DQ (by id) -> the nodes that stand there
     renames: dict[str, str] = {}
+    gone: set[str] = set()
     for dq in g.node:
         if dq.op_type != "DequantizeLinear" or dq.output[0] not in pairs:
             continue
@@ -117,28 +116,23 @@ def strip_absorbed_qdq(model: onnx.ModelProto, pairs: dict[str, tuple[str, float
         q = producer.get(dq.input[0])
         if q is None or q.op_type != "QuantizeLinear" or q.input[0] != src:
             continue
-        dropped.add(id(q))
+        standing[id(q)] = []
+        gone.add(q.output[0])
         if lo is None:
+            standing[id(dq)] = []
             renames[dq.output[0]] = src
-            swaps[id(dq)] = []
+            gone.add(dq.output[0])
             continue
         bounds = [f"{dq.output[0]}__{side}" for side in ("min", "max")]
         g.initializer.extend(numpy_helper.from_array(np.array(v, np.float32), n) for n, v in zip(bounds, (lo, hi)))
-        swaps[id(dq)] = [onnx.helper.make_node("Clip", [src] + bounds, [dq.output[0]])]
-    kept = []
-    for n in g.node:
-        if id(n) in swaps:
-            kept += swaps[id(n)]
-        elif id(n) not in dropped:
-            kept.append(n)
+        standing[id(dq)] = [onnx.helper.make_node("Clip", [src] + bounds, [dq.output[0]])]
+    kept = [m for n in g.node for m in standing.get(id(n), [n])]
     for n in kept:
         for i, t in enumerate(n.input):
-            if t in renames:
-                n.input[i] = renames[t]
-    dropped_outputs = {t for n in g.node if id(n) in dropped or (id(n) in swaps and not swaps[id(n)]) for t in n.output}
+            n.input[i] = renames.get(t, t)
     del g.node[:]
     g.node.extend(kept)
-    kept_info = [v for v in g.value_info if v.name not in dropped_outputs]
+    kept_info = [v for v in g.value_info if v.name not in gone]
     del g.value_info[:]
     g.value_info.extend(kept_info)
-    return len(swaps)
+    return len(standing) // 2
