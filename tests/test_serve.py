@@ -56,7 +56,8 @@ def cluster(build):
     port = _free_port()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     serve.start(http_options={"host": "127.0.0.1", "port": port})
-    handle = serve.run(app(build, "pynq", 2, simulate="csim"), name="fpga", route_prefix="/")
+    # two C-model boards on two cores shared with the other test worker: a frame may wait past the default 120 s
+    handle = serve.run(app(build, "pynq", 2, simulate="csim", request_timeout_s=300), name="fpga", route_prefix="/")
     yield f"http://127.0.0.1:{port}", handle
     serve.shutdown()
     ray.shutdown()
