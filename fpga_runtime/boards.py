@@ -134,35 +134,3 @@ def port_bytes(name: str | None) -> int:
     """Bytes per cycle of one fabric port to DDR on the named board (a ZU+ HP port's without a known board)."""
     b = BOARDS.get((name or "").lower())
     return b.port_bits // 8 if b is not None else 16
-
-
-# The PL clock's source PLL on a Zynq's PS (the IOPLL, as the PS configuration presets have it): a PL clock is this
-# rate over two 6-bit divisors, so the PS makes only some clocks (1500 / 14 = 107.1 MHz, 1500 / 15 = 100 MHz).
-PL_PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
-
-
-def _divisor_pairs() -> dict[int, tuple[int, int]]:
-    """Each product two 6-bit divisors make, with its lowest pair."""
-    pairs: dict[int, tuple[int, int]] = {}
-    for a in range(1, 64):
-        for b in range(1, 64):
-            pairs.setdefault(a * b, (a, b))
-    return pairs
-
-
-DIVISOR_PAIRS = _divisor_pairs()
-
-
-def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
-    """Two 6-bit divisors whose product comes closest to pll / clock, and the clock they give."""
-    n = min(DIVISOR_PAIRS, key=lambda k: (abs(pll_mhz / k - clock_mhz), DIVISOR_PAIRS[k]))
-    return (*DIVISOR_PAIRS[n], pll_mhz / n)
-
-
-def pl_clock_at_most(family: str, mhz: float) -> float | None:
-    """The fastest PL clock the PS makes that is not above `mhz` (None on a board without a PS: Alveo)."""
-    pll = PL_PLL_MHZ.get(family)
-    if pll is None:
-        return None
-    n = min(k for k in DIVISOR_PAIRS if pll / k <= mhz + 1e-9)
-    return pll / n

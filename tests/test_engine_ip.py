@@ -5,6 +5,7 @@ kernel description and fpga_runtime.abi; and the generated RTL is lint-clean as 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -110,13 +111,20 @@ def test_vivado_scripts_run_to_the_end_under_stubs(builds, tmp_path, board, impl
         assert "sp=engine_1.m_axi_act:DDR[0]" in cfg and "nk=engine:" in cfg
         return
     bd = run_stubbed(fpga / "overlay" / "overlay.tcl", tmp_path)
-    # the IP, the out-of-context constraint and the processor's PL clock all run at the build's engine clock
+    # the IP and the out-of-context constraint at the build's engine clock, which the clocking wizard's MMCM makes
+    # (exactly, as the stub's MMCM computes it from the setting) from the processor's PL clock at 100 MHz
     clock = json.loads((fpga / "engine.json").read_text())["config"]["clock_mhz"]
     freq = [p["value"] for h, p in ip.props.items() if h.startswith("bus_parameter:FREQ_HZ")]
     assert freq == [str(int(round(clock * 1e6)))]
     assert f"-period {1000 / clock:.3f}" in (fpga / "ip" / "engine_ooc.xdc").read_text()
     ps_clock = [v for props in bd.props.values() for k, v in props.items() if k.endswith(("FREQMHZ",))]
-    assert ps_clock and all(float(v) == clock for v in ps_clock)
+    assert ps_clock and all(float(v) == 100 for v in ps_clock)
+    wizard = bd.props["cell:engine_clocks"]
+    made = 100 * float(wizard["CONFIG.MMCM_CLKFBOUT_MULT_F"]) / float(wizard["CONFIG.MMCM_CLKOUT0_DIVIDE_F"])
+    assert made == pytest.approx(clock, abs=1e-3) == float(wizard["CONFIG.CLKOUT1_REQUESTED_OUT_FREQ"])
+    vco = (600, 1200) if board == "pynq-z2" else (800, 1600)
+    assert vco[0] <= 100 * float(wizard["CONFIG.MMCM_CLKFBOUT_MULT_F"]) <= vco[1]
+    assert any(a[-1] == "engine_clocks/clk_out1" for a in bd.args("get_bd_pins"))
     repo_paths = [p for h, props in bd.props.items() for k, p in props.items() if k == "ip_repo_paths"]
     expected = fpga / "ip" / "repo" if impl == "rtl" else fpga / "hls" / "engine_prj" / "solution" / "impl" / "ip"
     assert [Path(p) for p in repo_paths] == [expected]
@@ -130,6 +138,26 @@ def test_vivado_scripts_run_to_the_end_under_stubs(builds, tmp_path, board, impl
     assert (fpga / "overlay" / "build").is_dir()
     makefile = (fpga / "Makefile").read_text()
     assert re.search(rf"^bitstream: {'ip' if impl == 'rtl' else 'hls'}$", makefile, re.M)
+
+
+@needs_tclsh
+def test_the_overlay_stops_where_the_clocking_wizard_makes_another_clock(builds, tmp_path):
+    """The block design reads back the clock the wizard makes: an MMCM setting that gives another clock than the
+    engine's stops the run; CLOCK_MHZ leaves the setting to the wizard and asks for that clock instead."""
+    fpga = stubbed_copy(builds["kv260", "rtl"], tmp_path)
+    tcl = fpga / "overlay" / "overlay.tcl"
+    text = tcl.read_text()
+    mult = re.search(r"CONFIG.MMCM_CLKFBOUT_MULT_F (\S+)", text).group(1)
+    tcl.write_text(text.replace(f"CONFIG.MMCM_CLKFBOUT_MULT_F {mult}",
+                                f"CONFIG.MMCM_CLKFBOUT_MULT_F {float(mult) + 0.125:.3f}"))
+    proc = subprocess.run(["tclsh", str(STUBS), str(tcl), str(tmp_path / "r.txt"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "the clocking wizard makes" in proc.stderr
+    proc = subprocess.run(["tclsh", str(STUBS), str(tcl), str(tmp_path / "r.txt"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "CLOCK_MHZ": "187.5"})
+    assert proc.returncode == 0, proc.stderr
+    wizard = Record(tmp_path / "r.txt").props["cell:engine_clocks"]
+    assert wizard["CONFIG.CLKOUT1_REQUESTED_OUT_FREQ"] == "187.5" and "CONFIG.MMCM_CLKFBOUT_MULT_F" not in wizard
 
 
 @needs_tclsh

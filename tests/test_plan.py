@@ -70,10 +70,11 @@ def test_fpga_chain_is_the_longest_dependency_path_of_fpga_subgraphs(build):
 
 def test_board_clocks_are_the_engines_clock_on_each_board(build):
     """plan.json records, per board, the clock the engine runs at there (the board's default or, below the RTL's
-    estimated Fmax, a clock its PS makes, whichever is lower); predictions for another board use it; a malformed
-    entry is refused."""
+    estimated Fmax, a clock its overlay's MMCM makes, whichever is lower); predictions for another board use it; a
+    malformed entry is refused."""
     from fpga_runtime.abi import EngineConfig
-    from fpga_runtime.boards import BOARDS, pl_clock_at_most
+    from fpga_runtime.boards import BOARDS
+    from fpga_runtime.pl_clocks import clock_at_most
     from fpga_runtime.prediction.virtual_time import clock_mhz
     from partitioner.explore.clock import estimated_fmax_mhz
     plan = read_plan(build)
@@ -81,12 +82,11 @@ def test_board_clocks_are_the_engines_clock_on_each_board(build):
     for name, clock in plan.board_clocks.items():
         board = BOARDS[name]
         fmax = estimated_fmax_mhz(board, EngineConfig(**plan.engine_config))
-        # at most the lower of the two, and the fastest clock the board's PS makes below it (its PLL over whole
-        # divisors: 1500 / 9 = 166.7, then 1500 / 8 = 187.5 MHz, an 11 % step)
+        # at most the lower of the two, and the fastest clock the overlay's MMCM makes below it (in 2-3 MHz steps)
         assert clock <= min(board.clock_mhz, fmax) + 1e-9
-        made = pl_clock_at_most(board.family, min(board.clock_mhz, fmax))
+        made = clock_at_most(board.family, min(board.clock_mhz, fmax), plan.engine_config.get("dsp_clock", 1))
         if made is not None:
-            assert clock == pytest.approx(made, abs=1e-3)
+            assert clock == pytest.approx(made, abs=1e-3) and clock > min(board.clock_mhz, fmax) - 4
         else:                             # no PS (Alveo): the Fmax rounded down to 5 MHz, or the board's own
             assert clock > min(board.clock_mhz, fmax) - 5
         if name != plan.board:

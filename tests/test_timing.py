@@ -194,7 +194,7 @@ def test_fmax_model_holds_on_the_synthesised_shapes():
 
 
 def test_design_clock_is_the_lower_of_board_and_fmax():
-    from fpga_runtime.boards import PL_PLL_MHZ
+    from fpga_runtime.pl_clocks import mmcm_at_most
     from partitioner.explore.clock import design_clock, estimated_fmax_mhz
     for name in ("zcu104", "kv260", "pynq-z2", "ultra96v2"):
         board = BOARDS[name]
@@ -204,12 +204,11 @@ def test_design_clock_is_the_lower_of_board_and_fmax():
             fmax = estimated_fmax_mhz(board, config)
             assert clock <= min(board.clock_mhz, fmax)
             assert why == ("board" if fmax >= board.clock_mhz else "timing")
-            # below the Fmax, the fastest clock the board's PS makes: its PLL over a whole divisor (1500 / 9, ...),
-            # the next divisor down over the Fmax
-            ratio = PL_PLL_MHZ[board.family] / clock
-            assert abs(ratio - round(ratio)) < 1e-3
-            if why == "timing":
-                assert PL_PLL_MHZ[board.family] / (round(ratio) - 1) > fmax
+            # the fastest clock the overlay's MMCM makes below both: 100 MHz x eighths over a whole divisor, within
+            # a few MHz (not the PS's PLL steps: 1500 / 6 = 250, 1500 / 8 = 187.5)
+            mmcm = mmcm_at_most(board.family, clock)
+            assert mmcm.mhz == pytest.approx(clock, abs=1e-3) and (mmcm.mult * 8).is_integer()
+            assert min(board.clock_mhz, fmax) - clock < 3.2
     # a slower grade of the same family is slower; a wider array or the window path is not faster
     assert estimated_fmax_mhz(BOARDS["kv260"], _shape("8x8")) < estimated_fmax_mhz(BOARDS["zcu104"], _shape("8x8"))
     assert estimated_fmax_mhz(BOARDS["zcu104"], _shape("4x16x16")) <= estimated_fmax_mhz(BOARDS["zcu104"],

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fpga_runtime.abi import ENGINE_VLNV, REGISTER_MAP
-from fpga_runtime.boards import PL_PLL_MHZ, Board, pl_divisors
+from fpga_runtime.boards import Board
+from fpga_runtime.pl_clocks import engine_clocking
 from partitioner.codegen.engine_ip import ACT_MASTER, CONST_MASTER, IP_DIR, REGISTER_SPAN
 
 ENGINE_SPAN = 0x10000            # one 64 KiB address segment per compute unit
@@ -74,11 +75,16 @@ ZYNQMP = ProcessingSystem(
 
 
 def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl",
-                    uram_units: int = 0) -> dict:
-    """The block design's description; the first `uram_units` units keep their weights in UltraRAM."""
+                    uram_units: int = 0, dsp_clock: int = 1) -> dict:
+    """The block design's description; the first `uram_units` units keep their weights in UltraRAM; the engine
+    clock from the PS alone or through an MMCM (`engine_clocking`)."""
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
     ip = ENGINE_IPS[engine_impl]
-    div0, div1, achieved = pl_divisors(PL_PLL_MHZ[board.family], clock_mhz)
+    clocking = engine_clocking(board.family, clock_mhz, dsp_clock)
+    if abs(clocking.engine_mhz - clock_mhz) > 1e-3:
+        raise ValueError(f"engine clock {clock_mhz:g} MHz: the overlay's MMCM makes {clocking.engine_mhz:g} MHz at "
+                         "most (the build's clock should be one it makes: fpga_runtime/pl_clocks.clock_at_most)")
+    div0, div1, pl0 = clocking.div0, clocking.div1, clocking.pl0_mhz
     engines = [
         {
             "name": f"engine_{i}",
@@ -95,14 +101,15 @@ def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engin
     for i in range(4):
         on = i == 0
         clocks += [(ps.clock_params["enable"].format(i=i), int(on)),
-                   (ps.clock_params["freq"].format(i=i), f"{achieved:.6f}" if on else "0"),
+                   (ps.clock_params["freq"].format(i=i), f"{pl0:.6f}" if on else "0"),
                    (ps.clock_params["div0"].format(i=i), div0 if on else 1),
                    (ps.clock_params["div1"].format(i=i), div1 if on else 1),
                    (ps.clock_params["srcsel"].format(i=i), 0)]
         if "asked" in ps.clock_params:
-            clocks.append((ps.clock_params["asked"].format(i=i), f"{clock_mhz:g}" if on else "0"))
+            clocks.append((ps.clock_params["asked"].format(i=i), f"{pl0:g}" if on else "0"))
     return {"ps": ps, "engines": engines, "units": units, "intc": {"name": "axi_intc_0", "base": intc_base,
-            "high": intc_base + ENGINE_SPAN - 1}, "ps_clocks": clocks, "clock_achieved_mhz": achieved,
+            "high": intc_base + ENGINE_SPAN - 1}, "ps_clocks": clocks, "pl0_mhz": f"{pl0:g}",
+            "pl0_hz": round(pl0 * 1e6), "mmcm": clocking.mmcm, "engine_hz": round(clocking.engine_mhz * 1e6),
             "engine_vlnv": ENGINE_VLNV, "masters": list(ip.masters), "registers": REGISTER_MAP,
             "engine_span": ENGINE_SPAN, "register_span": REGISTER_SPAN, "engine_ip": ip,
             "hex": lambda v: f"0x{v:08X}"}
@@ -112,7 +119,7 @@ def write_overlay(folder: Path, env, context: dict, board: Board) -> tuple[Path,
     """overlay.tcl and the generated <overlay_name>.hwh, from one description."""
     ctx = dict(context, **overlay_context(board, context["units"], float(context["clock_mhz"]),
                                           context["overlay_name"], context["engine_impl"],
-                                          context["uram_units"]))
+                                          context["uram_units"], int(context["dsp_clock"])))
     tcl = folder / "overlay.tcl"
     hwh = folder / f"{context['overlay_name']}.hwh"
     tcl.write_text(env.get_template("overlay/zynq_overlay.tcl.j2").render(ctx))

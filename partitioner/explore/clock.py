@@ -26,7 +26,8 @@ import math
 from dataclasses import dataclass
 
 from fpga_runtime.abi import EngineConfig
-from fpga_runtime.boards import Board, pl_clock_at_most
+from fpga_runtime.boards import Board
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, clock_at_most
 from partitioner.targets.delay_model import SEVEN_SERIES_1, ULTRASCALE_PLUS_1, ULTRASCALE_PLUS_2LV, delay_model
 
 FIT_TOLERANCE = 0.04      # the fit against the estimates it was fitted on (a errs on the slow side)
@@ -236,13 +237,19 @@ def estimated_fmax_mhz(board: Board, config: EngineConfig) -> float:
 
 
 def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
-    """(MHz, what limits it): the lower of the board's default clock and the engine's estimated Fmax, as the board's
-    PS makes it: the fastest clock its PLL makes over two divisors not above that (a clock it cannot make would be
-    rounded up, past the estimate; the Ultra96-V2's 200 MHz default is 187.5), on a board without a PS the board's
+    """(MHz, what limits it): the lower of the board's default clock and the engine's estimated Fmax, as the
+    overlay makes it (fpga_runtime/pl_clocks.py): the fastest clock not above that from the PS alone or through an
+    MMCM (a clock it cannot make would be rounded up, past the estimate), on a board without a PS the board's
     clock, or the Fmax rounded down to 5 MHz."""
     fmax = estimated_fmax_mhz(board, config)
     why = "board" if fmax >= board.clock_mhz else "timing"
-    made = pl_clock_at_most(board.family, min(board.clock_mhz, fmax))
-    if made is None:
+    if board.family not in PL_PLL_MHZ:
         return (board.clock_mhz if why == "board" else max(5.0, math.floor(fmax / 5.0) * 5.0)), why
-    return round(made, 3), why      # to the kHz the IP's FREQ_HZ and the overlay's clock are written in
+    return overlay_clock(board, min(board.clock_mhz, fmax), config.dsp_clock), why
+
+
+def overlay_clock(board: Board, mhz: float, dsp_clock: int = 1) -> float:
+    """`mhz` as the board's overlay makes it: on a Zynq the fastest clock its MMCM makes not above it, to the kHz
+    the IP's FREQ_HZ and the overlay's clock are written in; elsewhere (Alveo: the shell's clock) `mhz`."""
+    made = clock_at_most(board.family, mhz, dsp_clock)
+    return mhz if made is None else round(made, 3)

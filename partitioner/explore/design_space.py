@@ -35,7 +35,7 @@ from partitioner.engine.geometry import (
     winograd_problem,
     winograd_shape,
 )
-from partitioner.explore.clock import design_clock
+from partitioner.explore.clock import design_clock, overlay_clock
 from partitioner.explore.draft import BranchSplit, Stage
 from partitioner.explore.resources import Resources, units_with_weights, weights_label
 from partitioner.ir.graph import Graph, OpKind, Pool
@@ -399,7 +399,8 @@ def _candidates(board: Board, units: tuple[int, ...], clock_mhz: float | None, l
     if winograd:                         # each window-path design also with the Winograd unit
         configs += [replace(c, winograd=True) for c in configs if c.pixels > 1]
     # each design at the clock it reaches: the board's, or the RTL's estimated Fmax where lower (clock.py)
-    configs = [replace(c, clock_mhz=clock_mhz or design_clock(board, c)[0]) for c in configs]
+    configs = [replace(c, clock_mhz=overlay_clock(board, clock_mhz, c.dsp_clock) if clock_mhz else
+                       design_clock(board, c)[0]) for c in configs]
     sized = [layers.sized(c) for c in configs]
     # where the model has depthwise layers the window path would take, also try the engine without that logic
     # (its LUTs against the depthwise layers' speed)

@@ -8,6 +8,7 @@ from pathlib import Path
 from fpga_runtime import engine_parts
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, engine_clocking
 from fpga_runtime.plan import Plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.run.policy import CPU_WORKERS
@@ -110,11 +111,25 @@ def design_section(exploration) -> list[str]:
     else:
         lines += [f"Engine clock {clock:g} MHz, {b.name}'s default fabric clock; the engine's estimated Fmax "
                   f"({fmax:.0f} MHz) reaches it.", ""]
+    lines[-2] += _clock_source(b, chosen.config)
     lines += dsp_clock_note(chosen.config)
     if chosen.cpu_bound:
         lines += [f"The CPU stages limit the chosen design's rate: their work per frame on {CPU_WORKERS} workers "
                   "exceeds the engine's on its units, so a bigger engine would not run faster.", ""]
     return lines
+
+
+def _clock_source(b, config) -> str:
+    """How the overlay makes the engine clock on a Zynq (nothing on Alveo, whose shell makes it)."""
+    if b.family not in PL_PLL_MHZ:
+        return ""
+    try:
+        m = engine_clocking(b.family, config.clock_mhz, config.dsp_clock).mmcm
+    except ValueError as exc:
+        return f" The overlay cannot make it: {exc}."
+    return (f" The overlay makes it with an MMCM from the processor's {m.input_mhz:g} MHz PL clock 0 "
+            f"(x {m.mult:g} / {m.divide}, VCO {m.vco_mhz:g} MHz; fpga_runtime/pl_clocks.py), not limited to the "
+            "processor's own clock steps (1500 / 6 = 250, 1500 / 5 = 300 MHz on Zynq UltraScale+).")
 
 
 def _figure(d, objective: str) -> str:
