@@ -5,8 +5,8 @@ utilisation and DDR bandwidth for the zoo's detection models, with the Vitis AI 
                                       [--dsp-clock 1x,2x] [--winograd off,all]
 
 "FPGA fps" is the cycle model's (engine cycles at the design's clock, the "MHz" column: the board's fabric clock or,
-where lower, the RTL's estimated Fmax, partitioner/explore/clock.py, the "Fmax est." column, the PL clock steps
-below it; "limit" says which; several compute units
+where lower, the RTL's estimated Fmax, partitioner/explore/clock.py, the "Fmax est." column, as the overlay's
+MMCM makes it, fpga_runtime/pl_clocks.py; "limit" says which; several compute units
 processing frames side by side on the board's sustained DDR bandwidth, fpga_runtime/prediction/shared_ddr.py; "DDR
 GB/s" is what the design moves, against the ZCU104's 16.0 sustained): FPGA subgraphs only, CPU pre/post-processing
 excluded, as the DPU figures exclude it. "frames/s" schedules whole frames (CPU stages included, estimated from the

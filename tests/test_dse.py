@@ -1,6 +1,7 @@
 """Design-space exploration and the resource model."""
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -559,7 +560,7 @@ def test_a_board_no_engine_fits_gets_a_cpu_build_that_says_why(tmp_path, zoo, mo
 
 def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
     """A fixed engine asking for more than its estimated Fmax runs at the Fmax (warned); --clock-mhz fixes the
-    clock, above the estimate with a warning in the report."""
+    clock, above the estimate with a warning in the report, as the overlay's MMCM makes it."""
     from partitioner.explore.clock import design_clock
     model = zoo("two-branch")
     asked = EngineConfig(vec=8, pe_rows=8, clock_mhz=300)
@@ -573,7 +574,15 @@ def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
                                           clock_mhz=275))
     assert fixed.plan.engine_config["clock_mhz"] == 275
     assert any("--clock-mhz 275 is above" in w for w in fixed.warnings)
+    # a clock the overlay's MMCM does not make (100 MHz x eighths over a whole divisor): the one below it, warned
+    rounded = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "d", picture=False, accuracy=False,
+                                            clock_mhz=276))
+    assert rounded.plan.engine_config["clock_mhz"] == 275
+    assert any("--clock-mhz 276: the overlay's MMCM makes 275 MHz" in w for w in rounded.warnings)
     assert "**above** this engine's estimated Fmax" in (tmp_path / "b" / "report.md").read_text()
     explored = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "c", picture=False, accuracy=False))
     config = explored.plan.engine_config
     assert config["clock_mhz"] == design_clock(BOARDS["zcu104"], EngineConfig(**config))[0] < 300
+    m = re.search(r"The overlay makes it with an MMCM from the processor's 100 MHz PL clock 0 \(x ([\d.]+) / (\d+),",
+                  (tmp_path / "c" / "report.md").read_text())
+    assert m and 100 * float(m.group(1)) / int(m.group(2)) == pytest.approx(config["clock_mhz"], abs=1e-3)

@@ -238,8 +238,8 @@ def estimated_fmax_mhz(board: Board, config: EngineConfig) -> float:
 
 def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
     """(MHz, what limits it): the lower of the board's default clock and the engine's estimated Fmax, as the
-    overlay makes it (fpga_runtime/pl_clocks.py): the fastest clock not above that from the PS alone or through an
-    MMCM (a clock it cannot make would be rounded up, past the estimate), on a board without a PS the board's
+    overlay makes it (fpga_runtime/pl_clocks.py): the fastest clock its MMCM makes not above that (a clock it
+    cannot make would be rounded up, past the estimate), on a board without a PS the board's
     clock, or the Fmax rounded down to 5 MHz."""
     fmax = estimated_fmax_mhz(board, config)
     why = "board" if fmax >= board.clock_mhz else "timing"

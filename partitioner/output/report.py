@@ -127,9 +127,13 @@ def _clock_source(b, config) -> str:
         m = engine_clocking(b.family, config.clock_mhz, config.dsp_clock).mmcm
     except ValueError as exc:
         return f" The overlay cannot make it: {exc}."
+    pll = PL_PLL_MHZ[b.family]
+    n = pll / config.clock_mhz
+    steps = sorted({round(pll / math.ceil(n - 1e-9), 1), round(pll / max(1, math.floor(n + 1e-9)), 1)})
     return (f" The overlay makes it with an MMCM from the processor's {m.input_mhz:g} MHz PL clock 0 "
-            f"(x {m.mult:g} / {m.divide}, VCO {m.vco_mhz:g} MHz; fpga_runtime/pl_clocks.py), not limited to the "
-            "processor's own clock steps (1500 / 6 = 250, 1500 / 5 = 300 MHz on Zynq UltraScale+).")
+            f"(x {m.mult:g} / {m.divide}, VCO {m.vco_mhz:g} MHz; fpga_runtime/pl_clocks.py); the processor alone "
+            f"makes only its {pll:g} MHz PLL over whole divisors ({' and '.join(f'{x:g}' for x in steps)} MHz "
+            "here).")
 
 
 def _figure(d, objective: str) -> str:
