@@ -6,12 +6,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from fpga_runtime.checking.accuracy import AccuracyReport
+from fpga_runtime.checking.frames import pinned_shape_hint
 from fpga_runtime.plan import Plan
 from partitioner.evaluate.float_check import OutputCheck
 from partitioner.evaluate.int8_accuracy import LayerAccuracy
 from partitioner.evaluate.sensitivity import TensorSensitivity
 from partitioner.explore.design_space import Exploration
-from partitioner.frontend.importer import pinned_shape_hint
 from partitioner.ir.graph import OpKind
 from partitioner.placement.partition import Partition
 

@@ -197,8 +197,8 @@ def test_verify_of_a_dynamic_input_names_the_input(tmp_path):
     n = Net()
     model = n.model([n.node("Relu", [n.conv("x", "c")], "r")])
     model.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "N"
-    _expect_error(tmp_path, _save(model, tmp_path / "m.onnx"), "input 'x' has dynamic shape", "--input-shape",
-                  extra=("--verify",))
+    _expect_error(tmp_path, _save(model, tmp_path / "m.onnx"), "input 'x' has dynamic shape",
+                  "--input-shape x=1x", extra=("--verify",))
 
 
 def test_non_finite_weights_stay_on_the_cpu_and_verify(tmp_path):

@@ -26,6 +26,54 @@ def test_older_opset_is_converted(tmp_path):
                                run_model(onnx.load(str(path)), feeds)[0], rtol=1e-6)
 
 
+def test_weights_listed_as_inputs_are_constants(tmp_path):
+    """An opset 8 export of IR version 3 lists every initializer as a graph input too (the rule then): the weights
+    stay the model's constants, the one real input is the graph's input, and it computes what the file does with
+    its own values (the version converter once doubled such inputs, which the checker refused)."""
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal(s).astype(np.float32), n)
+               for n, s in (("w", (8, 4, 3, 3)), ("b", (8,)), ("g", (8,)), ("beta", (8,)), ("mu", (8,)))]
+    weights.append(numpy_helper.from_array(rng.uniform(0.5, 2, 8).astype(np.float32), "var"))
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "g", "beta", "mu", "var"], ["n"]),
+             helper.make_node("LeakyRelu", ["n"], ["y"], alpha=0.1)]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 10, 10])]
+    inputs += [helper.make_tensor_value_info(t.name, TensorProto.FLOAT, list(t.dims)) for t in weights]
+    graph = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                 [1, 8, 10, 10])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 3
+    onnx.checker.check_model(model)
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = import_model(path)
+    assert [result.graph.tensors[i].onnx_name for i in result.graph.inputs] == ["x"]
+    assert any("6 graph input(s) are also initializers" in w for w in result.warnings)
+    feeds = random_feeds(result.graph)
+    np.testing.assert_allclose(run_graph(result.graph, feeds)[0], run_model(model, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_imagescaler_of_old_exports_is_spelt_as_mul_and_add(tmp_path):
+    """ImageScaler (dropped from ONNX after opset 9; Tiny YOLOv2-8 of the model zoo opens with it) imports as Mul
+    and Add and computes what onnxruntime, which still runs it, computes on the original."""
+    rng = np.random.default_rng(1)
+    w = numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    nodes = [helper.make_node("ImageScaler", ["x"], ["s"], name="scaler", scale=1 / 255, bias=[-0.5, 0.25, 0.1]),
+             helper.make_node("Conv", ["s", "w"], ["y"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+                                           helper.make_tensor_value_info("w", TensorProto.FLOAT, [8, 3, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 8)])
+    model.ir_version = 3
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    result = import_model(path)
+    assert any("1 ImageScaler node(s)" in w and "scaler" in w for w in result.warnings)
+    assert "ImageScaler" not in {n.op_type for n in result.graph.nodes.values()}
+    feeds = {"x": rng.uniform(0, 255, (1, 3, 8, 8)).astype(np.float32)}
+    np.testing.assert_allclose(run_graph(result.graph, feeds)[0], run_model(model, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_shape_chains_are_folded(zoo):
     result = import_model(zoo("yolov3-tiny", 96))
     kinds = {n.op_type for n in result.graph.nodes.values()}

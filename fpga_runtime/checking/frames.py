@@ -9,6 +9,13 @@ from fpga_runtime.onnx_chain import cpu_session
 from fpga_runtime.plan import Plan
 
 
+def pinned_shape_hint(shape) -> str:
+    """What to pass to --input-shape for a dynamic shape: its static sizes, the batch at 1, the other free sizes
+    by their names, e.g. 1x3xHEIGHTxWIDTH."""
+    return "x".join(str(d) if isinstance(d, int) and d > 0 else ("1" if i == 0 else str(d or "N").upper())
+                    for i, d in enumerate(shape or []))
+
+
 def random_frame(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """uint8 inputs uniform over 0..255, other integers small, floats standard normal."""
     rng = np.random.default_rng(seed)
@@ -17,7 +24,8 @@ def random_frame(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None 
         if t.name in feeds:
             continue
         if any(not isinstance(d, int) for d in t.shape or [None]):
-            raise ValueError(f"input {t.name!r} has dynamic shape {t.shape}: pin it with --input-shape")
+            raise ValueError(f"input {t.name!r} has dynamic shape {t.shape}: pin it with --input-shape "
+                             f"{t.name}={pinned_shape_hint(t.shape)} (the free sizes yours)")
         dtype = np.dtype(t.dtype)
         if dtype == np.uint8:
             feeds[t.name] = rng.integers(0, 256, t.shape, dtype=np.uint8)

@@ -15,12 +15,14 @@ import numpy as np
 import onnx
 from onnx import numpy_helper, shape_inference, version_converter
 
+from fpga_runtime.checking.frames import pinned_shape_hint
 from partitioner.errors import ModelError
 from partitioner.frontend.constant_folding import BIG_ELEMENTS, fold_constants
 from partitioner.frontend.contrib_ops import probe_output_types, runs_on_cpu
 from partitioner.frontend.float16 import model_precision, widen_to_float32
 from partitioner.frontend.onnx_walk import dims_of, node_label, outer_scope_names
 from partitioner.frontend.opset_downgrade import downgrade
+from partitioner.frontend.retired_ops import spell_retired_ops
 from partitioner.ir.graph import Graph, Node, OpKind, Tensor
 from partitioner.ir.names import NameTable
 
@@ -41,13 +43,6 @@ class ImportResult:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
-
-
-def pinned_shape_hint(shape) -> str:
-    """What to pass to --input-shape for a dynamic shape: its static sizes, the batch at 1, the other free sizes
-    by their names, e.g. 1x3xHEIGHTxWIDTH."""
-    return "x".join(str(d) if isinstance(d, int) and d > 0 else ("1" if i == 0 else str(d or "N").upper())
-                    for i, d in enumerate(shape or []))
 
 
 def load_model(path: str | os.PathLike) -> onnx.ModelProto:
@@ -115,6 +110,20 @@ def _validate_structure(graph: onnx.GraphProto) -> None:
     for o in graph.output:
         if o.name not in producer and o.name not in defined:
             raise ModelError(f"graph output {o.name!r} is produced by no node")
+
+
+def _initializers_as_constants(model: onnx.ModelProto) -> int:
+    """Drop the graph inputs that name an initializer: before IR version 4 every initializer had to be listed as an
+    input too, and a deployed model's weights are its constants (left as inputs, each would be a tensor the runtime
+    asks a frame for). Returns how many."""
+    constants = {t.name for t in model.graph.initializer}
+    keep = [i for i in model.graph.input if i.name not in constants]
+    dropped = len(model.graph.input) - len(keep)
+    if dropped:
+        del model.graph.input[:]
+        model.graph.input.extend(keep)
+        model.ir_version = max(model.ir_version, 4)     # the checker asks IR < 4 to list every initializer as input
+    return dropped
 
 
 def _check_initializer(t: onnx.TensorProto) -> None:
@@ -273,7 +282,15 @@ def normalise(model: onnx.ModelProto, input_shapes: dict[str, tuple[int, ...]] |
               ) -> tuple[onnx.ModelProto, dict[str, onnx.TensorProto], list[str], list[str]]:
     """Checked, shape-inferred, canonical-opset, constant-folded skeleton plus the big weights."""
     warnings: list[str] = []
+    retired = spell_retired_ops(model)
+    if retired:
+        warnings.append(f"{len(retired)} ImageScaler node(s) (an op ONNX dropped after opset 9) spelt as Mul and Add: "
+                        f"{', '.join(retired[:3])}{', ...' if len(retired) > 3 else ''}")
     _validate_structure(model.graph)
+    weights_as_inputs = _initializers_as_constants(model)
+    if weights_as_inputs:
+        warnings.append(f"{weights_as_inputs} graph input(s) are also initializers (the IR version < 4 convention of "
+                        "opset <= 8 exports): taken as the model's constants, their values as the file has them")
     _sort_topologically(model.graph)
     precision = model_precision(model)
     if precision != "float32":
