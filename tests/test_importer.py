@@ -74,6 +74,47 @@ def test_imagescaler_of_old_exports_is_spelt_as_mul_and_add(tmp_path):
     np.testing.assert_allclose(run_graph(result.graph, feeds)[0], run_model(model, feeds)[0], rtol=1e-5, atol=1e-5)
 
 
+def _if_model(cond_constant: bool, clash: bool = False) -> onnx.ModelProto:
+    rng = np.random.default_rng(2)
+    w = numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), "w")
+    then_g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["a" if clash else "t"], pads=[1, 1, 1, 1])],
+                               "then", [], [helper.make_tensor_value_info("a" if clash else "t", TensorProto.FLOAT,
+                                                                           None)])
+    else_g = helper.make_graph([helper.make_node("Relu", ["x"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=then_g, else_branch=else_g)]
+    inits = [w]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6, 6])]
+    if cond_constant:
+        inits.append(numpy_helper.from_array(np.array(True), "cond"))
+    else:
+        inputs.append(helper.make_tensor_value_info("cond", TensorProto.BOOL, []))
+    if clash:                                # an outer tensor of the branch's local name, after the If
+        nodes.append(helper.make_node("Relu", ["y"], ["a"]))
+    outputs = [helper.make_tensor_value_info("a" if clash else "y", TensorProto.FLOAT, [1, 4, 6, 6])]
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, inits),
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_an_if_of_a_constant_condition_is_its_taken_branch(tmp_path):
+    """Scripted exports test flags and shapes that folding makes constant: such an If becomes the branch it always
+    takes (a conv inside it a layer); an If of a runtime condition, or whose branch names would clash, stays."""
+    x = np.random.default_rng(3).standard_normal((1, 4, 6, 6)).astype(np.float32)
+    model = _if_model(True)
+    path = tmp_path / "c.onnx"
+    onnx.save(model, str(path))
+    result = import_model(path)
+    ops = {n.op_type for n in result.graph.nodes.values()}
+    assert "If" not in ops and "Conv" in ops
+    np.testing.assert_allclose(run_graph(result.graph, {"x": x})[0], run_model(model, {"x": x})[0], rtol=1e-5,
+                               atol=1e-5)
+    for kept in (_if_model(False), _if_model(True, clash=True)):
+        onnx.save(kept, str(path))
+        assert "If" in {n.op_type for n in import_model(path).graph.nodes.values()}
+
+
 def test_shape_chains_are_folded(zoo):
     result = import_model(zoo("yolov3-tiny", 96))
     kinds = {n.op_type for n in result.graph.nodes.values()}

@@ -215,16 +215,17 @@ def test_cpu_target_gives_one_subgraph(tmp_path, zoo):
 
 
 def test_control_flow_node_reads_outer_scope(tmp_path):
-    """An If whose branches read an outer tensor: the dependency is seen and the model still runs."""
+    """An If (of a condition the frame gives) whose branches read an outer tensor: the dependency is seen and the
+    model still runs."""
     n = Net()
     a = n.conv("x", "a")
     then = helper.make_graph([helper.make_node("Relu", [a], ["t_out"], name="then_relu")], "then", [],
                              [helper.make_tensor_value_info("t_out", 1, None)])
     other = helper.make_graph([helper.make_node("Neg", [a], ["e_out"], name="else_neg")], "else", [],
                               [helper.make_tensor_value_info("e_out", 1, None)])
-    n.inits.append(numpy_helper.from_array(np.array(True), "cond"))
     n.nodes.append(helper.make_node("If", ["cond"], ["branch"], name="if", then_branch=then, else_branch=other))
     model = n.model(["branch"])
+    model.graph.input.append(helper.make_tensor_value_info("cond", onnx.TensorProto.BOOL, []))
     p, sets = _parts(model)
     assert sets == [("fpga", {"a"}), ("cpu", {"if"})]
     _build(tmp_path, model)

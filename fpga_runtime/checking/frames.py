@@ -23,7 +23,7 @@ def random_frame(plan: Plan, seed: int = 0, given: dict[str, np.ndarray] | None 
     for t in plan.inputs:
         if t.name in feeds:
             continue
-        if any(not isinstance(d, int) for d in t.shape or [None]):
+        if t.shape is None or any(not isinstance(d, int) for d in t.shape):     # () is a scalar: static
             raise ValueError(f"input {t.name!r} has dynamic shape {t.shape}: pin it with --input-shape "
                              f"{t.name}={pinned_shape_hint(t.shape)} (the free sizes yours)")
         dtype = np.dtype(t.dtype)

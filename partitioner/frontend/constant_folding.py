@@ -109,6 +109,27 @@ def _evaluate(node: onnx.NodeProto, index: int, consts: _Constants, shapes: dict
     return [np.asarray(v) for v in value]
 
 
+def _defined(branch: onnx.GraphProto) -> set[str]:
+    return {t.name for t in branch.initializer} | {o for n in branch.node for o in n.output} | \
+        {n.name for n in branch.node if n.name}
+
+
+def _taken_branch(node: onnx.NodeProto, consts: _Constants, names: set[str]) -> onnx.GraphProto | None:
+    """The branch an If with a constant condition always takes (scripted exports test shapes and flags that
+    folding makes constant): its nodes then stand in the If's place, so a conv inside is a layer like any other.
+    None where the branch's own names would clash with the graph's (two branches of two Ifs may reuse names)."""
+    if node.op_type != "If" or node.domain not in ("", "ai.onnx") or node.input[0] not in consts:
+        return None
+    cond = np.asarray(consts[node.input[0]])
+    if cond.size != 1:
+        return None
+    branch = next((a.g for a in node.attribute if a.name == ("then_branch" if cond.reshape(-1)[0] else
+                                                              "else_branch")), None)
+    if branch is None or len(branch.output) != len(node.output) or _defined(branch) & names:
+        return None
+    return branch
+
+
 def fold_constants(model: onnx.ModelProto, opset: int, weights: dict[str, onnx.TensorProto]
                    ) -> tuple[onnx.ModelProto, list[str]]:
     """One pass in topological order; returns the model without the folded nodes and their names. `weights` is
@@ -119,7 +140,18 @@ def fold_constants(model: onnx.ModelProto, opset: int, weights: dict[str, onnx.T
     outputs = {o.name for o in g.output}
     kept: list[onnx.NodeProto] = []
     folded: list[str] = []
+    names = ({t.name for t in g.initializer} | {x.name for x in g.input} | set(weights)
+             | {o for n in g.node for o in n.output} | {n.name for n in g.node})
     for i, node in enumerate(g.node):
+        taken = _taken_branch(node, consts, names)
+        if taken is not None:
+            folded.append(node_label(node, i))
+            names |= _defined(taken)
+            kept.extend(taken.node)
+            kept.extend(onnx.helper.make_node("Identity", [o.name], [out])
+                        for o, out in zip(taken.output, node.output))
+            g.initializer.extend(taken.initializer)
+            continue
         foldable = (node.domain in ("", "ai.onnx") and node.op_type not in _NONDETERMINISTIC
                     and not any(True for _ in subgraphs(node)) and not outputs.intersection(node.output))
         value = _evaluate(node, i, consts, shapes, opset) if foldable else None
