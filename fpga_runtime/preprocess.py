@@ -205,18 +205,27 @@ def open_picture(path, name: str | None = None):
     why not."""
     name = name or str(path)
     try:
-        from PIL import Image, UnidentifiedImageError
+        from PIL import Image, ImageOps, UnidentifiedImageError
     except ImportError:
         raise ImageError("reading images needs Pillow (pip install pillow)") from None
     try:
         with Image.open(path) as img:
-            return img.convert("RGB")
+            return _as_8bit(ImageOps.exif_transpose(img)).convert("RGB")
     except FileNotFoundError:
         raise ImageError(f"{name}: no such file") from None
     except (UnidentifiedImageError, OSError) as exc:
         raise ImageError(f"{name}: not an image Pillow can read ({exc})") from None
     except Image.DecompressionBombError as exc:
         raise ImageError(f"{name}: refused, a decompression bomb ({exc})") from None
+
+
+def _as_8bit(img):
+    """A picture as OpenCV's imread gives it to a trainer: upright as its EXIF orientation says (above), and a
+    16-bit one scaled to 8 bits (its high byte; Pillow's RGB conversion would clip every value above 255 to white)."""
+    if img.mode.startswith("I;16") or (img.mode == "I" and img.getextrema()[1] > 255):
+        from PIL import Image
+        return Image.fromarray((np.asarray(img).astype(np.uint32) >> 8).clip(0, 255).astype(np.uint8), "L")
+    return img
 
 
 def load_picture(path, spec, preprocess: Preprocess, name: str | None = None):

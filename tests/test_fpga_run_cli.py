@@ -123,6 +123,26 @@ def test_images_are_letterboxed_and_detections_drawn_in_picture_pixels(build, tm
     assert not np.array_equal(np.asarray(drawn.convert("RGB")), noise)
 
 
+def test_pictures_open_as_opencv_gives_them_to_trainers(tmp_path):
+    """A phone photo stored sideways with an EXIF orientation opens upright, and a 16-bit picture scales to its high
+    byte (Pillow's plain RGB conversion clipped it to white), as OpenCV's imread gives pictures to trainers."""
+    from fpga_runtime.preprocess import open_picture
+    pixels = np.zeros((30, 40, 3), np.uint8)
+    pixels[:, :20] = 255                                  # left half white as stored
+    img = Image.fromarray(pixels)
+    exif = img.getexif()
+    exif[0x0112] = 6                                      # "rotate 90 clockwise to display"
+    img.save(tmp_path / "rot.jpg", exif=exif, quality=95)
+    upright = np.asarray(open_picture(tmp_path / "rot.jpg"))
+    assert upright.shape == (40, 30, 3)
+    assert upright[:20].mean() > 200 and upright[-20:].mean() < 50     # the stored left half is now on top
+    deep = np.full((8, 8), 0x8000, np.uint16)
+    deep[0, 0] = 0xFFFF
+    Image.fromarray(deep).save(tmp_path / "deep.png")
+    got = np.asarray(open_picture(tmp_path / "deep.png"))
+    assert got.shape == (8, 8, 3) and got[1, 1].tolist() == [128] * 3 and got[0, 0].tolist() == [255] * 3
+
+
 def test_fit_maps_model_boxes_back_to_the_picture():
     fit = Fit("letterbox", 200, 100, 0.5, 0.5, 0.0, 25.0)
     assert np.allclose(fit.to_image(np.array([10.0, 30.0, 50.0, 70.0])), [20, 10, 100, 90])
