@@ -131,9 +131,13 @@ def engine_clocking(family: str, clock_mhz: float, dsp_clock: int = 1) -> Engine
     mmcm = mmcm_at_most(family, clock_mhz, double=dsp_clock == 2)
     if mmcm is None:
         raise ValueError(f"no MMCM setting makes an engine clock of at most {clock_mhz:g} MHz on a {family} part "
-                         f"(its slowest is {_mmcm_table(family, dsp_clock == 2)[0][0] / 1000:g} MHz)")
+                         f"(its slowest is {slowest_mmcm_mhz(family, dsp_clock):g} MHz)")
     div0, div1, made = pl_divisors(PL_PLL_MHZ[family], MMCM_INPUT_MHZ)
     return EngineClocking(made, div0, div1, mmcm)
+
+
+def slowest_mmcm_mhz(family: str, dsp_clock: int = 1) -> float:
+    return _mmcm_table(family, dsp_clock == 2)[0][0] / 1000
 
 
 def clock_at_most(family: str, mhz: float, dsp_clock: int = 1) -> float | None:

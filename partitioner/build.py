@@ -303,10 +303,10 @@ def _partition(s: BuildState) -> None:
                               "the fastest clock it makes not above that (fpga_runtime/pl_clocks.py); the build runs "
                               "at it")
         fmax = estimated_fmax_mhz(s.board, s.engine)
-        if cfg.clock_mhz > fmax:
+        if s.engine.clock_mhz > fmax:
             s.warnings.append(f"--clock-mhz {cfg.clock_mhz:g} is above this engine's estimated Fmax on {s.board.name} "
                               f"({fmax:.0f} MHz, partitioner/explore/clock.py): every time and rate here assumes "
-                              f"{cfg.clock_mhz:g} MHz, which only a routed design that meets it makes true")
+                              f"{s.engine.clock_mhz:g} MHz, which only a routed design that meets it makes true")
     s.splits = s.exploration
     if s.exploration is None and s.target is TARGETS[TargetName.FPGA] and not cfg.offload_everything:
         s.splits = fixed_engine_splits(s.graph, s.board, s.engine, keep_on_cpu=cfg.keep_on_cpu,

@@ -12,6 +12,7 @@ import numpy as np
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.class_names import NamesError, read_names
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, clock_at_most, slowest_mmcm_mhz
 from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
@@ -172,8 +173,9 @@ def _engine(shape: str | None, units: int | None, board: str, dsp_clock: int) ->
 @click.option("--synth", is_flag=True, help="synthesise the RTL engine with yosys (fpga/synth/resources.json)")
 @click.option("--clock-mhz", type=click.FloatRange(min=1, max=1000), default=None,
               help="the engine clock every time and rate assumes and the overlay is built for [default: the "
-                   "board's fabric clock, or the engine's estimated Fmax where lower]; above the estimate it is "
-                   "warned about (give it when Vivado's routed timing says the design meets it)")
+                   "board's fabric clock, or the engine's estimated Fmax where lower]; on a Zynq the fastest clock "
+                   "the overlay's MMCM makes not above it (2-3 MHz steps); above the estimate it is warned about "
+                   "(give it when Vivado's routed timing says the design meets it)")
 @click.option("--dsp-clock", type=click.Choice(["1x", "2x"]), default="1x", show_default=True,
               help="the MAC array's DSP48E2s at the engine clock or twice it (the DPU's double-pumped DSPs: half the "
                    "DSPs for the same array; UltraScale+; the overlay makes the second clock). Exploring, every "
@@ -239,6 +241,11 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     if cfg.dsp_clock == 2 and engine_impl == "hls":
         raise click.UsageError("--dsp-clock 2x is the RTL engine's (mac_quad.sv); the HLS engine runs its DSPs at "
                                "the engine clock: use --engine-impl rtl")
+    if clock_mhz is not None and BOARDS[board].family in PL_PLL_MHZ and \
+            clock_at_most(BOARDS[board].family, clock_mhz, cfg.dsp_clock) is None:
+        raise click.BadParameter(f"{clock_mhz:g} MHz is below the slowest engine clock the overlay's MMCM makes on "
+                                 f"{board} ({slowest_mmcm_mhz(BOARDS[board].family, cfg.dsp_clock):g} MHz)",
+                                 param_hint="--clock-mhz")
     if auto_fallback and min_cosine is None and min_f1 is None:
         raise click.UsageError("--auto-fallback needs a target: --min-cosine and/or --min-f1")
     if fallback_budget is not None and not auto_fallback:

@@ -270,3 +270,15 @@ def test_a_model_with_convs_and_no_fpga_subgraph_exits_1_with_the_input_shape_to
     pinned = CliRunner().invoke(main, [str(path), "-o", str(tmp_path / "b"), "--no-picture",
                                        "--input-shape", "x=1x4x6x6", "--offload-all"])
     assert pinned.exit_code == 0, pinned.output
+
+
+def test_a_clock_below_what_the_overlay_makes_is_refused_as_a_parameter(tmp_path):
+    """--clock-mhz under the slowest clock the overlay's MMCM makes (6.25 MHz on Zynq UltraScale+) is refused
+    before step 1, naming the option; it was an internal error at code generation."""
+    n = Net()
+    path = _save(n.model([n.node("Relu", [n.conv("x", "c")], "r")]), tmp_path / "m.onnx")
+    code, out, err = _run(path, "-o", tmp_path / "out", "--no-picture", "--clock-mhz", "3")
+    assert code == 2 and "Traceback" not in out + err
+    assert "--clock-mhz" in err and "below the slowest engine clock the overlay's MMCM makes on zcu104 (6.25 MHz)" \
+        in " ".join(err.split())
+    assert not (tmp_path / "out").exists()
