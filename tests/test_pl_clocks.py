@@ -92,3 +92,21 @@ def test_the_simulated_board_reads_the_overlay_mmcm(tmp_path):
     bad.write_text("<EDKSYSTEM>")
     with pytest.raises(OSError, match="not overlay metadata"):
         fabric_clock_ratio(bad)
+
+
+def test_the_clock_benchmark_prints_each_board_and_shape():
+    """benchmarks/engine_clocks.py, the source of the README's clock gains: one row per Zynq board and shape, the
+    MMCM clock never above the estimate nor below the PS's own step."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = Path(__file__).resolve().parent.parent / "benchmarks" / "engine_clocks.py"
+    out = subprocess.run([sys.executable, str(script), "--boards", "zcu104,kv260,ultra96v2"], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    cells = [[x.strip() for x in line.strip().strip("|").split("|")] for line in out.splitlines()[2:]]
+    rows = {(c[0], c[1]): c for c in cells}
+    assert rows["kv260", "4x16x16"][3:6] == ["211.6", "187.5", "210"]
+    assert rows["zcu104", "4x16x16+wino"][4:6] == ["250.0", "255"]
+    assert rows["ultra96v2", "8x8"][4:6] == ["187.5", "200"]
+    for c in rows.values():
+        assert float(c[4]) <= float(c[5]) <= min(float(c[2]), float(c[3])) + 1e-9
