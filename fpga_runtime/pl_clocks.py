@@ -15,8 +15,10 @@ eighths on the feedback path only (each output divisor whole)."""
 from __future__ import annotations
 
 import bisect
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 # The PL clock's source PLL on a Zynq's PS (the IOPLL, as the PS configuration presets have it): a PL clock is this
 # rate over two 6-bit divisors, so the PS makes only some clocks (1500 / 14 = 107.1 MHz, 1500 / 15 = 100 MHz).
@@ -145,3 +147,26 @@ def clock_at_most(family: str, mhz: float, dsp_clock: int = 1) -> float | None:
     Alveo, whose shell makes the kernel clock; or below the slowest the MMCM makes)."""
     mmcm = mmcm_at_most(family, mhz, double=dsp_clock == 2)
     return mmcm.mhz if mmcm else None
+
+
+def fabric_clock_ratio(hwh: Path) -> float:
+    """The engine clock over PL clock 0: what the overlay's clocking wizard (MMCM) multiplies it by, from the
+    .hwh's clk_wiz parameters (1 without one). The simulated board's engine clock is PL clock 0 times it."""
+    try:
+        root = ET.parse(hwh).getroot()
+    except (OSError, ET.ParseError) as exc:
+        raise OSError(f"{hwh}: not overlay metadata ({exc})") from None
+    wizard = next((m for m in root.iter("MODULE") if m.get("MODTYPE") == "clk_wiz"), None)
+    if wizard is None:
+        return 1.0
+    params = {p.get("NAME"): p.get("VALUE") for p in wizard.iter("PARAMETER")}
+    try:
+        mult, divclk, divide = (float(params[k]) for k in ("MMCM_CLKFBOUT_MULT_F", "MMCM_DIVCLK_DIVIDE",
+                                                           "MMCM_CLKOUT0_DIVIDE_F"))
+    except (KeyError, TypeError, ValueError):
+        raise OSError(f"{hwh}: its clocking wizard lacks a readable MMCM_CLKFBOUT_MULT_F, MMCM_DIVCLK_DIVIDE or "
+                      "MMCM_CLKOUT0_DIVIDE_F") from None
+    if not (2 <= mult <= 128 and 1 <= divclk <= 106 and 1 <= divide <= 128):
+        raise OSError(f"{hwh}: clocking wizard setting out of an MMCM's range (mult {mult:g}, divclk {divclk:g}, "
+                      f"divide {divide:g})")
+    return mult / (divclk * divide)

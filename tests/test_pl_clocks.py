@@ -66,7 +66,7 @@ def test_the_simulated_board_reads_the_overlay_mmcm(tmp_path):
     """The generated .hwh carries the wizard's setting; the simulated board's engine clock is PL clock 0 times
     it, and a .hwh whose setting no MMCM has is refused."""
     from fpga_runtime.boards import BOARDS
-    from fpga_runtime.sim_board.device import fabric_clock_ratio
+    from fpga_runtime.pl_clocks import fabric_clock_ratio
     from partitioner.codegen.overlay import overlay_context
     from partitioner.codegen.sources import _env
 

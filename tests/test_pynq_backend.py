@@ -22,8 +22,8 @@ from fpga_runtime.boards import BOARDS  # noqa: E402
 from fpga_runtime.checking.frames import random_frame  # noqa: E402
 from fpga_runtime.checking.ladder import first_difference  # noqa: E402
 from fpga_runtime.cli import main  # noqa: E402
+from fpga_runtime.pl_clocks import fabric_clock_ratio  # noqa: E402
 from fpga_runtime.run.session import Session  # noqa: E402
-from fpga_runtime.sim_board.device import fabric_clock_ratio  # noqa: E402
 from partitioner.build import PartitionConfig, run_partition  # noqa: E402
 
 needs_gxx = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")

@@ -11,6 +11,7 @@ from pynq.pl_server.device import Device
 
 from fpga_runtime.abi import ENGINE_VLNV
 from fpga_runtime.boards import BOARDS
+from fpga_runtime.pl_clocks import fabric_clock_ratio
 from fpga_runtime.sim_board.memory import SimulatedBoardError, SimulatedMemory
 from fpga_runtime.sim_board.processing_system import clock_windows, pl0_clock_mhz
 from fpga_runtime.sim_board.units import CsimUnit, RegisterFile, RtlUnit
@@ -20,30 +21,6 @@ def pynq_version() -> str:
     from importlib.metadata import version
     return version("pynq")
 ENGINES = ("verilator", "csim")
-
-
-def fabric_clock_ratio(hwh: Path) -> float:
-    """The engine clock over PL clock 0: what the overlay's clocking wizard (MMCM) multiplies it by, from the
-    .hwh's clk_wiz parameters (1 without one)."""
-    import xml.etree.ElementTree as ET
-    try:
-        root = ET.parse(hwh).getroot()
-    except (OSError, ET.ParseError) as exc:
-        raise OSError(f"{hwh}: not overlay metadata ({exc})") from None
-    wizard = next((m for m in root.iter("MODULE") if m.get("MODTYPE") == "clk_wiz"), None)
-    if wizard is None:
-        return 1.0
-    params = {p.get("NAME"): p.get("VALUE") for p in wizard.iter("PARAMETER")}
-    try:
-        mult, divclk, divide = (float(params[k]) for k in ("MMCM_CLKFBOUT_MULT_F", "MMCM_DIVCLK_DIVIDE",
-                                                           "MMCM_CLKOUT0_DIVIDE_F"))
-    except (KeyError, TypeError, ValueError):
-        raise OSError(f"{hwh}: its clocking wizard lacks a readable MMCM_CLKFBOUT_MULT_F, MMCM_DIVCLK_DIVIDE or "
-                      "MMCM_CLKOUT0_DIVIDE_F") from None
-    if not (2 <= mult <= 128 and 1 <= divclk <= 106 and 1 <= divide <= 128):
-        raise OSError(f"{hwh}: clocking wizard setting out of an MMCM's range (mult {mult:g}, divclk {divclk:g}, "
-                      f"divide {divide:g})")
-    return mult / (divclk * divide)
 
 
 class SimulatedBoard(Device):
@@ -75,7 +52,7 @@ class SimulatedBoard(Device):
         self.timestamp = None
         self.units: dict[str, RtlUnit | CsimUnit] = {}
         self._csim = None
-        self.fabric_clock_ratio = 1.0
+        self.mmcm_ratio = 1.0
         self._windows: list[tuple[int, int, object]] = list(clock_windows(spec.family))
         self._drop_stale_clock_object()
 
@@ -105,7 +82,7 @@ class SimulatedBoard(Device):
         every other addressable IP."""
         parser = parser or self.get_bitfile_metadata(bitstream.bitfile_name)
         self._close_units()
-        self.fabric_clock_ratio = fabric_clock_ratio(Path(bitstream.bitfile_name).with_suffix(".hwh"))
+        self.mmcm_ratio = fabric_clock_ratio(Path(bitstream.bitfile_name).with_suffix(".hwh"))
         windows = list(clock_windows(self.board.family))
         engines = sum(ip.get("type") == ENGINE_VLNV for ip in parser.ip_dict.values())
         for name, ip in parser.ip_dict.items():
@@ -139,7 +116,7 @@ class SimulatedBoard(Device):
     @property
     def engine_clock_mhz(self) -> float:
         """PL clock 0 as PYNQ set it through the PS's registers, times the overlay's MMCM."""
-        return pl0_clock_mhz(self.board.family) * self.fabric_clock_ratio
+        return pl0_clock_mhz(self.board.family) * self.mmcm_ratio
 
     # ---- AXI4-Lite -----------------------------------------------------------------------------------------
     def _window(self, address: int, length: int):

@@ -77,7 +77,7 @@ ZYNQMP = ProcessingSystem(
 def overlay_context(board: Board, units: int, clock_mhz: float, name: str, engine_impl: str = "rtl",
                     uram_units: int = 0, dsp_clock: int = 1) -> dict:
     """The block design's description; the first `uram_units` units keep their weights in UltraRAM; the engine
-    clock from the PS alone or through an MMCM (`engine_clocking`)."""
+    clock made by an MMCM from PL clock 0 (`engine_clocking`)."""
     ps = ZYNQ7 if board.family == "zynq7" else ZYNQMP
     ip = ENGINE_IPS[engine_impl]
     clocking = engine_clocking(board.family, clock_mhz, dsp_clock)
