@@ -7,11 +7,12 @@ them would lose up to 17 % to the step below. The MMCM's VCO is its input times 
 whole output divisor: the engine clock in steps of 2-3 MHz. With the DSPs at twice the engine clock both come from
 the one MMCM, the fast one on half the slow one's divisor, so their edges align.
 
-MMCM limits (the engine's speed grades): Zynq UltraScale+ DS925 / UltraScale+ DS923 "MMCM Specification":
-VCO 800-1600 MHz, output at most 775 (-2) / 667 (-1) MHz, CLKFBOUT_MULT_F
-2-128 in steps of 0.125 (UG572); Zynq-7000 DS187 at -1: VCO 600-1200 MHz, a global clock buffer at most 464 MHz,
-CLKFBOUT_MULT_F 2-64 (UG472). We keep every output at or below the slower grade's figure and the multiplier's
-eighths on the feedback path only (each output divisor whole)."""
+MMCM limits: UltraScale+ (MMCME4), the "MMCM Specification" table as DS923 (Virtex) and DS931 (Artix UltraScale+)
+print it: VCO 800-1600 MHz on every grade, output at most 775 (-2) / 667 (-1) MHz (DS925's own copy of the table,
+for Zynq UltraScale+, was not in the searchable documents here); CLKFBOUT_MULT_F 2-128 in steps of 0.125 (UG572).
+Zynq-7000 (MMCME2) at -1: VCO 600-1200 MHz as DS189 prints it for 7-series -1 parts, a global clock buffer at most
+464 MHz (DS187's -1 figure, not re-read here), CLKFBOUT_MULT_F 2-64 (UG472). We keep every output at or below the
+slower grade's figure and the multiplier's eighths on the feedback path only (each output divisor whole)."""
 from __future__ import annotations
 
 import bisect
