@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from fpga_runtime.abi import ENGINE_VLNV
+
 # The PL clock's source PLL on a Zynq's PS (the IOPLL, as the PS configuration presets have it): a PL clock is this
 # rate over two 6-bit divisors, so the PS makes only some clocks (1500 / 14 = 107.1 MHz, 1500 / 15 = 100 MHz).
 PL_PLL_MHZ = {"zynq7": 1000.0, "zynqmp": 1500.0}
@@ -150,23 +152,43 @@ def clock_at_most(family: str, mhz: float, dsp_clock: int = 1) -> float | None:
     return mmcm.mhz if mmcm else None
 
 
+def _engine_clock_source(root: ET.Element) -> tuple[ET.Element | None, str]:
+    """The clocking wizard driving the first engine's ap_clk and which of its outputs, by the .hwh's connections;
+    without connections, the overlay's one wizard (None where it has none or several)."""
+    modules = {m.get("INSTANCE"): m for m in root.iter("MODULE")}
+    for m in modules.values():
+        if m.get("VLNV") != ENGINE_VLNV:
+            continue
+        port = next((p for p in m.iter("PORT") if p.get("NAME") == "ap_clk"), None)
+        link = port.find("CONNECTIONS/CONNECTION") if port is not None else None
+        if link is not None:
+            source = modules.get(link.get("INSTANCE"))
+            wizard = source if source is not None and source.get("MODTYPE") == "clk_wiz" else None
+            return wizard, link.get("PORT", "clk_out1")
+        break
+    wizards = [m for m in modules.values() if m.get("MODTYPE") == "clk_wiz"]
+    return (wizards[0] if len(wizards) == 1 else None), "clk_out1"
+
+
 def fabric_clock_ratio(hwh: Path) -> float:
-    """The engine clock over PL clock 0: what the overlay's clocking wizard (MMCM) multiplies it by, from the
-    .hwh's clk_wiz parameters (1 without one). The simulated board's engine clock is PL clock 0 times it."""
+    """The engine clock over PL clock 0: what the clocking wizard (MMCM) driving the engines multiplies it by, from
+    the .hwh's clk_wiz parameters (1 where PL clock 0 drives them). The simulated board's engine clock is PL clock 0
+    times it."""
     try:
         root = ET.parse(hwh).getroot()
     except (OSError, ET.ParseError) as exc:
         raise OSError(f"{hwh}: not overlay metadata ({exc})") from None
-    wizard = next((m for m in root.iter("MODULE") if m.get("MODTYPE") == "clk_wiz"), None)
+    wizard, output = _engine_clock_source(root)
     if wizard is None:
         return 1.0
+    n = int(output[len("clk_out"):]) if output.startswith("clk_out") and output[7:].isdigit() else 1
+    divider = "MMCM_CLKOUT0_DIVIDE_F" if n == 1 else f"MMCM_CLKOUT{n - 1}_DIVIDE"
     params = {p.get("NAME"): p.get("VALUE") for p in wizard.iter("PARAMETER")}
     try:
-        mult, divclk, divide = (float(params[k]) for k in ("MMCM_CLKFBOUT_MULT_F", "MMCM_DIVCLK_DIVIDE",
-                                                           "MMCM_CLKOUT0_DIVIDE_F"))
+        mult, divclk, divide = (float(params[k]) for k in ("MMCM_CLKFBOUT_MULT_F", "MMCM_DIVCLK_DIVIDE", divider))
     except (KeyError, TypeError, ValueError):
-        raise OSError(f"{hwh}: its clocking wizard lacks a readable MMCM_CLKFBOUT_MULT_F, MMCM_DIVCLK_DIVIDE or "
-                      "MMCM_CLKOUT0_DIVIDE_F") from None
+        raise OSError(f"{hwh}: its clocking wizard {wizard.get('INSTANCE')!r} lacks a readable "
+                      f"MMCM_CLKFBOUT_MULT_F, MMCM_DIVCLK_DIVIDE or {divider}") from None
     if not (2 <= mult <= 128 and 1 <= divclk <= 106 and 1 <= divide <= 128):
         raise OSError(f"{hwh}: clocking wizard setting out of an MMCM's range (mult {mult:g}, divclk {divclk:g}, "
                       f"divide {divide:g})")

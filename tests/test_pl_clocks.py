@@ -79,6 +79,18 @@ def test_the_simulated_board_reads_the_overlay_mmcm(tmp_path):
         hwh.write_text(env.get_template("overlay/overlay.hwh.j2").render(ctx))
         assert MMCM_INPUT_MHZ * fabric_clock_ratio(hwh) == pytest.approx(clock, abs=1e-6)
         assert ('NAME="ap_clk_2x"' in hwh.read_text()) == (dsp_clock == 2)
+    # another clocking wizard in the overlay (a user's video pipeline, listed first) is not the engine's: the
+    # engine's ap_clk connection names its own; an engine on PL clock 0 itself runs at it
+    text = hwh.read_text()
+    other = ('<MODULE FULLNAME="/video_clocks" INSTANCE="video_clocks" MODTYPE="clk_wiz"><PARAMETERS>'
+             '<PARAMETER NAME="MMCM_CLKFBOUT_MULT_F" VALUE="10.000"/><PARAMETER NAME="MMCM_DIVCLK_DIVIDE" VALUE="1"/>'
+             '<PARAMETER NAME="MMCM_CLKOUT0_DIVIDE_F" VALUE="7.000"/></PARAMETERS></MODULE>')
+    two = tmp_path / "two.hwh"
+    two.write_text(text.replace("<MODULES>", "<MODULES>" + other, 1))
+    assert MMCM_INPUT_MHZ * fabric_clock_ratio(two) == pytest.approx(253.125, abs=1e-6)
+    two.write_text(text.replace('<CONNECTION INSTANCE="engine_clocks" PORT="clk_out1"/>',
+                                '<CONNECTION INSTANCE="ps" PORT="pl_clk0"/>'))
+    assert fabric_clock_ratio(two) == 1.0
     with pytest.raises(ValueError, match="MMCM makes"):
         overlay_context(BOARDS["kv260"], 1, 208.0, "ov")      # not a clock the MMCM makes: a bug upstream
     bad = tmp_path / "bad.hwh"
