@@ -7,12 +7,11 @@ processor alone would make below it (its PLL over whole divisors), and the one t
 from __future__ import annotations
 
 import argparse
-import math
 from dataclasses import replace
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
-from fpga_runtime.pl_clocks import PL_PLL_MHZ, engine_clocking
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, engine_clocking, ps_clock_at_most
 from partitioner.explore.clock import design_clock, estimated_fmax_mhz
 
 SHAPES = "8x8,16x16,2x8x16,4x16x16,4x16x16+wino,4x16x16@2x,8x16x16,8x16x8,4x32x16@2x"
@@ -35,14 +34,12 @@ def main() -> None:
     print("|---" * 8 + "|")
     for name in args.boards.split(","):
         board = BOARDS[name]
-        pll = PL_PLL_MHZ[board.family]
         for shape in args.shapes.split(","):
             cfg = _config(shape)
             if cfg.dsp_clock_problem() or (cfg.dsp_clock == 2 and board.dsp_clock_2x_problem):
                 continue
             fmax = estimated_fmax_mhz(board, cfg)
-            target = min(board.clock_mhz, fmax)
-            ps = pll / math.ceil(pll / target - 1e-9)
+            ps = ps_clock_at_most(board.family, min(board.clock_mhz, fmax))
             clock, _ = design_clock(board, cfg)
             m = engine_clocking(board.family, clock, cfg.dsp_clock).mmcm
             setting = f"x {m.mult:g} / {m.divide}" + (f" (DSPs / {m.fast_divide})" if m.fast_divide else "")

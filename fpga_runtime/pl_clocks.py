@@ -58,6 +58,13 @@ def pl_divisors(pll_mhz: float, clock_mhz: float) -> tuple[int, int, float]:
     return (*DIVISOR_PAIRS[n], pll_mhz / n)
 
 
+def ps_clock_at_most(family: str, mhz: float) -> float:
+    """The fastest clock the PS alone makes not above `mhz`: its PLL over two 6-bit divisors (what the overlay's
+    engine clock would be without the MMCM)."""
+    pll = PL_PLL_MHZ[family]
+    return pll / min(k for k in DIVISOR_PAIRS if pll / k <= mhz + 1e-9)
+
+
 @dataclass(frozen=True)
 class Mmcm:
     """One MMCM setting: VCO = input x mult / divclk; the engine clock = VCO / divide; with the DSPs at twice it,

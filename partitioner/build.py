@@ -36,7 +36,7 @@ from partitioner.evaluate.float_check import DEFAULT_TOLERANCE, OutputCheck, ver
 from partitioner.evaluate.int8_accuracy import LayerAccuracy, int8_accuracy
 from partitioner.evaluate.sensitivity import TensorSensitivity, int8_sensitivity
 from partitioner.explore.choice import check_fixed_engine, choose_design, fixed_engine_splits
-from partitioner.explore.clock import design_clock, estimated_fmax_mhz, overlay_clock
+from partitioner.explore.clock import asked_clock_warnings, design_clock, fixed_engine_clock
 from partitioner.explore.design_space import (
     Exploration,
     describe,
@@ -268,19 +268,6 @@ def _save_exploration(s: BuildState, folder: Path) -> None:
                     "frame_fps": o.best.frame_fps} for o in e.splits]})
 
 
-def _fixed_clock(s: BuildState) -> float:
-    """A fixed engine's clock: --clock-mhz where given, else the one it asks for but no more than it reaches; as
-    the overlay makes it (a Zynq's MMCM: the fastest clock it makes not above)."""
-    if s.cfg.clock_mhz is not None:
-        return overlay_clock(s.board, s.cfg.clock_mhz, s.engine.dsp_clock)
-    reached, _ = design_clock(s.board, s.engine)
-    if s.engine.clock_mhz > reached and s.cfg.target is TargetName.FPGA:
-        s.warnings.append(f"engine clock {s.engine.clock_mhz:g} MHz lowered to {reached:g} MHz, the engine's "
-                          f"estimated Fmax on {s.board.name} (partitioner/explore/clock.py); --clock-mhz fixes it")
-        return reached
-    return overlay_clock(s.board, s.engine.clock_mhz, s.engine.dsp_clock)
-
-
 def _partition(s: BuildState) -> None:
     """The engine the partition is costed with: the exploration's choice, a fixed one checked against the board
     (buffers sized as the code generator will size them), or none that fits (a CPU build that says why)."""
@@ -296,17 +283,11 @@ def _partition(s: BuildState) -> None:
     else:
         if cfg.engine is not None and cfg.target is TargetName.FPGA:
             check_fixed_engine(s.graph, s.board, cfg.engine)
-        s.engine = sized_buffers(s.graph, list(s.graph.nodes), replace(s.engine, clock_mhz=_fixed_clock(s)))
+        clock, notes = fixed_engine_clock(s.board, s.engine, cfg.clock_mhz, cfg.target is TargetName.FPGA)
+        s.warnings += notes
+        s.engine = sized_buffers(s.graph, list(s.graph.nodes), replace(s.engine, clock_mhz=clock))
     if cfg.clock_mhz is not None and cfg.target is TargetName.FPGA:
-        if s.engine.clock_mhz != cfg.clock_mhz:
-            s.warnings.append(f"--clock-mhz {cfg.clock_mhz:g}: the overlay's MMCM makes {s.engine.clock_mhz:g} MHz, "
-                              "the fastest clock it makes not above that (fpga_runtime/pl_clocks.py); the build runs "
-                              "at it")
-        fmax = estimated_fmax_mhz(s.board, s.engine)
-        if s.engine.clock_mhz > fmax:
-            s.warnings.append(f"--clock-mhz {cfg.clock_mhz:g} is above this engine's estimated Fmax on {s.board.name} "
-                              f"({fmax:.0f} MHz, partitioner/explore/clock.py): every time and rate here assumes "
-                              f"{s.engine.clock_mhz:g} MHz, which only a routed design that meets it makes true")
+        s.warnings += asked_clock_warnings(s.board, s.engine, cfg.clock_mhz)
     s.splits = s.exploration
     if s.exploration is None and s.target is TARGETS[TargetName.FPGA] and not cfg.offload_everything:
         s.splits = fixed_engine_splits(s.graph, s.board, s.engine, keep_on_cpu=cfg.keep_on_cpu,

@@ -12,7 +12,6 @@ import numpy as np
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import BOARDS
 from fpga_runtime.class_names import NamesError, read_names
-from fpga_runtime.pl_clocks import PL_PLL_MHZ, clock_at_most, slowest_mmcm_mhz
 from partitioner import __version__
 from partitioner.build import PartitionConfig, TargetName, run_partition
 from partitioner.engine.winograd import MAX_LOSS as WINOGRAD_MAX_LOSS
@@ -25,7 +24,7 @@ from partitioner.evaluate.float_check import (
     OWN_ROUNDING,
     first_failure,
 )
-from partitioner.explore.clock import design_clock
+from partitioner.explore.clock import design_clock, overlay_clock
 from partitioner.mixed_precision import Fallback, meet_accuracy
 from partitioner.output.report import console_table
 
@@ -241,11 +240,11 @@ def main(model: Path, target: str, board: str, out_dir: Path | None, shapes: tup
     if cfg.dsp_clock == 2 and engine_impl == "hls":
         raise click.UsageError("--dsp-clock 2x is the RTL engine's (mac_quad.sv); the HLS engine runs its DSPs at "
                                "the engine clock: use --engine-impl rtl")
-    if clock_mhz is not None and BOARDS[board].family in PL_PLL_MHZ and \
-            clock_at_most(BOARDS[board].family, clock_mhz, cfg.dsp_clock) is None:
-        raise click.BadParameter(f"{clock_mhz:g} MHz is below the slowest engine clock the overlay's MMCM makes on "
-                                 f"{board} ({slowest_mmcm_mhz(BOARDS[board].family, cfg.dsp_clock):g} MHz)",
-                                 param_hint="--clock-mhz")
+    if clock_mhz is not None:
+        try:
+            overlay_clock(BOARDS[board], clock_mhz, cfg.dsp_clock)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--clock-mhz") from None
     if auto_fallback and min_cosine is None and min_f1 is None:
         raise click.UsageError("--auto-fallback needs a target: --min-cosine and/or --min-f1")
     if fallback_budget is not None and not auto_fallback:

@@ -15,6 +15,7 @@ from fpga_runtime.pl_clocks import (
     clock_at_most,
     engine_clocking,
     mmcm_at_most,
+    ps_clock_at_most,
 )
 
 
@@ -55,6 +56,8 @@ def test_the_clocks_the_ps_steps_missed():
     assert clock_at_most("zynqmp", 207.7) == 207.5
     assert clock_at_most("zynqmp", 255.8, dsp_clock=2) == pytest.approx(253.125)
     assert clock_at_most("alveo", 300.0) is None
+    assert [ps_clock_at_most("zynqmp", f) for f in (255.8, 207.7, 200.0, 300.0)] == [250.0, 187.5, 187.5, 300.0]
+    assert ps_clock_at_most("zynq7", 122.7) == pytest.approx(1000 / 9)
     clocking = engine_clocking("zynqmp", 255.0)
     assert clocking.pl0_mhz == MMCM_INPUT_MHZ == PL_PLL_MHZ["zynqmp"] / (clocking.div0 * clocking.div1)
     assert clocking.engine_mhz == 255.0

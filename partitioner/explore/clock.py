@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from fpga_runtime.abi import EngineConfig
 from fpga_runtime.boards import Board
-from fpga_runtime.pl_clocks import PL_PLL_MHZ, clock_at_most
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, clock_at_most, slowest_mmcm_mhz
 from partitioner.targets.delay_model import SEVEN_SERIES_1, ULTRASCALE_PLUS_1, ULTRASCALE_PLUS_2LV, delay_model
 
 FIT_TOLERANCE = 0.04      # the fit against the estimates it was fitted on (a errs on the slow side)
@@ -250,6 +250,40 @@ def design_clock(board: Board, config: EngineConfig) -> tuple[float, str]:
 
 def overlay_clock(board: Board, mhz: float, dsp_clock: int = 1) -> float:
     """`mhz` as the board's overlay makes it: on a Zynq the fastest clock its MMCM makes not above it, to the kHz
-    the IP's FREQ_HZ and the overlay's clock are written in; elsewhere (Alveo: the shell's clock) `mhz`."""
+    the IP's FREQ_HZ and the overlay's clock are written in (a ValueError below the slowest it makes); elsewhere
+    (Alveo: the shell's clock) `mhz`."""
+    if board.family not in PL_PLL_MHZ:
+        return mhz
     made = clock_at_most(board.family, mhz, dsp_clock)
-    return mhz if made is None else round(made, 3)
+    if made is None:
+        raise ValueError(f"{mhz:g} MHz is below the slowest engine clock the overlay's MMCM makes on {board.name} "
+                         f"({slowest_mmcm_mhz(board.family, dsp_clock):g} MHz)")
+    return round(made, 3)
+
+
+def fixed_engine_clock(board: Board, engine: EngineConfig, asked: float | None, fpga: bool
+                       ) -> tuple[float, list[str]]:
+    """(clock, warnings) of a fixed engine: `asked` (--clock-mhz) where given, else the one the engine asks for but
+    no more than it reaches (warned where it is built for the FPGA); as the overlay makes it."""
+    if asked is not None:
+        return overlay_clock(board, asked, engine.dsp_clock), []
+    reached, _ = design_clock(board, engine)
+    if engine.clock_mhz > reached and fpga:
+        return reached, [f"engine clock {engine.clock_mhz:g} MHz lowered to {reached:g} MHz, the engine's estimated "
+                         f"Fmax on {board.name} (partitioner/explore/clock.py); --clock-mhz fixes it"]
+    return overlay_clock(board, engine.clock_mhz, engine.dsp_clock), []
+
+
+def asked_clock_warnings(board: Board, engine: EngineConfig, asked: float) -> list[str]:
+    """What --clock-mhz `asked` comes to in the build running `engine`: the clock the overlay's MMCM makes below
+    it, and a clock above the engine's estimated Fmax."""
+    out = []
+    if engine.clock_mhz != asked:
+        out.append(f"--clock-mhz {asked:g}: the overlay's MMCM makes {engine.clock_mhz:g} MHz, the fastest clock it "
+                   "makes not above that (fpga_runtime/pl_clocks.py); the build runs at it")
+    fmax = estimated_fmax_mhz(board, engine)
+    if engine.clock_mhz > fmax:
+        out.append(f"--clock-mhz {asked:g} is above this engine's estimated Fmax on {board.name} ({fmax:.0f} MHz, "
+                   f"partitioner/explore/clock.py): every time and rate here assumes {engine.clock_mhz:g} MHz, which "
+                   "only a routed design that meets it makes true")
+    return out

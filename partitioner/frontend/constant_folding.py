@@ -114,6 +114,11 @@ def _defined(branch: onnx.GraphProto) -> set[str]:
         {n.name for n in branch.node if n.name}
 
 
+def _graph_names(g: onnx.GraphProto, weights: dict) -> set[str]:
+    return ({t.name for t in g.initializer} | {x.name for x in g.input} | set(weights)
+            | {o for n in g.node for o in n.output} | {n.name for n in g.node})
+
+
 def _taken_branch(node: onnx.NodeProto, consts: _Constants, names: set[str]) -> onnx.GraphProto | None:
     """The branch an If with a constant condition always takes (scripted exports test shapes and flags that
     folding makes constant): its nodes then stand in the If's place, so a conv inside is a layer like any other.
@@ -140,10 +145,11 @@ def fold_constants(model: onnx.ModelProto, opset: int, weights: dict[str, onnx.T
     outputs = {o.name for o in g.output}
     kept: list[onnx.NodeProto] = []
     folded: list[str] = []
-    names = ({t.name for t in g.initializer} | {x.name for x in g.input} | set(weights)
-             | {o for n in g.node for o in n.output} | {n.name for n in g.node})
+    names: set[str] | None = None          # the graph's names, gathered at its first If
     for i, node in enumerate(g.node):
-        taken = _taken_branch(node, consts, names)
+        if node.op_type == "If" and names is None:
+            names = _graph_names(g, weights)
+        taken = _taken_branch(node, consts, names) if node.op_type == "If" else None
         if taken is not None:
             folded.append(node_label(node, i))
             names |= _defined(taken)

@@ -21,8 +21,7 @@ from partitioner.frontend.constant_folding import BIG_ELEMENTS, fold_constants
 from partitioner.frontend.contrib_ops import probe_output_types, runs_on_cpu
 from partitioner.frontend.float16 import model_precision, widen_to_float32
 from partitioner.frontend.onnx_walk import dims_of, node_label, outer_scope_names
-from partitioner.frontend.opset_downgrade import downgrade
-from partitioner.frontend.retired_ops import spell_retired_ops
+from partitioner.frontend.opset_downgrade import downgrade, spell_retired_ops
 from partitioner.ir.graph import Graph, Node, OpKind, Tensor
 from partitioner.ir.names import NameTable
 

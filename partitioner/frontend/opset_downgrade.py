@@ -5,7 +5,8 @@ Every op whose versions after 17 only widened its types is kept as it is. An op 
 in opset 17 where an exact spelling exists: Reduce* with `axes` as an input, Split with `num_outputs`, Pad with
 `axes`, Resize, AveragePool, Cast, GridSample and ScatterElements/ScatterND with their new attributes at values
 opset 17 means anyway; Mish (18) and Gelu (20) as the ops they stand for. The rest is refused in one line that
-names the node, the op and the opset."""
+names the node, the op and the opset. Ops ONNX dropped (ImageScaler, which the model zoo's Tiny YOLOv2-8 opens with)
+are spelt the same way at any opset, before the checker (`spell_retired_ops`)."""
 from __future__ import annotations
 
 import math
@@ -226,6 +227,25 @@ def _gelu(node, m: _Model) -> list[onnx.NodeProto]:
                     helper.make_node("Mul", [t[6], half], [y], name=name)]
 
 
+def _image_scaler(node, m: _Model) -> list[onnx.NodeProto]:
+    """scale * x + bias[c] (ImageScaler of opsets 1-9, dropped since)."""
+    attrs = _attrs(node)
+    if len(node.input) != 1 or len(node.output) != 1 or set(attrs) - {"scale", "bias"}:
+        raise ModelError("ImageScaler takes one input, gives one output and has only 'scale' and 'bias'",
+                         node=node.name or None, op=node.op_type)
+    x, y = node.input[0], node.output[0]
+    name = node.name or y
+    scale = m.add_const(f"{y}_scale", np.array(attrs.get("scale", 1.0), np.float32))
+    if not attrs.get("bias"):
+        return [helper.make_node("Mul", [x, scale], [y], name=name)]
+    bias = m.add_const(f"{y}_bias", np.asarray(attrs["bias"], np.float32).reshape(1, -1, 1, 1))
+    scaled = m.fresh(f"{y}_scaled")
+    return [helper.make_node("Mul", [x, scale], [scaled], name=f"{name}/scale"),
+            helper.make_node("Add", [scaled, bias], [y], name=name)]
+
+
+# ops ONNX dropped, in the ops that replaced them, whatever the model's opset (onnxruntime still runs them)
+RETIRED = {"ImageScaler": _image_scaler}
 REWRITES = {"Split": _split, "Pad": _pad, "Resize": _resize, "AveragePool": _average_pool, "Cast": _cast,
             "ScatterElements": _scatter, "ScatterND": _scatter, "LpPool": _lp_pool, "GridSample": _grid_sample,
             "Mish": _mish, "Gelu": _gelu, **{op: _reduce for op in REDUCE_AXES_INPUT}}
@@ -255,6 +275,21 @@ def _rewrite(graph: onnx.GraphProto, m: _Model, opset: int) -> None:
                                 f"{TARGET} and has no spelling in it here")
     del graph.node[:]
     graph.node.extend(out)
+
+
+def spell_retired_ops(model: onnx.ModelProto) -> list[str]:
+    """Rewrite every op of RETIRED in the main graph in place (before the checker, which knows none of them);
+    returns the rewritten nodes' labels."""
+    g = model.graph
+    retired = [node_label(n, i) for i, n in enumerate(g.node) if n.op_type in RETIRED and n.domain in ("", "ai.onnx")]
+    if retired:
+        opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), TARGET)
+        m = _Model(model, opset)
+        out = [x for n in g.node for x in (RETIRED[n.op_type](n, m) if n.op_type in RETIRED and
+                                           n.domain in ("", "ai.onnx") else [n])]
+        del g.node[:]
+        g.node.extend(out)
+    return retired
 
 
 def downgrade(model: onnx.ModelProto, opset: int) -> onnx.ModelProto:

@@ -8,7 +8,7 @@ from pathlib import Path
 from fpga_runtime import engine_parts
 from fpga_runtime.boards import board as board_by_name
 from fpga_runtime.engine_image import ENGINE_DIR, EngineImage
-from fpga_runtime.pl_clocks import PL_PLL_MHZ, engine_clocking
+from fpga_runtime.pl_clocks import PL_PLL_MHZ, engine_clocking, ps_clock_at_most
 from fpga_runtime.plan import Plan
 from fpga_runtime.prediction import cpu_costs
 from fpga_runtime.run.policy import CPU_WORKERS
@@ -127,13 +127,10 @@ def _clock_source(b, config) -> str:
         m = engine_clocking(b.family, config.clock_mhz, config.dsp_clock).mmcm
     except ValueError as exc:
         return f" The overlay cannot make it: {exc}."
-    pll = PL_PLL_MHZ[b.family]
-    n = pll / config.clock_mhz
-    steps = sorted({round(pll / math.ceil(n - 1e-9), 1), round(pll / max(1, math.floor(n + 1e-9)), 1)})
     return (f" The overlay makes it with an MMCM from the processor's {m.input_mhz:g} MHz PL clock 0 "
-            f"(x {m.mult:g} / {m.divide}, VCO {m.vco_mhz:g} MHz; fpga_runtime/pl_clocks.py); the processor alone "
-            f"makes only its {pll:g} MHz PLL over whole divisors ({' and '.join(f'{x:g}' for x in steps)} MHz "
-            "here).")
+            f"(x {m.mult:g} / {m.divide}, VCO {m.vco_mhz:g} MHz; fpga_runtime/pl_clocks.py); the processor alone, "
+            f"its {PL_PLL_MHZ[b.family]:g} MHz PLL over whole divisors, would make "
+            f"{ps_clock_at_most(b.family, config.clock_mhz):.1f} MHz.")
 
 
 def _figure(d, objective: str) -> str:
