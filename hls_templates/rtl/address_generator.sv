@@ -17,6 +17,9 @@ module address_generator #(
   input  logic rst_n,
   input  logic [engine_pkg::DESC_BITS-1:0] desc,
   input  logic        ag_start,    // begin the tile's nest
+  input  logic        nest_start,  // ... on a layer that walks the loop nest (not the window path), a register of
+                                   // its own: it resets the tap and pixel loops, so their step logic is not behind
+                                   // ag_start's load (every register of the tile's start)
   input  logic [15:0] c0,          // first output channel of the tile
   input  logic [7:0]  nl,          // channels of a pixel result (PE rows, or lanes)
   input  logic        win,         // the layer takes the window path
@@ -540,35 +543,42 @@ module address_generator #(
     tap_done0_q <= kx_one && ky_one && !has_ph1;
     kx_one_np_q <= kx_one && !has_ph1;
   end
-  always_ff @(posedge clk)
-    if (ag_start || (nest_on_q && nest_en_q)) begin
-      if (ag_start || tap_done_q) begin
-        ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
-        kx_end <= kx_one; ky_end <= ky_one; tap_end <= tap_end0_q;
-        kx_at_pen <= kx_two; ky_at_pen <= ky_two;
-        tap_done_q <= tap_done0_q;
-      end else if (!last_tap) begin
-        if (kx_end) begin
-          ag_kx <= '0; kx_off <= '0; kx_end <= kx_one;
-          kx_at_pen <= kx_two;
-          ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ky_at_pen; ky_at_pen <= ag_ky == ky_pen2;
-          tap_end <= kx_one && ky_at_pen;
-          tap_done_q <= kx_one_np_q && ky_at_pen;
-        end else begin
-          ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= kx_at_pen; kx_at_pen <= ag_kx == kx_pen2;
-          tap_end <= kx_at_pen && ky_end;
-          tap_done_q <= kx_at_pen && ky_end && !has_ph1;
-        end
-        tap_row <= tap_row + tap_rows;
-      end else begin                       // the last tap, with a second phase to come
-        ag_ph <= 1'b1;
-        tap_done_q <= 1'b1;
-      end
+  // the tap loop's four moves, each a flat AND of registers (they exclude each other), so each register's next
+  // value is one pick among them and not a chain of its block's branches
+  wire nest_go = nest_on_q && nest_en_q;
+  wire tap_first = nest_start || (nest_go && tap_done_q);                 // the first tap: the tile's or a pixel's
+  wire tap_kx = !nest_start && nest_go && !tap_done_q && !last_tap && !kx_end;   // the next tap in the row
+  wire tap_ky = !nest_start && nest_go && !tap_done_q && !last_tap && kx_end;    // the next kernel row
+  wire tap_ph = !nest_start && nest_go && !tap_done_q && last_tap;               // the second phase
+  always_ff @(posedge clk) begin
+    if (tap_first) begin
+      ag_ph <= 1'b0; ag_ky <= '0; ag_kx <= '0; ky_off <= '0; kx_off <= '0; tap_row <= '0;
+      kx_end <= kx_one; ky_end <= ky_one; tap_end <= tap_end0_q;
+      kx_at_pen <= kx_two; ky_at_pen <= ky_two;
+      tap_done_q <= tap_done0_q;
     end
+    if (tap_ky) begin
+      ag_kx <= '0; kx_off <= '0; kx_end <= kx_one;
+      kx_at_pen <= kx_two;
+      ag_ky <= ag_ky + 8'd1; ky_off <= ky_off + 32'(dil_y); ky_end <= ky_at_pen; ky_at_pen <= ag_ky == ky_pen2;
+      tap_end <= kx_one && ky_at_pen;
+      tap_done_q <= kx_one_np_q && ky_at_pen;
+    end
+    if (tap_kx) begin
+      ag_kx <= ag_kx + 8'd1; kx_off <= kx_off + 32'(dil_x); kx_end <= kx_at_pen; kx_at_pen <= ag_kx == kx_pen2;
+      tap_end <= kx_at_pen && ky_end;
+      tap_done_q <= kx_at_pen && ky_end && !has_ph1;
+    end
+    if (tap_ky || tap_kx) tap_row <= tap_row + tap_rows;
+    if (tap_ph) begin
+      ag_ph <= 1'b1;
+      tap_done_q <= 1'b1;
+    end
+  end
   // the pixel loops' flags and the tap geometry's origins, past a pixel's taps
   always_ff @(posedge clk) begin
-    if (ag_start || (nest_on_q && nest_en_q && tap_done_q)) begin
-      if (ag_start) begin
+    if (nest_start || (nest_go && tap_done_q)) begin
+      if (nest_start) begin
         ag_c <= '0;
         c_end <= c_one; x_end <= x_one; y_end <= y_one;
         c_at_pen <= c_two; x_at_pen <= x_two; y_at_pen <= y_two;

@@ -157,7 +157,9 @@ module axi_run_reader #(
       skid_v <= 1'b1;
     end
     if (out_move) {beat_data, beat_tag, beat_idx, beat_last} <= skid_v ? skid_q : h_beat;
-    else if (beat_fire) skid_q <= h_beat;
+    // the skid follows the head while it is empty (it is read only once it holds a beat), so its enable is its own
+    // flag and not the consumer's ready
+    if (!skid_v) skid_q <= h_beat;
     if (hd_load) begin
       hd_pad <= q_pad[ri]; hd_pen <= q_pen[ri]; hd_fill <= q_fill[ri]; hd_tag <= q_tag[ri];
     end

@@ -174,7 +174,12 @@ module engine_core #(
     main_collecting <= rst_n && (st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
                                  || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && !is_gap));
   wire collecting = main_collecting || pf_collecting;
-  assign c_run_valid = collecting && !c_issued && c_fresh;
+  // the run's request, a register: set a cycle after the run out of constant_request is fresh for a collection
+  // that has issued none, and cleared as it is taken. While a collection has issued no run its state, and so what
+  // it asks, holds (it leaves on its last beat), so the cycle's lag issues no run nobody wants; what decides it (the
+  // request unchanged for seven cycles) stays off the enables of what the run's issue sets (c_issued, c_off)
+  always_ff @(posedge clk)
+    c_run_valid <= rst_n && collecting && !c_issued && c_fresh && !(c_run_valid && c_run_ready);
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
   // the collection's beats go to cbuf, not the weight RAM: a cycle late, as a run's first beat comes cycles after
   // the collection starts and its last leaves it
@@ -201,6 +206,7 @@ module engine_core #(
   localparam int TAGW = engine_pkg::TAG_BITS;
   logic ag_active, ag_start;
   logic wc_start;                          // ag_start on a window layer, a register of its own
+  logic nest_start;                        // ... and on a layer of the loop nest
   logic a_run_valid, a_run_ready, a_run_pad;
   logic [63:0] a_run_addr;
   logic [23:0] a_run_beats;
@@ -208,7 +214,7 @@ module engine_core #(
   logic [TAGW-1:0] a_tag;
   logic [31:0] win_limit;
   address_generator #(.V(V), .B(B), .P(P > 1 ? P : 2), .PRIMITIVE(PACK)) agen (
-    .clk, .rst_n, .desc(d), .ag_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
+    .clk, .rst_n, .desc(d), .ag_start, .nest_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
     .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
   logic          ab_valid, ab_ready, ab_last;
@@ -452,7 +458,14 @@ module engine_core #(
          || (st == S_WEIGHTS && is_gap);
     ag_start <= rst_n && go;
     wc_start <= rst_n && go && win;
+    nest_start <= rst_n && go && !win;
   end
+
+  // the tile: set in S_CHECK and S_NEXT, states no collecting state precedes (main_collecting is 0 there), so
+  // apart from the state machine's first test (a collection's last beat, through the constant reader's load)
+  always_ff @(posedge clk)
+    if (rst_n && st == S_CHECK) tile <= '0;
+    else if (rst_n && st == S_NEXT && more_tiles) tile <= next_tile;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -526,7 +539,6 @@ module engine_core #(
         S_DECODE: st <= S_SIZE;             // the decoded descriptor's registers take it this cycle
         S_SIZE: st <= S_CHECK;              // a tile's weight rows, from their products
         S_CHECK: begin
-          tile <= '0;
           gs_age <= '0;
           if (!check_ready_q) begin
             // the first five cycles: `fits` comes from the descriptor's products (layer_descriptor)
@@ -554,7 +566,6 @@ module engine_core #(
         S_DRAIN: if (drained) st <= S_NEXT;
         S_NEXT: begin
           if (more_tiles) begin
-            tile <= next_tile;
             gs_age <= '0;
             st <= S_TILE;
           end else if (more_layers) begin

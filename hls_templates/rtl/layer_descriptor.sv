@@ -66,7 +66,7 @@ module layer_descriptor #(
 
   // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
   // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
-  logic ok_all_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_pool_q;
+  logic ok_op_q, ok_range_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_chan_q, ok_pool_k_q, ok_pool_w_q;
   logic [15:0] taps_p;                   // kh x kw
   logic [31:0] tile_rows_p;              // ... times the input's channel beats
   logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
@@ -76,9 +76,10 @@ module layer_descriptor #(
   always_ff @(posedge clk) begin
     logic l2_ok;
     l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
-    ok_all_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0 && l2_ok
-                && d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072
-                && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
+    // each test a few LUTs deep: its own register, their conjunction a cycle later (the checks wait five)
+    ok_op_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0 && l2_ok;
+    ok_range_q <= d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072
+                  && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
     // interleaved output: a transposed conv's phase, nothing fused after the act
     ok_step_q <= d.out_step == 8'd2 ? d.op == OP_CONV && !d.flags[F_POOL] && !d.flags[F_RESIDUAL]
                                       && d.out_phase_y <= 8'd1 && d.out_phase_x <= 8'd1
@@ -86,15 +87,15 @@ module layer_descriptor #(
     // a conv's, over two stages (its kernel and steps; its channels and fused pool)
     ok_kernel_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
                    && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0;
-    ok_pool_q <= (d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0)
-                 && (!d.flags[F_POOL] || (d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK
-                                          && d.pool_sh != 0 && d.pool_sw != 0 && 32'(d.conv_w) <= MAX_W
-                                          && 32'(d.pool_sh) <= RINGK));
-    ok_conv_q <= ok_kernel_q && ok_pool_q;
+    ok_chan_q <= d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0;
+    ok_pool_k_q <= d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
+                   && 32'(d.pool_sh) <= RINGK;
+    ok_pool_w_q <= 32'(d.conv_w) <= MAX_W;
+    ok_conv_q <= ok_kernel_q && ok_chan_q && (!d.flags[F_POOL] || (ok_pool_k_q && ok_pool_w_q));
     ok_other_q <= (d.out_c & 16'(V - 1)) == 0
                   && (d.op != OP_MAXPOOL || (d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0));
   end
-  wire fits_parts = ok_all_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
+  wire fits_parts = ok_op_q && ok_range_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
   // the weight rows it needs, from the products, in a register the seventh cycle
   always_ff @(posedge clk)
     fits <= fits_parts && (!is_conv || (dw ? 32'(taps_p) <= WROWS : 32'(tile_rows_p) <= 32'(WROWS)))

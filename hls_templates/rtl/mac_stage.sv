@@ -92,6 +92,8 @@ module mac_stage #(
   logic [PS*DW-1:0] p_data;
   logic [PS*TB-1:0] p_tags;
   logic [PS*24-1:0] p_idx;
+  logic [PS-1:0] p_idx0;                   // ... its beat is the pixel's first (p_idx is 0): compared at P1, so C2's
+                                           // picks do not wait on a 24-bit compare
   engine_pkg::tag_t pl_tag, pn_tag;
   assign pl_tag = p_tags[(PS-1)*TB +: TB];
   assign pn_tag = p_tags[(PS-2)*TB +: TB];
@@ -156,6 +158,7 @@ module mac_stage #(
       sel_dw_q <= LANE_PRODUCTS && pn_tag.kind == K_DW;
       sel_sq_q <= LANE_PRODUCTS && l2 && pn_tag.kind == K_GAP;
       p_idx <= {p_idx[(PS-1)*24-1:0], c1_idx};
+      p_idx0 <= {p_idx0[PS-2:0], c1_idx == 24'd0};
       dw_q <= {dw_q[(DD-1)*V*16-1:0], dw_p};
       for (int g = 0; g < NG; g++) begin
         logic signed [17:0] a;
@@ -177,11 +180,10 @@ module mac_stage #(
                         || (pl_tag.kind == K_B && k == 0);
       c2_take_sh_q <= pl_tag.kind == K_RES && nl < 8'(V);
       c2_data_sh <= pl_data >> (8 * (c0 & 16'(V - 1)));
-      c2_start <= pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_start <= pl_tag.first && p_idx0[PS-1];
       c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
-      c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first
-                        && p_idx[(PS-1)*24 +: 24] == 24'd0;
-      c2_from_zero_q <= pl_tag.kind == K_GAP && pl_tag.first && p_idx[(PS-1)*24 +: 24] == 24'd0;
+      c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first && p_idx0[PS-1];
+      c2_from_zero_q <= pl_tag.kind == K_GAP && pl_tag.first && p_idx0[PS-1];
       c2_oaddr <= pl_tag.kind == K_COPY ? pl_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : pl_tag.oaddr;
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;

@@ -23,7 +23,7 @@ module result_writer #(
   localparam int VSH = $clog2(V);
   logic [7:0] ser_k;
   logic          w_ready;
-  logic [63:0]   w_addr;
+  logic [33:0]   w_low;           // act_base's low half plus the offset, with its carry (0 to 2) into the high half
   logic [DW-1:0] w_data;
   logic [V-1:0]  w_strb;
   wire [7:0] ser_beats = nl > 8'(V) ? 8'(nl >> VSH) : 8'd1;
@@ -57,13 +57,20 @@ module result_writer #(
       w_data = DW'(in_q) << (8 * lane);
       w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
     end
-    w_addr = {low[33] ? base_hi2_q : low[32] ? base_hi1_q : act_base[63:32], low[31:0]};
+    w_low = low;
   end
-  // a beat is formed into registers, then offered to the burst writer
+  // a beat is formed into registers, then offered to the burst writer, with a skid register behind them: a beat is
+  // taken while the skid is empty (a register), so what takes it, and the queue's pop, do not wait on the burst
+  // writer's ready
   logic          s_valid, w_idle;
+  logic [33:0]   s_low;
   logic [63:0]   s_addr;
   logic [DW-1:0] s_data;
   logic [V-1:0]  s_strb;
+  logic          k_valid;                  // the skid register holds a beat
+  logic [33:0]   k_low;
+  logic [DW-1:0] k_data;
+  logic [V-1:0]  k_strb;
   // idle from registers: the burst writer's a cycle ago, and no beat offered to it since (one with no beat stays
   // idle), so the controller's drain test does not wait on its queues' compares
   logic w_idle_q, s_was_q;
@@ -71,18 +78,20 @@ module result_writer #(
     w_idle_q <= w_idle;
     s_was_q <= s_valid;
   end
-  assign idle = w_idle_q && !s_was_q && !s_valid;
-  wire take = in_valid && (!s_valid || w_ready);
+  assign idle = w_idle_q && !s_was_q && !s_valid && !k_valid;
+  wire take = in_valid && !k_valid;
+  wire s_move = !s_valid || w_ready;       // the offered beat's register takes one
   logic ser_last_q;                        // ser_k is the result's last beat
   // the queue ignores a pop while it is empty (sync_fifo), so its pop leaves out in_valid: the queue's head flag,
   // which fans out to its every data bit, is not behind its own pop
-  assign in_pop = (!s_valid || w_ready) && ser_last_q;
+  assign in_pop = !k_valid && ser_last_q;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       ser_k <= '0;
       ser_last_q <= 1'b1;
       base_k_q <= 34'(act_base[31:0]);
       s_valid <= 1'b0;
+      k_valid <= 1'b0;
     end else begin
       if (!take) begin
         if (ser_k == 8'd0) begin                       // between results: the layer's, as nl may change
@@ -98,16 +107,27 @@ module result_writer #(
         ser_last_q <= ser_k == ser_pen_q;
         base_k_q <= base_k_q + 34'(V);
       end
-      if (take) begin
-        s_valid <= 1'b1;
-      end else if (w_ready) begin
-        s_valid <= 1'b0;
+      if (s_move) begin
+        s_valid <= k_valid || take;
+        k_valid <= 1'b0;
+      end else if (take) begin
+        k_valid <= 1'b1;
       end
     end
-    if (take) begin
-      s_addr <= w_addr; s_data <= w_data; s_strb <= w_strb;
+    if (s_move) begin
+      if (k_valid) begin
+        s_low <= k_low; s_data <= k_data; s_strb <= k_strb;
+      end else begin
+        s_low <= w_low; s_data <= w_data; s_strb <= w_strb;
+      end
+    end
+    if (!k_valid) begin                    // the skid follows the beat formed while it is empty
+      k_low <= w_low; k_data <= w_data; k_strb <= w_strb;
     end
   end
+  // the high half picked by the low sum's carry after the register, not before it behind the 34-bit sum (the high
+  // halves are the layer's, steady while its results leave)
+  assign s_addr = {s_low[33] ? base_hi2_q : s_low[32] ? base_hi1_q : act_base[63:32], s_low[31:0]};
 
   axi_beat_writer #(.DW(DW), .MAX_BURST(16), .MAX_OUT(64), .AW(engine_pkg::ADDR_W)) writer (
     .clk, .rst_n, .in_valid(s_valid), .in_ready(w_ready), .in_addr(s_addr), .in_data(s_data), .in_strb(s_strb),

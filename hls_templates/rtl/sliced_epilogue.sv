@@ -40,7 +40,6 @@ module sliced_epilogue #(
   output logic            busy
 );
   localparam int P = G / E;
-  localparam int TW = PM > 1 ? $clog2(PM) : 1;
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
@@ -55,7 +54,6 @@ module sliced_epilogue #(
     localparam int KW = $clog2(P);
     logic active;
     logic [KW-1:0] k;
-    logic [TW-1:0] tile;
     logic [G*ACC_W-1:0] acc;
     logic [G*8-1:0] b, a;
     logic [31:0] oaddr;
@@ -75,35 +73,31 @@ module sliced_epilogue #(
     logic ready_q;
     assign in_ready = ready_q;
 
-    // The pass's slices by plain selects of P (a result's) or PM x P (the tables') candidates, whose index is
-    // {tile, k} (G = P x E, both powers of two): not by part-selects at computed offsets, which yosys builds as
+    // The pass's slices among P (a result's) or PM x P (the tables') candidates, picked by one-hot registers kept
+    // beside k (k_sel: k; idx_sel: {tile, k}, G = P x E, both powers of two) as an AND-OR of each candidate with its
+    // select bit, two LUTs deep for 16 candidates. Not by part-selects at computed offsets, which yosys builds as
     // shifters over the whole vector and, for the 18-bit entries, a multiply on a DSP48E2 without registers
-    // (2 x 16 x 16 with an 8-lane epilogue: 9 LUTs and the DSP from k, 124 MHz)
-    logic [TW+KW-1:0] idx;
+    // (2 x 16 x 16 with an 8-lane epilogue: 9 LUTs and the DSP from k, 124 MHz); not by a chain of compares of k,
+    // which it kept as a chain (4 x 16 x 8 with 4 lanes, 16 candidates: 9 LUTs from k at a load of 1,059, 178 MHz)
+    logic [P-1:0] k_sel;
+    logic [PM*P-1:0] idx_sel;
     logic [ACC_W*E-1:0] acc_k;
     logic [18*E-1:0] mult_k;
     logic [8*E-1:0] b_k, a_k, shift_k;
     logic [18*E-1:0] nmult_k;
-    assign idx = {tile, k};
     always_comb begin
-      acc_k = acc[0 +: ACC_W*E];
-      b_k = b[0 +: 8*E];
-      a_k = a[0 +: 8*E];
-      for (int j = 1; j < P; j++)
-        if (k == KW'(j)) begin
-          acc_k = acc[ACC_W*E*j +: ACC_W*E];
-          b_k = b[8*E*j +: 8*E];
-          a_k = a[8*E*j +: 8*E];
-        end
-      mult_k = mult[0 +: 18*E];
-      shift_k = shift[0 +: 8*E];
-      nmult_k = nmult[0 +: 18*E];
-      for (int j = 1; j < PM * P; j++)
-        if (idx == (TW+KW)'(j)) begin
-          mult_k = mult[18*E*j +: 18*E];
-          shift_k = shift[8*E*j +: 8*E];
-          nmult_k = nmult[18*E*j +: 18*E];
-        end
+      acc_k = '0; b_k = '0; a_k = '0;
+      for (int j = 0; j < P; j++) begin
+        acc_k = acc_k | (acc[ACC_W*E*j +: ACC_W*E] & {ACC_W*E{k_sel[j]}});
+        b_k = b_k | (b[8*E*j +: 8*E] & {8*E{k_sel[j]}});
+        a_k = a_k | (a[8*E*j +: 8*E] & {8*E{k_sel[j]}});
+      end
+      mult_k = '0; shift_k = '0; nmult_k = '0;
+      for (int j = 0; j < PM * P; j++) begin
+        mult_k = mult_k | (mult[18*E*j +: 18*E] & {18*E{idx_sel[j]}});
+        shift_k = shift_k | (shift[8*E*j +: 8*E] & {8*E{idx_sel[j]}});
+        nmult_k = nmult_k | (nmult[18*E*j +: 18*E] & {18*E{idx_sel[j]}});
+      end
     end
 
     epilogue #(.V(E), .G(E), .TB(TB), .PRIMITIVE(PRIMITIVE), .RESIDUAL(RESIDUAL),
@@ -122,13 +116,19 @@ module sliced_epilogue #(
         k_q <= {k_q[(EPI_LATENCY-1)*KW-1:0], k};
         if (in_valid && in_ready) begin
           active <= 1'b1; k <= '0;
-          acc <= in_acc; b <= in_b; tile <= in_tile;
+          k_sel <= P'(1);
+          idx_sel <= (PM*P)'(1) << ((PM > 1 ? 32'(in_tile) : 32'd0) * P);
+          acc <= in_acc; b <= in_b;
           a <= '0;
           a[8*V-1:0] <= in_a;                 // lanes past VEC have no first operand
           oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;
         end else if (active) begin
           if (k == KW'(P - 1)) active <= 1'b0;
-          else k <= k + 1'b1;
+          else begin
+            k <= k + 1'b1;
+            k_sel <= k_sel << 1;
+            idx_sel <= idx_sel << 1;
+          end
         end
         out_valid <= 1'b0;
         if (s_valid) begin

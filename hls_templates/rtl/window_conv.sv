@@ -117,7 +117,8 @@ module window_conv #(
   // channel beats (wcb, one more than there are: loading beat k overlaps computing beat k - 1) and, in each, the 16
   // positions (wpos) it computes, the first twelve also loading (wload_pos)
   wire dw = DWW && rows_mode;                  // the kernel-row schedule; a diagonal depthwise layer steps as a conv
-  wire [31:0] slot_mask = 32'(slots) - 32'd1;
+  logic [31:0] slot_mask;                        // slots - 1, per layer in a register: no subtract behind its uses
+  always_ff @(posedge clk) slot_mask <= 32'(slots) - 32'd1;
 
   // ---- window writes ----------------------------------------------------------------------------------
   logic [31:0] rows_loaded;
@@ -150,7 +151,7 @@ module window_conv #(
   logic [31:0] nh_q;                             // the image times the output's rows (the group's address)
   logic signed [31:0] first_last_q, in_h_last_q; // per layer: kh - 1 - pad_t; in_h - 1
   logic adv;                                     // the pipeline moves this cycle (a register)
-  logic adv_step;                                // ... its copy for the step loops alone (see g_array_move)
+  logic adv_d;                                   // ... and next cycle
 
   logic signed [31:0] iy, ix0;
   logic [3:0] wpos;                              // Winograd: the step's position (a, b)
@@ -166,7 +167,8 @@ module window_conv #(
   // three cycles after either moves (settle_q, image_end_q)
   logic signed [31:0] lowest_q;
   logic [31:0] limit_q;
-  logic ready_q, t0_fire;
+  logic ready_q;
+  logic t0_fire;                                 // a step enters the pipeline (ready_q && adv), a register of its own
   logic [1:0] settle_q;                          // cycles until need_q holds the current row's need
   logic [P-1:0] t0_x_in;                         // pixel p's x0 + p is in the output row (or need not be)
   logic [PB-1:0] t0_rot;
@@ -208,8 +210,9 @@ module window_conv #(
     limit_q <= 32'(lowest_q) + 32'(slots);
   end
   // ready_q implies active: it is set from active, and cleared with row_change, which precedes active's fall (an
-  // image's last row) by three cycles of settle_q, so the fire is two registers' AND
-  assign t0_fire = ready_q && adv_step;
+  // image's last row) by three cycles of settle_q. The fire is a register set with ready_q from its next value and
+  // the pipeline's, so the step loops, and ready_q's clear (row_change), start from a register of small load and not
+  // from the pipeline's move (its load is the whole array's)
   assign wait_input = active && !ready_q;
   wire [7:0] phases = s2 && d.kw > 8'd1 ? 8'd2 : 8'd1;    // depthwise: a step per stride phase of a kernel row
   logic [WAW-1:0] wwrow;                         // Winograd: the step's weight row
@@ -226,7 +229,9 @@ module window_conv #(
   // a Winograd layer's group counts 4 x 4 x (beats + 1) steps on these loops (its own counters say what each does)
   wire [7:0] kx_count = wino ? 8'd4 : dw ? phases : d.kw;
   wire [15:0] tiles_w = 16'((32'(d.conv_w) + 32'd1) >> 1);
-  wire [15:0] y_count = wino ? 16'((32'(d.conv_h) + 32'd1) >> 1) : d.conv_h;   // output rows, or rows of tiles
+  // output rows, or rows of tiles: a register, so its add is not behind loop_bound's compares
+  logic [15:0] y_count;
+  always_ff @(posedge clk) y_count <= wino ? 16'((32'(d.conv_h) + 32'd1) >> 1) : d.conv_h;
   loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(kx_count), .less2_o(kx_pen_q), .less3_o(), .is1_o(kx_zero_q),
     .is2_o(kx_one_q));
   loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(wino ? 8'd4 : d.kh), .less2_o(ky_pen_q), .less3_o(),
@@ -278,10 +283,11 @@ module window_conv #(
     near_q <= last_q < in_h_last_q ? last_q : in_h_last_q;
     need_q <= img_base + near_q;
     if (!rst_n || start || row_change) begin
-      ready_q <= 1'b0;
+      ready_q <= 1'b0; t0_fire <= 1'b0;
       settle_q <= 2'd2;
     end else begin
       ready_q <= active && settle_q == 2'd0 && $signed({1'b0, rows_loaded}) > 33'(need_q);
+      t0_fire <= active && settle_q == 2'd0 && $signed({1'b0, rows_loaded}) > 33'(need_q) && adv_d;
       if (settle_q != 2'd0) settle_q <= settle_q - 2'd1;
     end
   end
@@ -360,8 +366,10 @@ module window_conv #(
     end
   end
   // the output row, in a block of its own: it moves on row_change alone, a register and the pipeline's fire; its
-  // last is a flag set from y_nx_last (y_nx is the last), itself set as y steps
-  logic y_nx_last;
+  // last is a flag set from y_nx_last (y_nx is the last), itself set as y steps from a compare in a register of
+  // its own: y_nx moves on row_change and start only, and no row changes within three cycles of either (settle_q)
+  logic y_nx_last, y_nx_pen_q;
+  always_ff @(posedge clk) y_nx_pen_q <= y_nx == y_pen_q;
   always_ff @(posedge clk) begin
     if (start) begin
       y <= '0; y_nx <= 16'd1; last_y <= y_zero_q; y_nx_last <= y_one_q;
@@ -370,7 +378,7 @@ module window_conv #(
       if (!last_y) begin
         y <= y_nx; y_nx <= y_nx + 16'd1;
         last_y <= y_nx_last;
-        y_nx_last <= y_nx == y_pen_q;
+        y_nx_last <= y_nx_pen_q;
         row0 <= row0 + (wino ? 32'sd2 : 32'sd1 << s2);
         last_q <= last_q + (wino ? 32'sd2 : 32'sd1 << s2);
       end else begin
@@ -698,28 +706,32 @@ module window_conv #(
   logic [31:0] hd_oaddr;
   logic [TW-1:0] hd_tile;
   wire move = hold_q && ob_free;
-  wire emit = !dw || prev_valid;                 // a finished group hands a group on
-  wire group_end = t2_valid && t2_last && adv;
-  wire to_hold = group_end && emit;
+  // a group's end (T2 holds its last step and the pipeline moves) and its move to the hold (a group to hand on):
+  // registers set a cycle ahead from what the next cycle holds, as `adv` is, so the accumulators' clear and the
+  // hold's load (thousands of flip-flops each) are a register's net, and the pipeline's move does not decide them
+  // through its own load
+  logic group_end, to_hold, acc_en;
   wire hold_d = to_hold || (hold_q && !(move && hold_last));
   wire t2_valid_d = adv ? a_valid : t2_valid;
   wire t2_last_d = adv ? a_last : t2_last;
+  wire t2_wcomp_d = adv ? a_wcomp : t2_wcomp;
   wire prev_valid_d = start ? 1'b0 : group_end && dw ? !t2_flush : prev_valid;
+  wire ends_d = t2_valid_d && t2_last_d;
+  wire emit_d = !dw || prev_valid_d;             // a finished group hands a group on
+  assign adv_d = !(ends_d && emit_d && hold_d);
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       adv <= 1'b1;
       hold_q <= 1'b0;
+      group_end <= 1'b0; to_hold <= 1'b0; acc_en <= 1'b0;
     end else begin
-      adv <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
+      adv <= adv_d;
       hold_q <= hold_d;
+      group_end <= ends_d && adv_d;
+      to_hold <= ends_d && emit_d && !hold_d;
+      acc_en <= t2_valid_d && adv_d && (!wino || t2_wcomp_d);
     end
   end
-  // the step loops' copy: their enables and resets then start from a register of small load, not from the one
-  // that moves the whole pipeline (with it, yosys mapped them 5-6 LUTs deep behind a load of 800-1,200)
-  // It has no reset (a step fires only once `active`, itself reset), so it differs from every other copy: with the
-  // same reset as DOUBLE's `adv_array` below, synthesis merged the two and the step loops had the array's load again
-  always_ff @(posedge clk)
-    adv_step <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
   // DOUBLE: the array's DSPs at twice the clock take its move in half a cycle, from a copy of `adv` of their own,
   // so the window path's control does not share their load. Its reset value differs (the array has nothing to move
   // the cycle after reset), which is what keeps synthesis from merging the two: a `keep` did not
@@ -727,7 +739,7 @@ module window_conv #(
     logic adv_array;
     always_ff @(posedge clk) begin
       if (!rst_n) adv_array <= 1'b0;
-      else adv_array <= !(t2_valid_d && t2_last_d && (!dw || prev_valid_d) && hold_d);
+      else adv_array <= adv_d;
     end
     assign array_en = adv_array;
   end else begin : g_shared_move
@@ -745,24 +757,31 @@ module window_conv #(
   if (WINO) begin : g_wino_rows
     lut_mult #(.AW(16), .BW(16), .PW(32)) row_step (
       .clk_i(clk), .en_i(1'b1), .a_i(d.out_w), .b_i(d.out_c_stride), .p_o(orow));
-    // the hold's sets' pixels in the output (and whether none or one), from the group's columns left (conv_w - 2 x,
-    // at T2) and rows, at to_hold
-    logic signed [31:0] t2_left;
+    // the hold's sets' pixels in the output (and whether none or one). Set (i, j) of a group at tile column x has
+    // (conv_w - 2x - j + 1) >> 1 columns from x on (its pixel pairs), that is a per-layer half width less x: taken
+    // with T2's registers (a subtract from registers), and its row 2y + i in the output likewise, so the hold's
+    // counts are compares of registers with constants, no carry chain behind them
+    logic signed [16:0] t2_half[2];
+    logic [1:0] t2_row_in;
+    logic [15:0] half_w_q[2];
     logic [4*16-1:0] hd_wcount;
     logic [3:0] hd_wzero, hd_wone;
     always_ff @(posedge clk) begin
-      if (adv) t2_left <= 32'(d.conv_w) - (32'(a_x) << 1);
+      half_w_q[0] <= 16'((32'(d.conv_w) + 32'd1) >> 1);
+      half_w_q[1] <= d.conv_w >> 1;
+      if (adv)
+        for (int k = 0; k < 2; k++) begin
+          t2_half[k] <= $signed({1'b0, half_w_q[k]}) - $signed({1'b0, a_x});
+          t2_row_in[k] <= (32'(a_y) << 1) + 32'(k) < 32'(d.conv_h);
+        end
       if (to_hold)
         for (int i = 0; i < 2; i++)
           for (int j = 0; j < 2; j++) begin
-            logic row_in;
-            logic signed [31:0] left;
-            row_in = (32'(t2_y) << 1) + 32'(i) < 32'(d.conv_h);
-            left = t2_left - 32'(j);
-            hd_wcount[16*(2*i + j) +: 16] <= !row_in || left <= 0 ? 16'd0
-                                : (left + 32'sd1) >>> 1 < 32'(P) ? 16'((left + 32'sd1) >>> 1) : 16'(P);
-            hd_wzero[2*i + j] <= !row_in || left <= 0;
-            hd_wone[2*i + j] <= row_in && (left == 32'sd1 || left == 32'sd2);
+            logic none;
+            none = !t2_row_in[i] || t2_half[j] <= 0;
+            hd_wcount[16*(2*i + j) +: 16] <= none ? 16'd0 : t2_half[j] < 17'(P) ? 16'(t2_half[j]) : 16'(P);
+            hd_wzero[2*i + j] <= none;
+            hd_wone[2*i + j] <= !none && t2_half[j] == 17'sd1;
           end
     end
     assign w_count = hd_wcount[16*hset +: 16];
@@ -827,7 +846,7 @@ module window_conv #(
       for (int p = 0; p < P; p++)
         for (int r = 0; r < R; r++)
           if (!rst_n || start || group_end) acc[q][p][r] <= '0;
-          else if (t2_valid && adv && (!wino || t2_wcomp)) acc[q][p][r] <= acc_next[q][p][r];
+          else if (acc_en) acc[q][p][r] <= acc_next[q][p][r];
 
   always_ff @(posedge clk)
     if (to_hold && dw) begin

@@ -14,8 +14,9 @@ without the window path are in control (the fused pool's emitter, the controller
 none in the array, so b is 0: the fit found no dependence on the array's size there; from the seventh to the tenth
 the window path's were below them too (c and d 0); after the eleventh a window shape's own worst path was above them
 (c its excess), after the twelfth it was not (c 0 again), after the thirteenth the widest window's was again, by
-0.018 ns, and since the fourteenth the window shapes' worst paths are 0.014-0.052 ns above 8x8's (3.788 ns, the
-controller's constant collection), growing with the window (8x16x16's bank rotation into the array). A slower
+0.018 ns, and from the fourteenth to the twenty-eighth the window shapes' worst paths were 0.014-0.052 ns above
+8x8's (3.788 ns, the controller's constant collection); since the twenty-ninth every shape's is one control path
+(the address generator's), within 0.008 ns of 8x8's 3.766. A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -83,7 +84,17 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
+# UltraScale+ -2 (zcu104). The twenty-ninth RTL (the window path's group end, hold move, accumulator enable and step
+# fire as registers set a cycle ahead; the writer's skid register; the constant run's request a register; the tap
+# loop's moves as flat ANDs on a start of its own; the descriptor's checks split; the MAC stage's first-beat flag
+# compared at P1; the narrow epilogue's pass picked by one-hot registers; the Winograd hold's counts from T2's
+# registers): every shape's worst path is now one path, the address generator's nest step into its Winograd residual
+# walk's group registers (nest_en_q -> grp_narrow, 5 LUTs), 3.766-3.774 ns (265.0-265.5 MHz) over 19 shapes, where
+# the twenty-eighth's were 3.789-3.922 (255.0-263.9): a = 8x8's 3.766, the window terms its 0.003-0.007 ns excess,
+# the Winograd unit's terms gone (its shapes' worst path is that one: 4x16x16+wino and 8x8x8+wino checked on, the
+# model within 0.001 ns); the narrow select of 16 candidates (4x16x8:4+wino) 3.894 ns, was 5.629 (177.6 -> 256.8
+# MHz), the pass's one-hot select into the lane's residual sum ahead of its DSP (5 LUTs, 12 carry bits).
+# The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
 # where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
@@ -180,14 +191,13 @@ class FmaxFit:
 # runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: every shape makes it now); b is 0
 # (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
 # thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.789, b_ns=0.0, window_ns=((2, 0.096), (4, 0.114), (8, 0.188)),
-                         window_2x_ns=((2, 0.096), (4, 0.114), (8, 0.146)),
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.766, b_ns=0.0, window_ns=((2, 0.003), (4, 0.004), (8, 0.006)),
+                         window_2x_ns=((2, 0.003), (4, 0.004), (8, 0.007)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
-                                    "8x16x16@2x", "4x16x16+wino", "8x8x8+wino", "4x16x8:4+wino"),
+                                    "8x16x16@2x", "4x16x8:4+wino"),
                          checked_on=("8x16x16", "2x16x16:8", "4x16x16:8", "8x8+lean", "4x16x16:8+lean",
-                                     "2x8x16+lean", "16x16+lean", "4x16x16+lean"),
-                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, winograd_w0_ns=4.919,
-                         winograd_w1_ns=-0.137, winograd_wv_ns=-0.184, narrow_select_ns=((16, 5.619),))
+                                     "2x8x16+lean", "16x16+lean", "4x16x16+lean", "4x16x16+wino", "8x8x8+wino"),
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.894),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
 # above the PYNQ-Z2's 100 MHz; the twenty-third's 6.647 was the writer's beat address, a 34-bit sum behind the write
