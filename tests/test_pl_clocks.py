@@ -120,8 +120,8 @@ def test_the_clock_benchmark_prints_each_board_and_shape():
                          text=True, timeout=120, check=True).stdout
     cells = [[x.strip() for x in line.strip().strip("|").split("|")] for line in out.splitlines()[2:]]
     rows = {(c[0], c[1]): c for c in cells}
-    # each row is the Fmax model's estimate, the PS's step below it and the MMCM's (today's fit: KV260 219.1, the PS
-    # 1500 / 7 = 214.3, the MMCM 218.75; ZCU104 265.3, 250 and 265; the Ultra96-V2 at its own 200, the PS 187.5)
+    # each row is the Fmax model's estimate, the PS's step below the lower of it and the board's clock, and the
+    # MMCM's step there (the Ultra96-V2 at its own 200 MHz, which the PS alone misses)
     from fpga_runtime.boards import BOARDS
     from fpga_runtime.pl_clocks import clock_at_most, ps_clock_at_most
     from partitioner.explore.clock import estimated_fmax_mhz, shape_config

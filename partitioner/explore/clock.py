@@ -5,8 +5,8 @@ The Fmax comes from a model fitted to the timing estimate (partitioner/codegen/t
 engines (`benchmarks/timing_estimate.py`, its rows in benchmarks/results/timing_estimate.jsonl), since synthesising
 every candidate would take minutes each:
 
-    critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * window[pixels]   ns   (the Winograd unit's
-    path where longer; with the DSPs at twice the clock also twice the DSP clock's path)
+    critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * window[pixels]   ns   (a narrow epilogue's
+    select where longer; with the DSPs at twice the clock also twice the DSP clock's path)
 
 (wider arrays: wider sums and more fan-out; the window path of P > 1 pixels may add its own, longer paths, whose
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
@@ -55,11 +55,6 @@ class FmaxFit:
     fast_ns: float = 0.0
     fast_f0_ns: float = 0.0
     fast_f1_ns: float = 0.0
-    # the Winograd unit (EngineConfig.winograd): its design's worst path, w0 + w1 * log2(pixels), where longer
-    # (before the nineteenth RTL the window words' bank rotation and the select between them and V into the array)
-    winograd_w0_ns: float = 0.0
-    winograd_w1_ns: float = 0.0
-    winograd_wv_ns: float = 0.0         # ... + wv * log2(VEC), VEC taken at most 16 (no wider one synthesised)
     # a narrow epilogue (EngineConfig.epilogue_passes > 1): its pass's operands and tables are picked among passes x
     # pixels candidates, so that select's path by the count of candidates (from that count up), where longer
     narrow_select_ns: tuple[tuple[int, float], ...] = ()
@@ -72,9 +67,6 @@ class FmaxFit:
         if config.pixels > 1:
             table = dict(self.window_2x_ns if config.dsp_clock == 2 and self.window_2x_ns else self.window_ns)
             fabric += table[min(table, key=lambda p: (abs(p - config.pixels), -p))]
-            if config.winograd:
-                fabric = max(fabric, self.winograd_w0_ns + self.winograd_w1_ns * math.log2(config.pixels)
-                             + self.winograd_wv_ns * min(math.log2(config.vec), 4.0))
         candidates = config.epilogue_passes * config.pixels if config.epilogue_passes > 1 else 0
         fabric = max([fabric] + [ns for n, ns in self.narrow_select_ns if candidates >= n])
         if config.dsp_clock != 2:
@@ -88,12 +80,13 @@ class FmaxFit:
 # fire as registers set a cycle ahead; the writer's skid register; the constant run's request a register; the tap
 # loop's moves as flat ANDs on a start of its own; the descriptor's checks split; the MAC stage's first-beat flag
 # compared at P1; the narrow epilogue's pass picked by one-hot registers; the Winograd hold's counts from T2's
-# registers): every shape's worst path is now one path, the address generator's nest step into its Winograd residual
-# walk's group registers (nest_en_q -> grp_narrow, 5 LUTs), 3.766-3.774 ns (265.0-265.5 MHz) over 19 shapes, where
-# the twenty-eighth's were 3.789-3.922 (255.0-263.9): a = 8x8's 3.766, the window terms its 0.003-0.007 ns excess,
-# the Winograd unit's terms gone (its shapes' worst path is that one: 4x16x16+wino and 8x8x8+wino checked on, the
-# model within 0.001 ns); the narrow select of 16 candidates (4x16x8:4+wino) 3.894 ns, was 5.629 (177.6 -> 256.8
-# MHz), the pass's one-hot select into the lane's residual sum ahead of its DSP (5 LUTs, 12 carry bits).
+# registers): every shape's worst path but 4x16x8:4+wino's is now one path, the address generator's nest step into
+# its Winograd residual walk's group registers (nest_en_q -> grp_narrow, 5 LUTs), 3.766-3.774 ns (265.0-265.5 MHz)
+# over 18 shapes, where the twenty-eighth's were 3.789-3.922 (255.0-263.9): a = 8x8's 3.766, the window terms its
+# 0.003-0.007 ns excess; the Winograd unit's terms (w0 + w1 log2 pixels + wv log2 VEC, where longer) gone from the
+# model (its shapes' worst path is that one: 4x16x16+wino and 8x8x8+wino checked on, the model within 0.001 ns); the
+# narrow select of 16 candidates (4x16x8:4+wino) 3.894 ns, was 5.629 (177.6 -> 256.8 MHz), the pass's one-hot
+# select into the lane's residual sum ahead of its DSP (5 LUTs, 12 carry bits).
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
