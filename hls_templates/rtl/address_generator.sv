@@ -508,8 +508,13 @@ module address_generator #(
   // res_grp_q: the position ends a set, a group) and sums kept beside the counters (each used no sooner than two
   // steps after its counter moves: a set has two or more positions), so the step's condition reaches the registers'
   // enables and not their data
-  wire w_reset = ag_start || go_image || (go_res && res_x_end);
-  wire w_step = go_res && !res_x_end && wres;
+  logic walk_en_q;                       // nest_en_q, a copy of the walk's own (no reset: it follows nest_en_q a
+                                         // cycle after reset, long before a residual's run)
+  always_ff @(posedge clk)
+    if (out_move) walk_en_q <= 1'b1;
+    else if (leaving) walk_en_q <= 1'b0;
+  wire w_reset = ag_start || go_image || (win_on_q && walk_en_q && res_due && res_x_end);
+  wire w_step = win_on_q && walk_en_q && res_due && !res_x_end && wres;
   always_ff @(posedge clk) begin
     res_t2_nx <= res_t2 + 16'(2 * P); res_t2_p1 <= res_t2 + 16'd1; res_y_p1 <= res_y + 16'd1;
     grp_left_nx <= grp_left - 17'(2 * P);

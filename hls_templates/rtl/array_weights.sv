@@ -84,17 +84,21 @@ module array_weights #(
     end
     dw_q <= dw;
   end
-  // ... and of the step in the array, picked as the step enters it: a register per row, not the phase's fan-out
-  logic [RD-1:0] past_q;
+  // ... and what each array row takes, as the step enters it: its own bank (keep_q), or on the window path's
+  // depthwise diagonal bank 0's byte of its lane (from0_q), else zeros. Registers moved with the steps (and on
+  // every idle cycle, when the step's enable is up), so the weights' way into the DSPs is one pick from flip-flops,
+  // not a decode of win (at a load near two thousand) and the phase
+  logic diag_q;                            // a cycle after the layer's flags: read at its first step, cycles later
+  always_ff @(posedge clk) diag_q <= !win_rows && win && dw_q;
+  logic [R-1:0] keep_q, from0_q;
   always_ff @(posedge clk)
-    if (step_en) past_q <= dw_phase_next ? past1_q : past0_q;
-  always_comb begin
-    array_w = row;
-    if (win_rows) begin
-      for (int e = 0; e < RD; e++) if (past_q[e]) array_w[e*DW +: DW] = '0;
-    end else if (win && dw_q) begin
-      array_w = '0;
-      for (int r = 0; r < R && r < V; r++) array_w[r*DW + 8*r +: 8] = row[8*r +: 8];
-    end
-  end
+    if (step_en)
+      for (int e = 0; e < R; e++) begin
+        keep_q[e] <= !diag_q && !(win_rows && e < RD && (dw_phase_next ? past1_q[e % RD] : past0_q[e % RD]));
+        from0_q[e] <= diag_q;
+      end
+  always_comb
+    for (int r = 0; r < R; r++)
+      for (int c = 0; c < V; c++)
+        array_w[r*DW + 8*c +: 8] = from0_q[r] && c == r ? row[8*r +: 8] : keep_q[r] ? row[r*DW + 8*c +: 8] : 8'd0;
 endmodule

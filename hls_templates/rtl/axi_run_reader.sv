@@ -73,6 +73,7 @@ module axi_run_reader #(
   logic [CAPW-1:0] q_cap  [QDEPTH];
   logic            q_one  [QDEPTH];  // the run is one burst
   logic [QW:0] wr, iss, rd;          // one extra bit tells full from empty
+  logic [QW:0] iss_p1, rd_p1;        // iss + 1, rd + 1, kept beside them: the queue's flags compare, not add
   // room, from last cycle's fill: that cycle's run (in_q now) and this cycle's may still arrive
   logic room_q;
   assign run_ready = room_q;
@@ -143,7 +144,7 @@ module axi_run_reader #(
   always_ff @(posedge clk)
     if (!rst_n) runs_q <= 1'b0;
     else if (in_q && !hd_load) runs_q <= 1'b1;
-    else if (hd_load && !in_q) runs_q <= rd + 1'b1 != wr;
+    else if (hd_load && !in_q) runs_q <= rd_p1 != wr;
   wire [QW-1:0] ri = rd[QW-1:0];
   wire [OUTW-1:0] h_beat = {hd_pad ? {B{hd_fill}} : m_rdata, hd_tag, rd_off, h_last};
   wire out_move = !out_v || beat_ready;        // the offered register takes the next beat
@@ -181,6 +182,7 @@ module axi_run_reader #(
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       in_q <= 1'b0; room_q <= 1'b0; wr <= '0; iss <= '0; rd <= '0; rd_off <= '0; outstanding <= '0; beat_read <= 1'b0;
+      iss_p1 <= (QW + 1)'(1); rd_p1 <= (QW + 1)'(1);
       queued <= 1'b0; cu_v <= 1'b0; ar_v <= 1'b0; sk_v <= 1'b0; hd_v <= 1'b0; out_full_q <= 1'b0; issue_q <= 1'b0;
     end else begin
       sk_v <= sk_v_d; cu_v <= cu_v_d; out_full_q <= out_full_d;
@@ -215,9 +217,10 @@ module axi_run_reader #(
         cu_last <= cu_left <= 24'(cu_cap) + 24'(MAXB);
       end
       if (in_q && !take) queued <= 1'b1;
-      else if (take && !in_q) queued <= iss + 1'b1 != wr;
+      else if (take && !in_q) queued <= iss_p1 != wr;
       if (take) begin                  // a pad run only passes the issue pointer
-        iss <= iss + 1'b1;
+        iss <= iss_p1;
+        iss_p1 <= iss_p1 + 1'b1;
         cu_addr <= src_addr;
         cu_left <= src_beats;
         cu_cap <= src_cap;
@@ -226,7 +229,8 @@ module axi_run_reader #(
       outstanding <= outstanding + OW'(issue) - OW'(rlast_fire);
       beat_read <= m_rvalid && m_rready;
       if (hd_load) begin
-        rd <= rd + 1'b1;
+        rd <= rd_p1;
+        rd_p1 <= rd_p1 + 1'b1;
         hd_v <= 1'b1;
       end else if (hd_end) begin
         hd_v <= 1'b0;

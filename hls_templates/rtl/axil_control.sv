@@ -43,7 +43,9 @@ module axil_control #(
   // ---- reads: the address in a register (and a counter's index decoded from it), the data the cycle after --
   logic rd_q;                          // a read's address is in ar_q: its data next
   logic [11:0] ar_q;
-  logic [$clog2(2 * NCOUNTERS + 1)-1:0] ctr_idx_q;   // the counter word it reads, plus one (0: none)
+  localparam int CW = $clog2(2 * NCOUNTERS);
+  logic [CW-1:0] ctr_idx_q;            // the counter word it reads ...
+  logic ctr_on_q;                      // ... if it reads one (an index, not an index plus one: no subtract to pick)
   wire do_read = s_arvalid && !s_rvalid && !rd_q;
   assign s_arready = do_read;
   assign s_rresp = 2'b00;
@@ -53,11 +55,12 @@ module axil_control #(
       int idx;
       idx = (32'(s_araddr) - 32'h50) >> 2;
       ar_q <= s_araddr;
-      ctr_idx_q <= s_araddr < 12'h50 || idx >= 2 * NCOUNTERS ? '0 : $bits(ctr_idx_q)'(idx + 1);
+      ctr_on_q <= !(s_araddr < 12'h50 || idx >= 2 * NCOUNTERS);
+      ctr_idx_q <= CW'(idx);
     end
   end
-  function automatic logic [31:0] counter_word(input logic [$clog2(2 * NCOUNTERS + 1)-1:0] k);
-    counter_word = k == 0 ? 32'd0 : counters[32 * (32'(k) - 1) +: 32];
+  function automatic logic [31:0] counter_word(input logic on, input logic [CW-1:0] k);
+    counter_word = on && 32'(k) < 2 * NCOUNTERS ? counters[32 * 32'(k) +: 32] : 32'd0;
   endfunction
 
   always_ff @(posedge clk) begin
@@ -115,7 +118,7 @@ module axil_control #(
           12'h40: s_rdata <= cycles[63:32];
           12'h48: s_rdata <= status;
           12'h4C: s_rdata <= error_layer;
-          default: s_rdata <= counter_word(ctr_idx_q);
+          default: s_rdata <= counter_word(ctr_on_q, ctr_idx_q);
         endcase
       end
     end

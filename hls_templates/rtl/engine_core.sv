@@ -326,7 +326,7 @@ module engine_core #(
   sync_fifo #(.W(ITEMW), .DEPTH(16), .OUT_REG(1'b1)) epi_fifo (
     .clk, .rst_n, .push(item_valid),
     .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
-    .pop(epi_pop), .dout(epi_dout), .valid(epi_valid),
+    .pop(epi_pop), .dout(epi_dout), .valid(epi_valid), .valid_copy(),
     .count(epi_count));
 
   logic e_valid, e_busy;
@@ -374,7 +374,7 @@ module engine_core #(
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH), .OUT_REG(1'b1)) wq (
     .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout),
-    .valid(wq_valid), .count(wq_count));
+    .valid(wq_valid), .valid_copy(), .count(wq_count));
 
   logic wr_idle;
   logic act_beat_written;

@@ -72,6 +72,7 @@ module layer_descriptor #(
   logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
   logic wino_ok_q;                       // a WINOGRAD layer the Winograd unit takes
   logic win_ok_q, rows_ok_q, group_ok_q; // the window path's conditions apart from its geometry
+  logic win_kind_q, win_res_q, win_step_q;
   wire wino_q = d.flags[F_WINOGRAD];
   always_ff @(posedge clk) begin
     logic l2_ok;
@@ -119,11 +120,12 @@ module layer_descriptor #(
     // a Winograd layer reads four rows per two output rows: a kernel of 4, stride 2, for the window
     ahead_q <= pow2_at_least(wino_q ? 8'd7 : d.kh + d.stride_h + 8'd1);
     least_q <= pow2_at_least(wino_q ? 8'd4 : d.kh);
-    win_ok_q <= P > 1 && d.op == OP_CONV
-                && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]))
-                && (!d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ))
-                && !d.flags[F_UPSAMPLE2] && d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w
-                && (d.stride_w == 8'd1 || s2);
+    // in three parts, combined a cycle later (the sixth cycle reads it)
+    win_kind_q <= P > 1 && d.op == OP_CONV && !d.flags[F_UPSAMPLE2]
+                  && (!d.flags[F_DEPTHWISE] || (R >= V && !d.flags[F_RESIDUAL] && !d.flags[F_POOL]));
+    win_res_q <= !d.flags[F_RESIDUAL] || 32'(d.conv_w) * 32'(R > V ? R / V : 1) <= 32'(RESQ);
+    win_step_q <= d.dil_h == 8'd1 && d.dil_w == 8'd1 && d.stride_h == d.stride_w && (d.stride_w == 8'd1 || s2);
+    win_ok_q <= win_kind_q && win_res_q && win_step_q;
     rows_ok_q <= DWW && d.flags[F_DEPTHWISE] && 32'(d.kw) <= 32'(R) && (32'(d.kw) - 32'd1) >> s2 <= 32'(P);
     group_ok_q <= R >= V && !d.flags[F_DEPTHWISE] && !d.flags[F_RESIDUAL] && !d.flags[F_POOL];
     // the unit's layers: a 3x3 stride-1 conv written directly; its residual read in the order the tiles leave

@@ -97,6 +97,8 @@ module mac_stage #(
   engine_pkg::tag_t pl_tag, pn_tag;
   assign pl_tag = p_tags[(PS-1)*TB +: TB];
   assign pn_tag = p_tags[(PS-2)*TB +: TB];
+  engine_pkg::tag_t pm_tag;                // ... and a stage before
+  assign pm_tag = p_tags[(PS-3)*TB +: TB];
   // what C2 sums for the beat at P(PS), decoded a stage before: the select over every lane's 32 bits starts from
   // flip-flops
   logic sel_mac_q, sel_dw_q, sel_sq_q;
@@ -127,6 +129,9 @@ module mac_stage #(
   // what C2 does with its accumulators, decoded with c2_start: add the beat's sums (MAC, DW, GAP) to the bias
   // (a MAC or DW pixel's first beat), to 0 (a GAP pixel's) or to the accumulators; no tag decode before the sums
   logic c2_add_q, c2_from_bias_q, c2_from_zero_q;
+  logic [31:0] pl_oaddr_q;                 // ... at the last P stage
+  logic [16:0] cp_lo_q;                    // ... its halves a stage before
+  logic [15:0] cp_hi_q;
   logic [31:0] c2_oaddr;                   // where its result goes (a copied beat's own place)
   engine_pkg::tag_t c2_tag;
   localparam int NS = G * 8 / DW;          // beats of a pixel's result
@@ -184,7 +189,15 @@ module mac_stage #(
       c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
       c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first && p_idx0[PS-1];
       c2_from_zero_q <= pl_tag.kind == K_GAP && pl_tag.first && p_idx0[PS-1];
-      c2_oaddr <= pl_tag.kind == K_COPY ? pl_tag.oaddr + 32'(p_idx[(PS-1)*24 +: 24]) * 32'(V) : pl_tag.oaddr;
+      // a copied beat's own place, summed over the two stages ahead, a half each (the stages shift every cycle)
+      begin
+        logic [31:0] off;
+        off = 32'(p_idx[(PS-3)*24 +: 24]) * 32'(V);
+        cp_lo_q <= 17'(pm_tag.oaddr[15:0]) + 17'(off[15:0]);
+        cp_hi_q <= pm_tag.oaddr[31:16] + off[31:16];
+      end
+      pl_oaddr_q <= pn_tag.kind == K_COPY ? {cp_hi_q + 16'(cp_lo_q[16]), cp_lo_q[15:0]} : pn_tag.oaddr;
+      c2_oaddr <= pl_oaddr_q;
       for (int i = 0; i < G; i++) begin
         logic signed [31:0] s;
         s = '0;

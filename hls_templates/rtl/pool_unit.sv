@@ -66,7 +66,7 @@ module pool_unit #(
   logic [5:0] rq_count;
   sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH), .OUT_REG(1'b1)) rq (
     .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
-    .valid(rq_valid), .count(rq_count));
+    .valid(rq_valid), .valid_copy(), .count(rq_count));
   // the queue's head in registers, and whether the ring takes it (hd_ok_q, tested a cycle ahead below): the ring's
   // write, the rows it completes and the queue's pop start from flip-flops
   logic hd_v, hd_ok_q;

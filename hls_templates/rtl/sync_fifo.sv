@@ -14,6 +14,9 @@ module sync_fifo #(
   input  logic         pop,        // ignored while the queue is empty: a consumer need not test valid
   output logic [W-1:0] dout,
   output logic         valid,      // an item is at the head (a register)
+  output logic         valid_copy, // the same, a register of its own for a second consumer (OUT_REG), away from
+                                   // valid's load; no reset, so synthesis keeps it apart: it follows valid from a
+                                   // reset's second cycle
   output logic [$clog2(DEPTH):0] count
 );
   localparam int AW = $clog2(DEPTH);
@@ -69,12 +72,17 @@ module sync_fifo #(
     end
     assign dout = hd_q;
     assign valid = hd_v;
+    logic hd_v_copy;
+    always_ff @(posedge clk)
+      if (load) hd_v_copy <= mem_valid || push;
+    assign valid_copy = hd_v_copy;
     assign count = count_q;
   end else begin : g_plain
     assign mem_pop = pop && mem_valid;
     assign mem_push = push;
     assign dout = mem[rp];
     assign valid = mem_valid;
+    assign valid_copy = mem_valid;
     assign count = wp - rp1 + PTR_ONE;
   end
 endmodule

@@ -102,7 +102,18 @@ module window_conv #(
     if (!rst_n) wino_t0_q <= 1'b0;
     else wino_t0_q <= d.flags[F_WINOGRAD];
   wire wino_t0 = WINO && wino_t0_q;
-  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(wino ? cbs_d + 16'd1 : cbs_d), .less2_o(cb_pen_q), .less3_o(),
+  // a group's steps per tap (a Winograd layer's one more), a register: its add and pick are not behind the bound's
+  // compares. Per layer, read by a tile's start, cycles after the descriptor
+  logic [15:0] cb_count_q;
+  always_ff @(posedge clk) cb_count_q <= wino ? cbs + 16'd1 : cbs;
+  // the output row's and the group's moves of their input origins, per layer
+  logic [1:0] row_step_q;
+  logic [31:0] col_step_q;
+  always_ff @(posedge clk) begin
+    row_step_q <= wino || s2 ? 2'd2 : 2'd1;
+    col_step_q <= 32'(P) << (s2 || wino);
+  end
+  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(cb_count_q), .less2_o(cb_pen_q), .less3_o(),
     .is1_o(cb_one_q), .is2_o(cb_two_q));
   logic [15:0] wr_cb_pen;                        // the window's channel beats for its writer
   logic wr_cb_one;
@@ -229,6 +240,7 @@ module window_conv #(
   // a Winograd layer's group counts 4 x 4 x (beats + 1) steps on these loops (its own counters say what each does)
   wire [7:0] kx_count = wino ? 8'd4 : dw ? phases : d.kw;
   wire [15:0] tiles_w = 16'((32'(d.conv_w) + 32'd1) >> 1);
+  logic [15:0] x_groups_q;                       // a row's pixels, or a Winograd layer's tiles
   // output rows, or rows of tiles: a register, so its add is not behind loop_bound's compares
   logic [15:0] y_count;
   always_ff @(posedge clk) y_count <= wino ? 16'((32'(d.conv_h) + 32'd1) >> 1) : d.conv_h;
@@ -245,8 +257,9 @@ module window_conv #(
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
     n_last_q <= d.batch - 16'd1;
     // x0 below this: a group follows in the row (x0 counts tiles on a Winograd layer)
-    x_more_q <= wino ? (32'(tiles_w) > 32'(P) ? tiles_w - 16'(P) : 16'd0)
-                     : 32'(d.conv_w) > 32'(P) ? d.conv_w - 16'(P) : 16'd0;
+    // (from the row's groups in a register of its own: its add is not behind the compare and the subtract)
+    x_groups_q <= wino ? tiles_w : d.conv_w;
+    x_more_q <= 32'(x_groups_q) > 32'(P) ? x_groups_q - 16'(P) : 16'd0;
     single_q <= cbs_d == 16'd1 && kx_count == 8'd1 && d.kh == 8'd1 && group_tiles == 8'd1;
   end
   // where the step is in its loops, as flags kept beside the counters, each set by comparing the counter's
@@ -347,7 +360,7 @@ module window_conv #(
           x0 <= x0_nx; x0_nx <= x0_nx + 16'(P);
           more_groups <= 32'(x0_nx) < 32'(x_more_q);
           row_end <= !(32'(x0_nx) < 32'(x_more_q) || (dw && more_groups && !flush));
-          col0 <= col0 + (32'(P) << (s2 || wino));
+          col0 <= col0 + col_step_q;
         end else begin
           flush <= 1'b0;
           x0 <= '0; x0_nx <= 16'(P);
@@ -379,8 +392,8 @@ module window_conv #(
         y <= y_nx; y_nx <= y_nx + 16'd1;
         last_y <= y_nx_last;
         y_nx_last <= y_nx_pen_q;
-        row0 <= row0 + (wino ? 32'sd2 : 32'sd1 << s2);
-        last_q <= last_q + (wino ? 32'sd2 : 32'sd1 << s2);
+        row0 <= row0 + 32'(row_step_q);
+        last_q <= last_q + 32'(row_step_q);
       end else begin
         y <= '0; y_nx <= 16'd1;
         last_y <= y_zero_q; y_nx_last <= y_one_q;
@@ -394,7 +407,11 @@ module window_conv #(
   // at row (4a + b) cbs + k past the tile's first (wbase), computed a beat late
   if (WINO) begin : g_wino_steps
     logic [WAW-1:0] wbase, wtile_rows;
-    always_ff @(posedge clk) wtile_rows <= WAW'(cbs) << 4;
+    logic [15:0] cbs_less1_q;                    // per layer: wcb's last is a compare, no add behind it
+    always_ff @(posedge clk) begin
+      wtile_rows <= WAW'(cbs) << 4;
+      cbs_less1_q <= cbs - 16'd1;
+    end
     always_ff @(posedge clk)
       if (start || (t0_fire && last_step)) begin
         wpos <= '0; wcb <= '0; last_wcb <= 1'b0; wwrow <= '0; wload_pos <= '0;
@@ -404,7 +421,7 @@ module window_conv #(
         wload_pos <= wpos == 4'd15 ? 4'd0 : wload_pos[1:0] == 2'd2 ? {wload_pos[3:2] + 2'd1, 2'd0} : wload_pos + 4'd1;
         if (wpos == 4'd15) begin
           wcb <= wcb + 16'd1;
-          last_wcb <= wcb + 16'd1 == cbs;
+          last_wcb <= wcb == cbs_less1_q;
           wwrow <= wbase + WAW'(wcb);
         end else wwrow <= wwrow + WAW'(cbs);
       end
@@ -429,13 +446,20 @@ module window_conv #(
   wire t0_bias = wino ? wcb == 16'd1 && wpos == 4'd5 : first_step;
   logic ta_valid, ta2_valid, tb_valid;
   logic [FW-1:0] ta_f, ta2_f, tb_f;
-  logic [2:0] ta_slot, ta2_slot;
-  logic ta_phase, ta2_phase;
+  logic [2:0] ta_slot;
+  logic ta_phase;
+  logic [WA-1:0] ta2_base;                       // the slot's and phase's first word: TB's sum is of two
   logic [15:0] ta_cb, ta2_cb;
   logic [31:0] ta_limit, ta2_limit, tb_limit;
   logic [WA-1:0] tb_part, tb_cols;               // slot, phase and channel beat; column times channel beats
   logic [WA-1:0] cbs_q;
   always_ff @(posedge clk) cbs_q <= WA'(cbs);
+  // each window slot's first word (slot x row words), per layer
+  logic [WA-1:0] slot_base_q[8];
+  always_ff @(posedge clk)
+    for (int k = 0; k < 8; k++)
+      slot_base_q[k] <= WA'((k % 2 == 1 ? row_words : 32'd0) + ((k / 2) % 2 == 1 ? row_words << 1 : 32'd0)
+                            + (k / 4 == 1 ? row_words << 2 : 32'd0));
   // the column times the channel beats (its low WA bits): operands at TA, product at TA2, out at TB
   logic signed [WA-1:0] cols_p;
   dsp_mult #(.AW(17), .BW(17), .PW(WA), .PRIMITIVE(PRIMITIVE)) cols_product (
@@ -451,11 +475,11 @@ module window_conv #(
       ta_f <= {t0_wload, wload_pos, wcb != 16'd0, wpos == 4'd13, wpos, t0_bias, last_step, flush, kx[0], m, t0_rot, n, y,
                x0, t0_wraddr};
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
-      ta2_f <= ta_f; ta2_slot <= ta_slot; ta2_phase <= ta_phase; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
+      ta2_f <= ta_f; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
+      ta2_base <= slot_base_q[ta_slot] + (ta_phase ? WA'(phase_words) : WA'(0));
       tb_f <= ta2_f;
       ta2_mask <= ta_mask; tb_mask <= ta2_mask;
-      tb_part <= WA'((ta2_slot[0] ? row_words : 32'd0) + (ta2_slot[1] ? row_words << 1 : 32'd0)
-                     + (ta2_slot[2] ? row_words << 2 : 32'd0) + (ta2_phase ? phase_words : 32'd0) + 32'(ta2_cb));
+      tb_part <= WA'(32'(ta2_base) + 32'(ta2_cb));
       tb_limit <= ta2_limit;
     end
   end
@@ -566,10 +590,17 @@ module window_conv #(
   localparam int OD = AL + 4 - ADDRESS_LATENCY;
   logic [63:0] pa_oaddr;
   logic [31:0] a_oaddr, t2_oaddr;
+  // per layer: the output coordinates doubled (an interleaved or a Winograd layer's), plus the phase
+  logic o_double_q, o_phase_y_q, o_phase_x_q;
+  always_ff @(posedge clk) begin
+    o_double_q <= out2 || wino;
+    o_phase_y_q <= out2 && d.out_phase_y[0];
+    o_phase_x_q <= out2 && d.out_phase_x[0];
+  end
   pixel_address #(.B(V), .PRIMITIVE(PRIMITIVE)) group_address (
     .clk_i(clk), .en_i(adv), .nh_i(nh_q),
-    .y_i(out2 ? {15'd0, y, d.out_phase_y[0]} : wino ? {15'd0, y, 1'b0} : 32'(y)),
-    .x_i(out2 ? {15'd0, x0, d.out_phase_x[0]} : wino ? {15'd0, x0, 1'b0} : 32'(x0)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
+    .y_i(o_double_q ? {15'd0, y, o_phase_y_q} : 32'(y)),
+    .x_i(o_double_q ? {15'd0, x0, o_phase_x_q} : 32'(x0)), .w_i(out2 ? {d.out_w[14:0], 1'b0} : d.out_w),
     .stride_i(d.out_c_stride), .base_i(d.out_addr), .add_i(32'(d.out_c_offset) + 32'(c0) + 32'(m) * 32'(R)),
     .wide_i(1'b0), .align_i(1'b0), .zero_i(1'b0), .addr_o(pa_oaddr));
   if (OD > 0) begin : g_oaddr_wait
@@ -675,6 +706,9 @@ module window_conv #(
       for (int v = 0; v < DL; v++) prev_next[p][v] = prev[p][v] + ACC_W'(t2_carry[p][v]);
 
   logic signed [ACC_W-1:0] ob[P][R];
+  // the pixel handed on next: a drain steps it, the buffer's pixels stay put (their enable is the hold's move
+  // alone, not move || drain, both at loads near two thousand)
+  logic [PB-1:0] ob_rd;
   logic [15:0] ob_count, ob_n, ob_y, ob_x;
   logic ob_empty_q, ob_one_q;                    // ob_count == 0, == 1
   logic [31:0] ob_oaddr;
@@ -703,7 +737,10 @@ module window_conv #(
   logic [1:0] hset;                              // Winograd: the set the hold hands on next (output (i, j))
   wire hold_last = !wino || hset == 2'(Q - 1);
   logic [15:0] hd_count, hd_n, hd_y, hd_x;
-  logic [31:0] hd_oaddr;
+  // the hold's sets' output addresses, handed on in order (set 0 first, the others' shifted down as it moves):
+  // summed as the group comes in, so a set's move to the output buffer picks no offset by hset (at a load near two
+  // thousand) ahead of an add
+  logic [31:0] hd_oaddr[Q];
   logic [TW-1:0] hd_tile;
   wire move = hold_q && ob_free;
   // a group's end (T2 holds its last step and the pipeline moves) and its move to the hold (a group to hand on):
@@ -793,6 +830,10 @@ module window_conv #(
     assign w_zero = 1'b0;
     assign w_one = 1'b0;
   end
+  // Winograd: set (i, j)'s place from its group's, per layer
+  logic [31:0] set_off_q[Q];
+  always_ff @(posedge clk)
+    for (int k = 0; k < Q; k++) set_off_q[k] <= (k >= 2 ? orow : 32'd0) + (k % 2 == 1 ? 32'(d.out_c_stride) : 32'd0);
   assign wait_output = !adv;
   assign mac_beat = t2_valid && adv;
 
@@ -812,9 +853,10 @@ module window_conv #(
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      ob_count <= '0; ob_empty_q <= 1'b1; ob_one_q <= 1'b0;
+      ob_count <= '0; ob_empty_q <= 1'b1; ob_one_q <= 1'b0; ob_rd <= '0;
     end else begin
       if (move) begin
+        ob_rd <= '0;
         // the set hset (a direct layer's hold hands on once, from set 0: hset is 0 then)
         for (int q = 0; q < Q; q++)
           if (Q == 1 || 2'(q) == hset)
@@ -824,14 +866,13 @@ module window_conv #(
         if (wino) begin
           ob_count <= w_count; ob_empty_q <= w_zero; ob_one_q <= w_one;
           ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]};
-          ob_oaddr <= hd_oaddr + (hset[1] ? orow : 32'd0) + (hset[0] ? 32'(d.out_c_stride) : 32'd0);
+          ob_oaddr <= hd_oaddr[0];
         end else begin
           ob_count <= hd_count; ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
-          ob_y <= hd_y; ob_x <= hd_x; ob_oaddr <= hd_oaddr;
+          ob_y <= hd_y; ob_x <= hd_x; ob_oaddr <= hd_oaddr[0];
         end
       end else if (drain) begin
-        for (int p = 0; p + 1 < P; p++)
-          for (int r = 0; r < R; r++) ob[p][r] <= ob[p + 1][r];
+        if (P > 1) ob_rd <= ob_rd + PB'(1);
         ob_count <= ob_count - 16'd1;
         ob_empty_q <= ob_one_q; ob_one_q <= ob_count == 16'd2;
         ob_x <= ob_x + (wino ? 16'd2 : 16'd1);
@@ -855,14 +896,20 @@ module window_conv #(
         for (int v = 0; v < DL; v++) hd[0][p][v] <= prev_next[p][v];
       end
       hd_count <= prev_count;
-      hd_n <= prev_n; hd_y <= prev_y; hd_x <= prev_x; hd_tile <= '0; hd_oaddr <= prev_oaddr;
+      hd_n <= prev_n; hd_y <= prev_y; hd_x <= prev_x; hd_tile <= '0;
     end else if (to_hold) begin
       for (int q = 0; q < Q; q++)
         for (int p = 0; p < P; p++)
           for (int r = 0; r < R; r++) hd[q][p][r] <= acc_next[q][p][r];
       hd_count <= g_count;
-      hd_n <= t2_n; hd_y <= t2_y; hd_x <= t2_x; hd_tile <= t2_m; hd_oaddr <= g_oaddr;
+      hd_n <= t2_n; hd_y <= t2_y; hd_x <= t2_x; hd_tile <= t2_m;
     end
+  always_ff @(posedge clk)
+    if (to_hold) begin
+      hd_oaddr[0] <= dw ? prev_oaddr : g_oaddr;
+      for (int k = 1; k < Q; k++) hd_oaddr[k] <= g_oaddr + set_off_q[k];
+    end else if (move)
+      for (int k = 0; k + 1 < Q; k++) hd_oaddr[k] <= hd_oaddr[k + 1];
 
   always_ff @(posedge clk)
     if (to_hold || !rst_n) hset <= '0;
@@ -871,7 +918,7 @@ module window_conv #(
   assign item_valid = drain;
   always_comb begin
     item_acc = '0;
-    for (int r = 0; r < R; r++) item_acc[ACC_W*r +: ACC_W] = ob[0][r];
+    for (int r = 0; r < R; r++) item_acc[ACC_W*r +: ACC_W] = ob[P > 1 ? 32'(ob_rd) : 0][r];
   end
   assign item_oaddr = ob_oaddr;
   assign item_tile = ob_tile;

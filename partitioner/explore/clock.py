@@ -15,8 +15,10 @@ none in the array, so b is 0: the fit found no dependence on the array's size th
 the window path's were below them too (c and d 0); after the eleventh a window shape's own worst path was above them
 (c its excess), after the twelfth it was not (c 0 again), after the thirteenth the widest window's was again, by
 0.018 ns, and from the fourteenth to the twenty-eighth the window shapes' worst paths were 0.014-0.052 ns above
-8x8's (3.788 ns, the controller's constant collection); since the twenty-ninth every shape's is one control path
-(the address generator's), within 0.008 ns of 8x8's 3.766. A slower
+8x8's (3.788 ns, the controller's constant collection); in the twenty-ninth every shape's was one control path
+(the address generator's), within 0.008 ns of 8x8's 3.766; since the thirtieth the window shapes' worst path (the
+residual queue's pop behind the output buffer's drain) is 0.08 ns above 8x8's 3.555 again, 0.28 at 2x on 2 pixels
+(the step loops' flags). A slower
 speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
 was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -76,7 +78,19 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The twenty-ninth RTL (the window path's group end, hold move, accumulator enable and step
+# UltraScale+ -2 (zcu104). The thirtieth RTL (the Winograd residual walk's own copy of the nest's step; the
+# descriptor's window check split; the weights' row picks as per-row registers; the burst writer's lengths' pop on
+# a copy of the data queue's valid; the reader's queue flags from kept next pointers; the window path's per-layer
+# origin steps, slot bases, output coordinates and step count in registers, the hold's set addresses summed as a
+# group comes in, the output buffer read at a pointer, not shifted; the MAC stage's copy address over two stages;
+# the control port's counter pick without a subtract): 8x8 3.555 ns (281.3 MHz; the address generator's window-path
+# decode into its residual flags, 5 LUTs), was 3.766; every window shape 3.634-3.640 (274.7-275.2; the residual
+# queue's pop behind the output buffer's drain and the layer's flag, 5 LUTs), 8x8x8 3.600, 2x8x16@2x 3.831 (the step
+# loops' group-last flag into the beat loop's, 6 LUTs); 4x16x8:4+wino unchanged (3.894, the narrow select). a = 8x8's,
+# the window terms each pixel count's worst excess (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins), fitted on
+# those; a shorter series than the twenty-ninth's (14 shapes, was 20): left unsynthesised 2x16x16:8, 4x16x16:8,
+# 4x16x16:8+lean, 16x16+lean and 4x16x16+lean, which the twenty-ninth checked on.
+# The twenty-ninth RTL (the window path's group end, hold move, accumulator enable and step
 # fire as registers set a cycle ahead; the writer's skid register; the constant run's request a register; the tap
 # loop's moves as flat ANDs on a start of its own; the descriptor's checks split; the MAC stage's first-beat flag
 # compared at P1; the narrow epilogue's pass picked by one-hot registers; the Winograd hold's counts from T2's
@@ -184,12 +198,11 @@ class FmaxFit:
 # runs above its own estimate (the KV260's clock of 214.3 MHz needs 3.854 ns at -2: every shape makes it now); b is 0
 # (no array term). Fitted on 8x8, 2x8x16 and 8x16x16; left out: 4x16x16, the model 0.7 % slow there. The
 # thirteenth's: 3.840 ns on 8x8, 2x8x16 and 4x16x16, 3.858 on 8x16x16 (a = 3.840, c = -0.048, d = 0.006)
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.766, b_ns=0.0, window_ns=((2, 0.003), (4, 0.004), (8, 0.006)),
-                         window_2x_ns=((2, 0.003), (4, 0.004), (8, 0.007)),
-                         fitted_on=("8x8", "2x8x16", "4x16x16", "8x8x8", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.555, b_ns=0.0, window_ns=((2, 0.080), (4, 0.085), (8, 0.085)),
+                         window_2x_ns=((2, 0.276), (4, 0.083), (8, 0.083)),
+                         fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x8:4+wino"),
-                         checked_on=("8x16x16", "2x16x16:8", "4x16x16:8", "8x8+lean", "4x16x16:8+lean",
-                                     "2x8x16+lean", "16x16+lean", "4x16x16+lean", "4x16x16+wino", "8x8x8+wino"),
+                         checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x16+wino", "8x8x8+wino"),
                          fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.894),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
