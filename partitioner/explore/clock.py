@@ -88,7 +88,7 @@ class FmaxFit:
 # queue's pop behind the output buffer's drain and the layer's flag, 5 LUTs), 8x8x8 3.600, 2x8x16@2x 3.831 (the step
 # loops' group-last flag into the beat loop's, 6 LUTs); 4x16x8:4+wino unchanged (3.894, the narrow select). a = 8x8's,
 # the window terms each pixel count's worst excess (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins), fitted on
-# those; a shorter series than the twenty-ninth's (14 shapes, was 20): left unsynthesised 2x16x16:8, 4x16x16:8,
+# those; a shorter series than the twenty-ninth's (14 ZCU104 shapes, was 19): left unsynthesised 2x16x16:8, 4x16x16:8,
 # 4x16x16:8+lean, 16x16+lean and 4x16x16+lean, which the twenty-ninth checked on.
 # The twenty-ninth RTL (the window path's group end, hold move, accumulator enable and step
 # fire as registers set a cycle ahead; the writer's skid register; the constant run's request a register; the tap
