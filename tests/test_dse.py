@@ -578,9 +578,9 @@ def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
     assert lowered.plan.engine_config["clock_mhz"] == reached
     assert any("lowered to" in w for w in lowered.warnings)
     fixed = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, accuracy=False,
-                                          clock_mhz=275))
-    assert fixed.plan.engine_config["clock_mhz"] == 275
-    assert any("--clock-mhz 275 is above" in w for w in fixed.warnings)
+                                          clock_mhz=297.5))
+    assert fixed.plan.engine_config["clock_mhz"] == 297.5
+    assert any("--clock-mhz 297.5 is above" in w for w in fixed.warnings)
     # a clock the overlay's MMCM does not make (100 MHz x eighths over a whole divisor): the one below it, warned
     rounded = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "d", picture=False, accuracy=False,
                                             clock_mhz=276))

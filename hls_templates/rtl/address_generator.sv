@@ -50,13 +50,16 @@ module address_generator #(
   logic is_conv, has_res, up, has_ph1, contiguous;
   logic wx_one, in_w_one;                // a window row is one run: its channels contiguous, or one pixel
   logic [15:0] conv_w_pen, in_w_last, in_w_pen, in_h_last, conv_h_last;
-  logic signed [31:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
+  logic [15:0] in_h_pen;
+  logic in_h_one;
+  // lead_q's: within an image between -kh - stride and in_h + pad_t, so 18 bits carry it
+  logic signed [17:0] lead_top;          // what lead_q starts an image at: -(kh - pad_t - 1)
   logic due_top;                         // res_due at an image's start
   logic wres;                            // a Winograd layer's residual: in the order its tiles leave (below)
   logic w_narrow_top, w_last_top;        // a row's first group is narrower than 2P columns; is its last
   logic res_x_top;                       // res_x_end at a row's start: a direct layer's row is one pixel
   logic [15:0] res_rows_q;               // output rows a row (a Winograd layer's pair) of residuals moves on
-  logic signed [31:0] res_lead_q;        // ... the input rows its last input row moves on
+  logic signed [17:0] res_lead_q;        // ... the input rows its last input row moves on
   // ... and the nest's loops as loop_bound's registers: each bound less two (a counter's end flag is set as it steps
   // from the one before its last) and whether it is one; the kernel loops' less three and whether they are two
   // (their flags that they are one step from their ends, kx_at_pen and ky_at_pen, are set the same way)
@@ -65,20 +68,21 @@ module address_generator #(
   logic [7:0]  ky_pen2, kx_pen2;
   logic        ky_two, kx_two;
   logic        kx_one, ky_one, c_one, x_one, y_one, n_one;
-  logic [15:0] lim_y, lim_x, lim_c;      // the loops' bounds for the layer's kind
+  logic [15:0] lim_y, lim_x, lim_c;      // the loops' bounds for the layer's kind, in registers (the
+                                         // flags below a cycle later: the descriptor is steady for many)
   logic [7:0]  lim_ky, lim_kx;
-  always_comb begin
-    lim_c = 16'd1; lim_ky = 8'd1; lim_kx = 8'd1;
+  always_ff @(posedge clk) begin
+    lim_c <= 16'd1; lim_ky <= 8'd1; lim_kx <= 8'd1;
     if (op_conv) begin
-      lim_y = d.conv_h; lim_x = d.conv_w; lim_ky = d.kh; lim_kx = d.kw;
+      lim_y <= d.conv_h; lim_x <= d.conv_w; lim_ky <= d.kh; lim_kx <= d.kw;
     end else if (op_gap) begin
-      lim_y = d.in_h; lim_x = d.in_w;
+      lim_y <= d.in_h; lim_x <= d.in_w;
     end else if (op_pool) begin
-      lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH; lim_ky = d.pool_kh; lim_kx = d.pool_kw;
+      lim_y <= d.out_h; lim_x <= d.out_w; lim_c <= d.out_c >> VSH; lim_ky <= d.pool_kh; lim_kx <= d.pool_kw;
     end else if (op_copy || op_l2) begin
-      lim_y = d.out_h; lim_x = d.out_w;
+      lim_y <= d.out_h; lim_x <= d.out_w;
     end else begin
-      lim_y = d.out_h; lim_x = d.out_w; lim_c = d.out_c >> VSH;
+      lim_y <= d.out_h; lim_x <= d.out_w; lim_c <= d.out_c >> VSH;
     end
   end
   loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(lim_y), .less2_o(), .less3_o(y_pen2), .is1_o(y_one),
@@ -96,15 +100,16 @@ module address_generator #(
   always_ff @(posedge clk) begin
     conv_w_pen <= d.conv_w - 16'd2;
     in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
+    in_h_pen <= d.in_h - 16'd2; in_h_one <= d.in_h == 16'd1;
     // a Winograd layer's residual comes a pair of output rows at a time: after the last input row the second reads
-    lead_top <= 32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) - 32'(d.kh);
+    lead_top <= 18'(d.pad_t) + (d.flags[F_WINOGRAD] ? 18'sd0 : 18'sd1) - 18'(d.kh);
     due_top <= op_conv && d.flags[F_RESIDUAL] && d.conv_h != 16'd0
                && (32'(d.pad_t) + (d.flags[F_WINOGRAD] ? 32'sd0 : 32'sd1) > 32'(d.kh) || d.in_h == 16'd0);
     wres <= op_conv && d.flags[F_RESIDUAL] && d.flags[F_WINOGRAD];
     w_narrow_top <= 32'(d.conv_w) < 32'(2 * P);
     res_x_top <= !(d.flags[F_RESIDUAL] && d.flags[F_WINOGRAD]) && d.conv_w == 16'd1;
     res_rows_q <= d.flags[F_WINOGRAD] ? 16'd2 : 16'd1;
-    res_lead_q <= d.flags[F_WINOGRAD] ? 32'sd2 : 32'(d.stride_h);
+    res_lead_q <= d.flags[F_WINOGRAD] ? 18'sd2 : 18'(d.stride_h);
     w_last_top <= 32'(d.conv_w) <= 32'(2 * P);
     is_conv <= op_conv;
     has_res <= op_conv && d.flags[F_RESIDUAL];
@@ -167,7 +172,7 @@ module address_generator #(
   // row res_y reads (positive: that row is in)
   logic w_loaded, res_end, res_x_end;    // res_x_end: res_x is the output row's last
   logic wx_end;                          // the window row's run at ag_x is its last
-  logic signed [31:0] lead_q;
+  logic signed [17:0] lead_q;
   logic res_due;                         // has_res && !res_end && (lead_q > 0 || w_loaded), set with them
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on), then offered
   // from a register with a skid register behind it: the pipeline moves while the skid is empty, so neither its
@@ -215,7 +220,12 @@ module address_generator #(
   logic nest_on_q, win_on_q;
   wire go_image = win_on_q && w_loaded && !res_due;              // the window path: the next image
   wire go_res = win_on_q && nest_en_q && res_due;                // ... a residual's run
-  wire go_row = win_on_q && nest_en_q && !res_due && !w_loaded && room;   // ... a run of an input row
+  // what a row's last residual run (due_res) and last input run (due_row, y_last) leave res_due and w_loaded at
+  logic y_last;                          // ag_y == in_h_last, set where ag_y is
+  wire due_res = has_res && (wres ? rows_left > 16'd2 : res_y != conv_h_last) && (w_loaded || lead_q > res_lead_q);
+  wire due_row = has_res && !res_end && (!lead_q[17] || y_last);
+  logic open_q;                          // win_on_q && !res_due && !w_loaded, set with them (below)
+  wire go_row = open_q && nest_en_q && room;                     // ... a run of an input row
   wire go_pixel = nest_on_q && nest_en_q && tap_done_q;          // ... past the pixel's taps
   wire nest_done = (go_image || (go_pixel && cxy_end)) && n_end;
   wire last_tap = tap_end;
@@ -432,7 +442,7 @@ module address_generator #(
     room_fresh_q <= ag_start;
     if (ag_start) begin
       wx_end <= wx_one;
-      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0;
+      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0; y_last <= in_h_one;
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
       res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
@@ -441,7 +451,7 @@ module address_generator #(
       res_end <= d.conv_h == 16'd0; res_due <= due_top;
     end else if (go_image) begin
       // the image is issued: the next one (nothing issues meanwhile: want is low, so this is tested before issue)
-      ag_y <= '0;
+      ag_y <= '0; y_last <= in_h_one;
       res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
       rows_left <= d.conv_h; row1_in <= d.conv_h > 16'd1;
       lead_q <= lead_top; w_loaded <= d.in_h == 16'd0;
@@ -474,7 +484,7 @@ module address_generator #(
         rows_left <= rows_left - res_rows_q; row1_in <= rows_left > 16'd3;
         res_end <= wres ? rows_left <= 16'd2 : res_y == conv_h_last;
         lead_q <= lead_q - res_lead_q;
-        res_due <= has_res && (wres ? rows_left > 16'd2 : res_y != conv_h_last) && (w_loaded || lead_q > res_lead_q);
+        res_due <= due_res;
       end
     end else if (go_row) begin
       if (!wx_end) begin
@@ -485,17 +495,21 @@ module address_generator #(
         wx_end <= wx_one;
         ag_row <= ag_row + 32'd1;
         row_step_q <= 1'b1;
-        ag_y <= ag_y + 16'd1;
-        w_loaded <= ag_y == in_h_last;
-        lead_q <= lead_q + 32'sd1;
-        res_due <= has_res && !res_end && (!lead_q[31] || ag_y == in_h_last);
+        ag_y <= ag_y + 16'd1; y_last <= ag_y == in_h_pen;
+        w_loaded <= y_last;
+        lead_q <= lead_q + 18'sd1;
+        res_due <= due_row;
       end
     end else if (go_pixel) begin
       // which loops step: a counter's end flag implies the ones inside it (cxy_end -> cx_end -> c_end)
       if (c_end && !cx_end) ag_x <= ag_x + 16'd1;
       if (cx_end) ag_x <= '0;
-      if (cx_end && !cxy_end) ag_y <= ag_y + 16'd1;
-      if (cxy_end) ag_y <= '0;
+      if (cx_end && !cxy_end) begin
+        ag_y <= ag_y + 16'd1; y_last <= ag_y == in_h_pen;
+      end
+      if (cxy_end) begin
+        ag_y <= '0; y_last <= in_h_one;
+      end
       if (cxy_end && !n_end) begin
         ag_n <= ag_n + 16'd1; n_end <= ag_n == n_pen;
         n_in_h <= n_in_h + 32'(d.in_h); n_conv_h <= n_conv_h + 32'(d.conv_h);
@@ -503,6 +517,14 @@ module address_generator #(
       end
     end
   end
+  // the window path takes an input row's run next (less the room and the step): its own register, set where
+  // win_on_q, res_due and w_loaded are, so the row's step decodes three flags fewer
+  always_ff @(posedge clk)
+    if (!rst_n) open_q <= 1'b0;
+    else if (ag_start) open_q <= win && !due_top && d.in_h != 16'd0;
+    else if (go_image) open_q <= !n_end && !due_top && d.in_h != 16'd0;
+    else if (go_res && res_x_end) open_q <= !w_loaded && !due_res;
+    else if (go_row && wx_end) open_q <= !y_last && !due_row;
   // A Winograd layer's walk over a pair's positions, in a block of its own: each register moves on a row's start
   // or end, or on a step within the pair, and what the step does is told by flags kept a step ahead (res_set_q,
   // res_grp_q: the position ends a set, a group) and sums kept beside the counters (each used no sooner than two

@@ -69,20 +69,21 @@ module axi_beat_writer #(
   // the data queue and the lengths' queue hold their heads in registers: the W channel's valid, last and pops
   // start from flip-flops
   sync_fifo #(.W(DW + B), .DEPTH(WDEPTH), .OUT_REG(1'b1)) wq (
-    .clk, .rst_n, .push(wq_push), .din({in_strb, in_data}), .pop(wq_pop), .dout(wq_dout), .valid(wq_valid),
-    .valid_copy(wq_valid_copy), .count(wq_count));
+    .clk, .rst_n, .push(wq_push), .din({in_strb, in_data}), .pop(wq_pop), .pop_ctl(wq_pop), .dout(wq_dout),
+    .valid(wq_valid), .valid_copy(wq_valid_copy), .count(wq_count));
   logic aq_push, aq_valid;
   logic [$clog2(ADEPTH):0] aq_count;
   logic [AW+BW:0] aq_din, aq_dout;
-  sync_fifo #(.W(AW + 1 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din), .pop(m_awvalid && m_awready),
+  sync_fifo #(.W(AW + 1 + BW), .DEPTH(ADEPTH)) aq (.clk, .rst_n, .push(aq_push), .din(aq_din),
+                                               .pop(m_awvalid && m_awready), .pop_ctl(m_awvalid && m_awready),
                                                .dout(aq_dout), .valid(aq_valid), .valid_copy(),
                                                .count(aq_count));
   logic lq_valid, lq_pop;
   logic [BW:0] lq_dout;
   logic [$clog2(ADEPTH):0] lq_count;
   sync_fifo #(.W(BW + 1), .DEPTH(ADEPTH), .OUT_REG(1'b1)) lq (
-    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[AW+BW:AW]), .pop(lq_pop), .dout(lq_dout),
-    .valid(lq_valid), .valid_copy(), .count(lq_count));
+    .clk, .rst_n, .push(m_awvalid && m_awready), .din(aq_dout[AW+BW:AW]), .pop(lq_pop), .pop_ctl(lq_pop),
+    .dout(lq_dout), .valid(lq_valid), .valid_copy(), .count(lq_count));
 
   // ready from registers: a queue's count a cycle ago with one entry more to spare (a cycle pushes one at most), so
   // what pops the producer's queue does not wait for this cycle's counts; the bursts' queue one more, for the beat
@@ -139,7 +140,7 @@ module axi_beat_writer #(
   assign m_wvalid = wo_v_q;
   assign {m_wlast, m_wstrb, m_wdata} = wo_q;
   assign wq_pop = lq_valid && !ws_v_q;           // w_take but for wq_valid: the queue ignores a pop while empty
-  assign lq_pop = lq_valid && wq_valid_copy && ws_free_q && w_last_now;
+  assign lq_pop = wq_valid_copy && ws_free_q && w_last_now;   // ... and likewise for lq_valid
   assign m_bready = 1'b1;
   assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && !wo_v_q && !ws_v_q && outstanding == 0;
 

@@ -39,13 +39,15 @@ module constant_request #(
   localparam int RSH = $clog2(R);
   engine_pkg::desc_t d;
   assign d = desc;
-  wire dw = d.op == OP_CONV && d.flags[F_DEPTHWISE];
 
-  // C0: the request in registers (whose it is picks among inputs that settle late in the cycle)
+  // C0: the request in registers (whose it is picks among inputs that settle late in the cycle), and whether the
+  // layer is depthwise (the descriptor changes no later than the request)
   engine_pkg::state_t what;
   logic [15:0] tile_c0, c0_c0, tiles_c0;
+  logic dw;
   always_ff @(posedge clk) begin
     what <= by_main ? what_main : what_prefetch;
+    dw <= d.op == OP_CONV && d.flags[F_DEPTHWISE];
     tile_c0 <= tile; c0_c0 <= c0; tiles_c0 <= tiles;
   end
 
@@ -63,22 +65,23 @@ module constant_request #(
     tile_q <= '0;
     tile_bytes_q <= tile_bytes;
     len_a_q <= 27'd0;
-    len_b_q <= 16'd1;
+    // the tiles the run spans: one pick from the state's decode, apart from the case below
+    len_b_q <= what == S_BIAS || what == S_RQ || (what == S_WEIGHTS && !dw) ? tiles_c0 : 16'd1;
     case (what)
       S_DESC: begin base_q <= program_addr + 64'd16; index_q <= 64'(layer) << 7; len_a_q <= 27'd128; end
       S_LUT1: begin base_q <= const_base + 64'(d.lut1_addr); len_a_q <= 27'd256; end
       S_LUT2: begin base_q <= const_base + 64'(d.lut2_addr); len_a_q <= 27'd256; end
       S_BIAS: begin
         base_q <= const_base + 64'(d.bias_addr); index_q <= 64'(c0_c0) << 2;
-        len_a_q <= 27'(lanes) << 2; len_b_q <= tiles_c0;
+        len_a_q <= 27'(lanes) << 2;
       end
       S_RQ: begin
         base_q <= const_base + 64'(d.requant_addr); index_q <= 64'(c0_c0) << 3;
-        len_a_q <= 27'(lanes) << 3; len_b_q <= tiles_c0;
+        len_a_q <= 27'(lanes) << 3;
       end
       S_WEIGHTS: begin
         base_q <= const_base + 64'(d.weight_addr); tile_q <= tile_c0;
-        len_a_q <= tile_bytes; len_b_q <= dw ? 16'd1 : tiles_c0;
+        len_a_q <= tile_bytes;
       end
       default: base_q <= '0;
     endcase

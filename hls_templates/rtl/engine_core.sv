@@ -181,9 +181,9 @@ module engine_core #(
   always_ff @(posedge clk)
     c_run_valid <= rst_n && collecting && !c_issued && c_fresh && !(c_run_valid && c_run_ready);
   wire c_done = cb_valid && cb_last;          // the last beat of the current collection arrives
-  // the collection's beats go to cbuf, not the weight RAM: a cycle late, as a run's first beat comes cycles after
-  // the collection starts and its last leaves it
-  logic to_cbuf_q;
+  // the collection's beats go to cbuf, or to the weight RAM: a cycle late, as a run's first beat comes cycles
+  // after the collection starts and its last leaves it
+  logic to_cbuf_q, to_wram_q;
 
   // ---- weight RAM: R banks of V bytes, one row per (tap, input-channel tile); the array's view of it --------
   localparam int WAW = $clog2(WROWS);
@@ -195,7 +195,7 @@ module engine_core #(
   logic [R*DW-1:0] array_w;
   logic dw_phase_next;
   logic wc_array_en;                       // the window path's array pipeline moves
-  assign w_we = collecting && cst == S_WEIGHTS && cb_valid;
+  assign w_we = to_wram_q && cb_valid;
   array_weights #(.V(V), .R(R), .P(P), .WROWS(WROWS), .URAM(WEIGHT_URAM)) weights (
     .clk, .desc(d), .win, .win_rows, .we(w_we), .beat(cb_idx), .first(cb_slot_q[0]), .wdata(cb_data), .wbank(ld_bank), .rbank(cur_bank),
     .re(!win || wc_re), .raddr(w_raddr), .dw_phase_next, .step_en(wc_array_en),
@@ -206,6 +206,8 @@ module engine_core #(
   localparam int TAGW = engine_pkg::TAG_BITS;
   logic ag_active, ag_start;
   logic wc_start;                          // ag_start on a window layer, a register of its own
+  logic pool_start;                        // ag_start, the pool's own (no reset: a start in a reset's cycles
+                                           // leaves nothing the reset does not clear), away from its load
   logic nest_start;                        // ... and on a layer of the loop nest
   logic a_run_valid, a_run_ready, a_run_pad;
   logic [63:0] a_run_addr;
@@ -242,6 +244,7 @@ module engine_core #(
   logic [31:0] item_oaddr;
   logic [15:0] item_n, item_y, item_x;
   logic epi_pop, epi_valid;
+  logic epi_pop_ctl, epi_valid_copy;     // the pop again for the queue's pointers, from its head flag's copy
   logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
   logic [PM*G*ACC_W-1:0] bias_bits;
@@ -326,7 +329,7 @@ module engine_core #(
   sync_fifo #(.W(ITEMW), .DEPTH(16), .OUT_REG(1'b1)) epi_fifo (
     .clk, .rst_n, .push(item_valid),
     .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
-    .pop(epi_pop), .dout(epi_dout), .valid(epi_valid), .valid_copy(),
+    .pop(epi_pop), .pop_ctl(epi_pop_ctl), .dout(epi_dout), .valid(epi_valid), .valid_copy(epi_valid_copy),
     .count(epi_count));
 
   logic e_valid, e_busy;
@@ -360,7 +363,7 @@ module engine_core #(
   logic [G*8-1:0] p_q;
   logic [31:0] p_oaddr;
   pool_unit #(.G(G), .MAXK(MAXK), .MAX_W(MAX_W), .P(P > 1 ? P : 2)) pool (
-    .clk, .rst_n, .desc(d), .start(ag_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
+    .clk, .rst_n, .desc(d), .start(pool_start), .c0, .in_valid(e_valid), .in_q(e_q), .in_n(e_n), .in_y(e_y),
     .in_x(e_x), .room(p_room), .out_valid(p_valid), .out_q(p_q), .out_oaddr(p_oaddr),
     .out_room(wq_room_pool), .done(p_done), .busy(p_busy));
   // room for the result popped and for every one inside the epilogue's pipeline; both from last cycle's fill,
@@ -370,10 +373,12 @@ module engine_core #(
     wq_room_epi <= wq_count <= 6'(WQ_DEPTH - EPI_LATENCY - 6);
   end
   assign epi_pop = epi_valid && epi_ready && (has_pool ? p_room : wq_room_epi);
+  // (epi_pop loads the epilogue's operands, over four hundred flip-flops: the queue's pointers read this one)
+  assign epi_pop_ctl = epi_valid_copy && epi_ready && (has_pool ? p_room : wq_room_epi);
   assign wq_push = has_pool ? p_valid : e_valid;
   assign wq_din = has_pool ? {p_q, p_oaddr} : {e_q, e_oaddr};
   sync_fifo #(.W(WITEMW), .DEPTH(WQ_DEPTH), .OUT_REG(1'b1)) wq (
-    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .dout(wq_dout),
+    .clk, .rst_n, .push(wq_push), .din(wq_din), .pop(wq_pop), .pop_ctl(wq_pop), .dout(wq_dout),
     .valid(wq_valid), .valid_copy(), .count(wq_count));
 
   logic wr_idle;
@@ -457,6 +462,7 @@ module engine_core #(
          || (st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready && (pf_ready || (!is_conv && !is_gap)))
          || (st == S_WEIGHTS && is_gap);
     ag_start <= rst_n && go;
+    pool_start <= go;
     wc_start <= rst_n && go && win;
     nest_start <= rst_n && go && !win;
   end
@@ -466,12 +472,17 @@ module engine_core #(
   always_ff @(posedge clk)
     if (rst_n && st == S_CHECK) tile <= '0;
     else if (rst_n && st == S_NEXT && more_tiles) tile <= next_tile;
+  // the layer: in a block of its own, as S_IDLE and S_NEXT are never collecting states' next (main_collecting is 0
+  // there), so the collection's end, which the state block tests first, is not in its enable
+  always_ff @(posedge clk)
+    if (!rst_n || (st == S_IDLE && ap_start)) layer <= '0;
+    else if (st == S_NEXT && !more_tiles && more_layers) layer <= layer + 32'd1;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
       st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_what <= S_WEIGHTS; pf_take <= 1'b0;
       pf_ready <= 1'b0; take_params <= 1'b0; status <= '0;
-      error_layer <= '0; layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0;
+      error_layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0; to_wram_q <= 1'b0;
     end else begin
       ap_done <= 1'b0;
       if (gs_age != 2'd3) gs_age <= gs_age + 2'd1;
@@ -480,6 +491,7 @@ module engine_core #(
         c_off <= c_want_off;
       end
       to_cbuf_q <= collecting && cst != S_WEIGHTS;
+      to_wram_q <= collecting && cst == S_WEIGHTS;
       // a tile's biases or requantisation table are all in cbuf: into the bank they were loaded for, next cycle
       take_params <= collecting && c_done && (cst == S_BIAS || cst == S_RQ);
       take_rq <= cst == S_RQ;
@@ -520,7 +532,6 @@ module engine_core #(
       end else case (st)
         S_IDLE: if (ap_start) begin
           layers <= layer_count;
-          layer <= '0;
           status <= '0;
           st <= layer_count == 0 ? S_FINISH : S_DESC;
         end
@@ -569,7 +580,6 @@ module engine_core #(
             gs_age <= '0;
             st <= S_TILE;
           end else if (more_layers) begin
-            layer <= layer + 32'd1;
             st <= S_DESC;
           end else begin
             st <= S_FINISH;

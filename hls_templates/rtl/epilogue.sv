@@ -14,7 +14,7 @@
 //   S4  product   x * m in a fabric register (the stage the two halves' sum took before ABI v3)
 //   S5  round     + b * mb (ADD)
 //   S6  shift     >>> shift's low byte, whether the bits above it are the sign's (a mask of them from S4's shift)
-//   S7  saturate  to int8 (0 from a shift of 44 on: |x * m| < 2^43)
+//   S7  saturate  to int8 (0 from a shift of 44 on: |x * m| < 2^43), and its first-table entry
 //   S8  act1      clamp or table (a conv's or ADD's first activation) -> E1
 //   S9  residual  a conv's residual rescale: e1 * ma + 2^(res_shift-1) (an 8 x 18 product on a DSP48E2,
 //                 operand S8, product S9, output S10)
@@ -30,9 +30,10 @@
 // A lane has three DSP48E2s: x * m, b * mb, and e1 * ma, which is SCALE's gate product in a SCALE layer. An engine
 // built without the second-operand stage (RESIDUAL 0: a build with no ADD, SCALE or fused residual) has the first
 // only and no second table: its stages S9..S13 carry E1 through, so every result leaves as late.
-// Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv), read from a stage register; an engine
-// built without them (TABLES 0: no layer of the build has a table activation) gives 0 where a table would be read,
-// and the runtime refuses a table layer there.
+// Tables are 256-entry distributed RAMs, each lane its own copy (lut_ram.sv). The first is read with the value going
+// into q1_q, its entry registered beside it, so the act1 pick and the residual DSP's operand start from flip-flops;
+// the second is read from q2_q. An engine built without them (TABLES 0: no layer of the build has a table
+// activation) gives 0 where a table would be read, and the runtime refuses a table layer there.
 import engine_pkg::*;
 
 module epilogue #(
@@ -58,6 +59,8 @@ module epilogue #(
   input  logic            in_valid,
   input  logic [G*ACC_W-1:0] in_acc,
   input  logic [G*8-1:0]  in_b,
+  input  logic [G*18-1:0] in_gate,       // SCALE: each lane's gate plus its offset (res_mult_b: 128 for an unsigned
+                                         // gate), the gate product's B (a register in a sliced epilogue's passes)
   input  logic [8*V-1:0]  in_a,
   input  logic [31:0]     in_oaddr,
   input  logic [15:0]     in_n, in_y, in_x,
@@ -115,9 +118,7 @@ module epilogue #(
   logic [23:0] res_dec_q;                 // res_shift decoded (shift_sat8_above_decode), a stage before its mask
   logic [43:0] res_above_q;
   logic signed [17:0] res_ma_q, res_mb_q;
-  logic signed [9:0] gate_off_q;           // SCALE's gate offset (res_mult_b: 128 for an unsigned gate)
   always_ff @(posedge clk) begin
-    gate_off_q <= $signed({2'b00, d.res_mult_b[7:0]});
     res_s_q <= d.res_shift[5:0];
     res_zero_q <= d.res_shift > 8'd47;                  // from 48 on the result is 0 (residual_half's range)
     res_whole_q <= d.res_shift == 8'd0;
@@ -150,7 +151,8 @@ module epilogue #(
     logic [9:0] p1_q;                      // the saturating shifts' first halves
     logic [16:0] p2_q;                     // ... the residual's: coarse, its low three bits left to S13
     logic z1_q;                            // the shift is 49 or more: the result is 0
-    logic signed [7:0]  q1_q, e1_q;
+    logic signed [7:0]  q1_d, q1_q, e1_q;
+    logic [7:0] t1_q;                      // the first table's entry for q1_q, read from S7's result beside it
     // S9..S14: residual; the result
     logic signed [7:0]  e1_d, ta_a;
     logic signed [17:0] ta_b;
@@ -188,12 +190,12 @@ module epilogue #(
       x_d = is_scale ? 27'(gate_p) : x2_q;
       m_d = m2_q;
       y_d = b2_q;
-      e1_d = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
+      e1_d = e1_lut ? t1_q : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 ? q1_q : $signed(a_q[55:48]);
       // the residual DSP's operands; SCALE's gate product's from the inputs (e1 is q1 there: e1_q1 is never off
       // in a SCALE, so this select only replaces the pass-through branch, no deeper than e1_d's)
-      ta_a = e1_lut ? t1 : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 && !is_scale ? q1_q
+      ta_a = e1_lut ? t1_q : e1_clamp ? clamp8(q1_q, d.act_lo, d.act_hi) : e1_q1 && !is_scale ? q1_q
              : is_scale ? a_lane : $signed(a_q[55:48]);
-      ta_b = is_scale ? 18'($signed(in_b[8*i +: 8])) + 18'(gate_off_q) : res_ma_q;
+      ta_b = is_scale ? $signed(in_gate[18*i +: 18]) : res_ma_q;
     end
     // S1-S3 (S8-S10): the products in DSP48E2s, operand, product and output registers; the rounding half of the
     // result's shift goes into the output register, its bit decoded at S2 (none from a shift of 44 on: S7 gives 0)
@@ -235,7 +237,8 @@ module epilogue #(
       r_q <= 52'(xm_q) + 52'(yn_q);                                                       // S5
       p1_q <= shift_sat8_parts(r_q, sh_q[37:32], above1_q);                               // S6
       z1_q <= sh_q[39:32] > 8'd43;
-      q1_q <= z1_q ? 8'sd0 : shift_sat8_finish(p1_q);                                     // S7
+      q1_q <= q1_d;                                                                       // S7
+      t1_q <= t1;
       e1_q <= e1_d;                                                                       // S8
       pass9_q <= e1_q;                                                                    // S9
       pass10_q <= pass9_q;                                                                // S10
@@ -247,13 +250,14 @@ module epilogue #(
               : shift_sat8_finish(shift_sat8_fine(p2_q, res_s_q[2:0]));                       // S13
       q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S14
     end
+    assign q1_d = z1_q ? 8'sd0 : shift_sat8_finish(p1_q);
     always_ff @(posedge clk)                 // the reset keeps it out of the shift register (an SRL has none)
       if (!rst_n) bm_last_q <= '0;
       else bm_last_q <= $signed(bm_q[5*26 +: 26]);
     assign out_q[8*i +: 8] = q_q;
 
     if (TABLES) begin : g_table1
-      lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_q)),
+      lut_ram #(.B(TB)) table1 (.clk, .we(lut_we1), .waddr(lut_waddr), .wdata(lut_wdata), .raddr(lut_index(q1_d)),
                                 .rdata(t1));
     end else begin : g_no_table1
       assign t1 = '0;

@@ -67,6 +67,7 @@ module layer_descriptor #(
   // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
   // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
   logic ok_op_q, ok_range_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_chan_q, ok_pool_k_q, ok_pool_w_q;
+  logic ok_kind_q, ok_l2_q, ok_pool_s_q, ok_other_c_q;   // parts of ok_op_q, ok_pool_k_q, ok_other_q (first cycle)
   logic [15:0] taps_p;                   // kh x kw
   logic [31:0] tile_rows_p;              // ... times the input's channel beats
   logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
@@ -78,7 +79,9 @@ module layer_descriptor #(
     logic l2_ok;
     l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
     // each test a few LUTs deep: its own register, their conjunction a cycle later (the checks wait five)
-    ok_op_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0 && l2_ok;
+    ok_kind_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
+    ok_l2_q <= l2_ok;
+    ok_op_q <= ok_kind_q && ok_l2_q;
     ok_range_q <= d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072
                   && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
     // interleaved output: a transposed conv's phase, nothing fused after the act
@@ -89,11 +92,12 @@ module layer_descriptor #(
     ok_kernel_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
                    && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0;
     ok_chan_q <= d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0;
-    ok_pool_k_q <= d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && d.pool_sh != 0 && d.pool_sw != 0
-                   && 32'(d.pool_sh) <= RINGK;
+    ok_pool_k_q <= d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK;
+    ok_pool_s_q <= d.pool_sh != 0 && d.pool_sw != 0 && 32'(d.pool_sh) <= RINGK;
     ok_pool_w_q <= 32'(d.conv_w) <= MAX_W;
-    ok_conv_q <= ok_kernel_q && ok_chan_q && (!d.flags[F_POOL] || (ok_pool_k_q && ok_pool_w_q));
-    ok_other_q <= (d.out_c & 16'(V - 1)) == 0
+    ok_conv_q <= ok_kernel_q && ok_chan_q && (!d.flags[F_POOL] || (ok_pool_k_q && ok_pool_s_q && ok_pool_w_q));
+    ok_other_c_q <= (d.out_c & 16'(V - 1)) == 0;
+    ok_other_q <= ok_other_c_q
                   && (d.op != OP_MAXPOOL || (d.pool_kh != 0 && d.pool_kw != 0 && d.pool_sh != 0 && d.pool_sw != 0));
   end
   wire fits_parts = ok_op_q && ok_range_q && ok_step_q && (is_conv ? ok_conv_q : ok_other_q);
@@ -109,6 +113,7 @@ module layer_descriptor #(
   logic [15:0] cbs_q, cin_beats_q;
   logic s2_q;
   logic [4:0] ahead_q, least_q;
+  logic [7:0] ahead_rows_q;             // kh + stride + 1 (7 for a Winograd layer), what ahead_q rounds a cycle later
   always_ff @(posedge clk) begin
     logic s2;
     s2 = d.stride_w == 8'd2;
@@ -118,7 +123,8 @@ module layer_descriptor #(
     cbs_q <= d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
     cin_beats_q <= d.in_c >> VSH;
     // a Winograd layer reads four rows per two output rows: a kernel of 4, stride 2, for the window
-    ahead_q <= pow2_at_least(wino_q ? 8'd7 : d.kh + d.stride_h + 8'd1);
+    ahead_rows_q <= wino_q ? 8'd7 : d.kh + d.stride_h + 8'd1;
+    ahead_q <= pow2_at_least(ahead_rows_q);
     least_q <= pow2_at_least(wino_q ? 8'd4 : d.kh);
     // in three parts, combined a cycle later (the sixth cycle reads it)
     win_kind_q <= P > 1 && d.op == OP_CONV && !d.flags[F_UPSAMPLE2]

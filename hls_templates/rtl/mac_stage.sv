@@ -55,12 +55,6 @@ module mac_stage #(
   // with its multiplier and output registers), round. The pixel's scaled beats, which read the factor, are held
   // back at the input for as long.
   localparam int L2_STAGES = 6;
-  function automatic logic [5:0] even_leading_zeros(input logic [31:0] ss);
-    logic [5:0] z;
-    z = 6'd0;
-    for (int b = 31; b >= 0; b--) if (ss[b] == 1'b0 && z == 6'(31 - b)) z = 6'(32 - b);
-    even_leading_zeros = {z[5:1], 1'b0};
-  endfunction
   engine_pkg::tag_t ab_tag;
   assign ab_tag = ab_tag_bits;
   logic [2:0] l2_hold_q;                   // cycles the factor of the pixel just summed still takes
@@ -241,9 +235,12 @@ module mac_stage #(
   // an L2NORM pixel's factor, from the last beat of its sum: ready for its scaled beats, which follow
   logic [ACC_W-1:0] l2_k;                  // K < 2^16: T[i] < 2^22, mult < 2^17
   logic [7:0] l2_sh;
-  logic [31:0] l2_ss_q, l2_ss2_q;
+  // the sum's normalisation by its leading zeros rounded down to even (z), in two steps: whole zero bytes (c, at
+  // most 3), then the top byte's even leading zeros (0 to 6), z = 8c + those (a sum of 0 is zeroed at the end)
+  logic [31:0] l2_ss_q, l2_sc_q;
+  logic [1:0] l2_c_q;
   logic [9:0] l2_u_q;                      // the normalised sum's top bits: the ROM's index
-  logic [5:0] l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q;
+  logic [5:0] l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q;
   logic l2_zero_q, l2_zero2_q, l2_zero3_q, l2_zero4_q, l2_zero5_q;
   logic [22:0] l2_rom;
   assign l2_rom = rsqrt_rom(l2_u_q);
@@ -263,17 +260,22 @@ module mac_stage #(
   end
   always_ff @(posedge clk) begin
     logic signed [41:0] k;
+    logic [1:0] c;
+    logic [2:0] r;
     if (c2_valid) begin
       for (int i = 0; i < G; i++) acc[i] <= acc_next[i];
       res <= res_next;
       abuf <= abuf_next;
       if (l2 && c2_tag.kind == K_GAP && c2_last) l2_ss_q <= acc_next[0];
     end
-    l2_z_q <= even_leading_zeros(l2_ss_q);                                   // 1
-    l2_ss2_q <= l2_ss_q;
+    c = l2_ss_q[31:8] == 24'd0 ? 2'd3 : l2_ss_q[31:16] == 16'd0 ? 2'd2 : l2_ss_q[31:24] == 8'd0 ? 2'd1 : 2'd0;
+    l2_c_q <= c;                                                              // 1
+    l2_sc_q <= l2_ss_q << {c, 3'd0};
+    r = l2_sc_q[31:30] != 2'd0 ? 3'd0 : l2_sc_q[29:28] != 2'd0 ? 3'd2 : l2_sc_q[27:26] != 2'd0 ? 3'd4 : 3'd6;
     l2_zero_q <= l2_ss_q == 32'd0;
-    l2_u_q <= 10'((l2_ss2_q << l2_z_q) >> 22);                               // 2; the ROM and A: 3, M: 4, P: 5
-    {l2_z2_q, l2_z3_q, l2_z4_q, l2_z5_q} <= {l2_z_q, l2_z2_q, l2_z3_q, l2_z4_q};
+    l2_u_q <= 10'((l2_sc_q << r) >> 22);                                     // 2; the ROM and A: 3, M: 4, P: 5
+    l2_z2_q <= {1'b0, l2_c_q, r};
+    {l2_z3_q, l2_z4_q, l2_z5_q} <= {l2_z2_q, l2_z3_q, l2_z4_q};
     {l2_zero2_q, l2_zero3_q, l2_zero4_q, l2_zero5_q} <= {l2_zero_q, l2_zero2_q, l2_zero3_q, l2_zero4_q};
     k = (l2_p + 42'sd4194304) >>> 23;                                         // 6: round(T[i] * mult / 2^23)
     l2_k <= l2_zero5_q ? '0 : k[ACC_W-1:0];

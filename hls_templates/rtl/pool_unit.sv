@@ -39,15 +39,15 @@ module pool_unit #(
   // bound as loop_bound's registers, so a loop's end and one-before-end are flags its steps set (at_end below)
   logic has_pool;
   logic [15:0] conv_w_last_q;
-  logic [7:0] kw_pen_q, kh_pen_q, kw_pen2_q, kh_pen2_q;
-  logic [15:0] w_pen_q, n_pen_q, w_pen2_q, h_pen2_q;
+  logic [7:0] kw_pen2_q, kh_pen2_q;
+  logic [15:0] n_pen_q, w_pen2_q, h_pen2_q;
   logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
   logic kw_two_q, kh_two_q, w_two_q, h_two_q;
-  loop_bound #(.W(8)) kw_bound (.clk_i(clk), .count_i(d.pool_kw), .less2_o(kw_pen_q), .less3_o(kw_pen2_q),
+  loop_bound #(.W(8)) kw_bound (.clk_i(clk), .count_i(d.pool_kw), .less2_o(), .less3_o(kw_pen2_q),
     .is1_o(kw_one_q), .is2_o(kw_two_q));
-  loop_bound #(.W(8)) kh_bound (.clk_i(clk), .count_i(d.pool_kh), .less2_o(kh_pen_q), .less3_o(kh_pen2_q),
+  loop_bound #(.W(8)) kh_bound (.clk_i(clk), .count_i(d.pool_kh), .less2_o(), .less3_o(kh_pen2_q),
     .is1_o(kh_one_q), .is2_o(kh_two_q));
-  loop_bound #(.W(16)) w_bound (.clk_i(clk), .count_i(d.out_w), .less2_o(w_pen_q), .less3_o(w_pen2_q),
+  loop_bound #(.W(16)) w_bound (.clk_i(clk), .count_i(d.out_w), .less2_o(), .less3_o(w_pen2_q),
     .is1_o(w_one_q), .is2_o(w_two_q));
   loop_bound #(.W(16)) h_bound (.clk_i(clk), .count_i(d.out_h), .less2_o(), .less3_o(h_pen2_q),
     .is1_o(h_one_q), .is2_o(h_two_q));
@@ -60,13 +60,13 @@ module pool_unit #(
   end
   wire pad_zero = d.flags[F_POOL_PAD_ZERO];
 
-  logic rq_pop, rq_valid;
+  logic rq_pop, rq_pop_ctl, rq_valid;
   logic [QW-1:0] rq_dout;
   localparam int RQ_DEPTH = 32;
   logic [5:0] rq_count;
   sync_fifo #(.W(QW), .DEPTH(RQ_DEPTH), .OUT_REG(1'b1)) rq (
-    .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .dout(rq_dout),
-    .valid(rq_valid), .valid_copy(), .count(rq_count));
+    .clk, .rst_n, .push(in_valid && has_pool), .din({in_q, in_n, in_y, in_x}), .pop(rq_pop), .pop_ctl(rq_pop_ctl),
+    .dout(rq_dout), .valid(rq_valid), .valid_copy(), .count(rq_count));
   // the queue's head in registers, and whether the ring takes it (hd_ok_q, tested a cycle ahead below): the ring's
   // write, the rows it completes and the queue's pop start from flip-flops
   logic hd_v, hd_ok_q;
@@ -75,9 +75,15 @@ module pool_unit #(
   logic ring_take;
   wire hd_load = !hd_v || ring_take;
   assign rq_pop = hd_load;               // the queue ignores a pop while it is empty
+  // the pop again, for the queue's pointers, from copies of its three registers (each told apart from its original
+  // by a reset the other has not, and equal to it from a reset's second cycle): hd_load loads the queue's head and
+  // this one, over two hundred flip-flops
+  logic hd_v_c, hd_ok_c, em_moved_c;
+  assign rq_pop_ctl = !hd_v_c || (hd_ok_c && !em_moved_c);
   always_ff @(posedge clk) begin
     if (!rst_n) hd_v <= 1'b0;
     else if (hd_load) hd_v <= rq_valid;
+    if (hd_load) hd_v_c <= rq_valid;
     if (hd_load) {rq_q, rq_n, rq_y, rq_x} <= rq_dout;
   end
   // what the epilogue's pipeline holds fits: from last cycle's fill, one entry more cautious
@@ -87,7 +93,7 @@ module pool_unit #(
   logic [15:0] em_n, em_py, em_px;
   logic [7:0]  em_ky, em_kx;
   logic        kx_end, ky_end, px_end, py_end, n_end;   // each counter is at its loop's last value
-  logic        kx_pen, ky_pen, px_pen, py_pen;          // ... at the one before it
+  logic        kx_pen, ky_pen, px_pen, py_pen;          // ... at the one before it (what its end flag steps to)
   logic [15:0] rows_done;
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
@@ -112,6 +118,10 @@ module pool_unit #(
 
   // emitter: for each pooled pixel, read its window's taps from the ring (one per cycle), then emit
   logic signed [31:0] er_y, er_x;
+  // whether the tap is inside the conv output, as compares of the kernel counters with bounds kept beside em_first
+  // and em_left (-first and conv_h - first; -left and conv_w - left), not a sum and then a compare. The rows and
+  // columns are within a row's 16 bits and a pad of the output: 18 bits carry the bounds
+  logic signed [17:0] in_y_lo_q, in_y_hi_q, in_x_lo_q, in_x_hi_q;
   logic er_in;
   logic tap_valid, tap_in, tap_last, tap_first;
   logic [31:0] tap_oaddr;
@@ -170,12 +180,15 @@ module pool_unit #(
     ok_held = hd_v && ((rq_n == em_n && {1'b0, rq_y} < em_ring_end) || em_done || rq_n < em_n);
     hd_ok_q <= hd_load ? ok_new : ok_held;       // (low a cycle after a reset: the queue and the head are empty)
     em_moved_q <= start || em_row_end;
+    hd_ok_c <= rst_n && (hd_load ? ok_new : ok_held);
+    em_moved_c <= rst_n && (start || em_row_end);
   end
   assign ring_take = hd_ok_q && !em_moved_q;
   always_comb begin
     er_y = em_first + 32'(em_ky);
     er_x = em_left + 32'(em_kx);
-    er_in = er_y >= 0 && er_x >= 0 && er_y < 32'(d.conv_h) && er_x < 32'(d.conv_w);
+    er_in = $signed({10'd0, em_ky}) >= in_y_lo_q && $signed({10'd0, em_ky}) < in_y_hi_q
+            && $signed({10'd0, em_kx}) >= in_x_lo_q && $signed({10'd0, em_kx}) < in_x_hi_q;
     ring_raddr = RAW'((32'(er_y) % RINGK) * MAX_W + 32'(er_x));
   end
 
@@ -225,6 +238,7 @@ module pool_unit #(
       kx_end <= kw_one_q; ky_end <= kh_one_q; px_end <= w_one_q;
       kx_pen <= kw_two_q; ky_pen <= kh_two_q; px_pen <= w_two_q;
       em_left <= left_edge;
+      in_x_lo_q <= 18'sd0 - 18'(left_edge); in_x_hi_q <= 18'(d.conv_w) - 18'(left_edge);
       em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
     end else begin
       tap_in <= er_in;
@@ -234,20 +248,22 @@ module pool_unit #(
       if (em_step) begin
         em_busy <= 1'b1;
         if (!kx_end) begin
-          em_kx <= em_kx + 8'd1; kx_end <= em_kx == kw_pen_q; kx_pen <= em_kx == kw_pen2_q;
+          em_kx <= em_kx + 8'd1; kx_end <= kx_pen; kx_pen <= em_kx == kw_pen2_q;
         end else begin
           em_kx <= '0; kx_end <= kw_one_q; kx_pen <= kw_two_q;
           if (!ky_end) begin
-            em_ky <= em_ky + 8'd1; ky_end <= em_ky == kh_pen_q; ky_pen <= em_ky == kh_pen2_q;
+            em_ky <= em_ky + 8'd1; ky_end <= ky_pen; ky_pen <= em_ky == kh_pen2_q;
           end else begin
             em_ky <= '0; ky_end <= kh_one_q; ky_pen <= kh_two_q;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
             if (!px_end) begin
-              em_px <= em_px + 16'd1; px_end <= em_px == w_pen_q; px_pen <= em_px == w_pen2_q;
+              em_px <= em_px + 16'd1; px_end <= px_pen; px_pen <= em_px == w_pen2_q;
               em_left <= em_left + 32'(d.pool_sw);
+              in_x_lo_q <= in_x_lo_q - 18'(d.pool_sw); in_x_hi_q <= in_x_hi_q - 18'(d.pool_sw);
             end else begin
               em_px <= '0; px_end <= w_one_q; px_pen <= w_two_q;
               em_left <= left_edge;
+              in_x_lo_q <= 18'sd0 - 18'(left_edge); in_x_hi_q <= 18'(d.conv_w) - 18'(left_edge);
               em_busy <= 1'b0;
             end
           end
@@ -266,17 +282,20 @@ module pool_unit #(
     if (start) begin
       em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
       em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+      in_y_lo_q <= 18'sd0 - 18'(first_top); in_y_hi_q <= 18'(d.conv_h) - 18'(first_top);
       em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
       em_ring_end <= top_end_q; need_rows <= top_rows_q;
     end else if (em_row_end) begin
       if (!py_end) begin
         em_py <= em_py + 16'd1; py_end <= py_pen; py_pen <= py_pen2_q;
         em_first <= em_first_next; em_first_next <= em_first_next + 32'(d.pool_sh);
+        in_y_lo_q <= 18'sd0 - 18'(em_first_next); in_y_hi_q <= 18'(d.conv_h) - 18'(em_first_next);
         em_next_k <= em_next_k + 32'(d.pool_sh); em_next_h <= em_next_h + 32'(d.pool_sh);
         em_ring_end <= next_end_q; need_rows <= next_rows_q;
       end else begin
         em_py <= '0; py_end <= h_one_q; py_pen <= h_two_q;
         em_first <= first_top; em_first_next <= first_top + 32'(d.pool_sh);
+        in_y_lo_q <= 18'sd0 - 18'(first_top); in_y_hi_q <= 18'(d.conv_h) - 18'(first_top);
         em_next_k <= top_next_k_q; em_next_h <= top_next_h_q;
         em_ring_end <= top_end_q; need_rows <= top_rows_q;
       end

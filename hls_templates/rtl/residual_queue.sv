@@ -1,8 +1,8 @@
 // A fused residual's operands on their way to the epilogue: they come down the activation stream as beats,
-// wait in a queue of DEPTH beats, and leave as whole pixels (BEATS beats each) from a register. The pixel out,
-// its valid flag and the queue's ready are registers, so neither the window path's drain (and through it the
-// array's advance) nor the activation stream's ready tests a queue pointer. A collector gathers the next pixel
-// while the current one waits, so a pixel still leaves every BEATS cycles.
+// wait in a queue of DEPTH beats, and leave as whole pixels (BEATS beats each) from a register, with a spare
+// behind it. The pixel out, its valid flag and the queue's ready are registers, so neither the window path's drain
+// (and through it the array's advance) nor the activation stream's ready tests a queue pointer. A collector
+// gathers the next pixel while the current one waits, so a pixel still leaves every BEATS cycles.
 module residual_queue #(
   parameter int DW = 128,          // beat bits
   parameter int BEATS = 1,         // beats of a pixel
@@ -60,21 +60,31 @@ module residual_queue #(
 
   logic [DW-1:0] coll_q[BEATS];
   logic [CW-1:0] count_q;                        // beats collected
+  // a collected pixel leaves the collector for the out register or, while that waits on its pop, a spare behind
+  // it: the collector (and through it the head and the RAM's read) moves on registers alone, the pop enables
+  // only the out register and the spare
+  logic [BEATS*DW-1:0] spare_q, collected;
+  logic spare_v_q;
   wire full = count_q == CW'(BEATS);
-  wire move = full && (!valid_o || pop_i);       // the collected pixel goes out
-  assign q_pop = hd_v && (!(full && valid_o) || pop_i);
+  wire move = full && !spare_v_q;
+  wire out_take = !valid_o || pop_i;             // the out register takes the next pixel, or empties
+  assign q_pop = hd_v && (!full || !spare_v_q);
   wire [CW-1:0] slot = move ? '0 : count_q;
+  always_comb for (int k = 0; k < BEATS; k++) collected[k*DW +: DW] = coll_q[k];
   always_ff @(posedge clk_i) begin
     if (!rst_ni || clear_i) begin
       count_q <= '0;
       valid_o <= 1'b0;
+      spare_v_q <= 1'b0;
     end else begin
       if (q_pop) count_q <= slot + CW'(1);
       else if (move) count_q <= '0;
-      if (move) valid_o <= 1'b1;
-      else if (pop_i) valid_o <= 1'b0;
+      if (out_take) valid_o <= spare_v_q || move;
+      if (out_take) spare_v_q <= 1'b0;
+      else if (move) spare_v_q <= 1'b1;
     end
     if (q_pop) coll_q[slot] <= q_head;
-    if (move) for (int k = 0; k < BEATS; k++) pixel_o[k*DW +: DW] <= coll_q[k];
+    if (out_take) pixel_o <= spare_v_q ? spare_q : collected;
+    if (move && !out_take) spare_q <= collected;
   end
 endmodule

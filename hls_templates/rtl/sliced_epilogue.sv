@@ -40,6 +40,15 @@ module sliced_epilogue #(
   output logic            busy
 );
   localparam int P = G / E;
+  engine_pkg::desc_t d;
+  assign d = desc;
+  // SCALE's gate plus its offset (res_mult_b: 128 for an unsigned gate), each lane's, the epilogue's gate product's
+  // B: the sum is made here, so the passes below pick it from registers
+  logic signed [9:0] gate_off_q;
+  logic [G*18-1:0] gate;
+  always_ff @(posedge clk) gate_off_q <= $signed({2'b00, d.res_mult_b[7:0]});
+  always_comb
+    for (int i = 0; i < G; i++) gate[18*i +: 18] = 18'($signed(in_b[8*i +: 8])) + 18'(gate_off_q);
 
   if (P == 1) begin : full
     assign in_ready = 1'b1;
@@ -48,7 +57,7 @@ module sliced_epilogue #(
       .clk, .rst_n, .desc, .mult(mult[18*G*in_tile +: 18*G]), .shift(shift[8*G*in_tile +: 8*G]),
       .nmult(nmult[18*G*in_tile +: 18*G]), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
-      .in_valid, .in_acc, .in_b, .in_a, .in_oaddr, .in_n,
+      .in_valid, .in_acc, .in_b, .in_gate(gate), .in_a, .in_oaddr, .in_n,
       .in_y, .in_x, .out_valid, .out_q, .out_oaddr, .out_n, .out_y, .out_x, .busy);
   end else begin : passes
     localparam int KW = $clog2(P);
@@ -56,6 +65,7 @@ module sliced_epilogue #(
     logic [KW-1:0] k;
     logic [G*ACC_W-1:0] acc;
     logic [G*8-1:0] b, a;
+    logic [G*18-1:0] g;
     logic [31:0] oaddr;
     logic [15:0] n, y, x;
     // the pass of each result in the epilogue's stages (k_q[EPI_LATENCY-1]: the one leaving it), and the results
@@ -84,12 +94,14 @@ module sliced_epilogue #(
     logic [ACC_W*E-1:0] acc_k;
     logic [18*E-1:0] mult_k;
     logic [8*E-1:0] b_k, a_k, shift_k;
+    logic [18*E-1:0] g_k;
     logic [18*E-1:0] nmult_k;
     always_comb begin
-      acc_k = '0; b_k = '0; a_k = '0;
+      acc_k = '0; b_k = '0; a_k = '0; g_k = '0;
       for (int j = 0; j < P; j++) begin
         acc_k = acc_k | (acc[ACC_W*E*j +: ACC_W*E] & {ACC_W*E{k_sel[j]}});
         b_k = b_k | (b[8*E*j +: 8*E] & {8*E{k_sel[j]}});
+        g_k = g_k | (g[18*E*j +: 18*E] & {18*E{k_sel[j]}});
         a_k = a_k | (a[8*E*j +: 8*E] & {8*E{k_sel[j]}});
       end
       mult_k = '0; shift_k = '0; nmult_k = '0;
@@ -104,7 +116,7 @@ module sliced_epilogue #(
               .TABLES(TABLES)) lanes (
       .clk, .rst_n, .desc, .mult(mult_k), .shift(shift_k), .nmult(nmult_k), .lut_we1, .lut_we2,
       .lut_waddr, .lut_wdata,
-      .in_valid(active), .in_acc(acc_k), .in_b(b_k), .in_a(a_k),
+      .in_valid(active), .in_acc(acc_k), .in_b(b_k), .in_gate(g_k), .in_a(a_k),
       .in_oaddr(oaddr), .in_n(n), .in_y(y), .in_x(x), .out_valid(s_valid), .out_q(s_q), .out_oaddr(s_oaddr),
       .out_n(s_n), .out_y(s_y), .out_x(s_x), .busy(s_busy));
 
@@ -118,7 +130,7 @@ module sliced_epilogue #(
           active <= 1'b1; k <= '0;
           k_sel <= P'(1);
           idx_sel <= (PM*P)'(1) << ((PM > 1 ? 32'(in_tile) : 32'd0) * P);
-          acc <= in_acc; b <= in_b;
+          acc <= in_acc; b <= in_b; g <= gate;
           a <= '0;
           a[8*V-1:0] <= in_a;                 // lanes past VEC have no first operand
           oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;

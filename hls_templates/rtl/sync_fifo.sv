@@ -12,6 +12,9 @@ module sync_fifo #(
   input  logic         push,
   input  logic [W-1:0] din,
   input  logic         pop,        // ignored while the queue is empty: a consumer need not test valid
+  input  logic         pop_ctl,    // pop again, for the pointers, the fill and the head's flag (with OUT_REG pop
+                                   // moves only the head's data): a consumer whose pop loads a wide head gives a
+                                   // copy made from registers of its own, so those do not wait on that load
   output logic [W-1:0] dout,
   output logic         valid,      // an item is at the head (a register)
   output logic         valid_copy, // the same, a register of its own for a second consumer (OUT_REG), away from
@@ -56,17 +59,18 @@ module sync_fifo #(
     logic [W-1:0] hd_q;
     logic [CW-1:0] count_q;
     wire load = !hd_v || pop;                  // the head takes the next item, if there is one
-    assign mem_pop = load && mem_valid;
-    assign mem_push = push && (mem_valid || !load);
+    wire load_ctl = !hd_v || pop_ctl;
+    assign mem_pop = load_ctl && mem_valid;
+    assign mem_push = push && (mem_valid || !load_ctl);
     always_ff @(posedge clk) begin
       if (!rst_n) begin
         hd_v <= 1'b0;
         count_q <= '0;
       end else begin
-        if (load) hd_v <= mem_valid || push;
+        if (load_ctl) hd_v <= mem_valid || push;
         // up or down by one, a pick between the count's two neighbours: the pop picks, it adds nothing
-        if (push && !(pop && hd_v)) count_q <= count_q + 1'b1;
-        else if (!push && pop && hd_v) count_q <= count_q - 1'b1;
+        if (push && !(pop_ctl && hd_v)) count_q <= count_q + 1'b1;
+        else if (!push && pop_ctl && hd_v) count_q <= count_q - 1'b1;
       end
       if (load) hd_q <= mem_valid ? mem[rp] : din;
     end
@@ -78,8 +82,10 @@ module sync_fifo #(
     assign valid_copy = hd_v_copy;
     assign count = count_q;
   end else begin : g_plain
-    assign mem_pop = pop && mem_valid;
+    assign mem_pop = pop_ctl && mem_valid;
     assign mem_push = push;
+    logic unused_pop;                          // the RAM's read port is the head: pop_ctl moves it
+    assign unused_pop = pop;
     assign dout = mem[rp];
     assign valid = mem_valid;
     assign valid_copy = mem_valid;

@@ -452,14 +452,19 @@ module window_conv #(
   logic [15:0] ta_cb, ta2_cb;
   logic [31:0] ta_limit, ta2_limit, tb_limit;
   logic [WA-1:0] tb_part, tb_cols;               // slot, phase and channel beat; column times channel beats
+  // the same sums a channel-beat row (cbs) on, for the banks the step's rotation moves to the next column
+  logic [WA-1:0] ta2_base_c, tb_part_c;
   logic [WA-1:0] cbs_q;
   always_ff @(posedge clk) cbs_q <= WA'(cbs);
   // each window slot's first word (slot x row words), per layer
   logic [WA-1:0] slot_base_q[8];
+  logic [WA-1:0] slot_base_c_q[8];
   always_ff @(posedge clk)
-    for (int k = 0; k < 8; k++)
+    for (int k = 0; k < 8; k++) begin
       slot_base_q[k] <= WA'((k % 2 == 1 ? row_words : 32'd0) + ((k / 2) % 2 == 1 ? row_words << 1 : 32'd0)
                             + (k / 4 == 1 ? row_words << 2 : 32'd0));
+      slot_base_c_q[k] <= slot_base_q[k] + cbs_q;
+    end
   // the column times the channel beats (its low WA bits): operands at TA, product at TA2, out at TB
   logic signed [WA-1:0] cols_p;
   dsp_mult #(.AW(17), .BW(17), .PW(WA), .PRIMITIVE(PRIMITIVE)) cols_product (
@@ -477,9 +482,11 @@ module window_conv #(
       ta_slot <= t0_slot; ta_phase <= s2 && ix0[0]; ta_cb <= wino ? wcb : cb; ta_limit <= limit_q;
       ta2_f <= ta_f; ta2_cb <= ta_cb; ta2_limit <= ta_limit;
       ta2_base <= slot_base_q[ta_slot] + (ta_phase ? WA'(phase_words) : WA'(0));
+      ta2_base_c <= slot_base_c_q[ta_slot] + (ta_phase ? WA'(phase_words) : WA'(0));
       tb_f <= ta2_f;
       ta2_mask <= ta_mask; tb_mask <= ta2_mask;
       tb_part <= WA'(32'(ta2_base) + 32'(ta2_cb));
+      tb_part_c <= WA'(32'(ta2_base_c) + 32'(ta2_cb));
       tb_limit <= ta2_limit;
     end
   end
@@ -497,7 +504,7 @@ module window_conv #(
   logic [P*WA-1:0] win_raddr;
   always_comb
     for (int b = 0; b < P; b++)
-      win_raddr[b*WA +: WA] = tb_part + tb_cols + ((P > 1 && 32'(b) < 32'(tb_rot)) ? cbs_q : WA'(0));
+      win_raddr[b*WA +: WA] = tb_cols + ((P > 1 && 32'(b) < 32'(tb_rot)) ? tb_part_c : tb_part);
   assign w_re = adv;
   assign w_raddr = t1_wraddr;                    // read at T1, out with the operands at TX
   // registered, so the address generator's issue does not wait on this sum; the oldest step in flight reads the

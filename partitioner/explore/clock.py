@@ -16,11 +16,12 @@ the window path's were below them too (c and d 0); after the eleventh a window s
 (c its excess), after the twelfth it was not (c 0 again), after the thirteenth the widest window's was again, by
 0.018 ns, and from the fourteenth to the twenty-eighth the window shapes' worst paths were 0.014-0.052 ns above
 8x8's (3.788 ns, the controller's constant collection); in the twenty-ninth every shape's was one control path
-(the address generator's), within 0.008 ns of 8x8's 3.766; since the thirtieth the window shapes' worst path (the
-residual queue's pop behind the output buffer's drain) is 0.08 ns above 8x8's 3.555 again, 0.28 at 2x on 2 pixels
-(the step loops' flags). A slower
-speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each fit
-was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
+(the address generator's), within 0.008 ns of 8x8's 3.766; in the thirtieth the window shapes' worst path (the
+residual queue's pop behind the output buffer's drain) was 0.08 ns above 8x8's 3.555 again; since the thirty-first
+they are 0.09-0.21 ns above 8x8's 3.442 (each its own path: the nest start into the pixel loops' flags on 4 pixels,
+the pool's image-end flag, the weights into the array's DSPs), 0.33 at 2x on 2 pixels (the step loops' flags). A
+slower speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each
+fit was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
 from __future__ import annotations
 
@@ -78,42 +79,33 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The thirtieth RTL (the Winograd residual walk's own copy of the nest's step; the
-# descriptor's window check split; the weights' row picks as per-row registers; the burst writer's lengths' pop on
-# a copy of the data queue's valid; the reader's queue flags from kept next pointers; the window path's per-layer
-# origin steps, slot bases, output coordinates and step count in registers, the hold's set addresses summed as a
-# group comes in, the output buffer read at a pointer, not shifted; the MAC stage's copy address over two stages;
-# the control port's counter pick without a subtract): 8x8 3.555 ns (281.3 MHz; the address generator's window-path
-# decode into its residual flags, 5 LUTs), was 3.766; every window shape 3.634-3.640 (274.7-275.2; the residual
-# queue's pop behind the output buffer's drain and the layer's flag, 5 LUTs), 8x8x8 3.600, 2x8x16@2x 3.831 (the step
-# loops' group-last flag into the beat loop's, 6 LUTs); 4x16x8:4+wino unchanged (3.894, the narrow select). a = 8x8's,
-# the window terms each pixel count's worst excess (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins), fitted on
-# those; a shorter series than the twenty-ninth's (14 ZCU104 shapes, was 19): left unsynthesised 2x16x16:8, 4x16x16:8,
-# 4x16x16:8+lean, 16x16+lean and 4x16x16+lean, which the twenty-ninth checked on.
-# The twenty-ninth RTL (the window path's group end, hold move, accumulator enable and step
-# fire as registers set a cycle ahead; the writer's skid register; the constant run's request a register; the tap
-# loop's moves as flat ANDs on a start of its own; the descriptor's checks split; the MAC stage's first-beat flag
-# compared at P1; the narrow epilogue's pass picked by one-hot registers; the Winograd hold's counts from T2's
-# registers): every shape's worst path but 4x16x8:4+wino's is now one path, the address generator's nest step into
-# its Winograd residual walk's group registers (nest_en_q -> grp_narrow, 5 LUTs), 3.766-3.774 ns (265.0-265.5 MHz)
-# over 18 shapes, where the twenty-eighth's were 3.789-3.922 (255.0-263.9): a = 8x8's 3.766, the window terms its
-# 0.003-0.007 ns excess; the Winograd unit's terms (w0 + w1 log2 pixels + wv log2 VEC, where longer) gone from the
-# model (its shapes' worst path is that one: 4x16x16+wino and 8x8x8+wino checked on, the model within 0.001 ns); the
-# narrow select of 16 candidates (4x16x8:4+wino) 3.894 ns, was 5.629 (177.6 -> 256.8 MHz), the pass's one-hot
-# select into the lane's residual sum ahead of its DSP (5 LUTs, 12 carry bits).
+# UltraScale+ -2 (zcu104). The thirty-first RTL (the fused residual's queue with a spare register behind its out
+# register; the address generator's row-run flag, last-row flag and 18-bit lead kept as registers, its loop bounds
+# registered; the fabric multiplier's pairs from the operands; the L2 factor's normalisation in two steps; the
+# descriptor's row count and checks split; the rotated banks' window address from per-layer sums; the first table
+# read beside S7's register; SCALE's gate sum ahead of a narrow epilogue's pass pick; the pool's queue pop from
+# register copies, its tap-in test as compares with kept bounds, its own start; the queues' pointers on a pop of
+# their own (sync_fifo.pop_ctl); the layer counter, the weight RAM's write flag and the constant run's tile count
+# from registers): 8x8 3.442 ns (290.5 MHz; the burst writer's lengths' pop, 5 LUTs), was 3.555; 2x8x16 3.560 (the
+# residual's pixel into the epilogue's operand, 6 LUTs), 4x16x16 3.648 (the address generator's nest start into its
+# pixel loops' flags, 6 LUTs; was 3.640), 8x16x16 and 4x16x16+wino 3.550 (the pool's image-end flag), 8x8x8 3.534
+# (the weights into the array's DSP, 12 carry bits), 2x8x16@2x 3.769, 4x16x8:4+wino 3.639 (the nest start again:
+# the narrow select, 3.894, is off the worst paths). a = 8x8's; the window terms each pixel count's worst excess
+# (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins); the narrow term 4x16x8:4+wino's worst path, fitted on those;
+# 14 ZCU104 shapes, as the thirtieth's series.
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
 # where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
 # 8x16x16@2x; 8x8@2x, without the window path, is fast_ns).
-# The twenty-seventh RTL's and earlier refits, with the figures each was made from: docs/timing-history.md
-# ("The Fmax model's earlier fits").
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.555, b_ns=0.0, window_ns=((2, 0.080), (4, 0.085), (8, 0.085)),
-                         window_2x_ns=((2, 0.276), (4, 0.083), (8, 0.083)),
+# The thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the figures each was made from:
+# docs/timing-history.md ("The Fmax model's earlier fits").
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.442, b_ns=0.0, window_ns=((2, 0.118), (4, 0.206), (8, 0.108)),
+                         window_2x_ns=((2, 0.327), (4, 0.206), (8, 0.108)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x8:4+wino"),
                          checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x16+wino", "8x8x8+wino"),
-                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.894),))
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.639),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
 # above the PYNQ-Z2's 100 MHz; the twenty-third's 6.647 was the writer's beat address, a 34-bit sum behind the write
