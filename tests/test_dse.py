@@ -373,6 +373,7 @@ def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo)
     off in up to 18 subgraphs; its whole frames are CPU-bound under every split), and so its FPGA rate is at least
     the throughput pick's."""
     from partitioner.explore.choice import choose_design
+    from partitioner.explore.design_space import TIE
     from partitioner.frontend.importer import import_model
     from partitioner.passes.pipeline import run_fusion
     g = run_fusion(import_model(zoo("ssd-mobilenet-v1", 300)).graph)
@@ -382,8 +383,8 @@ def test_fpga_objective_keeps_the_split_its_engine_layers_run_fastest_under(zoo)
     counts = sorted(o.split.fpga_subgraphs for o in engine.splits)
     assert counts[-1] > counts[0]                            # splits to choose from: the case in point
     assert engine.chosen.split.fpga_subgraphs == counts[0]
-    for outcome in engine.splits:                            # each split's best design, as fast as it gets there
-        assert engine.chosen.fps >= outcome.best.fps * (1 - 1e-9)
+    for outcome in engine.splits:                            # each split's best design, as fast up to TIE
+        assert engine.chosen.fps >= outcome.best.fps * (1 - TIE)
     assert engine.chosen.fps >= fast.chosen.fps
 
 

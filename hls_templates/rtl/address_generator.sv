@@ -20,6 +20,7 @@ module address_generator #(
   input  logic        nest_start,  // ... on a layer that walks the loop nest (not the window path), a register of
                                    // its own: it resets the tap and pixel loops, so their step logic is not behind
                                    // ag_start's load (every register of the tile's start)
+  input  logic        pix_start,   // nest_start again, the pixel loops' own (away from the tap loop's load)
   input  logic [15:0] c0,          // first output channel of the tile
   input  logic [7:0]  nl,          // channels of a pixel result (PE rows, or lanes)
   input  logic        win,         // the layer takes the window path
@@ -49,7 +50,8 @@ module address_generator #(
   // equalities of registers
   logic is_conv, has_res, up, has_ph1, contiguous;
   logic wx_one, in_w_one;                // a window row is one run: its channels contiguous, or one pixel
-  logic [15:0] conv_w_pen, in_w_last, in_w_pen, in_h_last, conv_h_last;
+  logic [15:0] conv_w_pen, in_w_last, in_w_pen2, in_h_last, conv_h_last;
+  logic in_w_two;
   logic [15:0] in_h_pen;
   logic in_h_one;
   // lead_q's: within an image between -kh - stride and in_h + pad_t, so 18 bits carry it
@@ -86,20 +88,21 @@ module address_generator #(
     end
   end
   loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(lim_y), .less2_o(), .less3_o(y_pen2), .is1_o(y_one),
-    .is2_o(y_two));
+    .is2_o(y_two), .is3_o());
   loop_bound #(.W(16)) x_bound (.clk_i(clk), .count_i(lim_x), .less2_o(), .less3_o(x_pen2), .is1_o(x_one),
-    .is2_o(x_two));
+    .is2_o(x_two), .is3_o());
   loop_bound #(.W(16)) c_bound (.clk_i(clk), .count_i(lim_c), .less2_o(), .less3_o(c_pen2), .is1_o(c_one),
-    .is2_o(c_two));
+    .is2_o(c_two), .is3_o());
   loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen), .less3_o(), .is1_o(n_one),
-    .is2_o());
+    .is2_o(), .is3_o());
   loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(lim_ky), .less2_o(), .less3_o(ky_pen2), .is1_o(ky_one),
-    .is2_o(ky_two));
+    .is2_o(ky_two), .is3_o());
   loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(lim_kx), .less2_o(), .less3_o(kx_pen2), .is1_o(kx_one),
-    .is2_o(kx_two));
+    .is2_o(kx_two), .is3_o());
   always_ff @(posedge clk) begin
     conv_w_pen <= d.conv_w - 16'd2;
-    in_w_last <= d.in_w - 16'd1; in_w_pen <= d.in_w - 16'd2; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
+    in_w_last <= d.in_w - 16'd1; in_h_last <= d.in_h - 16'd1; conv_h_last <= d.conv_h - 16'd1;
+    in_w_pen2 <= d.in_w - 16'd3; in_w_two <= d.in_w == 16'd2;
     in_h_pen <= d.in_h - 16'd2; in_h_one <= d.in_h == 16'd1;
     // a Winograd layer's residual comes a pair of output rows at a time: after the last input row the second reads
     lead_top <= 18'(d.pad_t) + (d.flags[F_WINOGRAD] ? 18'sd0 : 18'sd1) - 18'(d.kh);
@@ -172,6 +175,8 @@ module address_generator #(
   // row res_y reads (positive: that row is in)
   logic w_loaded, res_end, res_x_end;    // res_x_end: res_x is the output row's last
   logic wx_end;                          // the window row's run at ag_x is its last
+  logic wx_pen;                          // ... the next one is (ag_x is in_w - 2), kept beside it: wx_end steps
+                                         // to a flag, no compare behind the step's decode
   logic signed [17:0] lead_q;
   logic res_due;                         // has_res && !res_end && (lead_q > 0 || w_loaded), set with them
   // the nest's position, decoded (P1) and carried beside the two pixel_address pipelines (P2 on), then offered
@@ -296,7 +301,7 @@ module address_generator #(
   logic wide_a, align_a, zero_b;
   logic signed [31:0] iy_d, ix_d;
   always_comb begin
-    logic wr, wi, p0, p1, in2, gate_b, use_cv;
+    logic wr, wi, p0, p1, in2, gate_b;
     logic [1:0] geo;
     logic [31:0] off_a_tap, off_b_tap;
     wr = win_q && res_due;
@@ -333,15 +338,16 @@ module address_generator #(
     endcase
     ya = win_q ? (res_due ? 32'(res_row) : 32'(ag_y)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_y);
     xa = win_q ? (res_due ? 32'(res_x) : contiguous ? 32'd0 : 32'(ag_x)) : ag_ph && gate_p1 ? 32'd0 : 32'(ag_x);
-    use_cv = p1 ? cv_p1 : p0 && cv_p0;
-    off_a_tap = (ag_ph ? off_a_p1 : off_a_p0) + (use_cv ? cv : 32'd0);
+    // each phase's offset summed apart, the phase picked after the adds (its flag is at a load of 25); the taps'
+    // offsets serve the nest alone (!win_q), so the window's flag is left to the pick after them
+    off_a_tap = ag_ph ? off_a_p1 + (cv_p1 ? cv : 32'd0) : off_a_p0 + (cv_p0 ? cv : 32'd0);
     add_a = !win_q ? off_a_tap : res_due ? off_a_wr : off_a_wi;
     wide_a = win_q || (ag_ph ? wide_p1 : wide_p0);
     align_a = wr || (p1 && is_conv);
     // B: the output pixel (a transposed conv's phase: a pixel of the twice-as-large output), or GAP's image
     gate_b = p0 && cls_gap;
     base_b = d.out_addr; sb = d.out_c_stride;
-    off_b_tap = (ag_ph ? off_b_p1 : off_b_p0) + (use_cv ? cv : 32'd0);
+    off_b_tap = ag_ph ? off_b_p1 + (cv_p1 ? cv : 32'd0) : off_b_p0 + (cv_p0 ? cv : 32'd0);
     add_b = win_q ? 32'(d.out_c_offset) : off_b_tap;
     zero_b = win_q || (p0 && cls_l2);
     if (gate_b) begin
@@ -441,7 +447,7 @@ module address_generator #(
     row_step_q <= 1'b0;
     room_fresh_q <= ag_start;
     if (ag_start) begin
-      wx_end <= wx_one;
+      wx_end <= wx_one; wx_pen <= in_w_two;
       ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0; y_last <= in_h_one;
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
@@ -489,10 +495,10 @@ module address_generator #(
     end else if (go_row) begin
       if (!wx_end) begin
         ag_x <= ag_x + 16'd1;
-        wx_end <= ag_x == in_w_pen;
+        wx_end <= wx_pen; wx_pen <= ag_x == in_w_pen2;
       end else begin
         ag_x <= '0;
-        wx_end <= wx_one;
+        wx_end <= wx_one; wx_pen <= in_w_two;
         ag_row <= ag_row + 32'd1;
         row_step_q <= 1'b1;
         ag_y <= ag_y + 16'd1; y_last <= ag_y == in_h_pen;
@@ -604,8 +610,8 @@ module address_generator #(
   end
   // the pixel loops' flags and the tap geometry's origins, past a pixel's taps
   always_ff @(posedge clk) begin
-    if (nest_start || (nest_go && tap_done_q)) begin
-      if (nest_start) begin
+    if (pix_start || (nest_go && tap_done_q)) begin
+      if (pix_start) begin
         ag_c <= '0;
         c_end <= c_one; x_end <= x_one; y_end <= y_one;
         c_at_pen <= c_two; x_at_pen <= x_two; y_at_pen <= y_two;

@@ -112,11 +112,12 @@ module axi_beat_writer #(
   assign m_awburst = 2'b01;
 
   // ---- data channel: the beats of bursts whose address is out --------------------------------------
-  // within a burst, whether the next beat is its last is a register (w_last_q, set as a beat goes); its first beat's
-  // is the head's single flag. The channel is driven from registers: the beat offered and a skid register behind
-  // it, so a beat leaves the queues on a register (the skid is empty), not on the interconnect's ready, and the
-  // queues' pops start a LUT from their heads
-  logic [BW-1:0] w_sent;
+  // a burst's first beat takes its length off the lengths' queue (kept in w_len_q for the rest), so that queue's
+  // pop waits on no entry of it; within a burst, whether the next beat is its last is a register (w_last_q, set as a
+  // beat goes); its first beat's is the head's single flag. The channel is driven from registers: the beat offered
+  // and a skid register behind it, so a beat leaves the queues on a register (the skid is empty), not on the
+  // interconnect's ready, and the queues' pops start a LUT from their heads
+  logic [BW-1:0] w_sent, w_len_q;
   logic w_mid, w_last_q;
   logic wo_v_q, ws_v_q;                          // the offered beat and the skid register hold one
   // the skid register is free: !ws_v_q kept as a register of its own, which the lengths' pop reads, so synthesis
@@ -124,7 +125,7 @@ module axi_beat_writer #(
   logic ws_free_q;
   logic [DW+B:0] wo_q, ws_q;                     // {last, strobes, data}
   wire w_last_now = w_mid ? w_last_q : lq_dout[BW];
-  wire w_take = lq_valid && wq_valid && !ws_v_q;
+  wire w_take = (w_mid || lq_valid) && wq_valid && !ws_v_q;
   wire wo_move = !wo_v_q || m_wready;
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -139,10 +140,11 @@ module axi_beat_writer #(
   end
   assign m_wvalid = wo_v_q;
   assign {m_wlast, m_wstrb, m_wdata} = wo_q;
-  assign wq_pop = lq_valid && !ws_v_q;           // w_take but for wq_valid: the queue ignores a pop while empty
-  assign lq_pop = wq_valid_copy && ws_free_q && w_last_now;   // ... and likewise for lq_valid
+  assign wq_pop = (w_mid || lq_valid) && !ws_v_q; // w_take but for wq_valid: the queue ignores a pop while empty
+  assign lq_pop = wq_valid_copy && ws_free_q && !w_mid;        // a first beat's, but for lq_valid likewise
   assign m_bready = 1'b1;
-  assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !wq_valid && !wo_v_q && !ws_v_q && outstanding == 0;
+  assign idle = !b_valid && !g_open && !aq_valid && !lq_valid && !w_mid && !wq_valid && !wo_v_q && !ws_v_q
+                && outstanding == 0;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -184,7 +186,8 @@ module axi_beat_writer #(
       if (w_take) begin
         w_sent <= w_last_now ? '0 : w_sent + 1'b1;
         w_mid <= !w_last_now;
-        w_last_q <= w_sent + 1'b1 == lq_dout[BW-1:0];
+        w_last_q <= w_sent + 1'b1 == (w_mid ? w_len_q : lq_dout[BW-1:0]);
+        if (!w_mid) w_len_q <= lq_dout[BW-1:0];
       end
       beat_written <= w_take;
       outstanding <= outstanding + OW'(m_awvalid && m_awready) - OW'(m_bvalid);

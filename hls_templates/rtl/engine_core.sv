@@ -74,15 +74,15 @@ module engine_core #(
   // what the descriptor implies (its kind, fits, window path and geometry) is decoded once per layer into
   // registers (layer_descriptor), so its multiplies and compares are not in series with the controller, the
   // array, the address generator or the epilogue
-  logic layer_fits, is_conv, dw, has_pool, is_gap, need_lut1, need_lut2, win, win_rows;
+  logic layer_fits, is_conv, dw, has_pool, is_gap, need_lut1, need_lut2, win, win_rows, win_items;
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words, tile_rows;
   logic [15:0] layer_taps;
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
                    .WINO(WINO)) layer_desc (
-    .clk, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1, .need_lut2,
-    .win, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows, .taps(layer_taps));
+    .clk, .rst_n, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1,
+    .need_lut2, .win, .win_items, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows, .taps(layer_taps));
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
@@ -209,6 +209,7 @@ module engine_core #(
   logic pool_start;                        // ag_start, the pool's own (no reset: a start in a reset's cycles
                                            // leaves nothing the reset does not clear), away from its load
   logic nest_start;                        // ... and on a layer of the loop nest
+  logic pix_start;                         // ... its copy for the pixel loops (no reset, as pool_start)
   logic a_run_valid, a_run_ready, a_run_pad;
   logic [63:0] a_run_addr;
   logic [23:0] a_run_beats;
@@ -216,7 +217,7 @@ module engine_core #(
   logic [TAGW-1:0] a_tag;
   logic [31:0] win_limit;
   address_generator #(.V(V), .B(B), .P(P > 1 ? P : 2), .PRIMITIVE(PACK)) agen (
-    .clk, .rst_n, .desc(d), .ag_start, .nest_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
+    .clk, .rst_n, .desc(d), .ag_start, .nest_start, .pix_start, .c0, .nl, .win, .win_limit, .ag_active, .a_run_valid, .a_run_ready, .a_run_addr, .a_run_beats,
     .a_run_pad, .a_run_fill, .a_tag_bits(a_tag));
 
   logic          ab_valid, ab_ready, ab_last;
@@ -318,14 +319,14 @@ module engine_core #(
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;
-  assign item_acc = win ? wc_acc : mac_acc;
-  assign item_b = win ? wc_b : mac_b;
-  assign item_oaddr = win ? wc_oaddr : mac_oaddr;
-  assign item_n = win ? wc_n : mac_n;
-  assign item_y = win ? wc_y : mac_y;
-  assign item_x = win ? wc_x : mac_x;
+  assign item_acc = win_items ? wc_acc : mac_acc;
+  assign item_b = win_items ? wc_b : mac_b;
+  assign item_oaddr = win_items ? wc_oaddr : mac_oaddr;
+  assign item_n = win_items ? wc_n : mac_n;
+  assign item_y = win_items ? wc_y : mac_y;
+  assign item_x = win_items ? wc_x : mac_x;
   logic [TW-1:0] item_tile, wc_tile;
-  assign item_tile = win ? wc_tile : '0;
+  assign item_tile = win_items ? wc_tile : '0;
   sync_fifo #(.W(ITEMW), .DEPTH(16), .OUT_REG(1'b1)) epi_fifo (
     .clk, .rst_n, .push(item_valid),
     .din({item_acc, item_b, item_a, item_oaddr, item_n, item_y, item_x, item_tile}),
@@ -465,6 +466,7 @@ module engine_core #(
     pool_start <= go;
     wc_start <= rst_n && go && win;
     nest_start <= rst_n && go && !win;
+    pix_start <= go && !win;
   end
 
   // the tile: set in S_CHECK and S_NEXT, states no collecting state precedes (main_collecting is 0 there), so

@@ -32,16 +32,18 @@
   endfunction
 
   // the same first half split over the two stages where one shift amount drives many lanes (the residual's, per
-  // layer: its fan-out lengthens a one-stage shifter): the test, the sign and v shifted by the amount's multiple of
-  // eight, of which the 15 bits the rest of the shift reads, then the shift by its low three bits. Arithmetic
-  // shifts compose, so the byte is v >>> s's.
-  function automatic logic [16:0] shift_sat8_coarse(input logic signed [51:0] v, input logic [2:0] s_hi,
+  // layer: its fan-out lengthens a one-stage shifter): the test in four parts of 11 bits, the sign and v shifted by
+  // the amount's multiple of eight, of which the 15 bits the rest of the shift reads; then the parts joined and the
+  // shift by its low three bits. Arithmetic shifts compose, so the byte is v >>> s's.
+  function automatic logic [19:0] shift_sat8_coarse(input logic signed [51:0] v, input logic [2:0] s_hi,
                                                     input logic [43:0] above);
-    shift_sat8_coarse = {|(above & (v[50:7] ^ {44{v[51]}})), v[51], 15'(v >>> {s_hi, 3'b000})};
+    logic [43:0] off;
+    off = above & (v[50:7] ^ {44{v[51]}});
+    shift_sat8_coarse = {|off[43:33], |off[32:22], |off[21:11], |off[10:0], v[51], 15'(v >>> {s_hi, 3'b000})};
   endfunction
 
-  function automatic logic [9:0] shift_sat8_fine(input logic [16:0] coarse, input logic [2:0] s_lo);
-    shift_sat8_fine = {coarse[16:15], 8'(coarse[14:0] >> s_lo)};
+  function automatic logic [9:0] shift_sat8_fine(input logic [19:0] coarse, input logic [2:0] s_lo);
+    shift_sat8_fine = {|coarse[19:16], coarse[15], 8'(coarse[14:0] >> s_lo)};
   endfunction
 
   function automatic logic signed [7:0] shift_sat8_finish(input logic [9:0] parts);
@@ -69,15 +71,14 @@
     pow2_at_least = v <= 8'd1 ? 5'd1 : v <= 8'd2 ? 5'd2 : v <= 8'd4 ? 5'd4 : v <= 8'd8 ? 5'd8 : 5'd16;
   endfunction
 
-  // words * p <= limit for p a power of two up to 16 (else 1): words against limit / p, the five compares side by
-  // side and then one picked, no shift before a compare
-  function automatic logic fits_pow2(input logic [31:0] words, input logic [4:0] p, input logic [35:0] limit);
+  // log2 of pow2_at_least's value (1, 2, 4, 8, 16): which of the window's fit flags it reads
+  function automatic logic [2:0] pow2_log(input logic [4:0] p);
     case (p)
-      5'd16: fits_pow2 = 36'(words) <= limit >> 4;
-      5'd8: fits_pow2 = 36'(words) <= limit >> 3;
-      5'd4: fits_pow2 = 36'(words) <= limit >> 2;
-      5'd2: fits_pow2 = 36'(words) <= limit >> 1;
-      default: fits_pow2 = 36'(words) <= limit;
+      5'd16: pow2_log = 3'd4;
+      5'd8: pow2_log = 3'd3;
+      5'd4: pow2_log = 3'd2;
+      5'd2: pow2_log = 3'd1;
+      default: pow2_log = 3'd0;
     endcase
   endfunction
 

@@ -149,7 +149,13 @@ module epilogue #(
     logic [23:0] above1_dec_q;             // S4's shift decoded, at S3
     logic [43:0] above1_q;                 // the bits of r_q above its shifted result's, from S4's shift
     logic [9:0] p1_q;                      // the saturating shifts' first halves
-    logic [16:0] p2_q;                     // ... the residual's: coarse, its low three bits left to S13
+    logic [19:0] p2_q;                     // ... the residual's: coarse, its low three bits left to S13
+    // the residual shift's low three bits, the lane's own copy for S13 (the layer's register drove every lane's
+    // eight pickers); a reset value per lane keeps synthesis from merging the copies back into one
+    logic [2:0] res_lo_q;
+    always_ff @(posedge clk)
+      if (!rst_n) res_lo_q <= 3'(i);
+      else res_lo_q <= d.res_shift[2:0];
     logic z1_q;                            // the shift is 49 or more: the result is 0
     logic signed [7:0]  q1_d, q1_q, e1_q;
     logic [7:0] t1_q;                      // the first table's entry for q1_q, read from S7's result beside it
@@ -213,8 +219,11 @@ module epilogue #(
       dsp_mult #(.AW(8), .BW(18), .PW(48), .USE_C(1'b1), .PRIMITIVE(PRIMITIVE)) ta_product (
         .clk_i(clk), .en_i(1'b1), .a_i(ta_a), .b_i(ta_b), .c_i(res_half_q), .p_o(ta_p));
       if (TABLES) begin : g_table2
-        lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr), .wdata(lut_wdata),
-                                  .raddr(lut_index(q2_q)), .rdata(t2));
+        // read at q2_q's own bits, its entry q + 128 written with the top bit of its beat's index flipped: no
+        // inverter between the register and the read (lut_index's sign flip, on the write side)
+        localparam int TWA = $clog2(256 / TB);
+        lut_ram #(.B(TB)) table2 (.clk, .we(lut_we2), .waddr(lut_waddr ^ TWA'(1 << (TWA - 1))), .wdata(lut_wdata),
+                                  .raddr(q2_q), .rdata(t2));
       end else begin : g_no_table2
         assign t2 = '0;
       end
@@ -247,7 +256,7 @@ module epilogue #(
       p2_q <= shift_sat8_coarse(52'(t_q), res_s_q[5:3], res_above_q);                      // S12
       pass12_q <= pass11_q;
       q2_q <= !has_res ? pass12_q : res_zero_q ? 8'sd0
-              : shift_sat8_finish(shift_sat8_fine(p2_q, res_s_q[2:0]));                       // S13
+              : shift_sat8_finish(shift_sat8_fine(p2_q, res_lo_q));                           // S13
       q_q <= e2_lut ? t2 : e2_clamp ? clamp8(q2_q, d.act_lo, d.act_hi) : q2_q;             // S14
     end
     assign q1_d = z1_q ? 8'sd0 : shift_sat8_finish(p1_q);

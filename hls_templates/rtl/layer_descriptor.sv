@@ -21,12 +21,14 @@ module layer_descriptor #(
   parameter bit WINO = 0           // the window path's Winograd unit: WINOGRAD layers take it (16 weight taps)
 ) (
   input  logic clk,
+  input  logic rst_n,
   input  logic [1023:0] raw,
   output logic [engine_pkg::DESC_BITS-1:0] desc,
   output logic fits,
   output logic is_conv, dw, has_pool, is_gap,   // the layer's kind (dw, has_pool: a conv's flags)
   output logic need_lut1, need_lut2,            // its activations take lookup tables 1 and 2
   output logic win,                // the layer runs on the window path
+  output logic win_items,          // ... a copy for the picks between the two paths' results (hundreds of bits)
   output logic win_rows,           // a depthwise layer there takes a kernel row per step (else a tap, diagonally)
   output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
   output logic [4:0] win_slots,    // input rows the window holds
@@ -67,7 +69,7 @@ module layer_descriptor #(
   // a program built for a bigger engine is refused, never run past a buffer: its tests in four registers (what
   // every layer needs, its output's interleave, a conv's and the other ops' geometry), picked by the layer's kind
   logic ok_op_q, ok_range_q, ok_step_q, ok_conv_q, ok_other_q, ok_kernel_q, ok_chan_q, ok_pool_k_q, ok_pool_w_q;
-  logic ok_kind_q, ok_l2_q, ok_pool_s_q, ok_other_c_q;   // parts of ok_op_q, ok_pool_k_q, ok_other_q (first cycle)
+  logic ok_kind_q, ok_pool_s_q, ok_other_c_q;   // parts of ok_op_q, ok_pool_k_q, ok_other_q (first cycle)
   logic [15:0] taps_p;                   // kh x kw
   logic [31:0] tile_rows_p;              // ... times the input's channel beats
   logic ahead_fits_q, least_fits_q;      // the window holds rows to load ahead, the kernel's (sixth cycle)
@@ -75,13 +77,14 @@ module layer_descriptor #(
   logic win_ok_q, rows_ok_q, group_ok_q; // the window path's conditions apart from its geometry
   logic win_kind_q, win_res_q, win_step_q;
   wire wino_q = d.flags[F_WINOGRAD];
+  logic is_l2_q, l2_chan_q, l2_shift_q;  // an L2NORM's, in three parts: its kind, channels and shift (first cycle)
   always_ff @(posedge clk) begin
-    logic l2_ok;
-    l2_ok = d.op != OP_L2NORM || (d.in_c == d.out_c && d.res_shift >= 8'd2 && d.res_shift <= 8'd26);
     // each test a few LUTs deep: its own register, their conjunction a cycle later (the checks wait five)
     ok_kind_q <= d.op >= OP_CONV && d.op <= OP_L2NORM && d.batch != 0;
-    ok_l2_q <= l2_ok;
-    ok_op_q <= ok_kind_q && ok_l2_q;
+    is_l2_q <= d.op == OP_L2NORM;
+    l2_chan_q <= d.in_c == d.out_c;
+    l2_shift_q <= d.res_shift >= 8'd2 && d.res_shift <= 8'd26;
+    ok_op_q <= ok_kind_q && (!is_l2_q || (l2_chan_q && l2_shift_q));
     ok_range_q <= d.res_mult_a >= 0 && d.res_mult_a < 32'sd131072 && d.res_mult_b >= 0 && d.res_mult_b < 32'sd131072
                   && (d.in_c[VSH-1:0] == 0 || VSH == 0) && d.in_c != 0;
     // interleaved output: a transposed conv's phase, nothing fused after the act
@@ -160,10 +163,14 @@ module layer_descriptor #(
     need_lut2 <= d.act2 == ACT_LUT && ((d.op == OP_CONV && d.flags[F_RESIDUAL]) || d.op == OP_ADD);
   end
 
-  // a row's words per bank and stride phase (the fifth cycle)
+  // a row's words per bank and stride phase (the fifth cycle), and whether 1, 2, 4, 8 or 16 rows of them fit the
+  // window (fit_q[k]: 2^k rows), each a compare of the product with a constant (x2 at stride 2: half the constant)
+  logic [4:0] fit_q;
   always_ff @(posedge clk) begin
     win_phase_words <= row_words_p;
     win_row_words <= row_words_p << s2_q;
+    for (int k = 0; k < 5; k++)
+      fit_q[k] <= 36'(row_words_p) <= (s2_q ? 36'(WDEPTH) >> (k + 1) : 36'(WDEPTH) >> k);
   end
 
   // sixth cycle: whether the window holds kh + stride + 1 rows (`ahead`, rounded up to a power of two, at most 8),
@@ -172,11 +179,12 @@ module layer_descriptor #(
   // (neither fits: the layer takes the per-tap path)
   logic [7:0] group_fit_q;
   always_ff @(posedge clk) begin
-    ahead_fits_q <= ahead_q <= 5'd8 && fits_pow2(win_row_words, ahead_q, 36'(WDEPTH));
-    least_fits_q <= least_q <= 5'd8 && fits_pow2(win_row_words, least_q, 36'(WDEPTH));
+    ahead_fits_q <= ahead_q <= 5'd8 && fit_q[pow2_log(ahead_q)];
+    least_fits_q <= least_q <= 5'd8 && fit_q[pow2_log(least_q)];
+    // (m tiles fit where tile_rows <= WROWS / m: compares with constants side by side, no product before them)
     group_fit_q <= 8'd1;
     for (int m = 2; m <= P; m *= 2)
-      if (32'(m) * tile_rows <= 32'(WROWS)) group_fit_q <= 8'(m);
+      if (tile_rows <= 32'(WROWS / m)) group_fit_q <= 8'(m);
   end
   logic win_d;
   logic [4:0] win_slots_d;
@@ -190,4 +198,8 @@ module layer_descriptor #(
     win_slots <= win_slots_d;
     group_max <= win_d && group_ok_q ? group_fit_q : 8'd1;
   end
+  // the copy's reset, which `win` has not, keeps synthesis from merging the two
+  always_ff @(posedge clk)
+    if (!rst_n) win_items <= 1'b0;
+    else win_items <= win_d;
 endmodule

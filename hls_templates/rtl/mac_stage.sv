@@ -135,6 +135,8 @@ module mac_stage #(
   logic [NS-1:0] c2_take_q;
   logic c2_take_sh_q;
   logic [DW-1:0] c2_data_sh;
+  logic [DW-1:0] pl_data_sh;               // ... shifted by whole words of four lanes, a stage ahead (the shift over
+                                           // two stages, a 4:1 pick each)
   logic [DW-1:0] c2_data;
   logic signed [31:0] c2_sum[G];
   logic signed [31:0] acc[G];
@@ -178,7 +180,8 @@ module mac_stage #(
         c2_take_q[k] <= (pl_tag.kind == K_RES && nl >= 8'(V) && p_idx[(PS-1)*24 +: 8] == 8'(k))
                         || (pl_tag.kind == K_B && k == 0);
       c2_take_sh_q <= pl_tag.kind == K_RES && nl < 8'(V);
-      c2_data_sh <= pl_data >> (8 * (c0 & 16'(V - 1)));
+      pl_data_sh <= p_data[(PS-2)*DW +: DW] >> (8 * (c0 & 16'(V - 1) & ~16'd3));
+      c2_data_sh <= pl_data_sh >> (8 * (c0 & 16'(V - 1) & 16'd3));
       c2_start <= pl_tag.first && p_idx0[PS-1];
       c2_add_q <= pl_tag.kind == K_MAC || pl_tag.kind == K_DW || pl_tag.kind == K_GAP;
       c2_from_bias_q <= (pl_tag.kind == K_MAC || pl_tag.kind == K_DW) && pl_tag.first && p_idx0[PS-1];

@@ -44,15 +44,15 @@ module pool_unit #(
   logic kw_one_q, kh_one_q, w_one_q, h_one_q, n_one_q;
   logic kw_two_q, kh_two_q, w_two_q, h_two_q;
   loop_bound #(.W(8)) kw_bound (.clk_i(clk), .count_i(d.pool_kw), .less2_o(), .less3_o(kw_pen2_q),
-    .is1_o(kw_one_q), .is2_o(kw_two_q));
+    .is1_o(kw_one_q), .is2_o(kw_two_q), .is3_o());
   loop_bound #(.W(8)) kh_bound (.clk_i(clk), .count_i(d.pool_kh), .less2_o(), .less3_o(kh_pen2_q),
-    .is1_o(kh_one_q), .is2_o(kh_two_q));
+    .is1_o(kh_one_q), .is2_o(kh_two_q), .is3_o());
   loop_bound #(.W(16)) w_bound (.clk_i(clk), .count_i(d.out_w), .less2_o(), .less3_o(w_pen2_q),
-    .is1_o(w_one_q), .is2_o(w_two_q));
+    .is1_o(w_one_q), .is2_o(w_two_q), .is3_o());
   loop_bound #(.W(16)) h_bound (.clk_i(clk), .count_i(d.out_h), .less2_o(), .less3_o(h_pen2_q),
-    .is1_o(h_one_q), .is2_o(h_two_q));
+    .is1_o(h_one_q), .is2_o(h_two_q), .is3_o());
   loop_bound #(.W(16)) n_bound (.clk_i(clk), .count_i(d.batch), .less2_o(n_pen_q), .less3_o(),
-    .is1_o(n_one_q), .is2_o());
+    .is1_o(n_one_q), .is2_o(), .is3_o());
   always_ff @(posedge clk) begin
     has_pool <= d.op == OP_CONV && d.flags[F_POOL];
     conv_w_last_q <= d.flags[F_WINOGRAD] && d.conv_w[0] && ((d.conv_w - 16'd1) & 16'(2 * P - 1)) >= 16'd2
@@ -98,7 +98,6 @@ module pool_unit #(
   logic        em_busy, em_done;
   logic signed [31:0] em_first;                  // first conv row of pooled row em_py
   logic signed [31:0] em_first_next;             // em_first + pool_sh: the next pooled row's, a register beside it
-  logic        img_last_q;                       // every loop but the image's at its end: an image's last tap
   logic signed [31:0] em_left;                   // first conv column of pooled pixel em_px
   logic [16:0] em_ring_end;                      // em_first + RINGK within [0, 2^16]: rows from it on wait
   logic [31:0] need_rows;                        // conv rows pooled row em_py needs: min(em_first + kh, conv_h)
@@ -125,6 +124,8 @@ module pool_unit #(
   logic er_in;
   logic tap_valid, tap_in, tap_last, tap_first;
   logic [31:0] tap_oaddr;
+  logic [31:0] out_base_q;           // the layer's out_addr + out_c_offset: a start adds c0 to a register alone
+  always_ff @(posedge clk) out_base_q <= d.out_addr + 32'(d.out_c_offset);
   logic [31:0] em_oaddr;             // where pooled pixel (em_n, em_py, em_px) goes: dense NHWC, so the next
                                      // pixel, row or image is always one stride on
   logic [G*8-1:0] best;
@@ -164,6 +165,7 @@ module pool_unit #(
   logic rows_in_q;
   wire em_step = has_pool && !em_done && (em_busy || rows_in_q) && out_room;
   logic row_last_q;                              // kx_end && ky_end && px_end, a flag set with them
+  wire img_last = row_last_q && py_end;          // ... and py_end: an image's last tap
   wire em_row_end = em_step && row_last_q;
   always_ff @(posedge clk)
     if (start || em_row_end) rows_in_q <= 1'b0;         // (no step before a start: em_done)
@@ -200,23 +202,18 @@ module pool_unit #(
   always_ff @(posedge clk)
     if (!rst_n) em_done <= 1'b1;
     else if (start) em_done <= !has_pool;
-    else if (em_step && img_last_q && n_end) em_done <= 1'b1;
+    else if (em_step && img_last && n_end) em_done <= 1'b1;
   always_ff @(posedge clk)
     if (start) begin
-      img_last_q <= kw_one_q && kh_one_q && w_one_q && h_one_q;
       row_last_q <= kw_one_q && kh_one_q && w_one_q;
     end else if (em_step) begin
       if (!kx_end) begin
-        img_last_q <= kx_pen && ky_end && px_end && py_end;
         row_last_q <= kx_pen && ky_end && px_end;
       end else if (!ky_end) begin
-        img_last_q <= kw_one_q && ky_pen && px_end && py_end;
         row_last_q <= kw_one_q && ky_pen && px_end;
       end else if (!px_end) begin
-        img_last_q <= kw_one_q && kh_one_q && px_pen && py_end;
         row_last_q <= kw_one_q && kh_one_q && px_pen;
       end else begin
-        img_last_q <= !py_end ? kw_one_q && kh_one_q && w_one_q && py_pen : kw_one_q && kh_one_q && w_one_q && h_one_q;
         row_last_q <= kw_one_q && kh_one_q && w_one_q;
       end
     end
@@ -224,12 +221,12 @@ module pool_unit #(
   always_ff @(posedge clk)
     if (start) begin
       em_n <= '0; n_end <= n_one_q;
-    end else if (em_step && img_last_q && !n_end) begin
+    end else if (em_step && img_last && !n_end) begin
       em_n <= em_n + 16'd1; n_end <= em_n == n_pen_q;
     end
   // the conv rows of the image in the ring: from the ring's writes, back to none as the emitter leaves the image
   always_ff @(posedge clk)
-    if (!rst_n || start || (em_step && img_last_q)) rows_done <= '0;
+    if (!rst_n || start || (em_step && img_last)) rows_done <= '0;
     else if (ring_we && rq_x == conv_w_last_q) rows_done <= rq_y + 16'd1;
   always_ff @(posedge clk) begin
     tap_valid <= rst_n && !start && em_step;
@@ -239,7 +236,7 @@ module pool_unit #(
       kx_pen <= kw_two_q; ky_pen <= kh_two_q; px_pen <= w_two_q;
       em_left <= left_edge;
       in_x_lo_q <= 18'sd0 - 18'(left_edge); in_x_hi_q <= 18'(d.conv_w) - 18'(left_edge);
-      em_oaddr <= d.out_addr + 32'(d.out_c_offset) + 32'(c0);
+      em_oaddr <= out_base_q + 32'(c0);
     end else begin
       tap_in <= er_in;
       tap_first <= em_ky == 0 && em_kx == 0;

@@ -2,7 +2,9 @@
 // wait in a queue of DEPTH beats, and leave as whole pixels (BEATS beats each) from a register, with a spare
 // behind it. The pixel out, its valid flag and the queue's ready are registers, so neither the window path's drain
 // (and through it the array's advance) nor the activation stream's ready tests a queue pointer. A collector
-// gathers the next pixel while the current one waits, so a pixel still leaves every BEATS cycles.
+// gathers the next pixel while the current one waits, so a pixel still leaves every BEATS cycles. A pixel leaves
+// shifted down by `shift_i` bytes (a tile narrower than a beat reads its lanes from the beat's low bytes): the
+// shift sits before the out register, not behind it on the way to the epilogue.
 module residual_queue #(
   parameter int DW = 128,          // beat bits
   parameter int BEATS = 1,         // beats of a pixel
@@ -15,8 +17,10 @@ module residual_queue #(
   input  logic [DW-1:0]       data_i,
   output logic                ready_o,     // the queue can take a beat
   output logic                valid_o,     // a whole pixel is out
+  input  logic [$clog2(BEATS*DW/8)-1:0] shift_i,   // bytes, steady while a tile's pixels leave
   output logic [BEATS*DW-1:0] pixel_o,
-  input  logic                pop_i        // the pixel out is used
+  input  logic                pop_i        // the pixel out is used; ignored while none is out, so a consumer
+                                           // need not test valid_o (its enables then start a LUT from registers)
 );
   localparam int CW = $clog2(BEATS + 1);
   localparam int AW = $clog2(DEPTH);
@@ -84,7 +88,7 @@ module residual_queue #(
       else if (move) spare_v_q <= 1'b1;
     end
     if (q_pop) coll_q[slot] <= q_head;
-    if (out_take) pixel_o <= spare_v_q ? spare_q : collected;
+    if (out_take) pixel_o <= (spare_v_q ? spare_q : collected) >> (8 * 32'(shift_i));
     if (move && !out_take) spare_q <= collected;
   end
 endmodule

@@ -27,12 +27,17 @@ module result_writer #(
   logic [DW-1:0] w_data;
   logic [V-1:0]  w_strb;
   wire [7:0] ser_beats = nl > 8'(V) ? 8'(nl >> VSH) : 8'd1;
-  // per layer, in registers: whether a result is one beat, and its beats less two, so the last beat is a flag
-  logic one_beat_q;
+  // per layer, in registers: whether a result is one beat, and its beats less two, so the last beat is a flag;
+  // whether it fills whole beats, and a narrow result's strobes before their shift to its lanes (no compare or
+  // subtract behind the beat's data and strobes)
+  logic one_beat_q, whole_q;
   logic [7:0] ser_pen_q;
+  logic [V-1:0] nl_strb_q;
   always_ff @(posedge clk) begin
     one_beat_q <= ser_beats == 8'd1;
     ser_pen_q <= ser_beats - 8'd2;
+    whole_q <= nl >= 8'(V);
+    nl_strb_q <= V'((128'(1) << nl) - 128'(1));
   end
   // act_base + offset in 64 bits as a 34-bit sum of the low halves and the high half plus its carry (0 to 2), the
   // high half's sums per run in registers: no 64-bit carry chain behind the queue's head
@@ -48,14 +53,14 @@ module result_writer #(
     logic [31:0] lane;
     logic [33:0] low;
     lane = in_oaddr & 32'(V - 1);
-    if (nl >= 8'(V)) begin
+    if (whole_q) begin
       low = base_k_q + 34'(in_oaddr);
       w_data = in_q[32'(ser_k) * DW +: DW];
       w_strb = '1;
     end else begin
       low = base_k_q + 34'({in_oaddr[31:VSH], {VSH{1'b0}}});
       w_data = DW'(in_q) << (8 * lane);
-      w_strb = V'(((128'(1) << nl) - 128'(1)) << lane);
+      w_strb = nl_strb_q << lane;
     end
     w_low = low;
   end

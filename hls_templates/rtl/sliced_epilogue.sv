@@ -130,10 +130,6 @@ module sliced_epilogue #(
           active <= 1'b1; k <= '0;
           k_sel <= P'(1);
           idx_sel <= (PM*P)'(1) << ((PM > 1 ? 32'(in_tile) : 32'd0) * P);
-          acc <= in_acc; b <= in_b; g <= gate;
-          a <= '0;
-          a[8*V-1:0] <= in_a;                 // lanes past VEC have no first operand
-          oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;
         end else if (active) begin
           if (k == KW'(P - 1)) active <= 1'b0;
           else begin
@@ -153,6 +149,16 @@ module sliced_epilogue #(
         end
       end
     end
+    // the operands load whenever an item could be taken (ready_q), popped or not: none is read before in_valid
+    // starts a pass, and while one runs ready_q is up only in its last pass's cycle, whose operands are read as
+    // they are replaced. Their enable (a load of hundreds) is then a register, not the pop's LUT
+    always_ff @(posedge clk)
+      if (ready_q) begin
+        acc <= in_acc; b <= in_b; g <= gate;
+        a <= '0;
+        a[8*V-1:0] <= in_a;                   // lanes past VEC have no first operand
+        oaddr <= in_oaddr; n <= in_n; y <= in_y; x <= in_x;
+      end
     assign busy = active || s_busy || out_valid;
   end
 endmodule

@@ -84,8 +84,8 @@ module window_conv #(
   // per layer, in registers: the descriptor is steady for cycles before a tile starts
   logic s2;
   logic [15:0] cbs;                              // channel beats of a pixel in the window
-  logic [15:0] cb_pen_q;                        // ... less two
-  logic cb_one_q, cb_two_q;                      // ... is one, is two
+  logic [15:0] cb_pen_q, cb_pen3_q;             // ... less two, less three
+  logic cb_one_q, cb_two_q, cb_three_q;          // ... is one, two, three
   wire [15:0] cbs_d = d.flags[F_DEPTHWISE] ? 16'd1 : d.in_c >> VSH;
   always_ff @(posedge clk) begin
     s2 <= d.stride_w == 8'd2;
@@ -113,13 +113,15 @@ module window_conv #(
     row_step_q <= wino || s2 ? 2'd2 : 2'd1;
     col_step_q <= 32'(P) << (s2 || wino);
   end
-  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(cb_count_q), .less2_o(cb_pen_q), .less3_o(),
-    .is1_o(cb_one_q), .is2_o(cb_two_q));
+  loop_bound #(.W(16)) cb_bound (.clk_i(clk), .count_i(cb_count_q), .less2_o(cb_pen_q), .less3_o(cb_pen3_q),
+    .is1_o(cb_one_q), .is2_o(cb_two_q), .is3_o(cb_three_q));
   logic [15:0] wr_cb_pen;                        // the window's channel beats for its writer
   logic wr_cb_one;
   if (WINO) begin : g_writer_beats
     loop_bound #(.W(16)) wr_bound (.clk_i(clk), .count_i(cbs_d), .less2_o(wr_cb_pen), .less3_o(), .is1_o(wr_cb_one),
-      .is2_o());
+      .is2_o(), .is3_o());
+    logic unused_cb_pen;                         // the step loop's own bound less two: its flags are kept from less three
+    assign unused_cb_pen = ^cb_pen_q;
   end else begin : g_writer_beats_shared
     assign wr_cb_pen = cb_pen_q;
     assign wr_cb_one = cb_one_q;
@@ -230,12 +232,13 @@ module window_conv #(
   wire [WAW-1:0] t0_wraddr = dw ? (phases == 8'd2 ? WAW'({ky, kx[0]}) : WAW'(ky)) : wino ? wwrow : wrow;
 
   // the loop bounds, per layer and tile in registers, so the step's end tests are equalities of registers: the
-  // step's loops (kx, ky, tile) as their last less one (`_pen_q`) and whether the last is zero or one
+  // step's loops (kx, ky, tile) as their last less two (`_pen3_q`) and whether the last is zero, one or two
   logic [15:0] n_last_q, x_more_q;
   logic [15:0] y_pen_q;                          // the output rows less two; y's last is zero, or one
   logic y_zero_q, y_one_q;
-  logic [7:0] kx_pen_q, ky_pen_q, m_pen_q;
+  logic [7:0] kx_pen3_q, ky_pen3_q, m_pen3_q;    // less three: the `_nx_pen` flags' compares
   logic kx_zero_q, kx_one_q, ky_zero_q, ky_one_q, m_zero_q, m_one_q;
+  logic kx_two_q, ky_two_q, m_two_q;
   logic single_q;                                // a group is one step: every step loop's last is zero
   // a Winograd layer's group counts 4 x 4 x (beats + 1) steps on these loops (its own counters say what each does)
   wire [7:0] kx_count = wino ? 8'd4 : dw ? phases : d.kw;
@@ -244,14 +247,14 @@ module window_conv #(
   // output rows, or rows of tiles: a register, so its add is not behind loop_bound's compares
   logic [15:0] y_count;
   always_ff @(posedge clk) y_count <= wino ? 16'((32'(d.conv_h) + 32'd1) >> 1) : d.conv_h;
-  loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(kx_count), .less2_o(kx_pen_q), .less3_o(), .is1_o(kx_zero_q),
-    .is2_o(kx_one_q));
-  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(wino ? 8'd4 : d.kh), .less2_o(ky_pen_q), .less3_o(),
-    .is1_o(ky_zero_q), .is2_o(ky_one_q));
-  loop_bound #(.W(8)) m_bound (.clk_i(clk), .count_i(group_tiles), .less2_o(m_pen_q), .less3_o(), .is1_o(m_zero_q),
-    .is2_o(m_one_q));
+  loop_bound #(.W(8)) kx_bound (.clk_i(clk), .count_i(kx_count), .less2_o(), .less3_o(kx_pen3_q),
+    .is1_o(kx_zero_q), .is2_o(kx_one_q), .is3_o(kx_two_q));
+  loop_bound #(.W(8)) ky_bound (.clk_i(clk), .count_i(wino ? 8'd4 : d.kh), .less2_o(), .less3_o(ky_pen3_q),
+    .is1_o(ky_zero_q), .is2_o(ky_one_q), .is3_o(ky_two_q));
+  loop_bound #(.W(8)) m_bound (.clk_i(clk), .count_i(group_tiles), .less2_o(), .less3_o(m_pen3_q),
+    .is1_o(m_zero_q), .is2_o(m_one_q), .is3_o(m_two_q));
   loop_bound #(.W(16)) y_bound (.clk_i(clk), .count_i(y_count), .less2_o(y_pen_q), .less3_o(),
-    .is1_o(y_zero_q), .is2_o(y_one_q));
+    .is1_o(y_zero_q), .is2_o(y_one_q), .is3_o());
   always_ff @(posedge clk) begin
     first_last_q <= (wino ? 32'sd3 : 32'(d.kh) - 32'sd1) - 32'(d.pad_t);
     in_h_last_q <= 32'(d.in_h) - 32'sd1;
@@ -270,12 +273,17 @@ module window_conv #(
   // group's last tile), and that the row ends with this group (no group follows in the row, no depthwise flush)
   logic group_last, row_end;
   // and, per step loop, that its next value is its last (`_nx` equals the last), so those decisions are one flag
-  // deep: each is set by comparing `_nx` with the last less one as the loop steps
+  // deep: each steps to the `_nx_pen` flag below as the loop steps
   logic cb_nx_last, kx_nx_last, ky_nx_last, m_nx_last;
+  // and, a step further ahead, that `_nx` is the last less one (what `_nx_last` steps to), kept the same way from
+  // a compare of `_nx` with the last less two: the step sets `_nx_last` from a flag, no compare behind it
+  logic cb_nx_pen, kx_nx_pen, ky_nx_pen, m_nx_pen;
   logic [15:0] cb_nx, y_nx, n_nx, x0_nx;
   logic [7:0] kx_nx, ky_nx;
   logic [TW-1:0] m_nx;
-  wire last_step = last_cb && last_kx && last_ky;
+  // the step is its tap's last (last_cb && last_kx && last_ky): a register of its own, set from the flags' next
+  // values as they are (its load is near forty: the tile and Winograd loops' enables)
+  logic last_step;
   wire first_step = cb == 0 && kx == 0 && ky == 0;
   logic [31:0] oh_step;                          // an image's output rows (per layer, a register)
   always_ff @(posedge clk) oh_step <= d.out_step == 8'd2 ? 32'({d.out_h[14:0], 1'b0}) : 32'(d.out_h);
@@ -283,6 +291,7 @@ module window_conv #(
   // before then; the first of its steps waits three cycles
   wire row_change = t0_fire && group_last && row_end;   // one LUT: the fire's three registers and the two flags
   logic group_last_d;                     // group_last after a step within the group, from the flags' next values
+  logic last_step_d;                      // ... and last_step
   always_comb begin
     logic lt, lc, lkx, lky;
     lt = last_step ? m_nx_last : last_tile;
@@ -290,7 +299,11 @@ module window_conv #(
     lkx = !last_cb ? last_kx : !last_kx ? kx_nx_last : kx_zero_q;
     lky = !last_cb || !last_kx ? last_ky : last_ky ? ky_zero_q : ky_nx_last;
     group_last_d = lt && lc && lkx && lky;
+    last_step_d = lc && lkx && lky;
   end
+  always_ff @(posedge clk)                // (a group's end sets what its last step's wraps give: no group_last)
+    if (start) last_step <= cb_one_q && kx_zero_q && ky_zero_q;
+    else if (t0_fire) last_step <= last_step_d;
   logic image_end_q;
   always_ff @(posedge clk) begin
     near_q <= last_q < in_h_last_q ? last_q : in_h_last_q;
@@ -311,12 +324,44 @@ module window_conv #(
     if (!rst_n) active <= 1'b0;
     else if (start) active <= 1'b1;
     else if (!t0_fire && image_end_q && last_n) active <= 1'b0;
+  // the tap loops (cb, kx, ky) in a block of their own, on the start and the fire alone: a group's last step has
+  // every one of them at its last, so the step's own wraps give what the group's end would set, and the group-last
+  // flag (a load near fifty) is not among their decisions
+  always_ff @(posedge clk)
+    if (start) begin
+      ky <= '0; kx <= '0; cb <= '0;
+      ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1;
+      last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q;
+      cb_nx_last <= cb_two_q; kx_nx_last <= kx_one_q; ky_nx_last <= ky_one_q;
+      cb_nx_pen <= cb_three_q; kx_nx_pen <= kx_two_q; ky_nx_pen <= ky_two_q;
+    end else if (t0_fire) begin
+      if (!last_cb) begin
+        cb <= cb_nx; cb_nx <= cb_nx + 16'd1;
+        last_cb <= cb_nx_last; cb_nx_last <= cb_nx_pen; cb_nx_pen <= cb_nx == cb_pen3_q;
+      end else begin
+        cb <= '0; cb_nx <= 16'd1;
+        last_cb <= cb_one_q; cb_nx_last <= cb_two_q; cb_nx_pen <= cb_three_q;
+        if (!last_kx) begin
+          kx <= kx_nx; kx_nx <= kx_nx + 8'd1;
+          last_kx <= kx_nx_last; kx_nx_last <= kx_nx_pen; kx_nx_pen <= kx_nx == kx_pen3_q;
+        end else begin
+          kx <= '0; kx_nx <= 8'd1;
+          last_kx <= kx_zero_q; kx_nx_last <= kx_one_q; kx_nx_pen <= kx_two_q;
+          if (last_ky) begin
+            ky <= '0; ky_nx <= 8'd1;
+            last_ky <= ky_zero_q; ky_nx_last <= ky_one_q; ky_nx_pen <= ky_two_q;
+          end else begin
+            ky <= ky_nx; ky_nx <= ky_nx + 8'd1;
+            last_ky <= ky_nx_last; ky_nx_last <= ky_nx_pen; ky_nx_pen <= ky_nx == ky_pen3_q;
+          end
+        end
+      end
+    end
   always_ff @(posedge clk) begin
     if (start) begin
-      n <= '0; x0 <= '0; ky <= '0; kx <= '0; cb <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
-      n_nx <= 16'd1; x0_nx <= 16'(P); ky_nx <= 8'd1; kx_nx <= 8'd1; cb_nx <= 16'd1; m_nx <= TW'(1);
-      last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q; last_tile <= m_zero_q;
-      cb_nx_last <= cb_two_q; kx_nx_last <= kx_one_q; ky_nx_last <= ky_one_q; m_nx_last <= m_one_q;
+      n <= '0; x0 <= '0; wrow <= '0; m <= '0; flush <= 1'b0;
+      n_nx <= 16'd1; x0_nx <= 16'(P); m_nx <= TW'(1);
+      last_tile <= m_zero_q; m_nx_last <= m_one_q; m_nx_pen <= m_two_q;
       last_n <= n_last_q == 0; more_groups <= x_more_q != 0;
       group_last <= single_q; row_end <= x_more_q == 0 && !dw;
       img_base <= '0; nh_q <= '0; col0 <= 32'sd0 - 32'(d.pad_l);
@@ -326,34 +371,11 @@ module window_conv #(
         wrow <= wrow + WAW'(1);
         if (last_step) begin
           m <= m_nx; m_nx <= m_nx + TW'(1);
-          last_tile <= m_nx_last; m_nx_last <= 8'(m_nx) == m_pen_q;
-        end
-        if (!last_cb) begin
-          cb <= cb_nx; cb_nx <= cb_nx + 16'd1;
-          last_cb <= cb_nx_last; cb_nx_last <= cb_nx == cb_pen_q;
-        end else begin
-          cb <= '0; cb_nx <= 16'd1;
-          last_cb <= cb_one_q; cb_nx_last <= cb_two_q;
-          if (!last_kx) begin
-            kx <= kx_nx; kx_nx <= kx_nx + 8'd1;
-            last_kx <= kx_nx_last; kx_nx_last <= kx_nx == kx_pen_q;
-          end else begin
-            kx <= '0; kx_nx <= 8'd1;
-            last_kx <= kx_zero_q; kx_nx_last <= kx_one_q;
-            if (last_ky) begin
-              ky <= '0; ky_nx <= 8'd1;
-              last_ky <= ky_zero_q; ky_nx_last <= ky_one_q;
-            end else begin
-              ky <= ky_nx; ky_nx <= ky_nx + 8'd1;
-              last_ky <= ky_nx_last; ky_nx_last <= ky_nx == ky_pen_q;
-            end
-          end
+          last_tile <= m_nx_last; m_nx_last <= m_nx_pen; m_nx_pen <= 8'(m_nx) == m_pen3_q;
         end
       end else begin                       // the group is issued: the next group, row or image
-        wrow <= '0; cb <= '0; kx <= '0; ky <= '0; m <= '0;
-        cb_nx <= 16'd1; kx_nx <= 8'd1; ky_nx <= 8'd1; m_nx <= TW'(1);
-        last_cb <= cb_one_q; last_kx <= kx_zero_q; last_ky <= ky_zero_q; last_tile <= m_zero_q;
-        cb_nx_last <= cb_two_q; kx_nx_last <= kx_one_q; ky_nx_last <= ky_one_q; m_nx_last <= m_one_q;
+        wrow <= '0; m <= '0; m_nx <= TW'(1);
+        last_tile <= m_zero_q; m_nx_last <= m_one_q; m_nx_pen <= m_two_q;
         group_last <= single_q;
         if (!row_end) begin
           if (!more_groups) flush <= 1'b1;
@@ -631,6 +653,7 @@ module window_conv #(
   // bias step starts the one set from the bias, a select its adder absorbs.
   logic t2_valid, t2_bias, t2_last, t2_flush, t2_wcomp;
   logic [15:0] t2_n, t2_y, t2_x;
+  logic [16:0] t2_left;                          // conv_w - t2_x (wrapped: from 2^16 on when negative), beside it
   logic signed [ACC_W-1:0] t2_sum[P][R];
   logic signed [19:0] t2_carry[P][DL];           // depthwise: the previous group's share
   // the tile's bias (the tables hold still while a group runs): with the unit the step entering T2's, picked from
@@ -653,6 +676,7 @@ module window_conv #(
     else if (adv) begin
       t2_valid <= a_valid;
       t2_bias <= a_bias; t2_last <= a_last; t2_m <= a_m; t2_n <= a_n; t2_y <= a_y; t2_x <= a_x;
+      t2_left <= {1'b0, d.conv_w} - {1'b0, a_x};
       t2_flush <= a_flush;
       t2_oaddr <= a_oaddr;
       t2_wcomp <= a_wcomp;
@@ -725,20 +749,20 @@ module window_conv #(
   localparam int RB = R > V ? R / V : 1;
   logic res_valid;
   logic [RB*DW-1:0] res_pixel;
-  wire drain = !ob_empty_q && room && (!has_res || res_valid);
+  wire res_in = !has_res || res_valid;          // the residual operand a drain needs is out (or none is needed)
+  wire drain = !ob_empty_q && room && res_in;
+  // its pop is drain's but for res_valid (the queue ignores a pop while no pixel is out)
   residual_queue #(.DW(DW), .BEATS(RB), .DEPTH(RESQ)) res_queue (
     .clk_i(clk), .rst_ni(rst_n), .clear_i(start), .push_i(ab_valid && is_res), .data_i(ab_data),
-    .ready_o(res_room), .valid_o(res_valid), .pixel_o(res_pixel), .pop_i(drain && has_res));
+    .ready_o(res_room), .valid_o(res_valid), .shift_i(R >= V ? '0 : $clog2(RB*DW/8)'(c0 & 16'(V - 1))),
+    .pixel_o(res_pixel), .pop_i(!ob_empty_q && room && has_res));
   assign ab_ready = !is_res || res_room;
-  always_comb begin
-    item_b = '0;
-    if (R >= V) item_b[RB*DW-1:0] = res_pixel;
-    else item_b[DW-1:0] = res_pixel >> (8 * (c0 & 16'(V - 1)));
-  end
+  assign item_b = res_pixel;                     // R < V: shifted to the tile's lanes in the queue
   // A finished group goes to a hold register, and from there to the output buffer when that is empty or gives
   // its last pixel now. The pipeline's move (`adv`) fans out to the whole array, so it is a register, set from
   // what the next cycle holds: it stops the pipeline only while a finished group at T2 would find the hold full.
-  wire ob_free = ob_empty_q || (ob_one_q && drain);
+  // (drain's terms written out: one LUT of six registers, not a LUT behind drain's, ahead of the hold's load)
+  wire ob_free = ob_empty_q || (ob_one_q && room && res_in);
   logic hold_q;
   logic signed [ACC_W-1:0] hd[Q][P][R];
   logic [1:0] hset;                              // Winograd: the set the hold hands on next (output (i, j))
@@ -749,7 +773,7 @@ module window_conv #(
   // thousand) ahead of an add
   logic [31:0] hd_oaddr[Q];
   logic [TW-1:0] hd_tile;
-  wire move = hold_q && ob_free;
+  (* keep *) wire move = hold_q && ob_free;    // kept: a LUT of registers, not re-mapped behind drain's LUT
   // a group's end (T2 holds its last step and the pipeline moves) and its move to the hold (a group to hand on):
   // registers set a cycle ahead from what the next cycle holds, as `adv` is, so the accumulators' clear and the
   // hold's load (thousands of flip-flops each) are a register's net, and the pipeline's move does not decide them
@@ -789,7 +813,8 @@ module window_conv #(
   end else begin : g_shared_move
     assign array_en = adv;
   end
-  wire [15:0] g_count = 32'(d.conv_w) - 32'(t2_x) < 32'(P) ? 16'(32'(d.conv_w) - 32'(t2_x)) : 16'(P);
+  // the group's pixels in the row: a compare of a register with a constant, no subtract behind the hold's count
+  wire [15:0] g_count = t2_left < 17'(P) ? 16'(t2_left) : 16'(P);
   wire [31:0] g_oaddr = t2_oaddr;
   logic [31:0] o_step;                           // between pixels
   always_ff @(posedge clk)

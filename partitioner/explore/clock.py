@@ -17,9 +17,10 @@ the window path's were below them too (c and d 0); after the eleventh a window s
 0.018 ns, and from the fourteenth to the twenty-eighth the window shapes' worst paths were 0.014-0.052 ns above
 8x8's (3.788 ns, the controller's constant collection); in the twenty-ninth every shape's was one control path
 (the address generator's), within 0.008 ns of 8x8's 3.766; in the thirtieth the window shapes' worst path (the
-residual queue's pop behind the output buffer's drain) was 0.08 ns above 8x8's 3.555 again; since the thirty-first
-they are 0.09-0.21 ns above 8x8's 3.442 (each its own path: the nest start into the pixel loops' flags on 4 pixels,
-the pool's image-end flag, the weights into the array's DSPs), 0.33 at 2x on 2 pixels (the step loops' flags). A
+residual queue's pop behind the output buffer's drain) was 0.08 ns above 8x8's 3.555 again; in the thirty-first
+0.09-0.21 ns above 8x8's 3.442 (each its own path), 0.33 at 2x on 2 pixels (the step loops' flags); since the
+thirty-second 0.03-0.11 ns above 8x8's 3.428, most of them one path, the weights from the weight RAM into the array's
+DSPs (block RAM clock-to-out, a row pick and the packed pair's 9-bit subtract), 0.01-0.05 at 2x. A
 slower speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each
 fit was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -43,9 +44,9 @@ class FmaxFit:
     board: str                          # the board whose part (and delay model) the estimates are for
     a_ns: float                         # without the window path
     b_ns: float                         # per log2 of the array's PE rows x VEC (0: no dependence found)
-    # the window path's worst path above a, per pixel count (2, 4, 8): in the eighteenth RTL its step loops'
-    # enables and resets, which yosys/ABC mapped 4-6 LUTs deep by shape in no order of the array's size; since the
-    # nineteenth the step's readiness (2 and 4 pixels) or the layer decoder's group fit (8x8x8)
+    # the window path's worst path above a, per pixel count (2, 4, 8): control paths that yosys/ABC mapped 4-6 LUTs
+    # deep by shape in no order of the array's size until the thirty-first RTL; since the thirty-second the weights'
+    # way into the array's DSPs, whose fan-out grows with the pixels
     window_ns: tuple[tuple[int, float], ...]
     fitted_on: tuple[str, ...]          # benchmark shapes (shape_config) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
@@ -79,33 +80,36 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The thirty-first RTL (the fused residual's queue with a spare register behind its out
-# register; the address generator's row-run flag, last-row flag and 18-bit lead kept as registers, its loop bounds
-# registered; the fabric multiplier's pairs from the operands; the L2 factor's normalisation in two steps; the
-# descriptor's row count and checks split; the rotated banks' window address from per-layer sums; the first table
-# read beside S7's register; SCALE's gate sum ahead of a narrow epilogue's pass pick; the pool's queue pop from
-# register copies, its tap-in test as compares with kept bounds, its own start; the queues' pointers on a pop of
-# their own (sync_fifo.pop_ctl); the layer counter, the weight RAM's write flag and the constant run's tile count
-# from registers): 8x8 3.442 ns (290.5 MHz; the burst writer's lengths' pop, 5 LUTs), was 3.555; 2x8x16 3.560 (the
-# residual's pixel into the epilogue's operand, 6 LUTs), 4x16x16 3.648 (the address generator's nest start into its
-# pixel loops' flags, 6 LUTs; was 3.640), 8x16x16 and 4x16x16+wino 3.550 (the pool's image-end flag), 8x8x8 3.534
-# (the weights into the array's DSP, 12 carry bits), 2x8x16@2x 3.769, 4x16x8:4+wino 3.639 (the nest start again:
-# the narrow select, 3.894, is off the worst paths). a = 8x8's; the window terms each pixel count's worst excess
+# UltraScale+ -2 (zcu104). The thirty-second RTL (the burst writer's lengths' pop at a burst's first beat; the window
+# path's cb/kx/ky/m loops with one-before-last flags from loop_bound's is3_o, its tap loops in a block of their own
+# on the start and the first step alone, a last-step register; the residual queue's lane shift before its out
+# register and its pop without the result's valid; the descriptor's window-item copy and fit tests as compares; the
+# L2 check in three registers; the epilogue's second out-of-range test in four parts; per-lane copies of the
+# residual's low shift; the narrow epilogue's operands loaded on its ready register; the result writer's whole-beat
+# and strobe flags as registers; the pool's output base kept and its own pixel start; the address generator's tap
+# offsets summed per phase; the MAC stage's lane shift over two stages): 8x8 3.428 ns (291.7 MHz; the pool's start
+# into its pixel flag, 5 LUTs), was 3.442; 2x8x16 3.453, 4x16x16 and 4x16x16+wino 3.493, 8x16x16, 8x8x8 and
+# 8x8x8+wino 3.534 (the weights from the weight RAM into the array's DSPs: block RAM clock-to-out, a row pick and
+# the packed pair's 9-bit subtract, 1 LUT and 12 carry bits); 2x8x16@2x 3.439 (the controller's state into the
+# address generator's start), 4x16x16@2x 3.436 and 8x16x16@2x 3.475 (the window path's flag into the residual
+# queue's valid, 5 LUTs); 4x16x8:4+wino 3.500 (the narrow epilogue's ready into its pass pick), 2x8x16+lean 3.634
+# (the epilogue's first saturating shift, 6 LUTs). a = 8x8's; the window terms each pixel count's worst excess
 # (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins); the narrow term 4x16x8:4+wino's worst path, fitted on those;
-# 14 ZCU104 shapes, as the thirtieth's series.
+# 14 ZCU104 shapes, as the thirty-first's series.
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
 # where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
 # 8x16x16@2x; 8x8@2x, without the window path, is fast_ns).
-# The thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the figures each was made from:
+# The thirty-first's, thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the figures each was
+# made from:
 # docs/timing-history.md ("The Fmax model's earlier fits").
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.442, b_ns=0.0, window_ns=((2, 0.118), (4, 0.206), (8, 0.108)),
-                         window_2x_ns=((2, 0.327), (4, 0.206), (8, 0.108)),
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.428, b_ns=0.0, window_ns=((2, 0.025), (4, 0.065), (8, 0.106)),
+                         window_2x_ns=((2, 0.011), (4, 0.008), (8, 0.047)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x8:4+wino"),
                          checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x16+wino", "8x8x8+wino"),
-                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.639),))
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.500),))
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
 # above the PYNQ-Z2's 100 MHz; the twenty-third's 6.647 was the writer's beat address, a 34-bit sum behind the write
