@@ -41,7 +41,7 @@ def test_seven_series_dsp_and_board_speed_grades():
 
 
 def _cell(kind, conns, dirs, **params):
-    return {"type": kind, "parameters": {k: format(v, "032b") for k, v in params.items()},
+    return {"type": kind, "parameters": {k: format(v, "032b") if isinstance(v, int) else v for k, v in params.items()},
             "port_directions": dirs, "connections": conns}
 
 
@@ -237,3 +237,23 @@ def test_a_dsp_clock_enable_ends_a_path_at_setup():
     enable = next(p for p in report.worst_paths if p.end.endswith(".CEP"))
     assert enable.delay_ns == pytest.approx(m.ff_cko + 2 * m.net + m.lut + m.dsp_setup + m.uncertainty)
     assert any(p.end.endswith("(inside DSP48E2)") and p.dsp == 1 for p in report.worst_paths)
+
+
+@pytest.mark.parametrize("adreg", [1, 0])
+def test_an_unregistered_operand_into_the_pre_adder_ends_after_the_adder(adreg):
+    """A with no AREG into the pre-adder (AMULTSEL "AD", mac_cascade.sv): the path ends at ADREG after the adder's
+    delay (DS925's 410 MHz row is that adder in the stage), or without ADREG goes on through the multiplier."""
+    m = ULTRASCALE_PLUS_2
+    dsp = _cell("DSP48E2", {"CLK": [1], "A": [11], "D": [61], "B": [60], "P": [12]},
+                {"CLK": "input", "A": "input", "D": "input", "B": "input", "P": "output"},
+                AREG=0, DREG=0, ADREG=adreg, BREG=1, MREG=1, PREG=1, AMULTSEL="AD")
+    cells = {"q0": _ff(70, 10), "l": _lut(10, 11), "d": dsp, "qb": _ff(71, 60), "qd": _ff(73, 61),
+             "q1": _ff(12, 72)}
+    report = estimate_timing(_netlist(cells, {"a": 10}), m, 300.0, top="top")
+    into = next(p for p in report.worst_paths if p.end.endswith(".A"))
+    inside = m.dsp_alu + (0.0 if adreg else m.dsp_mult) + m.dsp_setup
+    assert into.delay_ns == pytest.approx(m.ff_cko + 2 * m.net + m.lut + inside + m.uncertainty)
+    # with ADREG the DSP's own stage from it is the all-register one (775 MHz), else M to P is its only one
+    inside_stage = next(p for p in report.worst_paths if p.end.endswith("(inside DSP48E2)"))
+    stage = 1000 / m.dsp_fmax(mreg=True) if adreg else m.dsp_cko + m.dsp_alu + m.dsp_setup
+    assert inside_stage.delay_ns == pytest.approx(stage + m.uncertainty)

@@ -74,7 +74,7 @@ module engine_core #(
   // what the descriptor implies (its kind, fits, window path and geometry) is decoded once per layer into
   // registers (layer_descriptor), so its multiplies and compares are not in series with the controller, the
   // array, the address generator or the epilogue
-  logic layer_fits, is_conv, dw, has_pool, is_gap, need_lut1, need_lut2, win, win_rows, win_items;
+  logic layer_fits, is_conv, dw, has_pool, is_gap, need_lut1, need_lut2, win, win_rows, win_items, win_operands;
   logic [7:0] group_max;
   logic [4:0] win_slots;
   logic [31:0] win_phase_words, win_row_words, tile_rows;
@@ -82,7 +82,7 @@ module engine_core #(
   layer_descriptor #(.V(V), .R(R), .MAXK(MAXK), .MAX_W(MAX_W), .WROWS(WROWS), .P(P), .WDEPTH(WDEPTH), .DWW(DWW),
                    .WINO(WINO)) layer_desc (
     .clk, .rst_n, .raw(desc_raw), .desc(d), .fits(layer_fits), .is_conv, .dw, .has_pool, .is_gap, .need_lut1,
-    .need_lut2, .win, .win_items, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows, .taps(layer_taps));
+    .need_lut2, .win, .win_items, .win_operands, .win_rows, .group_max, .win_slots, .win_phase_words, .win_row_words, .tile_rows, .taps(layer_taps));
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
@@ -274,7 +274,7 @@ module engine_core #(
     mac_x_wide = '0;
     for (int l = 0; l < V; l++) mac_x_wide[l*XW +: XW] = XW'($signed(mac_x_bits[l*8 +: 8]));
   end
-  assign array_x = win ? wc_x_bits : mac_x_wide;
+  assign array_x = win_operands ? wc_x_bits : mac_x_wide;
   logic [2*P*V*20-1:0] array_taps;
   // DOUBLE: the DSPs at clk2x take the enable in half a cycle, so it is a register: the window path's copy of its
   // move, which is 1 whenever that path is idle (no group in flight), so whenever `!win || wc_array_en` is

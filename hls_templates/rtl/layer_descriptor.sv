@@ -29,6 +29,7 @@ module layer_descriptor #(
   output logic need_lut1, need_lut2,            // its activations take lookup tables 1 and 2
   output logic win,                // the layer runs on the window path
   output logic win_items,          // ... a copy for the picks between the two paths' results (hundreds of bits)
+  output logic win_operands,       // ... and one for the pick of the array's operands (hundreds more)
   output logic win_rows,           // a depthwise layer there takes a kernel row per step (else a tap, diagonally)
   output logic [7:0] group_max,    // output-channel tiles a window layer takes over one load of its input
   output logic [4:0] win_slots,    // input rows the window holds
@@ -198,8 +199,11 @@ module layer_descriptor #(
     win_slots <= win_slots_d;
     group_max <= win_d && group_ok_q ? group_fit_q : 8'd1;
   end
-  // the copy's reset, which `win` has not, keeps synthesis from merging the two
+  // the copies' resets (0 and 1), which `win` has not, keep synthesis from merging the three
   always_ff @(posedge clk)
     if (!rst_n) win_items <= 1'b0;
     else win_items <= win_d;
+  always_ff @(posedge clk)
+    if (!rst_n) win_operands <= 1'b1;
+    else win_operands <= win_d;
 endmodule

@@ -182,9 +182,24 @@ class _Analysis:
         return "mult"
 
     def dsp_regs(self, cell: dict) -> tuple[bool, bool, bool]:
-        """(inputs registered, MREG, PREG)."""
-        a = cell_param(cell, "AREG", 1) > 0 and cell_param(cell, "BREG", 1) > 0
-        return a, cell_param(cell, "MREG", 1) > 0, cell_param(cell, "PREG", 1) > 0
+        """(inputs registered, MREG, PREG); the multiplier's A operand is registered in AREG, or in the pre-adder's
+        ADREG where the multiplier takes the pre-adder's sum (AMULTSEL "AD")."""
+        a = cell_param(cell, "AREG", 1) > 0 or self.preadds(cell) and cell_param(cell, "ADREG", 1) > 0
+        return a and cell_param(cell, "BREG", 1) > 0, cell_param(cell, "MREG", 1) > 0, cell_param(cell, "PREG", 1) > 0
+
+    @staticmethod
+    def preadds(cell: dict) -> bool:
+        return str(cell.get("parameters", {}).get("AMULTSEL", "A")).strip() == "AD"
+
+    def preadder_end(self, cell: dict, pin: str) -> float | None:
+        """Where an unregistered A or D input passes the pre-adder (AMULTSEL "AD"): the adder and the setup at
+        ADREG, or without it the multiplier's stages too; None for the other inputs."""
+        if not self.preadds(cell) or pin not in ("A", "D") or cell_param(cell, f"{pin}REG", 1) > 0:
+            return None
+        if cell_param(cell, "ADREG", 1) > 0:
+            return self.m.dsp_alu + self.m.dsp_setup
+        mreg = cell_param(cell, "MREG", 1) > 0
+        return self.m.dsp_alu + self.m.dsp_mult + (0.0 if mreg else self.m.dsp_alu) + self.m.dsp_setup
 
     def route(self, bit: int, sink_cell: dict, sink_pin: str) -> float:
         """The net's delay to this load: dedicated connections inside a slice or a DSP column are short."""
@@ -256,6 +271,9 @@ class _Analysis:
         if kind == "dsp":
             ain, mreg, _ = self.dsp_regs(cell)
             role = self.dsp_pin(pin_in)
+            preadd = self.preadder_end(cell, pin_in)
+            if preadd is not None:
+                return preadd
             if role == "alu":
                 return self.m.dsp_alu + self.m.dsp_setup
             if role == "control" or ain:

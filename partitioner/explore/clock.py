@@ -20,7 +20,10 @@ the window path's were below them too (c and d 0); after the eleventh a window s
 residual queue's pop behind the output buffer's drain) was 0.08 ns above 8x8's 3.555 again; in the thirty-first
 0.09-0.21 ns above 8x8's 3.442 (each its own path), 0.33 at 2x on 2 pixels (the step loops' flags); since the
 thirty-second 0.03-0.11 ns above 8x8's 3.428, most of them one path, the weights from the weight RAM into the array's
-DSPs (block RAM clock-to-out, a row pick and the packed pair's 9-bit subtract), 0.01-0.05 at 2x. A
+DSPs (block RAM clock-to-out, a row pick and the packed pair's 9-bit subtract), 0.01-0.05 at 2x; since the
+thirty-third, whose DSPs' pre-adders make the pair, at most 0.024 ns above it on 1x shapes (2 pixels; 4 and 8
+pixels at or below it), 0.036 at 2x (8 pixels: the 2x array's weights through the subtract into a fabric
+register). A
 slower speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each
 fit was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
@@ -45,8 +48,9 @@ class FmaxFit:
     a_ns: float                         # without the window path
     b_ns: float                         # per log2 of the array's PE rows x VEC (0: no dependence found)
     # the window path's worst path above a, per pixel count (2, 4, 8): control paths that yosys/ABC mapped 4-6 LUTs
-    # deep by shape in no order of the array's size until the thirty-first RTL; since the thirty-second the weights'
-    # way into the array's DSPs, whose fan-out grows with the pixels
+    # deep by shape in no order of the array's size until the thirty-first RTL; in the thirty-second the weights'
+    # way into the array's DSPs, whose fan-out grows with the pixels; since the thirty-third control paths again,
+    # none of them above a but on 2 pixels
     window_ns: tuple[tuple[int, float], ...]
     fitted_on: tuple[str, ...]          # benchmark shapes (shape_config) the fit was made from
     checked_on: tuple[str, ...]         # shapes left out of the fit
@@ -80,32 +84,27 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The thirty-second RTL (the burst writer's lengths' pop at a burst's first beat; the window
-# path's cb/kx/ky/m loops with one-before-last flags from loop_bound's is3_o, its tap loops in a block of their own
-# on the start and the first step alone, a last-step register; the residual queue's lane shift before its out
-# register and its pop without the result's valid; the descriptor's window-item copy and fit tests as compares; the
-# L2 check in three registers; the epilogue's second out-of-range test in four parts; per-lane copies of the
-# residual's low shift; the narrow epilogue's operands loaded on its ready register; the result writer's whole-beat
-# and strobe flags as registers; the pool's output base kept and its own pixel start; the address generator's tap
-# offsets summed per phase; the MAC stage's lane shift over two stages): 8x8 3.428 ns (291.7 MHz; the pool's start
-# into its pixel flag, 5 LUTs), was 3.442; 2x8x16 3.453, 4x16x16 and 4x16x16+wino 3.493, 8x16x16, 8x8x8 and
-# 8x8x8+wino 3.534 (the weights from the weight RAM into the array's DSPs: block RAM clock-to-out, a row pick and
-# the packed pair's 9-bit subtract, 1 LUT and 12 carry bits); 2x8x16@2x 3.439 (the controller's state into the
-# address generator's start), 4x16x16@2x 3.436 and 8x16x16@2x 3.475 (the window path's flag into the residual
-# queue's valid, 5 LUTs); 4x16x8:4+wino 3.500 (the narrow epilogue's ready into its pass pick), 2x8x16+lean 3.634
-# (the epilogue's first saturating shift, 6 LUTs). a = 8x8's; the window terms each pixel count's worst excess
-# (2x8x16, 4x16x16, 8x16x16; at 2x their @2x twins); the narrow term 4x16x8:4+wino's worst path, fitted on those;
-# 14 ZCU104 shapes, as the thirty-first's series.
+# UltraScale+ -2 (zcu104). The thirty-third RTL (the 1x array's packed weight pairs made in its DSPs' pre-adders,
+# ADREG where AREG was, so no subtract lies between the weight RAM and the DSPs; a copy of the window flag for the
+# pick of the array's operands): 8x8 3.428 ns (291.7 MHz; the pool's start into its pixel flag, 5 LUTs), as in the
+# thirty-second; 8x16x16 3.428 (the same path), 2x8x16 3.452 (the controller's state into the address generator's
+# start), 4x16x16 3.400 (the image loop's end flag, 6 LUTs), 4x16x16+wino 3.383, 8x8x8 3.380, 8x8x8+wino 3.427;
+# 2x8x16@2x 3.439 (as in the thirty-second), 4x16x16@2x 3.423 and 8x16x16@2x 3.463 (the weights into mac_quad's
+# fabric register, through its subtract); 4x16x8:4+wino 3.500 (the narrow epilogue's ready into its pass pick),
+# 2x8x16+lean 3.634 (the epilogue's first saturating shift). a = 8x8's; the window terms each pixel count's excess
+# over a (2x8x16, 4x16x16, 8x16x16), none below 0 (4x16x16's and 8x16x16's worst paths are at or under 8x8's: the
+# term is 0 and the fit errs slow); at 2x their @2x twins'; the narrow term 4x16x8:4+wino's worst path; 14 ZCU104
+# shapes, as the thirty-second's series.
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
 # where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
 # 8x16x16@2x; 8x8@2x, without the window path, is fast_ns).
-# The thirty-first's, thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the figures each was
-# made from:
+# The thirty-second's, thirty-first's, thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the
+# figures each was made from:
 # docs/timing-history.md ("The Fmax model's earlier fits").
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.428, b_ns=0.0, window_ns=((2, 0.025), (4, 0.065), (8, 0.106)),
-                         window_2x_ns=((2, 0.011), (4, 0.008), (8, 0.047)),
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.428, b_ns=0.0, window_ns=((2, 0.024), (4, 0.0), (8, 0.0)),
+                         window_2x_ns=((2, 0.011), (4, 0.0), (8, 0.036)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
                                     "8x16x16@2x", "4x16x8:4+wino"),
                          checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x16+wino", "8x8x8+wino"),
