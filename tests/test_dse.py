@@ -30,15 +30,16 @@ def _fpga_nodes(path):
 def test_resource_model_per_parameter():
     """DSPs as yosys counts them for the pipelined RTL (198 for a 16x16 unit on xcup: 128 packed MAC pairs, 1 per VEC
     lane, 3 per epilogue lane, 6 for control; 202 before the twenty-seventh RTL moved a layer's three products into
-    the fabric); LUTs within a few per cent of yosys's 39,641, FFs within 10 % of its 24,272 (the twenty-eighth
-    RTL; the eleventh pipelining's were 44,959 and 27,667). An 8x8 unit (392 weight rows): yosys 70 DSP, 19.5
+    the fabric); LUTs and FFs within a few per cent of yosys's 39,193 and 25,326 (the thirty-third RTL; the
+    twenty-eighth's were 39,641 and 24,272, the eleventh pipelining's 44,959 and 27,667). An 8x8 unit (392 weight
+    rows): yosys 70 DSP, 19.5
     BRAM36, 21,635 LUT, 17,198 FF (benchmarks/results/timing_estimate.jsonl); on the PYNQ-Z2's DSP48E1s (one product
     each: 2 per VEC lane, 4 per epilogue lane, the 27 x 18 requantisation product in two; 25-bit operands, so the
     pixel addresses' and a constant run's 27-bit products take 4 more) 122 DSP."""
     zcu = board("zcu104")
     small = compute_unit(EngineConfig(vec=16, pe_rows=16), zcu, 147456, 208)
     assert small.dsp == 16 * 16 // 2 + 16 + 3 * 16 + 6 == 198                  # two int8 MACs per DSP48E2
-    assert abs(small.lut / 39_641 - 1) < 0.05 and abs(small.ff / 24_272 - 1) < 0.1
+    assert abs(small.lut / 39_193 - 1) < 0.05 and abs(small.ff / 25_326 - 1) < 0.05
     tiny = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     assert tiny.dsp == 8 * 8 // 2 + 8 + 3 * 8 + 6 == 70 and abs(tiny.bram36 - 19.5) <= 1
     assert abs(tiny.lut / 21_635 - 1) < 0.05 and abs(tiny.ff / 17_198 - 1) < 0.05
@@ -78,17 +79,18 @@ def test_resource_model_of_the_window_path():
 
 
 def test_resource_model_of_a_narrow_epilogue():
-    """Engines whose epilogue takes half the result lanes a pass (yosys, the twenty-eighth RTL,
-    benchmarks/results/timing_estimate.jsonl): 2x16x16:8 305 DSP, 37,763 LUT, 32,294 FF; 4x16x16:8 561 DSP,
-    47,299 LUT, 44,647 FF (the 27-bit sums' change fitted on the second on the twenty-fifth RTL, checked on the
-    first). Three DSPs fewer per lane left out; the tables' and the pass's selects within the LUTs."""
+    """Engines whose epilogue takes half the result lanes a pass (yosys): 2x16x16:8 305 DSP, 38,130 LUT, 33,749 FF
+    (the thirty-third RTL: the model's FFs +5.1 %, as the timing rounds' terms were fitted on full epilogues);
+    4x16x16:8 561 DSP, 47,299 LUT (the twenty-eighth RTL, its FFs not counted since; the 27-bit sums' change fitted
+    on it on the twenty-fifth RTL, checked on the first). Three DSPs fewer per lane left out; the tables' and the
+    pass's selects within the LUTs."""
     zcu = board("zcu104")
-    for shape, dsp, lut, ff in (((2, 16, 16), 305, 37_763, 32_294), ((4, 16, 16), 561, 47_299, 44_647)):
+    for shape, dsp, lut, ff in (((2, 16, 16), 305, 38_130, 33_749), ((4, 16, 16), 561, 47_299, None)):
         p, r, v = shape
         cfg = EngineConfig(vec=v, pe_rows=r, pixels=p, epilogue_lanes=8, depthwise_rows=False)
         unit = compute_unit(cfg, zcu, cfg.weight_rows * r * v, 32)
         assert unit.dsp == dsp == p * r * v // 2 + v + 3 * 8 + 6 + 3
-        assert abs(unit.lut / lut - 1) < 0.03 and abs(unit.ff / ff - 1) < 0.06
+        assert abs(unit.lut / lut - 1) < 0.03 and (ff is None or abs(unit.ff / ff - 1) < 0.06)
 
 
 def test_resource_model_of_the_winograd_unit():
@@ -136,7 +138,8 @@ def test_resource_model_of_an_engine_without_its_optional_parts():
     factor's, two a result lane); the LUT and FF terms fitted exactly on 8x8 and 4x16x16:8, the tables counted from
     lut_ram.sv alone (TABLE_LUT); 2x8x16, 16x16 and 4x16x16 left out (the LUTs saved 11,588, 11,479 and 11,431, the
     model 11,760 each). The whole unit's count within 6 % of yosys on each but the smallest, 8x8+lean: -4.1 %
-    (-5.5 % on the twenty-seventh RTL)."""
+    (-5.5 % on the twenty-seventh RTL). The flip-flops since the timing rounds' registers (TIMING_FF*): against the
+    thirty-third RTL's counts where it was synthesised, within 5 %."""
     from dataclasses import replace
 
     from partitioner.engine.geometry import engine_limits
@@ -147,8 +150,10 @@ def test_resource_model_of_an_engine_without_its_optional_parts():
              "2x8x16": (201, 42_437, 30_998), "2x8x16+lean": (152, 30_849, 28_371),
              "16x16": (198, 39_641, 24_272), "16x16+lean": (149, 28_162, 21_709),
              "4x16x16": (585, 54_567, 46_320), "4x16x16+lean": (536, 43_136, 43_757)}
+    ff_33 = {"8x8": 17_960, "8x8+lean": 16_460, "2x8x16": 32_376, "2x8x16+lean": 29_588, "4x16x16": 47_699,
+             "16x16": 25_326}
     units = {}
-    for shape, (dsp, lut, ff) in yosys.items():
+    for shape, (dsp, lut, _) in yosys.items():
         cfg = shape_config(shape)
         limits = engine_limits([], cfg)
         cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
@@ -156,13 +161,42 @@ def test_resource_model_of_an_engine_without_its_optional_parts():
         unit = units[shape] = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])
         assert unit.dsp == dsp, shape
         assert abs(unit.lut / lut - 1) < (0.065 if shape == "8x8+lean" else 0.06), shape
-        assert abs(unit.ff / ff - 1) < 0.07, shape
+        if shape in ff_33:
+            assert abs(unit.ff / ff_33[shape] - 1) < 0.05, shape
     for shape, lanes, vec in (("8x8", 8, 8), ("4x16x16:8", 8, 16), ("2x8x16", 16, 16), ("16x16", 16, 16),
                               ("4x16x16", 16, 16)):
         full, lean = units[shape], units[shape + "+lean"]
         assert full.dsp - lean.dsp == vec + 1 + 2 * lanes
         saved = yosys[shape][1] - yosys[shape + "+lean"][1]
         assert abs((full.lut - lean.lut) / saved - 1) < (0.03 if shape in ("16x16", "4x16x16") else 0.15), shape
+
+
+def test_resource_model_registers_of_the_thirty_third_rtl():
+    """The registers the timing rounds added to the window path's engines (TIMING_FF*, resources.py: per epilogue
+    lane, per pixel and per pixel and PE row) against yosys on the thirty-third RTL
+    (benchmarks/results/timing_estimate.jsonl): exact on the three window shapes they were fitted on, within 1.5 %
+    on the window shapes left out (2x clock, Winograd unit, lean and four-pass epilogues, 8x16x16; before them the
+    model was 1.4-6.4 % under); the one-pixel engines, which the terms leave alone, within 5 %."""
+    import json
+    from pathlib import Path
+
+    from partitioner.engine.geometry import engine_limits
+    from partitioner.explore.clock import shape_config
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "timing_estimate.jsonl"
+    rows = {r["shape"]: r for r in map(json.loads, results.read_text().split("\n")[:-1])
+            if r["rtl_digest"] == "825dbc24d1120838" and r["board"] == "zcu104"}
+    fitted = {"2x8x16", "4x16x16", "8x8x8"}
+    assert len(rows) == 14 and fitted < set(rows)
+    zcu = board("zcu104")
+    for shape, row in rows.items():
+        cfg = shape_config(shape)
+        limits = engine_limits([], cfg)
+        cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                      depthwise_rows=limits["depthwise_rows"])
+        unit = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])
+        assert unit.dsp == row["DSP"], shape
+        tolerance = 0.001 if shape in fitted else 0.015 if cfg.pixels > 1 else 0.05
+        assert abs(unit.ff / row["FF"] - 1) < tolerance, (shape, unit.ff, row["FF"])
 
 
 def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
