@@ -59,6 +59,28 @@ def _netlist(cells, names):
                                 "netnames": {n: {"hide_name": 0, "bits": [b]} for n, b in names.items()}}}}
 
 
+def test_the_worst_paths_are_listed_one_per_endpoint_signal_worst_first():
+    """`worst` paths of a netlist, as many as asked (timing.json's ten, `benchmarks/timing_estimate.py --paths`):
+    twelve chains of 1-12 LUTs into their own registers, and a second bit of the deepest register's signal."""
+    m = ULTRASCALE_PLUS_2
+    cells, names, bit = {}, {}, 100
+    for k in range(1, 13):
+        start, first = bit, bit + 1
+        cells[f"q{k}"] = _ff(start + 50, start)
+        for j in range(k):
+            cells[f"l{k}_{j}"] = _lut(first + j - 1, first + j)
+        cells[f"e{k}"] = _ff(first + k - 1, start + 50)
+        names[f"s{k}"], names[f"end{k}"] = start, start + 50
+        bit += 60
+    cells["e12b"] = _ff(bit - 60 + 12, bit + 1)          # end12's signal again, a bit of its own
+    names["end12[1]"] = bit + 1
+    ten = estimate_timing(_netlist(cells, names), m, 300.0, top="top")
+    twelve = estimate_timing(_netlist(cells, names), m, 300.0, top="top", worst=12)
+    assert [p.end for p in ten.worst_paths] == [f"end{k}.D" for k in range(12, 2, -1)]
+    assert [p.lut_levels for p in twelve.worst_paths] == list(range(12, 0, -1))
+    assert ten.critical_ns == twelve.critical_ns == twelve.worst_paths[0].delay_ns
+
+
 def test_a_chain_of_luts_adds_up():
     """FF -> 3 LUTs -> FF: clock-to-out, three (net + LUT), the last net, setup and the clock's uncertainty."""
     m = ULTRASCALE_PLUS_2

@@ -53,9 +53,10 @@ def count_resources(cells: dict[str, int], family: str) -> dict:
 
 
 def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s: None,
-               clock_mhz: float | None = None) -> dict:
+               clock_mhz: float | None = None, worst: int = 10) -> dict:
     """One compute unit of the engine in `fpga/rtl` through synth_xilinx; returns (and writes) its resources and
-    (under "timing") its timing estimate at `clock_mhz` (the board's default clock unless given)."""
+    (under "timing") its timing estimate at `clock_mhz` (the board's default clock unless given), with its `worst`
+    worst paths (one per endpoint signal)."""
     family = FAMILIES[board.family]
     out = fpga / SYNTH_DIR
     out.mkdir(exist_ok=True)
@@ -87,7 +88,7 @@ def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s:
     echo("timing: estimating the synthesised netlist's register-to-register paths")
     netlist = out / NETLIST
     report = estimate_timing(json.loads(netlist.read_text()), delay_model(board.family, board.part),
-                             clock_mhz if clock_mhz is not None else board.clock_mhz)
+                             clock_mhz if clock_mhz is not None else board.clock_mhz, worst=worst)
     write_timing(report, out)
     netlist.unlink()           # tens of MB; `make synth` writes it again
     resources["timing"] = report.to_json()
