@@ -151,6 +151,8 @@ def _conv_geometry(d: Descriptor, cfg, in_h: int, in_w: int) -> str | None:
         if (out - 1) * s + dil * (k - 1) + 1 > size + pads:
             return f"conv_{axis} {out}: its windows reach past the padded input ({size} + {pads})"
     if d.flags & Flag.POOL:
+        if d.pool_kh == d.pool_kw == 1:
+            return "a fused 1x1 pool (the engine's fused pool takes at least two taps)"
         return _pool_geometry(d, cfg, d.conv_h, d.conv_w)
     if (d.out_h, d.out_w) != (d.conv_h, d.conv_w):
         return f"out {d.out_h}x{d.out_w} differs from conv {d.conv_h}x{d.conv_w} (no pool fused)"

@@ -199,6 +199,35 @@ def test_resource_model_registers_of_the_thirty_third_rtl():
         assert abs(unit.ff / row["FF"] - 1) < tolerance, (shape, unit.ff, row["FF"])
 
 
+def test_resource_model_against_the_thirty_fourth_rtl():
+    """The resource model, not refitted, against yosys on the thirty-fourth RTL (benchmarks/results/
+    timing_estimate.jsonl), which synthesis maps with ABC9 told the route's delay (codegen/synth.py): DSPs exact;
+    flip-flops within 1.5 % on the window shapes and 5 % on the one-pixel ones, as on the thirty-third; LUTs within
+    -10.4 % (the four-pass epilogue with the Winograd unit) to +0.3 %, yosys's count now the higher one on 13 of 14."""
+    import json
+    from pathlib import Path
+
+    from partitioner.engine.geometry import engine_limits
+    from partitioner.explore.clock import shape_config
+    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "timing_estimate.jsonl"
+    rows = {r["shape"]: r for r in map(json.loads, results.read_text().splitlines())
+            if r["rtl_digest"] == "bd093cb09117762e" and r["board"] == "zcu104"}
+    assert len(rows) == 14
+    zcu = board("zcu104")
+    under = 0
+    for shape, row in rows.items():
+        cfg = shape_config(shape)
+        limits = engine_limits([], cfg)
+        cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
+                      depthwise_rows=limits["depthwise_rows"])
+        unit = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])
+        assert unit.dsp == row["DSP"], shape
+        assert abs(unit.ff / row["FF"] - 1) < (0.015 if cfg.pixels > 1 else 0.05), (shape, unit.ff, row["FF"])
+        assert -0.105 < unit.lut / row["LUT"] - 1 < 0.004, (shape, unit.lut, row["LUT"])
+        under += unit.lut < row["LUT"]
+    assert under == 13
+
+
 def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
     """Each candidate has the optional parts (engine_parts.py) the model's layers use, as its build will: for
     YOLOv3-tiny (convs, pools, copies) only the tables of its leaky ReLUs, the second-operand stage for residual
@@ -605,20 +634,21 @@ def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
     clock, above the estimate with a warning in the report, as the overlay's MMCM makes it."""
     from partitioner.explore.clock import design_clock, estimated_fmax_mhz
     model = zoo("two-branch")
-    asked = EngineConfig(vec=8, pe_rows=8, clock_mhz=300)
-    reached, why = design_clock(BOARDS["zcu104"], asked)
-    assert why == "timing" and reached < 300
+    # the KV260's -2LV part: an engine the ZCU104's -2 runs at its 300 MHz is estimated below the KV260's 250
+    asked = EngineConfig(vec=8, pe_rows=8, clock_mhz=250)
+    reached, why = design_clock(BOARDS["kv260"], asked)
+    assert why == "timing" and reached < 250
     lowered = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "a", picture=False, accuracy=False,
-                                            engine=asked))
+                                            board="kv260", engine=asked))
     assert lowered.plan.engine_config["clock_mhz"] == reached
     assert any("lowered to" in w for w in lowered.warnings)
     fixed = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "b", picture=False, accuracy=False,
-                                          clock_mhz=297.5))
-    # the premise: 297.5 MHz (an MMCM step) is above what the chosen engine reaches; once an engine reaches it, this
+                                          clock_mhz=312.5))
+    # the premise: 312.5 MHz (an MMCM step) is above what the chosen engine reaches; once an engine reaches it, this
     # test needs a faster clock, not a weaker check
-    assert estimated_fmax_mhz(BOARDS["zcu104"], EngineConfig(**fixed.plan.engine_config)) < 297.5
-    assert fixed.plan.engine_config["clock_mhz"] == 297.5
-    assert any("--clock-mhz 297.5 is above" in w for w in fixed.warnings)
+    assert estimated_fmax_mhz(BOARDS["zcu104"], EngineConfig(**fixed.plan.engine_config)) < 312.5
+    assert fixed.plan.engine_config["clock_mhz"] == 312.5
+    assert any("--clock-mhz 312.5 is above" in w for w in fixed.warnings)
     # a clock the overlay's MMCM does not make (100 MHz x eighths over a whole divisor): the one below it, warned
     rounded = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "d", picture=False, accuracy=False,
                                             clock_mhz=276))
@@ -627,7 +657,7 @@ def test_the_clock_is_what_the_engine_reaches_unless_fixed(tmp_path, zoo):
     assert "**above** this engine's estimated Fmax" in (tmp_path / "b" / "report.md").read_text()
     explored = run_partition(PartitionConfig(model=model, out_dir=tmp_path / "c", picture=False, accuracy=False))
     config = explored.plan.engine_config
-    assert config["clock_mhz"] == design_clock(BOARDS["zcu104"], EngineConfig(**config))[0] < 300
+    assert config["clock_mhz"] == design_clock(BOARDS["zcu104"], EngineConfig(**config))[0] <= 300
     m = re.search(r"The overlay makes it with an MMCM from the processor's 100 MHz PL clock 0 \(x ([\d.]+) / (\d+),",
                   (tmp_path / "c" / "report.md").read_text())
     assert m and 100 * float(m.group(1)) / int(m.group(2)) == pytest.approx(config["clock_mhz"], abs=1e-3)

@@ -242,6 +242,25 @@ def test_a_squeeze_excite_gate_is_coded_over_its_whole_range():
     assert "gate offset" in (_refusal(bad, _Image(), case.const) or "")
 
 
+def test_the_program_check_refuses_a_fused_pool_of_one_tap():
+    """The RTL's fused pool steps its pixel loop on a compare a cycle old, which needs two taps per pooled pixel
+    (pool_unit.sv); a 1x1 fused pool is refused by the check every backend runs, as the engine refuses it."""
+    from golden_replay import GOLDEN, Case
+
+    from fpga_runtime.abi import Flag
+    from fpga_runtime.program_check import _refusal
+    case = Case(GOLDEN / "conv_maxpool2.npz")
+    pooled = next(d for d in case.descriptors() if d.flags & Flag.POOL)
+
+    class _Image:
+        config = case.config
+        act_bytes = 1 << 30
+        const_bytes = case.const.size
+    assert _refusal(pooled, _Image(), case.const) is None
+    pooled.pool_kh = pooled.pool_kw = 1
+    assert "fused 1x1 pool" in (_refusal(pooled, _Image(), case.const) or "")
+
+
 def test_the_program_check_refuses_a_tensor_past_the_engines_pixel_addressing(monkeypatch):
     """The RTL's pixel addresses are exact below MAX_PIXELS pixels per tensor (27-bit DSP operands): a program
     with a tensor at the limit is refused by the check every backend runs (the limit lowered to reach it)."""

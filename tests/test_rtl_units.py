@@ -113,8 +113,8 @@ def test_mac_quad(tmp_path, xw):
 @pytest.mark.skipif(not os.environ.get("XILINX_UNISIM"), reason="set XILINX_UNISIM to XilinxUnisimLibrary's "
                     "verilog/src/unisims to check mac_quad's DSP48E2 instance against AMD's model")
 def test_mac_quad_primitive_on_amd_dsp48e2_model(tmp_path):
-    """mac_quad's DSP48E2 (pre-adder switched between the A and D ports by INMODE, the post-adder between C and P by
-    OPMODE, every fast cycle) on AMD's model."""
+    """mac_quad's DSP48E2 (the pre-adder packing the A and D ports' weights of the half's lane, the post-adder
+    switched between C and P by OPMODE every fast cycle) on AMD's model."""
     model = _unisim_dsp48e2(Path(os.environ["XILINX_UNISIM"]), tmp_path / "DSP48E2.v")
     _run(tmp_path, "mac_quad", [RTL / "mac_quad.sv", model], "mac_quad_tb", {}, {"SYNTHESIS": 1},
          ("--timing", "-CFLAGS", "-fcoroutines", "-Wno-lint", "-Wno-style"))

@@ -152,6 +152,7 @@ def test_watchdog_names_the_program_and_layer(tmp_path, golden):
     dict(out_step=2, flags=int(Flag.POOL), pool_kh=2, pool_kw=2, pool_sh=2, pool_sw=2),   # interleaved + pool
     dict(op=Op.MAXPOOL, out_c=20, pool_kh=2, pool_kw=2, pool_sh=2, pool_sw=2),   # channels not whole beats
     dict(op=Op.L2NORM, res_shift=1),                    # an L2-norm shift outside its table's range
+    dict(flags=int(Flag.POOL), pool_kh=1, pool_kw=1, pool_sh=1, pool_sw=1),   # a fused pool of one tap
 ])
 def test_a_layer_the_engine_was_not_built_for_is_refused(golden, fields):
     engine, cases = golden

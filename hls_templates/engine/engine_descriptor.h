@@ -44,6 +44,7 @@ bool fits(const Descriptor &d) {
     if (d.op != OP_CONV) return true;
     if (d.kh > ENGINE_MAX_KERNEL || d.kw > ENGINE_MAX_KERNEL) return false;
     if ((d.flags & F_POOL) && (d.conv_w > ENGINE_MAX_WIDTH || d.pool_kh > ENGINE_POOL_RING)) return false;   // the row ring
+    if ((d.flags & F_POOL) && d.pool_kh == 1 && d.pool_kw == 1) return false;   // as the RTL's (one tap: pool_unit.sv)
     if (d.in_c % ENGINE_VEC || d.out_c % (d.flags & F_DEPTHWISE ? ENGINE_VEC : ENGINE_PE_ROWS)) return false;
     if (d.flags & F_WINOGRAD)         // a standard 3x3 stride-1 conv, 16 weights per channel pair
         return !(d.flags & (F_DEPTHWISE | F_UPSAMPLE2)) && d.kh == 3 && d.kw == 3 && d.stride_h == 1 &&

@@ -152,6 +152,7 @@ module address_generator #(
   // residual operands right after the last input row it reads, so they wait in the window's queue while the
   // next rows load
   logic [31:0] ag_row;                   // input rows issued so far, over the batch
+  logic [32:0] ag_row_p1;                // ag_row + 1, counted beside it (no adder before room_next_q's compare)
   logic [15:0] res_y, res_x;
   logic [15:0] res_row;                  // the residual pixel's row: res_y, or on a Winograd layer res_y + i
   // A Winograd layer's output leaves a group of P tiles at a time, as four sets (i, j): row res_y + i, columns
@@ -201,7 +202,7 @@ module address_generator #(
   always_ff @(posedge clk) begin
     win_q <= win;
     room_now_q <= ag_row < win_limit;
-    room_next_q <= 33'(ag_row) + 33'd1 < 33'(win_limit);
+    room_next_q <= ag_row_p1 < 33'(win_limit);
   end
   wire room = !room_fresh_q && (row_step_q ? room_next_q : room_now_q);
   wire want = nest_active && (!win_q || res_due || (!w_loaded && room));
@@ -448,7 +449,7 @@ module address_generator #(
     room_fresh_q <= ag_start;
     if (ag_start) begin
       wx_end <= wx_one; wx_pen <= in_w_two;
-      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0; y_last <= in_h_one;
+      ag_n <= '0; ag_y <= '0; ag_x <= '0; ag_row <= '0; ag_row_p1 <= 33'd1; y_last <= in_h_one;
       n_end <= n_one;
       n_in_h <= '0; n_conv_h <= '0; n_out_h <= '0;
       res_y <= '0; res_x <= '0; res_x_end <= res_x_top; res_row <= '0;
@@ -499,7 +500,7 @@ module address_generator #(
       end else begin
         ag_x <= '0;
         wx_end <= wx_one; wx_pen <= in_w_two;
-        ag_row <= ag_row + 32'd1;
+        ag_row <= ag_row + 32'd1; ag_row_p1 <= ag_row_p1 + 33'd1;
         row_step_q <= 1'b1;
         ag_y <= ag_y + 16'd1; y_last <= ag_y == in_h_pen;
         w_loaded <= y_last;

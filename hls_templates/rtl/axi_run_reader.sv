@@ -148,15 +148,12 @@ module axi_run_reader #(
   wire [QW-1:0] ri = rd[QW-1:0];
   wire [OUTW-1:0] h_beat = {hd_pad ? {B{hd_fill}} : m_rdata, hd_tag, rd_off, h_last};
   wire out_move = !out_v || beat_ready;        // the offered register takes the next beat
+  // the skid's flag from the consumer's ready in one term of its own, not through out_move (the enable of every
+  // output register, a net of hundreds of loads)
   always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      out_v <= 1'b0; skid_v <= 1'b0;
-    end else if (out_move) begin
-      out_v <= skid_v || beat_fire;
-      skid_v <= 1'b0;
-    end else if (beat_fire) begin
-      skid_v <= 1'b1;
-    end
+    if (!rst_n) out_v <= 1'b0;
+    else if (out_move) out_v <= skid_v || beat_fire;
+    skid_v <= rst_n && out_v && !beat_ready && (skid_v || beat_fire);
     if (out_move) {beat_data, beat_tag, beat_idx, beat_last} <= skid_v ? skid_q : h_beat;
     // the skid follows the head while it is empty (it is read only once it holds a beat), so its enable is its own
     // flag and not the consumer's ready

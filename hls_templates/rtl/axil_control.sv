@@ -52,11 +52,10 @@ module axil_control #(
   always_ff @(posedge clk) begin
     rd_q <= rst_n && do_read;
     if (do_read) begin
-      int idx;
-      idx = (32'(s_araddr) - 32'h50) >> 2;
+      // the counters' words are at 0x50 on, four bytes each: bounds on the address, the index from its low bits
       ar_q <= s_araddr;
-      ctr_on_q <= !(s_araddr < 12'h50 || idx >= 2 * NCOUNTERS);
-      ctr_idx_q <= CW'(idx);
+      ctr_on_q <= s_araddr >= 12'h50 && 32'(s_araddr) < 32'h50 + 8 * NCOUNTERS;
+      ctr_idx_q <= CW'(s_araddr[11:2] - 10'h14);
     end
   end
   function automatic logic [31:0] counter_word(input logic on, input logic [CW-1:0] k);

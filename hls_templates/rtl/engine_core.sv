@@ -86,8 +86,9 @@ module engine_core #(
 
   // ---- controller ------------------------------------------------------------------------------------------
   engine_pkg::state_t st;
+  (* keep *) wire [15:0] st_is = 16'd1 << st;              // st, one-hot (the state register's logic, below)
   engine_pkg::state_t taken_from;                          // the collection S_TAKE finishes
-  logic taken_weights;                                     // ... is the weights' (the tile runs after it)
+  engine_pkg::state_t take_to;                             // ... and the state after S_TAKE, set with it
   logic [31:0] layer, layers;
   logic [15:0] tile, tiles;
   logic [15:0] c0;                             // first output channel of the tile
@@ -95,14 +96,13 @@ module engine_core #(
   // two banks of weights (and two copies of the tables, layer_tables): the next tile loads while this one runs
   logic        cur_bank;                       // the bank the running tile reads
   // tiles in the running group, and in the one after it (1 but for window layers that take several); in
-  // registers over three stages after `tile` or `tiles` moves, which S_TILE waits out (`gs_ready`)
+  // registers over three stages after `tile` or `tiles` moves, which S_TILE waits out (`gs_age`, tile_free_q)
   logic [15:0] gsz_cur, gsz_next, left_q, rest_q, next_tile;
   logic more_tiles;                            // a group follows the running one in the layer
   logic more_layers;                           // a layer follows the running one (S_NEXT tests a register)
   logic [1:0] gs_age;
   logic [2:0] check_age_q;                     // cycles in S_CHECK
   logic check_ready_q;                         // S_CHECK's sixth cycle: the layer's fit is in (layer_descriptor)
-  wire gs_ready = gs_age == 2'd3;
   always_ff @(posedge clk) begin
     left_q <= tiles - tile;
     gsz_cur <= left_q < 16'(group_max) ? left_q : 16'(group_max);
@@ -171,8 +171,8 @@ module engine_core #(
   // (and whether it is fresh) does not wait on the state's decode; it leaves for S_TAKE on the last beat, with
   // nothing left to collect, so the cycle this flag lags there asks for nothing
   always_ff @(posedge clk)
-    main_collecting <= rst_n && (st == S_DESC || (st == S_LUT1 && need_lut1) || (st == S_LUT2 && need_lut2)
-                                 || st == S_BIAS || st == S_RQ || (st == S_WEIGHTS && !is_gap));
+    main_collecting <= rst_n && (st_is[S_DESC] || (st_is[S_LUT1] && need_lut1) || (st_is[S_LUT2] && need_lut2)
+                                 || st_is[S_BIAS] || st_is[S_RQ] || (st_is[S_WEIGHTS] && !is_gap));
   wire collecting = main_collecting || pf_collecting;
   // the run's request, a register: set a cycle after the run out of constant_request is fresh for a collection
   // that has issued none, and cleared as it is taken. While a collection has issued no run its state, and so what
@@ -248,16 +248,44 @@ module engine_core #(
   logic epi_pop_ctl, epi_valid_copy;     // the pop again for the queue's pointers, from its head flag's copy
   logic [ITEMW-1:0] epi_dout;
   logic [4:0] epi_count;
+  // the array path's room in the epilogue queue for what its stages hold (at most 11 - ARRAY_LATENCY items), in a
+  // register from the count, the push and the pop of the cycle before: the count they make, as a compare of
+  // the count with its bound and the one either side (a push or a pop moves it by one)
+  localparam int MAC_ROOM = 11 - ARRAY_LATENCY;
+  logic mac_room_q;
+  always_ff @(posedge clk)
+    mac_room_q <= epi_count < 5'(MAC_ROOM) || (epi_count == 5'(MAC_ROOM) && (!item_valid || epi_pop_ctl))
+                  || (epi_count == 5'(MAC_ROOM + 1) && !item_valid && epi_pop_ctl);
   logic [PM*G*ACC_W-1:0] bias_bits;
   logic [PM*G*18-1:0] mult_bits;
   logic [PM*G*8-1:0] shift_bits;
   logic [PM*G*18-1:0] nmult_bits;
+  // The tile's start and S_TILE's way out, as flags that are exact in the cycle they are read, so what fans out
+  // into every loop (the starts, below) is an OR of three registers, not a decode of the state. tile_free_q: S_TILE,
+  // no prefetch loading and the group's sizes in (gs_age 3), from the cycle before, unless S_TILE left then (it
+  // leaves on tile_free_q): exact but for S_TILE's first cycle, which it always waits (gs_age 2 becomes 3; in
+  // S_TILE no prefetch starts, and pf_ready cannot move while none runs). tile_go_q: that, and the start's last
+  // condition (a prefetched group, or a layer without weights). take_go_q: S_TAKE after the weights' collection
+  // (S_TAKE lasts a cycle). gap_go_q: S_WEIGHTS on a pool layer (entered from S_TAKE after S_RQ, left at once).
+  logic tile_free_q, tile_go_q, take_go_q, gap_go_q;
+  // layer_count == 0, a cycle old: the host's writes of it and of ap_start are two AXI-lite writes, which the
+  // control slave takes two cycles apart at least (axil_control: none while a response waits)
+  logic no_layers_q;
+  always_ff @(posedge clk) no_layers_q <= layer_count == 32'd0;
+  always_ff @(posedge clk) begin
+    logic free, took;
+    free = rst_n && st_is[S_TILE] && !tile_free_q && pf_st == PF_IDLE && !pf_take && gs_age[1];
+    took = rst_n && main_collecting && c_done;
+    tile_free_q <= free;
+    tile_go_q <= free && (pf_ready || (!is_conv && !is_gap));
+    take_go_q <= took && !(st_is[S_DESC] || st_is[S_LUT1] || st_is[S_LUT2] || st_is[S_BIAS] || st_is[S_RQ]);
+    gap_go_q <= rst_n && !took && st_is[S_TAKE] && taken_from == S_RQ && is_gap;
+  end
   // the staged tables become the running ones as a group starts: the cycle after the main sequence took its
   // requantisation entries (its biases were taken before them), or as S_TILE switches to a prefetched group
   logic tables_promote;
   always_ff @(posedge clk)
-    tables_promote <= (st == S_TAKE && taken_from == S_RQ)
-                      || (st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready && pf_ready);
+    tables_promote <= (st_is[S_TAKE] && taken_from == S_RQ) || (tile_free_q && pf_ready);
   layer_tables #(.G(G), .PM(PM), .R(R), .B(B), .CB(CB)) tables (
     .clk, .cbuf, .c_off, .take_bias(take_params && !take_rq), .take_rq(take_params && take_rq),
     .promote(tables_promote), .bias_bits, .mult_bits, .shift_bits, .nmult_bits);
@@ -289,13 +317,16 @@ module engine_core #(
   mac_stage #(.V(V), .PACK(PACK), .R(R), .WAW(WAW), .LANE_PRODUCTS(LANE_PRODUCTS)) mac (
     .clk, .rst_n, .nl, .c0, .bias(bias_bits[G*ACC_W-1:0]), .l2(d.op == OP_L2NORM), .l2_mult(d.res_mult_a),
     .l2_shift(d.res_shift), .ab_valid(ab_valid && !win), .ab_ready(mac_ab_ready), .ab_data,
-    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(epi_count <= 5'(11 - ARRAY_LATENCY)), .w_raddr(mac_raddr),
+    .ab_tag_bits(ab_tag), .ab_idx, .ab_last, .room(mac_room_q), .w_raddr(mac_raddr),
     .w_rdata(w_rdata_bits), .array_x(mac_x_bits), .array_sums(array_sums[R*ACC_W-1:0]), .item_valid(mac_item_valid), .item_acc(mac_acc), .item_b(mac_b), .item_a,
     .item_oaddr(mac_oaddr), .item_n(mac_n), .item_y(mac_y), .item_x(mac_x), .busy(mac_busy), .mac_beat);
 
   // the window path of standard convs (P > 1)
-  logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out, wc_ab_ready;
-  assign ab_ready = win ? wc_ab_ready : mac_ab_ready;
+  logic wc_item_valid, wc_busy, wc_beat, wc_wait_in, wc_wait_out, wc_res_room;
+  // the stream's ready in one term here, not a term of the window path's under a pick here: on the window path a
+  // residual beat waits on its queue's room (a register) and any other beat goes in
+  wire ab_res = ab_tag[TAG_BITS-1 -: 3] == K_RES;                   // tag_t's first field, its kind
+  assign ab_ready = win ? !ab_res || wc_res_room : mac_ab_ready;
   logic [G*ACC_W-1:0] wc_acc;
   logic [G*8-1:0] wc_b;
   logic [31:0] wc_oaddr;
@@ -308,14 +339,14 @@ module engine_core #(
                   .WINO(WINO)) wconv (
       .clk, .rst_n, .desc(d), .rows_mode(win_rows), .slots(win_slots), .phase_words(win_phase_words), .row_words(win_row_words),
       .start(wc_start), .group_tiles(gsz_cur[7:0]), .c0, .bias(bias_bits), .ab_valid(ab_valid && win), .ab_data, .ab_tag_bits(ab_tag),
-      .ab_last, .ab_ready(wc_ab_ready), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
+      .ab_last, .res_room(wc_res_room), .load_limit(win_limit), .w_re(wc_re), .w_raddr(wc_raddr),
       .array_x(wc_x_bits), .array_en(wc_array_en), .array_sums, .array_taps, .dw_phase_next,
       .room(room_q), .item_valid(wc_item_valid), .item_acc(wc_acc), .item_b(wc_b), .item_oaddr(wc_oaddr), .item_tile(wc_tile),
       .item_n(wc_n), .item_y(wc_y), .item_x(wc_x), .busy(wc_busy), .mac_beat(wc_beat), .wait_input(wc_wait_in),
       .wait_output(wc_wait_out));
   end else begin : g_no_window
     assign win_limit = '1; assign wc_re = 1'b1; assign wc_array_en = 1'b1; assign wc_raddr = '0; assign wc_item_valid = 1'b0;
-    assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase_next = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_ab_ready = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
+    assign wc_x_bits = '0; assign wc_tile = '0; assign dw_phase_next = 1'b0; assign wc_acc = '0; assign wc_b = '0; assign wc_res_room = 1'b1; assign wc_oaddr = '0; assign wc_n = '0; assign wc_y = '0; assign wc_x = '0;
     assign wc_busy = 1'b0; assign wc_beat = 1'b0; assign wc_wait_in = 1'b0; assign wc_wait_out = 1'b0;
   end
   assign item_valid = mac_item_valid || wc_item_valid;
@@ -399,27 +430,27 @@ module engine_core #(
                && (!has_pool || p_done) && !p_busy && wr_idle;
 
   // ---- controller sequence ---------------------------------------------------------------------------------
-  wire streaming = (st == S_RUN || st == S_DRAIN) && (ag_active || !a_idle);
+  wire streaming = (st_is[S_RUN] || st_is[S_DRAIN]) && (ag_active || !a_idle);
   // why the array is not taking a beat: no input yet, results backing up, or the tile's tail; on the window
   // path it waits for input rows or for the epilogue
   perf_counters #(.B(B)) perf (
-    .clk, .rst_n, .clear(st == S_IDLE && ap_start), .mac_beat(mac_beat || wc_beat),
+    .clk, .rst_n, .clear(st_is[S_IDLE] && ap_start), .mac_beat(mac_beat || wc_beat),
     .wait_input(win ? wc_wait_in : streaming && ab_ready && !ab_valid),
-    .wait_weights(main_collecting || st == S_TAKE || (st == S_TILE && pf_st != PF_IDLE)),
+    .wait_weights(main_collecting || st_is[S_TAKE] || (st_is[S_TILE] && pf_st != PF_IDLE)),
     .wait_output(win ? wc_wait_out : streaming && ab_valid && !ab_ready),
-    .draining((st == S_RUN || st == S_DRAIN) && (win ? !wc_busy : !streaming)),
+    .draining((st_is[S_RUN] || st_is[S_DRAIN]) && (win ? !wc_busy : !streaming)),
     .act_beat_read, .const_beat_read(const_beat), .act_beat_written, .counters);
-  assign ap_idle = st == S_IDLE;
-  assign ap_ready = st == S_IDLE && ap_start;
+  assign ap_idle = st_is[S_IDLE];
+  assign ap_ready = st_is[S_IDLE] && ap_start;
   // the run's clock cycles in two 32-bit halves, the high half stepping on a flag set as the low half reaches all
   // ones: no 64-bit carry chain
   logic [31:0] cycles_lo_q, cycles_hi_q;
   logic cycles_lo_ones_q;
-  wire cycles_clear = st == S_IDLE && ap_start;            // nothing is collected in S_IDLE
+  wire cycles_clear = st_is[S_IDLE] && ap_start;            // nothing is collected in S_IDLE
   always_ff @(posedge clk)
     if (!rst_n || cycles_clear) begin
       cycles_lo_q <= '0; cycles_hi_q <= '0; cycles_lo_ones_q <= 1'b0;
-    end else if (st != S_IDLE) begin
+    end else if (!st_is[S_IDLE]) begin
       cycles_lo_q <= cycles_lo_q + 32'd1;
       cycles_lo_ones_q <= cycles_lo_q == 32'hFFFF_FFFE;
       if (cycles_lo_ones_q) cycles_hi_q <= cycles_hi_q + 32'd1;
@@ -431,9 +462,9 @@ module engine_core #(
   // ends in S_CHECK, so their enables are the state's decode alone, not behind the collection's last beat as the
   // controller's other registers)
   always_ff @(posedge clk) begin
-    check_age_q <= rst_n && st == S_CHECK ? check_age_q + 3'd1 : 3'd0;
-    check_ready_q <= rst_n && st == S_CHECK && check_age_q == 3'd4;
-    if (st == S_CHECK) begin
+    check_age_q <= rst_n && st_is[S_CHECK] ? check_age_q + 3'd1 : 3'd0;
+    check_ready_q <= rst_n && st_is[S_CHECK] && check_age_q == 3'd4;
+    if (st_is[S_CHECK]) begin
       tiles <= is_conv ? (dw ? d.out_c >> VSH : d.out_c >> RSH) : (is_gap ? d.out_c >> VSH : 16'd1);
       nl <= (is_conv && !dw) ? 8'(R) : 8'(V);
     end
@@ -448,7 +479,7 @@ module engine_core #(
   // the tile's first output channel, as S_TILE leaves: in a block of its own from flat tests of registers (the
   // state machine's first test, the main collection's last beat, is false in S_TILE, as below)
   always_ff @(posedge clk)
-    if (rst_n && st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready)
+    if (rst_n && tile_free_q)
       c0 <= is_conv && !dw ? tile << RSH : tile << VSH;
 
   // a tile starts (S_RUN next) from the weights' collection taken, a tile whose constants are in (prefetched, or
@@ -459,9 +490,7 @@ module engine_core #(
   // no run issued since (one run at a time: its beats come cycles after the request)
   always_ff @(posedge clk) begin
     logic go;
-    go = (st == S_TAKE && taken_weights)
-         || (st == S_TILE && pf_st == PF_IDLE && !pf_take && gs_ready && (pf_ready || (!is_conv && !is_gap)))
-         || (st == S_WEIGHTS && is_gap);
+    go = take_go_q || tile_go_q || gap_go_q;
     ag_start <= rst_n && go;
     pool_start <= go;
     wc_start <= rst_n && go && win;
@@ -472,17 +501,49 @@ module engine_core #(
   // the tile: set in S_CHECK and S_NEXT, states no collecting state precedes (main_collecting is 0 there), so
   // apart from the state machine's first test (a collection's last beat, through the constant reader's load)
   always_ff @(posedge clk)
-    if (rst_n && st == S_CHECK) tile <= '0;
-    else if (rst_n && st == S_NEXT && more_tiles) tile <= next_tile;
+    if (rst_n && st_is[S_CHECK]) tile <= '0;
+    else if (rst_n && st_is[S_NEXT] && more_tiles) tile <= next_tile;
   // the layer: in a block of its own, as S_IDLE and S_NEXT are never collecting states' next (main_collecting is 0
   // there), so the collection's end, which the state block tests first, is not in its enable
   always_ff @(posedge clk)
-    if (!rst_n || (st == S_IDLE && ap_start)) layer <= '0;
-    else if (st == S_NEXT && !more_tiles && more_layers) layer <= layer + 32'd1;
+    if (!rst_n || (st_is[S_IDLE] && ap_start)) layer <= '0;
+    else if (st_is[S_NEXT] && !more_tiles && more_layers) layer <= layer + 32'd1;
+
+  // The state register. Its next state and whether it moves are built from a one-hot decode of it (kept: a LUT
+  // per state, st_is) and one condition per waiting state, so its enable is a decode, an AND-OR and an OR, not a chain
+  // that synthesis threads through the decode. A collection's last beat (took) goes to S_TAKE from any state that
+  // collects; S_DESC, S_BIAS and S_RQ leave only so. The state block below keeps what each state does besides.
+  (* keep *) logic st_leave;
+  (* keep *) engine_pkg::state_t st_next;
+  always_comb begin
+    st_leave = (st_is[S_IDLE] && ap_start) || st_is[S_TAKE] || st_is[S_DECODE] || st_is[S_SIZE]
+               || (st_is[S_CHECK] && check_ready_q) || (st_is[S_LUT1] && !need_lut1)
+               || (st_is[S_LUT2] && !need_lut2) || tile_free_q || (st_is[S_WEIGHTS] && is_gap)
+               || (st_is[S_RUN] && !ag_start && !ag_active) || (st_is[S_DRAIN] && drained) || st_is[S_NEXT]
+               || st_is[S_FINISH];
+    // an OR of each state's next, masked by its decode (no priority among them: one is set)
+    st_next = engine_pkg::state_t'(
+        ({4{st_is[S_IDLE]}} & (no_layers_q ? S_FINISH : S_DESC))
+      | ({4{st_is[S_TAKE]}} & take_to)
+      | ({4{st_is[S_DECODE]}} & S_SIZE)          // the decoded descriptor's registers take it in S_DECODE
+      | ({4{st_is[S_SIZE]}} & S_CHECK)           // a tile's weight rows, from their products
+      | ({4{st_is[S_CHECK]}} & (layer_fits ? S_LUT1 : S_FINISH))
+      | ({4{st_is[S_LUT1]}} & S_LUT2)
+      | ({4{st_is[S_LUT2]}} & S_TILE)
+      | ({4{st_is[S_TILE]}} & (pf_ready || (!is_conv && !is_gap) ? S_RUN : is_conv ? S_BIAS : S_RQ))
+      | ({4{st_is[S_WEIGHTS]}} & S_RUN)
+      | ({4{st_is[S_RUN]}} & S_DRAIN)
+      | ({4{st_is[S_DRAIN]}} & S_NEXT)
+      | ({4{st_is[S_NEXT]}} & (more_tiles ? S_TILE : more_layers ? S_DESC : S_FINISH)));   // S_FINISH: S_IDLE, 0
+  end
+  always_ff @(posedge clk)
+    if (!rst_n) st <= S_IDLE;
+    else if (main_collecting && c_done) st <= S_TAKE;
+    else if (st_leave) st <= st_next;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
-      st <= S_IDLE; c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_what <= S_WEIGHTS; pf_take <= 1'b0;
+      c_issued <= 1'b0; ap_done <= 1'b0; cur_bank <= 1'b0; pf_st <= PF_IDLE; pf_what <= S_WEIGHTS; pf_take <= 1'b0;
       pf_ready <= 1'b0; take_params <= 1'b0; status <= '0;
       error_layer <= '0; c_off <= '0; gs_age <= '0; to_cbuf_q <= 1'b0; to_wram_q <= 1'b0;
     end else begin
@@ -529,28 +590,18 @@ module engine_core #(
       if (main_collecting && c_done) begin    // every beat is in: take them next cycle
         c_issued <= 1'b0;
         taken_from <= st;
-        taken_weights <= !(st == S_DESC || st == S_LUT1 || st == S_LUT2 || st == S_BIAS || st == S_RQ);
-        st <= S_TAKE;
+        take_to <= st_is[S_DESC] ? S_DECODE : st_is[S_LUT1] ? S_LUT2 : st_is[S_LUT2] ? S_TILE
+                   : st_is[S_BIAS] ? S_RQ : st_is[S_RQ] ? S_WEIGHTS : S_RUN;   // S_WEIGHTS: the weight RAM is full
       end else case (st)
         S_IDLE: if (ap_start) begin
           layers <= layer_count;
           status <= '0;
-          st <= layer_count == 0 ? S_FINISH : S_DESC;
         end
-        S_TAKE: case (taken_from)
-          S_DESC: begin
-            // the program header puts it 16 bytes into a beat; a run's offset is below a beat (constant_request)
-            desc_raw <= cbuf[8 * 32'(c_off[VSH-1:0]) +: 1024];
-            st <= S_DECODE;
-          end
-          S_LUT1: st <= S_LUT2;        // layer_tables takes the table
-          S_LUT2: st <= S_TILE;
-          S_BIAS: st <= S_RQ;
-          S_RQ: st <= S_WEIGHTS;
-          default: st <= S_RUN;   // S_WEIGHTS: the weight RAM is full
-        endcase
-        S_DECODE: st <= S_SIZE;             // the decoded descriptor's registers take it this cycle
-        S_SIZE: st <= S_CHECK;              // a tile's weight rows, from their products
+        S_TAKE: begin
+          // the program header puts the descriptor 16 bytes into a beat; a run's offset is below a beat
+          // (constant_request); layer_tables takes a table, layer_tables' banks the biases and requantisation
+          if (taken_from == S_DESC) desc_raw <= cbuf[8 * 32'(c_off[VSH-1:0]) +: 1024];
+        end
         S_CHECK: begin
           gs_age <= '0;
           if (!check_ready_q) begin
@@ -558,39 +609,14 @@ module engine_core #(
           end else if (!layer_fits) begin
             status <= 32'd1;
             error_layer <= layer;
-            st <= S_FINISH;
-          end else begin
-            st <= S_LUT1;
           end
         end
-        S_LUT1: if (!need_lut1) st <= S_LUT2;
-        S_LUT2: if (!need_lut2) st <= S_TILE;
-        S_TILE: if (pf_st == PF_IDLE && !pf_take && gs_ready) begin     // a prefetch still loading is waited for
-          if (pf_ready) begin                  // prefetched while the last tile ran: switch banks and go
-            pf_ready <= 1'b0;
-            cur_bank <= !cur_bank;
-            st <= S_RUN;
-          end else if (is_conv) st <= S_BIAS;
-          else if (is_gap) st <= S_RQ;
-          else st <= S_RUN;
+        S_TILE: if (tile_free_q && pf_ready) begin   // prefetched while the last tile ran: switch banks and go
+          pf_ready <= 1'b0;
+          cur_bank <= !cur_bank;
         end
-        S_WEIGHTS: if (is_gap) st <= S_RUN;
-        S_RUN: if (!ag_start && !ag_active) st <= S_DRAIN;
-        S_DRAIN: if (drained) st <= S_NEXT;
-        S_NEXT: begin
-          if (more_tiles) begin
-            gs_age <= '0;
-            st <= S_TILE;
-          end else if (more_layers) begin
-            st <= S_DESC;
-          end else begin
-            st <= S_FINISH;
-          end
-        end
-        S_FINISH: begin
-          ap_done <= 1'b1;
-          st <= S_IDLE;
-        end
+        S_NEXT: if (more_tiles) gs_age <= '0;
+        S_FINISH: ap_done <= 1'b1;
         default: ;
       endcase
     end

@@ -115,6 +115,7 @@ module epilogue #(
   logic signed [47:0] res_half_q;
   logic res_zero_q, res_whole_q;
   logic [5:0] res_s_q;
+  logic [5:0] res_sm1_q;                  // res_shift - 1, the half's own (res_s_q fans out to every lane)
   logic [23:0] res_dec_q;                 // res_shift decoded (shift_sat8_above_decode), a stage before its mask
   logic [43:0] res_above_q;
   logic signed [17:0] res_ma_q, res_mb_q;
@@ -124,7 +125,8 @@ module epilogue #(
     res_whole_q <= d.res_shift == 8'd0;
     res_dec_q <= shift_sat8_above_decode(res_s_q);
     res_above_q <= shift_sat8_above_pick(res_dec_q);
-    res_half_q <= res_zero_q || res_whole_q || is_scale ? 48'sd0 : 48'sd1 <<< (res_s_q - 6'd1);
+    res_sm1_q <= d.res_shift[5:0] - 6'd1;
+    res_half_q <= res_zero_q || res_whole_q || is_scale ? 48'sd0 : 48'sd1 <<< res_sm1_q;
     res_ma_q <= $signed(d.res_mult_a[17:0]);
     res_mb_q <= $signed(d.res_mult_b[17:0]);
   end

@@ -96,7 +96,8 @@ module layer_descriptor #(
     ok_kernel_q <= d.kh != 0 && d.kw != 0 && 32'(d.kh) <= MAXK && 32'(d.kw) <= MAXK && d.stride_h != 0
                    && d.stride_w != 0 && d.dil_h != 0 && d.dil_w != 0;
     ok_chan_q <= d.flags[F_DEPTHWISE] ? d.out_c == d.in_c : (d.out_c & 16'(R - 1)) == 0;
-    ok_pool_k_q <= d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK;
+    // (a fused pool of one tap is refused: the pool's pixel loop takes a step a cycle old, pool_unit.sv)
+    ok_pool_k_q <= d.pool_kh != 0 && d.pool_kw != 0 && 32'(d.pool_kh) <= MAXK && (d.pool_kh > 8'd1 || d.pool_kw > 8'd1);
     ok_pool_s_q <= d.pool_sh != 0 && d.pool_sw != 0 && 32'(d.pool_sh) <= RINGK;
     ok_pool_w_q <= 32'(d.conv_w) <= MAX_W;
     ok_conv_q <= ok_kernel_q && ok_chan_q && (!d.flags[F_POOL] || (ok_pool_k_q && ok_pool_s_q && ok_pool_w_q));

@@ -1,7 +1,8 @@
 // Two lanes' packed MAC pairs on one DSP48E2 at twice the fabric clock (`--dsp-clock 2x`, the DPU's double-pumped
-// DSPs): mac_cascade.sv's four products and two sums per fabric cycle from one DSP instead of two. Lane v's weights
-// of rows r + 1, r go packed on the A port, lane v + 1's on the D port (mac_pair.sv's shared-operand packing); in
-// the first half of a fabric cycle the pre-adder passes A and the multiplier takes x0, in the second D and x1.
+// DSPs): mac_cascade.sv's four products and two sums per fabric cycle from one DSP instead of two. In the first half
+// of a fabric cycle lane v's weights of rows r + 1, r go in (the high one on the A port, the low one on D), in the
+// second lane v + 1's; the pre-adder packs them (mac_pair.sv's shared-operand packing, hi * 2^18 + lo, with no
+// subtract in the fabric) and the multiplier takes x0, then x1.
 // The post-adder sums the two halves' packed products in P (the first with C's 2^17, which turns the low sum's sign
 // as in mac_cascade), so the fabric takes one packed sum per fabric cycle: the array's lane tree starts from half as
 // many terms, as at 1x. `split_i` (a depthwise layer on the window path) makes the second half add C instead of P:
@@ -9,7 +10,8 @@
 //
 // Every DSP register is used (A, D, pre-adder, B twice, M, P), all clocked by clk2x_i with en_i as clock enable, so
 // a stalled fabric cycle freezes the fast pipeline as it freezes the fabric one. The fabric side registers the
-// operands (1x); x0 or x1 is picked for the B port by the half (one LUT level in half a fabric cycle). The sums
+// operands (1x); lane v's or lane v + 1's are picked for the A, D and B ports by the half (one LUT level in half a
+// fabric cycle). The sums
 // leave P at a fabric edge and the fabric takes them; lane v's own products (LANE_PRODUCTS, for the depthwise
 // `taps`) leave P half a cycle earlier and a fast register catches them. Every crossing is register to register in
 // half a fabric cycle. Sums and products come out four enabled fabric cycles after their operands go in, as
@@ -38,17 +40,16 @@ module mac_quad #(
 );
   localparam int QW = XW + 8;
   localparam logic signed [47:0] HALF = 48'sd131072;   // 2^17: the low field's sign (mac_pair.sv)
-  // packed weight pairs: hi * 2^18 + lo, the high weight less the low one's borrow
-  wire signed [26:0] w0 = {9'(w0_hi_i) - {8'd0, w0_lo_i[7]}, {10{w0_lo_i[7]}}, w0_lo_i};
-  wire signed [26:0] w1 = {9'(w1_hi_i) - {8'd0, w1_lo_i[7]}, {10{w1_lo_i[7]}}, w1_lo_i};
 
-  // fabric side: the operands of the cycle, held for the fast pipeline's two halves
-  logic signed [26:0] wa_q, wd_q;
+  // fabric side: the operands of the cycle, held for the fast pipeline's two halves (the weights as bytes)
+  logic signed [7:0] w0_hi_q, w0_lo_q, w1_hi_q, w1_lo_q;
   logic signed [XW-1:0] x0_q, x1_q;
   always_ff @(posedge clk_i)
     if (en_i) begin
-      wa_q <= w0;
-      wd_q <= w1;
+      w0_hi_q <= w0_hi_i;
+      w0_lo_q <= w0_lo_i;
+      w1_hi_q <= w1_hi_i;
+      w1_lo_q <= w1_lo_i;
       x0_q <= x0_i;
       x1_q <= x1_i;
     end
@@ -60,9 +61,14 @@ module mac_quad #(
     tog2_q <= tog_q;
     first_half_q <= tog_q == tog2_q;     // the coming fast cycle is a fabric cycle's first half
   end
-  // B1 takes x0 at the middle of the fabric cycle and x1 at its end; the pre-adder register takes A a fast cycle
-  // later (in a second half) and D the next; P adds C to the first product and P (or, split, C) to the second
+  // B1 takes x0 at the middle of the fabric cycle and x1 at its end, A and D the same lane's high and low weights
+  // (lane v's, then lane v + 1's); the pre-adder register sums them (hi * 2^18 + lo, the packed pair) a fast cycle
+  // later, as B2 takes B1; P adds C to the first product and P (or, split, C) to the second
   wire signed [XW-1:0] x_pick = first_half_q ? x0_q : x1_q;
+  wire signed [7:0] hi_pick = first_half_q ? w0_hi_q : w1_hi_q;
+  wire signed [7:0] lo_pick = first_half_q ? w0_lo_q : w1_lo_q;
+  wire signed [26:0] a_hi = {1'(hi_pick[7]), hi_pick, 18'd0};
+  wire signed [26:0] d_lo = 27'(lo_pick);
   wire second = first_half_q;            // the product P takes at the coming edge is the second half's
   logic [47:0] p;                        // the DSP's P: the packed sum at a fabric edge, lane v's products before
 
@@ -80,10 +86,10 @@ module mac_quad #(
       .USE_MULT("MULTIPLY"), .USE_SIMD("ONE48"), .USE_PATTERN_DETECT("NO_PATDET")
     ) dsp (
       .CLK(clk2x_i),
-      .A(30'(wa_q)), .B(18'(x_pick)), .C(HALF), .D(wd_q),
+      .A(30'(a_hi)), .B(18'(x_pick)), .C(HALF), .D(d_lo),
       .ACIN(30'd0), .BCIN(18'd0), .PCIN(48'd0), .CARRYCASCIN(1'b0), .MULTSIGNIN(1'b0),
-      // into the pre-adder register: in a second half A alone (A2 * B2), in a first half D alone (A zeroed, D on)
-      .INMODE(first_half_q ? 5'b00110 : 5'b00000),
+      // into the pre-adder register: A2 + D
+      .INMODE(5'b00100),
       .OPMODE(second && !split_i ? 9'b00_010_01_01 : 9'b00_011_01_01),   // P = M + P, or P = M + C
       .ALUMODE(4'b0000), .CARRYIN(1'b0), .CARRYINSEL(3'b000),
       .CEA1(1'b0), .CEA2(en_i), .CED(en_i), .CEAD(en_i), .CEB1(en_i), .CEB2(en_i), .CEM(en_i), .CEP(en_i),
@@ -100,11 +106,11 @@ module mac_quad #(
     logic signed [47:0] m_q, p_q;
     always_ff @(posedge clk2x_i)
       if (en_i) begin
-        a_q <= wa_q;
-        d_q <= wd_q;
+        a_q <= a_hi;
+        d_q <= d_lo;
         b1_q <= x_pick;
         b2_q <= b1_q;
-        ad_q <= first_half_q ? d_q : a_q;
+        ad_q <= a_q + d_q;
         m_q <= 48'(ad_q) * 48'(b2_q);
         p_q <= m_q + (second && !split_i ? p_q : HALF);
       end

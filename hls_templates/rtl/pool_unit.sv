@@ -149,14 +149,16 @@ module pool_unit #(
   // so only the clamps follow them
   logic [16:0] top_end_q, next_end_q;
   logic [31:0] top_rows_q, next_rows_q;
+  logic signed [31:0] top_next_q;                // first_top + sh, a cycle ahead of its sums with RINGK and kh
   logic signed [31:0] top_next_k_q, top_next_h_q, em_next_k, em_next_h;
   logic signed [31:0] top_h_q;                   // first_top + kh, a cycle ahead of its clamp
   always_ff @(posedge clk) begin
     top_end_q <= ring_end(first_top);
     top_h_q <= first_top + 32'(d.pool_kh);
     top_rows_q <= rows_clamp(top_h_q);
-    top_next_k_q <= first_top + 32'(d.pool_sh) + RINGK;
-    top_next_h_q <= first_top + 32'(d.pool_sh) + 32'(d.pool_kh);
+    top_next_q <= first_top + 32'(d.pool_sh);
+    top_next_k_q <= top_next_q + RINGK;
+    top_next_h_q <= top_next_q + 32'(d.pool_kh);
     next_end_q <= ring_clamp(em_next_k);
     next_rows_q <= rows_clamp(em_next_h);
   end
@@ -217,6 +219,10 @@ module pool_unit #(
         row_last_q <= kw_one_q && kh_one_q && w_one_q;
       end
     end
+  // px_pen's next value, em_px == w_pen2_q, a compare a cycle old: em_px never moves on two cycles in a row, nor
+  // on the cycle after a start, as a pooled pixel takes kh x kw >= 2 steps (layer_descriptor's check)
+  logic px_pen2_q;
+  always_ff @(posedge clk) px_pen2_q <= em_px == w_pen2_q;
   // (no reset: a tile's start sets them before anything reads them, and the reset's fan-out stays off their path)
   always_ff @(posedge clk)
     if (start) begin
@@ -254,7 +260,7 @@ module pool_unit #(
             em_ky <= '0; ky_end <= kh_one_q; ky_pen <= kh_two_q;
             em_oaddr <= em_oaddr + 32'(d.out_c_stride);
             if (!px_end) begin
-              em_px <= em_px + 16'd1; px_end <= px_pen; px_pen <= em_px == w_pen2_q;
+              em_px <= em_px + 16'd1; px_end <= px_pen; px_pen <= px_pen2_q;
               em_left <= em_left + 32'(d.pool_sw);
               in_x_lo_q <= in_x_lo_q - 18'(d.pool_sw); in_x_hi_q <= in_x_hi_q - 18'(d.pool_sw);
             end else begin

@@ -128,15 +128,9 @@ module sliced_epilogue #(
         k_q <= {k_q[(EPI_LATENCY-1)*KW-1:0], k};
         if (in_valid && in_ready) begin
           active <= 1'b1; k <= '0;
-          k_sel <= P'(1);
-          idx_sel <= (PM*P)'(1) << ((PM > 1 ? 32'(in_tile) : 32'd0) * P);
         end else if (active) begin
           if (k == KW'(P - 1)) active <= 1'b0;
-          else begin
-            k <= k + 1'b1;
-            k_sel <= k_sel << 1;
-            idx_sel <= idx_sel << 1;
-          end
+          else k <= k + 1'b1;
         end
         out_valid <= 1'b0;
         if (s_valid) begin
@@ -152,6 +146,16 @@ module sliced_epilogue #(
     // the operands load whenever an item could be taken (ready_q), popped or not: none is read before in_valid
     // starts a pass, and while one runs ready_q is up only in its last pass's cycle, whose operands are read as
     // they are replaced. Their enable (a load of hundreds) is then a register, not the pop's LUT
+    // the selects load with them (a pass's start takes the values of its cycle; while one runs they shift, and
+    // its last cycle reads them as they load), so neither the pop nor the reset is among their enables
+    always_ff @(posedge clk)
+      if (ready_q) begin
+        k_sel <= P'(1);
+        idx_sel <= (PM*P)'(1) << ((PM > 1 ? 32'(in_tile) : 32'd0) * P);
+      end else if (active) begin
+        k_sel <= k_sel << 1;
+        idx_sel <= idx_sel << 1;
+      end
     always_ff @(posedge clk)
       if (ready_q) begin
         acc <= in_acc; b <= in_b; g <= gate;

