@@ -114,9 +114,9 @@ def test_whole_models_on_the_simulated_board_equal_reference(tmp_path_factory, z
         assert_same(expected, list(board.stream(frames)))
         assert {s.unit for s in board.stats} == {0, 1}
         assert all(s.cycles > 1000 for s in board.stats)
-        clock = out_clock(folder)                   # the engine's estimated Fmax, below the board's 300 MHz
+        clock = out_clock(folder)                   # the board's 300 MHz, or the engine's estimated Fmax below it
         # PYNQ set PL clock 0 to 100 MHz from the metadata; the overlay's MMCM makes the engine clock from it
-        assert clock < 300 and board.backend.device.engine_clock_mhz == pytest.approx(clock, rel=1e-4)
+        assert clock <= 300 and board.backend.device.engine_clock_mhz == pytest.approx(clock, rel=1e-4)
         assert all(c["mac_busy"] > 0 for c in board.backend.counters)
 
 
