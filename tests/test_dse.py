@@ -171,29 +171,38 @@ def test_resource_model_of_an_engine_without_its_optional_parts():
         assert abs((full.lut - lean.lut) / saved - 1) < (0.03 if shape in ("16x16", "4x16x16") else 0.15), shape
 
 
-def test_resource_model_registers_of_the_thirty_third_rtl():
-    """The registers the timing rounds added to the window path's engines (TIMING_FF*, resources.py: per epilogue
-    lane, per pixel and per pixel and PE row) against yosys on the thirty-third RTL
-    (benchmarks/results/timing_estimate.jsonl): exact on the three window shapes they were fitted on, within 1.5 %
-    on the window shapes left out (2x clock, Winograd unit, lean and four-pass epilogues, 8x16x16; before them the
-    model was 1.4-6.4 % under); the one-pixel engines, which the terms leave alone, within 5 %."""
+def _synthesised_units(digest: str) -> list[tuple[str, EngineConfig, dict, Resources]]:
+    """Each ZCU104 shape yosys synthesised on one RTL (benchmarks/results/timing_estimate.jsonl): its name, its
+    config with the buffers the compiler sizes, its row, and the resource model's unit for it."""
     import json
     from pathlib import Path
 
     from partitioner.engine.geometry import engine_limits
     from partitioner.explore.clock import shape_config
     results = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "timing_estimate.jsonl"
-    rows = {r["shape"]: r for r in map(json.loads, results.read_text().split("\n")[:-1])
-            if r["rtl_digest"] == "825dbc24d1120838" and r["board"] == "zcu104"}
-    fitted = {"2x8x16", "4x16x16", "8x8x8"}
-    assert len(rows) == 14 and fitted < set(rows)
+    rows = {r["shape"]: r for r in map(json.loads, results.read_text().splitlines())
+            if r["rtl_digest"] == digest and r["board"] == "zcu104"}
     zcu = board("zcu104")
+    out = []
     for shape, row in rows.items():
         cfg = shape_config(shape)
         limits = engine_limits([], cfg)
         cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
                       depthwise_rows=limits["depthwise_rows"])
-        unit = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])
+        out.append((shape, cfg, row, compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])))
+    return out
+
+
+def test_resource_model_registers_of_the_thirty_third_rtl():
+    """The registers the timing rounds added to the window path's engines (TIMING_FF*, resources.py: per epilogue
+    lane, per pixel and per pixel and PE row) against yosys on the thirty-third RTL
+    (benchmarks/results/timing_estimate.jsonl): exact on the three window shapes they were fitted on, within 1.5 %
+    on the window shapes left out (2x clock, Winograd unit, lean and four-pass epilogues, 8x16x16; before them the
+    model was 1.4-6.4 % under); the one-pixel engines, which the terms leave alone, within 5 %."""
+    units = _synthesised_units("825dbc24d1120838")
+    fitted = {"2x8x16", "4x16x16", "8x8x8"}
+    assert len(units) == 14 and fitted < {shape for shape, *_ in units}
+    for shape, cfg, row, unit in units:
         assert unit.dsp == row["DSP"], shape
         tolerance = 0.001 if shape in fitted else 0.015 if cfg.pixels > 1 else 0.05
         assert abs(unit.ff / row["FF"] - 1) < tolerance, (shape, unit.ff, row["FF"])
@@ -204,28 +213,13 @@ def test_resource_model_against_the_thirty_fourth_rtl():
     timing_estimate.jsonl), which synthesis maps with ABC9 told the route's delay (codegen/synth.py): DSPs exact;
     flip-flops within 1.5 % on the window shapes and 5 % on the one-pixel ones, as on the thirty-third; LUTs within
     -10.4 % (the four-pass epilogue with the Winograd unit) to +0.3 %, yosys's count now the higher one on 13 of 14."""
-    import json
-    from pathlib import Path
-
-    from partitioner.engine.geometry import engine_limits
-    from partitioner.explore.clock import shape_config
-    results = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "timing_estimate.jsonl"
-    rows = {r["shape"]: r for r in map(json.loads, results.read_text().splitlines())
-            if r["rtl_digest"] == "bd093cb09117762e" and r["board"] == "zcu104"}
-    assert len(rows) == 14
-    zcu = board("zcu104")
-    under = 0
-    for shape, row in rows.items():
-        cfg = shape_config(shape)
-        limits = engine_limits([], cfg)
-        cfg = replace(cfg, weight_rows=limits["weight_rows"], window_words=limits["window_words"],
-                      depthwise_rows=limits["depthwise_rows"])
-        unit = compute_unit(cfg, zcu, limits["wbuf_bytes"], limits["pool_width"])
+    units = _synthesised_units("bd093cb09117762e")
+    assert len(units) == 14
+    for shape, cfg, row, unit in units:
         assert unit.dsp == row["DSP"], shape
         assert abs(unit.ff / row["FF"] - 1) < (0.015 if cfg.pixels > 1 else 0.05), (shape, unit.ff, row["FF"])
         assert -0.105 < unit.lut / row["LUT"] - 1 < 0.004, (shape, unit.lut, row["LUT"])
-        under += unit.lut < row["LUT"]
-    assert under == 13
+    assert sum(unit.lut < row["LUT"] for _, _, row, unit in units) == 13
 
 
 def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
