@@ -55,19 +55,19 @@ def test_resource_model_per_parameter():
 
 def test_resource_model_of_the_window_path():
     """yosys on the 4-pixel 16x16 unit (the pipelined RTL, full epilogue, 512-word window banks, 196 weight rows,
-    depthwise on the array's diagonal): 585 DSP, 46.5 BRAM36, 54,567 LUT, 46,320 FF (the twenty-eighth RTL, its lane
-    pairs summed in cascaded DSPs; among the shapes the cascade's terms were fitted on). The weight RAM stays
+    depthwise on the array's diagonal): 585 DSP, 46.5 BRAM36, 56,391 LUT, 47,795 FF (the thirty-fifth RTL; among the
+    shapes the LUT terms were fitted on). The weight RAM stays
     PE_ROWS x VEC bytes wide whatever the pixels: only the window's banks grow with them."""
     zcu = board("zcu104")
     full = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
     assert full.dsp == 4 * 16 * 16 // 2 + 16 + 3 * 16 + 6 + 3 == 585
     assert abs(full.bram36 - 46.5) <= 3
-    assert abs(full.lut / 54_567 - 1) < 0.05 and abs(full.ff / 46_320 - 1) < 0.05
-    # 8 pixels (the KV260's choice for the big detectors), fitted on neither: yosys 1,097 DSP, 71,809 LUT, 71,016 FF
-    # (the model's LUTs a few per cent high, on the safe side)
+    assert abs(full.lut / 56_391 - 1) < 0.05 and abs(full.ff / 47_795 - 1) < 0.05
+    # 8 pixels (the KV260's choice for the big detectors), fitted on neither: yosys 1,097 DSP, 75,264 LUT, 72,492 FF
+    # on the thirty-fifth RTL (the model's LUTs a few per cent high, on the safe side)
     eight = compute_unit(EngineConfig(pixels=8, window_words=512, depthwise_rows=False), zcu, 147456, 208)
     assert eight.dsp == 8 * 16 * 16 // 2 + 16 + 3 * 16 + 6 + 3 == 1097
-    assert abs(eight.lut / 71_809 - 1) < 0.06 and abs(eight.ff / 71_016 - 1) < 0.05
+    assert 0 < eight.lut / 75_264 - 1 < 0.05 and abs(eight.ff / 72_492 - 1) < 0.05
     plain = compute_unit(EngineConfig(pixels=4, epilogue_lanes=8, window_words=512, depthwise_rows=False), zcu,
                          196 * 256, 32)
     assert plain.dsp == full.dsp - 8 * 3 and plain.lut < full.lut
@@ -208,18 +208,24 @@ def test_resource_model_registers_of_the_thirty_third_rtl():
         assert abs(unit.ff / row["FF"] - 1) < tolerance, (shape, unit.ff, row["FF"])
 
 
-def test_resource_model_against_the_thirty_fourth_rtl():
-    """The resource model, not refitted, against yosys on the thirty-fourth RTL (benchmarks/results/
-    timing_estimate.jsonl), which synthesis maps with ABC9 told the route's delay (codegen/synth.py): DSPs exact;
-    flip-flops within 1.5 % on the window shapes and 5 % on the one-pixel ones, as on the thirty-third; LUTs within
-    -10.4 % (the four-pass epilogue with the Winograd unit) to +0.3 %, yosys's count now the higher one on 13 of 14."""
-    units = _synthesised_units("bd093cb09117762e")
-    assert len(units) == 14
+def test_resource_model_against_the_thirty_fifth_rtl():
+    """The LUT terms of synthesis's route-aware mapping and of the 2x array's weight picks (ROUTE_LUT,
+    DOUBLE_LUT_PER_DSP, resources.py), fitted on 8x8, 2x8x16, 4x16x16 and 4x16x16@2x of the thirty-fifth RTL
+    (benchmarks/results/timing_estimate.jsonl), against yosys: within 2 % on those, within 3.5 % on the other nine
+    shapes but the four-pass epilogue with the Winograd unit (8.2 % under, as the model was before the terms); the
+    terms took the model from 3-9 % under to either side. DSPs exact; flip-flops as on the thirty-third."""
+    units = _synthesised_units("db622998fe18b90d")
+    fitted = {"8x8", "2x8x16", "4x16x16", "4x16x16@2x"}
+    assert len(units) == 14 and fitted < {shape for shape, *_ in units}
     for shape, cfg, row, unit in units:
         assert unit.dsp == row["DSP"], shape
         assert abs(unit.ff / row["FF"] - 1) < (0.015 if cfg.pixels > 1 else 0.05), (shape, unit.ff, row["FF"])
-        assert -0.105 < unit.lut / row["LUT"] - 1 < 0.004, (shape, unit.lut, row["LUT"])
-    assert sum(unit.lut < row["LUT"] for _, _, row, unit in units) == 13
+        error = unit.lut / row["LUT"] - 1
+        if shape == "4x16x8:4+wino":
+            assert -0.09 < error < -0.07, (shape, unit.lut, row["LUT"])
+        else:
+            assert abs(error) < (0.02 if shape in fitted else 0.035), (shape, unit.lut, row["LUT"])
+    assert sum(unit.lut > row["LUT"] for _, _, row, unit in units) >= 5    # no longer under on (nearly) every shape
 
 
 def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
@@ -249,25 +255,25 @@ def test_the_exploration_counts_only_the_parts_a_model_uses(zoo):
 
 def test_resource_model_of_the_double_pumped_array():
     """`--dsp-clock 2x`: one DSP per four MACs of the array (mac_quad.sv: two lanes of two rows, the lane pair
-    summed in its P), the rest unchanged; its fabric registers and LUTs per DSP (yosys, the twenty-eighth RTL: 8x8 54
-    DSP against 70, 18,590 FF, 174 LUT more than the 1x unit, whose lane pairs sum in cascaded DSPs; 4x16x16 329 DSP
-    against 585, 57,235 LUT, 68,593 FF, 2,668 LUT more; 2x8x16, not fitted on, 137 DSP, 43,079 LUT, 36,567 FF). The
-    twenty-seventh RTL's 2x array, which summed every product in the fabric, took 4x16x16 to 65,929 LUT and
-    84,913 FF."""
+    summed in its P), the rest unchanged; its fabric registers and LUTs per DSP (yosys, the thirty-fifth RTL: 8x8 54
+    DSP against 70, 19,416 FF, 446 LUT more than the 1x unit, whose lane pairs sum in cascaded DSPs; 4x16x16 329 DSP
+    against 585, 63,013 LUT, 69,556 FF, 6,622 LUT more, the lanes' weight picks in front of the DSPs' A and D;
+    2x8x16, not fitted on, 137 DSP, 44,457 LUT, 37,913 FF). The twenty-seventh RTL's 2x array, which summed every
+    product in the fabric, took 4x16x16 to 65,929 LUT and 84,913 FF."""
     zcu = board("zcu104")
     one = compute_unit(EngineConfig(vec=8, pe_rows=8), zcu, 392 * 64, 32)
     two = compute_unit(EngineConfig(vec=8, pe_rows=8, dsp_clock=2), zcu, 392 * 64, 32)
     assert one.dsp - two.dsp == 8 * 8 // 4 == 16 and two.dsp == 54
-    assert abs(two.ff / 18_590 - 1) < 0.05 and abs((two.lut - one.lut) / 174 - 1) < 0.2
+    assert abs(two.ff / 19_416 - 1) < 0.05 and abs((two.lut - one.lut) / 446 - 1) < 0.1
     window = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False, dsp_clock=2), zcu,
                           196 * 256, 32)
     assert window.dsp == 4 * 16 * 16 // 4 + 16 + 3 * 16 + 6 + 3 == 329
-    assert abs(window.lut / 57_235 - 1) < 0.05 and abs(window.ff / 68_593 - 1) < 0.05
+    assert abs(window.lut / 63_013 - 1) < 0.05 and abs(window.ff / 69_556 - 1) < 0.05
     one_window = compute_unit(EngineConfig(pixels=4, window_words=512, depthwise_rows=False), zcu, 196 * 256, 32)
-    assert abs((window.lut - one_window.lut) / 2_668 - 1) < 0.05
+    assert abs((window.lut - one_window.lut) / 6_622 - 1) < 0.15
     pair = compute_unit(EngineConfig(vec=16, pe_rows=8, pixels=2, window_words=512, depthwise_rows=False,
                                      dsp_clock=2), zcu, 196 * 128, 32)
-    assert pair.dsp == 137 and abs(pair.lut / 43_079 - 1) < 0.06 and abs(pair.ff / 36_567 - 1) < 0.05
+    assert pair.dsp == 137 and abs(pair.lut / 44_457 - 1) < 0.06 and abs(pair.ff / 37_913 - 1) < 0.05
 
 
 def test_the_exploration_takes_the_double_pumped_array_only_when_asked(zoo):

@@ -1,7 +1,7 @@
 // First-in first-out queue with a fill count, for the credit-based hand-offs between engine stages. With OUT_REG
 // the head waits in a register (an item pushed into an empty queue goes straight there): what reads the head
 // starts from flip-flops instead of the distributed RAM's read port, at one entry more and no added latency; the
-// fill count is a register too.
+// fill count is a register too, its next value a pick.
 module sync_fifo #(
   parameter int W = 8,
   parameter int DEPTH = 8,         // power of two
@@ -57,20 +57,32 @@ module sync_fifo #(
   if (OUT_REG) begin : g_head
     logic hd_v;
     logic [W-1:0] hd_q;
-    logic [CW-1:0] count_q;
+    // the count and its two neighbours, each a register: a push or pop picks one of them and adds nothing (with the
+    // sums on the count itself synthesis shares one adder between them, behind the push)
+    logic [CW-1:0] count_q, count_up_q, count_dn_q;
     wire load = !hd_v || pop;                  // the head takes the next item, if there is one
     wire load_ctl = !hd_v || pop_ctl;
+    wire count_up = push && !(pop_ctl && hd_v);
+    wire count_dn = !push && pop_ctl && hd_v;
     assign mem_pop = load_ctl && mem_valid;
     assign mem_push = push && (mem_valid || !load_ctl);
     always_ff @(posedge clk) begin
       if (!rst_n) begin
         hd_v <= 1'b0;
         count_q <= '0;
+        count_up_q <= CW'(1);
+        count_dn_q <= '1;
       end else begin
         if (load_ctl) hd_v <= mem_valid || push;
-        // up or down by one, a pick between the count's two neighbours: the pop picks, it adds nothing
-        if (push && !(pop_ctl && hd_v)) count_q <= count_q + 1'b1;
-        else if (!push && pop_ctl && hd_v) count_q <= count_q - 1'b1;
+        if (count_up) begin
+          count_q <= count_up_q;
+          count_up_q <= count_up_q + 1'b1;
+          count_dn_q <= count_q;
+        end else if (count_dn) begin
+          count_q <= count_dn_q;
+          count_up_q <= count_q;
+          count_dn_q <= count_dn_q - 1'b1;
+        end
       end
       if (load) hd_q <= mem_valid ? mem[rp] : din;
     end

@@ -893,24 +893,32 @@ module window_conv #(
           if (Q == 1 || 2'(q) == hset)
             for (int p = 0; p < P; p++)
               for (int r = 0; r < R; r++) ob[p][r] <= hd[q][p][r];
-        ob_n <= hd_n; ob_tile <= hd_tile;
         if (wino) begin
           ob_count <= w_count; ob_empty_q <= w_zero; ob_one_q <= w_one;
-          ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]};
-          ob_oaddr <= hd_oaddr[0];
         end else begin
           ob_count <= hd_count; ob_empty_q <= hd_count == 16'd0; ob_one_q <= hd_count == 16'd1;
-          ob_y <= hd_y; ob_x <= hd_x; ob_oaddr <= hd_oaddr[0];
         end
       end else if (drain) begin
         if (P > 1) ob_rd <= ob_rd + PB'(1);
         ob_count <= ob_count - 16'd1;
         ob_empty_q <= ob_one_q; ob_one_q <= ob_count == 16'd2;
-        ob_x <= ob_x + (wino ? 16'd2 : 16'd1);
-        ob_oaddr <= ob_oaddr + o_step;
       end
     end
   end
+  // the handed-on pixel's coordinates and address, without the reset (a move sets them before a drain reads them:
+  // the buffer is empty until one), so their enable is move || drain, not a term of the reset behind both
+  always_ff @(posedge clk)
+    if (move) begin
+      ob_n <= hd_n; ob_tile <= hd_tile; ob_oaddr <= hd_oaddr[0];
+      if (wino) begin
+        ob_y <= {hd_y[14:0], hset[1]}; ob_x <= {hd_x[14:0], hset[0]};
+      end else begin
+        ob_y <= hd_y; ob_x <= hd_x;
+      end
+    end else if (drain) begin
+      ob_x <= ob_x + (wino ? 16'd2 : 16'd1);
+      ob_oaddr <= ob_oaddr + o_step;
+    end
 
   // the accumulators: cleared at reset, a tile's start and a group's end (to the hold, or depthwise to `prev`)
   always_ff @(posedge clk)

@@ -89,18 +89,16 @@ class FmaxFit:
         return max(fabric, 2 * (self.fast_f0_ns + self.fast_f1_ns * macs))
 
 
-# UltraScale+ -2 (zcu104). The thirty-fourth RTL (the controller's state from one-hot flags, the window path's
-# residual ready made in the controller's one term, the reader's skid flag in one term of its own, the 2x array's
-# weights packed in its DSPs' pre-adders, the address generator's next-row room from a counted ag_row + 1, ...;
-# docs/timing-history.md), synthesised with ABC9's wire delay at the delay model's route (codegen/synth.py): 8x8
-# 3.316 ns (301.5 MHz; the activation reader's run-end flag into its address registers' enable, 4 LUTs), 8x8+lean
-# and 8x8x8 the same path; 2x8x16, 2x8x16+lean, 4x16x16 and 8x16x16 3.310 (the same, 302.2); 8x8x8+wino 3.339,
-# 4x16x8:4+wino 3.378 and 4x16x16+wino 3.391 (the residual queue's valid into the window path's output registers'
-# enable, 4 LUTs, the Winograd unit's hold of four sets before it); 8x8@2x 3.316, 2x8x16@2x, 4x16x16@2x and
-# 8x16x16@2x 3.310 (the reader's path; the DSP clock's worst path the DSP's own stage, 1.44 ns). a = 8x8's; the
-# window terms each pixel count's excess over a, at 2x their @2x twins', none above 0 (the fit errs slow by 0.006
-# ns); the Winograd term 4x16x16+wino's worst path; no narrow term (the narrow epilogue's select is under 3.25 ns on
-# 4x16x8:4+wino); 14 ZCU104 shapes.
+# UltraScale+ -2 (zcu104). The thirty-fifth RTL (the window path's output pixel registers without the reset, so the
+# residual queue's valid no longer reaches their enable; a queue's fill count picked from registered neighbours,
+# sync_fifo.sv, where synthesis had shared one adder behind the push; docs/timing-history.md): 8x8, its +lean and @2x
+# twins, 8x8x8 and 4x16x8:4+wino 3.316 ns (301.5 MHz; the activation reader's run-end flag into its address registers'
+# enable, 4 LUTs); 2x8x16, +lean, @2x, 4x16x16, +wino, @2x 3.310 (the same path, 302.2); 8x16x16 and 8x16x16@2x 3.314
+# (the window path's start into its pixel loop's one-before-last flag, 5 LUTs); 8x8x8+wino 3.325 (the same, 300.8).
+# a = 8x8's; the window terms each pixel count's excess over a, at 2x their @2x twins', none above 0 (the fit errs
+# slow by at most 0.006 ns); the Winograd term 8x8x8+wino's worst path (4x16x16+wino and 4x16x8:4+wino, left out, are
+# 0.015 and 0.009 ns faster); no narrow term; 14 ZCU104 shapes. The thirty-fourth's: the same a, the Winograd unit's
+# 3.339-3.391 ns (the residual queue's valid into the output registers' enable).
 # The twenty-eighth RTL (the 2x array's DSP summing two lanes in its P, mac_quad.sv; the
 # activation tables one memory a beat wide, and an engine without them) moved no fabric estimate (all 22 rows equal
 # the twenty-seventh's); the DSP clock's worst path is now the DSP's own stage on every 2x shape, 1.44 ns (694.4 MHz),
@@ -111,9 +109,9 @@ class FmaxFit:
 ULTRASCALE_FIT = FmaxFit("zcu104", a_ns=3.316, b_ns=0.0, window_ns=((2, 0.0), (4, 0.0), (8, 0.0)),
                          window_2x_ns=((2, 0.0), (4, 0.0), (8, 0.0)),
                          fitted_on=("8x8", "2x8x16", "4x16x16", "8x16x16", "8x8@2x", "2x8x16@2x", "4x16x16@2x",
-                                    "8x16x16@2x", "4x16x16+wino"),
-                         checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x8:4+wino", "8x8x8+wino"),
-                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, winograd_ns=3.391)
+                                    "8x16x16@2x", "8x8x8+wino"),
+                         checked_on=("8x8x8", "8x8+lean", "2x8x16+lean", "4x16x8:4+wino", "4x16x16+wino"),
+                         fast_ns=1.44, fast_f0_ns=1.44, fast_f1_ns=0.0, winograd_ns=3.325)
 # 7-series -1 (pynq-z2): one synthesised shape (8x8: 8.153 ns since the twenty-fourth RTL, the epilogue's x * m: on a
 # DSP48E1 (25 x 18) yosys builds the 27 x 18 product with its rounding half added in a 48-bit fabric carry chain, still
 # above the PYNQ-Z2's 100 MHz; the twenty-third's 6.647 was the writer's beat address, a 34-bit sum behind the write

@@ -2,83 +2,10 @@
 RTL engine (`hls_templates/rtl/`, `partition --synth`). DSP and BRAM counts follow from the structure and match
 yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: treat them as an upper estimate).
 
-Measured (yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`): LUTs fitted on 8x8, 16x16, 2x8x16 and
-4x16x16 on xcup (the sixth pipelining's fit, not refitted), FFs on 8x8 and 2x8x16 (the fourteenth's fit). The
-twenty-fifth RTL keeps every sum in ACC_BITS (27) bits, not 32 (engine_pkg::ACC_W; the requantisation reads no more
-since ABI v3, and sums modulo 2^27 keep their low 27 bits): its change against the twenty-fourth, per shape, is a
-least-squares fit on 8x8+lean, 4x16x16, 4x16x16+wino, 4x16x16:8 and 8x8x8 over five counts (window pixels x PE
-rows, the same with the Winograd unit, result lanes x tiles of a group, result lanes, result lanes held for a
-narrow epilogue's passes): FF -25, -30, -33, -24, -5 (the first two are the structure's five and six registers of
-five bits), LUT 0, -31.5, -21.8, -2.9, -26. Checked on the shapes it was not fitted on: FF within 4 of yosys's
-change on 2x16x16:8 (-2,316), 2x8x16 (-1,836) and its 2x twin, 4x16x16:8+lean (-4,176), 8x16x16 (-7,804),
-8x8x8+wino (-5,820); LUT within 126 (2x8x16 -837, 8x16x16 -2,586, 8x8x8+wino -3,236). In the model: the window's
-sums per pixel and PE row (WINDOW_SUM_FF) and the Winograd sets (winograd_unit) in ACC_BITS, the lane terms
-(CONTROL_*_PER_LANE, GROUP_*, SLICED_*) moved by the fit.
-twenty-second RTL keeps the layer tables' running copy in flip-flops that the staged copy moves into as a group
-starts, so no bank select sits between the tables and the lanes, and no register of the selected biases: 90 LUT and
-32 FF less per result lane and tile of a group (CONTROL_*_PER_LANE and GROUP_* less by that, counted from the RTL,
-no fit): 8x8 21,859 LUT (model -2.1 %), 17,351 FF; 2x8x16 44,851 (-0.3 %), 32,639; 4x16x16 57,533 (-0.3 %), 50,217;
-8x8x8 35,329 (-0.6 %), 43,278; 4x16x16+wino 81,250 (-0.2 %); 8x16x16, left out, 75,970 (+4.9 %), 78,625 FF (-3.5 %).
-Engines with a narrow epilogue, synthesised for the first time (its pass's operands by plain selects, not by
-part-selects at computed offsets, which cost 2,800 LUTs on 2x16x16:8), checked, not fitted: 2x16x16:8 317 DSP,
-39,059 LUT (model -0.4 %), 34,311 FF (+5.3 %); 4x16x16:8 573 DSP, 49,374 LUT (+0.4 %), 48,520 FF (+2.3 %). The
-twenty-first RTL (the address generator's walk of a Winograd layer's residual) adds 110-230 LUT and 100-160 FF to a
-unit, not refitted: 8x8 22,496 LUT (model -1.6 %), 17,607 FF; 2x8x16 47,759, 33,663; 4x16x16 63,255, 52,265;
-8x16x16 87,489, 82,721; 8x8x8 41,057, 45,326; the Winograd unit's difference within 20 LUT and 0-2 FF of the
-twentieth's (4x16x16 +23,685 LUT, +25,864 FF; 8x8x8 +22,216, +24,506). The twentieth
-RTL (the 1x array's lane pairs summed in cascaded DSPs, CASCADE_*; the Winograd sets without a bias select;
-WINDOW_LUT_*): 8x8 82 DSP, 22,346 LUT (model -1.0 %), 17,454 FF (+1.1 %); 2x8x16 221 DSP, 47,586 LUT (+0.1 %), 33,510 FF
-(-0.9 %); 4x16x16 605 DSP, 63,103 LUT (0.0 %), 52,111 FF (-2.3 %); 8x16x16, left out, 1,117 DSP, 87,319 LUT (+4.5 %),
-82,566 FF (-3.2 %); 8x8x8 309 DSP, 40,898 LUT (0.0 %), 45,171 FF (-1.3 %); the 2x shapes within 132 LUT and 512 FF of
-the nineteenth's (8x8@2x 23,057 LUT, 4x16x16@2x 72,962, 8x16x16@2x 107,046); 8x8 on the PYNQ-Z2's xc7 (no cascade:
-DSP48E1, its lane pairs summed in the fabric) 126 DSP, 23,183 LUT, 18,860 FF. The seventeenth RTL (the MAC array's
-operand width a parameter for Winograd's 10-bit operands, 8 as before) synthesises to the sixteenth's DSP, BRAM, FF and
-Fmax on every shape, LUTs within 32 (2x8x16 49,195, 8x16x16 105,398, 8x16x16@2x 106,654). On the sixteenth RTL (the
-epilogue's four DSPs per lane, was five and SCALE's gate: b x mb made once for ADD and a residual, the gate product on
-the residual's other DSP; the per-lane terms counted from the RTL, 45 LUT and
-26 FF):
-8x8 82 DSP, 22,909 LUT (model -1.0 %), 17,826 FF (-0.1 %); 2x8x16 221 DSP, 49,202 LUT (-2.7 %), 33,909 FF (0.0 %);
-4x16x16 605 DSP, 72,390 LUT (+0.5 %), 53,685 FF (0.0 %); 8x16x16, fitted on neither, 1,117 DSP, 105,402 LUT
-(+4.9 %), 85,873 FF (-0.3 %); the 2x shapes 66, 157, 349 and 605 DSP; 8x8 on the PYNQ-Z2's xc7 126 DSP, 23,230
-LUT (-2.4 %), 18,688 FF (-7.0 %). On the fourteenth pipelining's RTL (every DSP48E2 with its registers, 40-bit
-addresses, 32-bit counter halves): 8x8 98 DSP,
-22,471 LUT (model -0.7 %), 17,603 FF (+0.0 %); 2x8x16 253 DSP, 48,445 LUT (-2.7 %), 33,478 FF (+0.0 %); 4x16x16 637
-DSP, 71,638 LUT (+0.5 %), 53,254 FF (+0.0 %, not fitted on); 8x16x16, fitted on neither, 1,149 DSP, 104,607 LUT
-(+5.0 %), 85,442 FF (-0.3 %); 8x8 on the PYNQ-Z2's xc7 142 DSP, 22,786 LUT (-2.1 %), 18,465 FF (-7.0 %). The DSP
-counts are the structure's, exact on every shape: the control's products, now registered, are 10 (was 12 inferred;
-14 on DSP48E1s, which take 25-bit operands), the window path's 3 (was 5), SCALE's gate one per epilogue lane that
-has a first operand. The fourteenth took 1,300-2,400 FF off a unit (no 64-bit counters or address registers) and
-added about 50 per result lane (the epilogue's two gate stages). On the thirteenth pipelining's RTL: 8x8 100 DSP,
-22,533 LUT (model -1.0 %), 18,935 FF (-1.3 %); 2x8x16 257 DSP, 48,139 LUT (-2.0 %), 35,905 FF (-4.8 %); 4x16x16 641
-DSP, 71,351 LUT (+0.9 %), 55,686 FF (-3.1 %); 8x16x16, fitted on neither, 1,153 DSP exact, 104,343 LUT (+5.2 %),
-87,879 FF (-2.3 %); 8x8 on the PYNQ-Z2's xc7 140 DSP exact, 22,598 LUT (-1.2 %), 19,161 FF (-4.7 %). The thirteenth
-took 240-700 LUT off a unit (the MAC pairs' sign correction moved into the DSP's post-adder) and changed FFs by
-+-200. The twelfth's: 8x8 22,775 LUT, 18,852 FF; 2x8x16 48,498 LUT, 35,736 FF; 4x16x16 72,038 LUT, 55,515 FF;
-8x16x16 105,598 LUT, 87,704 FF. The twelfth took 300-700 LUT off a unit (the residual's saturating shift in two
-halves) and added about 150-300 FF (loop flags, per-layer bounds, the layer check's four registers). The eleventh's:
-8x8 23,052 LUT, 18,691 FF; 16x16 44,959 LUT, 27,667 FF; 4x16x16 72,773 LUT, 55,234 FF; 16x8 35,264 LUT (the model
-+5.6 %), 25,591 FF; 2x16x16 55,620 LUT, 39,128 FF; 8x16x16 106,314 LUT, 87,424 FF. The eleventh added about 400 FF
-per unit (the address generator's offered run and its skid, the reader's AR skid, the constant request's C0 stage,
-loop flags). The tenth's: 8x8 22,796 LUT, 18,289 FF; 4x16x16 72,638 LUT, 54,816 FF. The tenth added about 84 FF per
-result lane (the epilogue's saturation mask decoded a stage ahead, the biases in registers) and 32 more per lane of
-a group's extra tiles (their biases), 96 per window pixel (its column bounds) and about 200 per unit (the burst
-writer's W register and skid, the sixth address stage). The ninth's: 8x8 100 DSP, 22,711 LUT, 17,409 FF; 4x16x16 641
-DSP, 72,428 LUT, 51,208 FF. The ninth added about 85 FF per result lane and 425 per unit (the epilogue's operand
-registers, the address generator's per-layer decode and end flags, the burst writer's gather register) and took a
-DSP off (the window row's product, 16 x 16 bits). The eighth's: 8x8 101 DSP, 22,535 LUT, 16,295 FF; 4x16x16 642 DSP,
-71,918 LUT, 49,289 FF. The eighth added about 20 FF per result lane and 270 per unit (the queues' flags and next
-read addresses, the fused pool's tap registers, the writer's data and length heads). The seventh's: 8x8 22,339 LUT,
-15,872 FF; 4x16x16 71,650 LUT, 48,738 FF; it added about 65 FF per result lane (the MAC stage's and the fused pool's
-output registers, the pool queue's head). The sixth's: 8x8 22,316 LUT, 15,082 FF; 4x16x16 71,752 LUT, 47,299 FF. The
-sixth pipelining took 10,000-13,600 LUT off a unit: the controller takes the descriptor from a beat-wide select (its
-offset is below a beat), not from anywhere in the collection buffer. The fifth's: 8x8 102 DSP, 32,395 LUT, 14,793
-FF; 4x16x16 643 DSP, 85,344 LUT, 46,818 FF. The fourth pipelining's: 8x8 111 DSP, 32,284 LUT, 13,808 FF; 4x16x16 653
-DSP, 85,354 LUT, 43,696 FF. The third pipelining's: 8x8 34,248 LUT, 13,034 FF; 4x16x16 89,588 LUT, 42,520 FF. Before
-(stop 39's RTL, the MAC pairs' registers in the fabric): 8x8 121 DSP, 35,382 LUT, 13,088 FF; 4x16x16 671 DSP,
-100,174 LUT, 67,716 FF. Before the pipelining (ABI v2): the 16x16 unit 312 DSP, 54,269 LUT, 10,106 FF; the 8x8 unit
-152 DSP, 35,322 LUT, 7,871 FF. Before the activation tables moved into each lane's LUTRAM (`lut_ram.sv`) the units
-took 90,672 / 104,629 / 52,497 LUT and 4,096 FF more, the epilogue alone 26,498 LUT: a 256:1 multiplexer per table
-bit and lane.
+Measured: yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`. DSPs exact on every synthesised shape;
+LUTs within -8.2 % (the four-pass epilogue with the Winograd unit) to +3.4 % of yosys on the thirty-fifth RTL, FFs
+within -0.5 % to +1.2 % on the window shapes and 3-5 % under on the one-pixel ones (tests/test_dse.py); how each
+term was fitted and checked, round by round: docs/resource-history.md.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
   one per DSP48E1 (the VEC lanes' own products under "The rest"). LUTs: 32.4 per MAC + 161 per lane - 752, less
@@ -207,7 +134,13 @@ WINOGRAD_LUT_SCALE, WINOGRAD_FF_SCALE = 1.305, 1.027
 # +22,273 for 256 (fitted, exact); left out, 2x8x16 +642 / +5,569 for 64 (the model +673 / +5,569), 8x16x16 +5,122 /
 # +44,545 for 512 (+5,327 / +44,545). The twenty-seventh RTL's mac_quad (four rows of one lane, the fabric summing
 # every product) took 4x16x16 +9,923 / +38,593.
-DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 87.0, 0, 10.39, 8
+# The thirty-fourth RTL put the two lanes' weight picks in front of A and D (the pre-adder packs them): 18.76 LUT a
+# DSP more, fitted with ROUTE_LUT (below) on the thirty-fifth's 4x16x16@2x
+DOUBLE_FF_PER_DSP, DOUBLE_FF, DOUBLE_LUT_PER_DSP, DOUBLE_LUT = 87.0, 0, 29.15, 8
+# Since the thirty-fourth RTL, synthesis tells ABC9 a LUT level's route delay (codegen/synth.py): it maps shallower
+# and duplicates more, 1,125 LUT a unit more than the terms above (least squares with DOUBLE_LUT_PER_DSP over the
+# thirty-fifth RTL's 8x8, 2x8x16, 4x16x16 and 4x16x16@2x; docs/resource-history.md has the shapes left out)
+ROUTE_LUT = 1_125
 # The 1x packed array's lane pairs summed in cascaded DSPs (mac_cascade.sv, the twentieth RTL): half the fabric's
 # lane-sum adders and their partial-sum registers, against the nineteenth RTL's yosys counts of the same shapes
 # (per MAC, least squares through 0 over 8x8 -588 LUT / -372 FF, 2x8x16 -2,011 / -1,062, 4x16x16 -8,925 / -2,742,
@@ -295,7 +228,7 @@ def compute_unit(cfg: EngineConfig, board: Board, wbuf_bytes: int, max_width: in
                - (0 if cfg.lane_products else LANE_PRODUCTS_FF_PER_VEC * cfg.vec)
                + (PIPE_FF_PER_PAIR * macs / 2 if board.int8_macs_per_dsp == 2 else 0)
                + (DOUBLE_FF + DOUBLE_FF_PER_DSP * macs / 4 if double else 0))
-    lut += round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0
+    lut += ROUTE_LUT + (round(DOUBLE_LUT + DOUBLE_LUT_PER_DSP * macs / 4) if double else 0)
     if board.int8_macs_per_dsp == 2:     # lane pairs summed in the DSPs (mac_cascade.sv; at 2x in P, mac_quad.sv)
         lut += round(CASCADE_LUT_PER_MAC * macs)
         ff += round(CASCADE_FF_PER_MAC * macs)
