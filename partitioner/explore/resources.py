@@ -4,7 +4,7 @@ yosys; LUT and FF counts are a fit (Vivado maps LUTs more tightly than yosys: tr
 
 Measured: yosys 0.70, one unit, `benchmarks/results/timing_estimate.jsonl`. DSPs exact on every synthesised shape;
 LUTs within -8.2 % (the four-pass epilogue with the Winograd unit) to +3.4 % of yosys on the thirty-fifth RTL, FFs
-within -0.5 % to +1.2 % on the window shapes and 3-5 % under on the one-pixel ones (tests/test_dse.py); how each
+within -0.6 % to +1.1 % on the window shapes and 4-5 % under on the one-pixel ones (tests/test_dse.py); how each
 term was fitted and checked, round by round: docs/resource-history.md.
 
 - MAC array: PE_ROWS x VEC int8 multipliers, two per DSP48E2 (UltraScale+, the WP486 packing of mac_pair.sv),
